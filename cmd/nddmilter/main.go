@@ -1,0 +1,55 @@
+// Command nddmilter is a milter that recognizes and stops email spam
+// campaigns: every copy of a campaign that users reported as junk, however
+// randomized. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// globalFlags are shared by every subcommand.
+type globalFlags struct {
+	config string // --config FILE
+	store  string // --store DIR
+}
+
+func newRootCmd() *cobra.Command {
+	gf := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "nddmilter",
+		Short:         "Stop email spam campaigns at the mail server",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&gf.config, "config", "", "configuration file (YAML); default: embedded defaults")
+	root.PersistentFlags().StringVar(&gf.store, "store", "", "store directory (overrides the configuration file)")
+	root.AddCommand(
+		newServeCmd(gf),
+		newReportCmd(gf),
+		newCheckCmd(gf),
+		newCampaignsCmd(gf),
+		newLexiconCmd(gf),
+		newTrainCmd(gf),
+		newEvalCmd(gf),
+		newBenchCmd(gf),
+		newStoreCmd(gf),
+		newConfigCmd(gf),
+	)
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nddmilter:", err)
+		os.Exit(1)
+	}
+}

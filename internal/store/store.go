@@ -1,0 +1,139 @@
+// Package store keeps nddmilter's memory: known campaigns, the signature
+// index that maps signature keys to campaigns, reporters and per-campaign
+// daily counters. Keys are opaque byte strings to this package: it knows
+// nothing of parsing or of how signatures are computed. The only backend is
+// Badger (see Open); Store is the narrow interface a shared fleet backend
+// will implement later.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned for an unknown campaign.
+var ErrNotFound = errors.New("campaign not found")
+
+// CampaignID identifies a campaign. IDs are never reused.
+type CampaignID uint64
+
+// Kind is the kind of a report.
+type Kind uint8
+
+const (
+	KindSpam Kind = 1 // the reporter says the message is junk
+	KindHam  Kind = 2 // the reporter says the message is not junk
+)
+
+// State is the administrative state of a campaign.
+type State uint8
+
+const (
+	StateActive  State = 0 // acted on according to policy
+	StateAllowed State = 1 // an administrator said: never act on it
+	StateRevoked State = 2 // not-spam evidence outweighed spam reports
+)
+
+// Campaign is the record of one campaign.
+type Campaign struct {
+	ID        CampaignID
+	State     State
+	FirstSeen time.Time
+	LastSeen  time.Time // last hit or report; drives expiry
+	// Messages counts checked messages that matched the campaign.
+	Messages int64
+	// SpamReports and HamReports count reports; the *Reporters fields count
+	// distinct reporters (one reporter counts once per campaign).
+	SpamReports, HamReports     int64
+	SpamReporters, HamReporters int64
+	// Actions counts the actions taken on matching messages, by action name.
+	Actions       map[string]int64
+	SampleSubject string
+	SampleFrom    string
+	// Keys is every index key pointing at the campaign, so that deleting the
+	// campaign removes all of them.
+	Keys [][]byte
+	// Sketches holds a few representative similarity sketches (opaque),
+	// capped in number, used to verify candidates found through band keys.
+	Sketches [][]byte
+	// MergedFrom lists campaigns merged into this one.
+	MergedFrom []CampaignID
+}
+
+// ReportInput is one report, applied atomically by Store.Report.
+type ReportInput struct {
+	Time     time.Time
+	Kind     Kind
+	Reporter string // "" counts as an anonymous reporter
+	// Keys are the message's index keys. Campaigns sharing any of them are
+	// joined (several are merged into the oldest).
+	Keys [][]byte
+	// Sketch is the message's similarity sketch, kept as a representative.
+	Sketch []byte
+	// Join lists campaigns the caller matched by similarity, joined like
+	// those found through Keys.
+	Join []CampaignID
+	// Create makes a new campaign when nothing matches (spam reports).
+	Create bool
+	// Index adds Keys to the index of the resulting campaign (spam reports).
+	Index         bool
+	Subject, From string
+}
+
+// ReportResult tells what a report did.
+type ReportResult struct {
+	Campaign CampaignID // 0 when nothing matched and nothing was created
+	Created  bool
+	Merged   []CampaignID // campaigns merged into Campaign
+	// Repeated is true when this reporter had already reported the campaign
+	// with the same kind: counts of reports grow, counts of reporters don't.
+	Repeated bool
+}
+
+// Hit is one index key found in the store.
+type Hit struct {
+	Key      []byte
+	Campaign CampaignID
+}
+
+// Query selects campaigns for listing.
+type Query struct {
+	Since time.Time // LastSeen at or after; zero for all
+	Sort  string    // "volume", "reports" or "recent" (default)
+	Limit int       // 0 for no limit
+}
+
+// DayCount is one day of a campaign's time series.
+type DayCount struct {
+	Day         time.Time // midnight UTC
+	Messages    int64
+	SpamReports int64
+	HamReports  int64
+}
+
+// Stats summarizes the store.
+type Stats struct {
+	Campaigns int64
+	Keys      int64
+	DiskBytes int64
+}
+
+// Store is the interface the campaign engine uses. Implementations are safe
+// for concurrent use.
+type Store interface {
+	Lookup(ctx context.Context, keys [][]byte) ([]Hit, error)
+	Get(ctx context.Context, id CampaignID) (*Campaign, error)
+	List(ctx context.Context, q Query) ([]Campaign, error)
+	Report(ctx context.Context, in ReportInput) (ReportResult, error)
+	// RecordHit counts a matched message and the action taken, and
+	// refreshes LastSeen. It may be buffered briefly.
+	RecordHit(ctx context.Context, id CampaignID, action string, at time.Time) error
+	SetState(ctx context.Context, id CampaignID, s State) error
+	Delete(ctx context.Context, id CampaignID) error
+	Timeline(ctx context.Context, id CampaignID) ([]DayCount, error)
+	// Expire deletes campaigns whose LastSeen is before cutoff.
+	Expire(ctx context.Context, cutoff time.Time) (int, error)
+	Stats(ctx context.Context) (Stats, error)
+	Close() error
+}
