@@ -1,17 +1,12 @@
 package main
 
-import (
-	"errors"
-
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 func newBenchCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "(not implemented yet)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("bench: not implemented yet")
-		},
+		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
+	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf))
+	return cmd
 }
