@@ -1,17 +1,332 @@
 package main
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
+// benchStoreFlags are the flags of `nddmilter bench store`.
+type benchStoreFlags struct {
+	signatures    int
+	dir           string
+	reuse         bool
+	imatchKeys    int
+	anddKeys      int
+	batch         int
+	repeat        float64
+	lookups       int
+	lookupKeys    int
+	singleReports int
+	compact       bool
+	noSync        bool
+	progressEvery time.Duration
+}
+
 func newBenchStoreCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	f := &benchStoreFlags{}
+	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "(not implemented yet)",
+		Short: "Build a store of synthetic signatures and measure lookups, ingestion and disk use",
+		Long: `Builds a store holding --signatures index keys through bulk ingestion
+(campaigns of --imatch-keys 22-byte I-Match keys and --andd-keys 12-byte ANDD
+band keys, one spam report each, plus --repeat of reports joining an existing
+campaign), then measures:
+
+  ingestion   reports/s and signatures/s through ReportBatch (fsync per batch)
+  disk        bytes on disk per signature
+  lookup      latency of Store.Lookup for one message's --lookup-keys keys:
+              messages of a known campaign and unknown messages (p50/p99)
+  report      latency of single atomic Report calls (fsync each)
+
+Without --dir the store is built in a temporary directory and removed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("bench store: not implemented yet")
+			return runBenchStore(cmd.Context(), f, cmd.OutOrStdout())
 		},
 	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.signatures, "signatures", 10_000_000, "number of index keys (signatures) to build")
+	fl.StringVar(&f.dir, "dir", "", "store directory (default: a temporary directory, removed afterwards)")
+	fl.BoolVar(&f.reuse, "reuse", false, "measure an existing store built earlier by this command in --dir, skip ingestion")
+	fl.IntVar(&f.imatchKeys, "imatch-keys", 6, "I-Match keys (22 bytes) per campaign")
+	fl.IntVar(&f.anddKeys, "andd-keys", 5, "ANDD band keys (12 bytes) per campaign")
+	fl.IntVar(&f.batch, "batch", 1000, "reports per ReportBatch call")
+	fl.Float64Var(&f.repeat, "repeat", 0.1, "fraction of reports that repeat a known campaign (joins)")
+	fl.IntVar(&f.lookups, "lookups", 50_000, "messages to look up")
+	fl.IntVar(&f.lookupKeys, "lookup-keys", 16, "keys per looked-up message (11+b)")
+	fl.IntVar(&f.singleReports, "single-reports", 500, "single atomic reports to time")
+	fl.BoolVar(&f.compact, "compact", false, "compact the store after building it (and measure its size again)")
+	fl.BoolVar(&f.noSync, "no-sync", false, "do not fsync commits (faster, not crash-safe)")
+	fl.DurationVar(&f.progressEvery, "progress", 10*time.Second, "progress report period on stderr (0: none)")
+	return cmd
+}
+
+// benchKey fills a deterministic synthetic key: the j-th key of campaign
+// c. I-Match-like keys are 22 bytes (version, family, lexicon id, bag,
+// 16-byte hash, pad); ANDD band keys are 12 bytes (version, family, band,
+// 8-byte hash).
+func benchKey(seed uint64, c, j int, imatch bool) []byte {
+	h1 := mix64(seed ^ uint64(c)<<20 ^ uint64(j))
+	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+	if imatch {
+		k := make([]byte, 0, 22)
+		k = append(k, 1, 'i', 0, 1, byte(j))
+		k = binary.BigEndian.AppendUint64(k, h1)
+		k = binary.BigEndian.AppendUint64(k, h2)
+		return append(k, 0)
+	}
+	k := make([]byte, 0, 12)
+	k = append(k, 1, 'a')
+	k = binary.BigEndian.AppendUint16(k, uint16(j))
+	return binary.BigEndian.AppendUint64(k, h1)
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+const benchSeed = 0x6e64646d696c7472
+
+func (f *benchStoreFlags) campaignKeys(c int) [][]byte {
+	ks := make([][]byte, 0, f.imatchKeys+f.anddKeys)
+	for j := 0; j < f.imatchKeys; j++ {
+		ks = append(ks, benchKey(benchSeed, c, j, true))
+	}
+	for j := 0; j < f.anddKeys; j++ {
+		ks = append(ks, benchKey(benchSeed, c, f.imatchKeys+j, false))
+	}
+	return ks
+}
+
+// dirSize returns the bytes allocated on disk by the files under dir
+// (sparse, preallocated log files count only what they use).
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func fmtLatency(ds []time.Duration) string {
+	slices.Sort(ds)
+	return fmt.Sprintf("p50 %v  p90 %v  p99 %v  p99.9 %v  max %v",
+		percentile(ds, 0.5).Round(time.Microsecond/10), percentile(ds, 0.9).Round(time.Microsecond/10),
+		percentile(ds, 0.99).Round(time.Microsecond/10), percentile(ds, 0.999).Round(time.Microsecond/10),
+		ds[len(ds)-1].Round(time.Microsecond/10))
+}
+
+func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	perCampaign := f.imatchKeys + f.anddKeys
+	if perCampaign <= 0 || f.signatures <= 0 || f.batch <= 0 || f.lookupKeys < perCampaign {
+		return errors.New("bench store: need --signatures > 0, --batch > 0, keys per campaign > 0 and --lookup-keys ≥ keys per campaign")
+	}
+	dir := f.dir
+	if dir == "" {
+		if f.reuse {
+			return errors.New("bench store: --reuse needs --dir")
+		}
+		tmp, err := os.MkdirTemp("", "nddmilter-bench-store-")
+		if err != nil {
+			return fmt.Errorf("bench store: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := store.Options{Logger: log, NoSyncWrites: f.noSync, Expiry: -1}
+	st, err := store.Open(dir, opts)
+	if err != nil {
+		return fmt.Errorf("bench store: %w", err)
+	}
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	campaigns := (f.signatures + perCampaign - 1) / perCampaign
+	fmt.Fprintf(out, "store           %s\n", dir)
+	fmt.Fprintf(out, "shape           %d campaigns × %d keys (%d I-Match 22 B + %d ANDD 12 B) = %d signatures\n",
+		campaigns, perCampaign, f.imatchKeys, f.anddKeys, campaigns*perCampaign)
+
+	if f.reuse {
+		s, err := st.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		if s.Keys < int64(campaigns*perCampaign) {
+			return fmt.Errorf("bench store: --reuse: %s holds %d signatures, want %d", dir, s.Keys, campaigns*perCampaign)
+		}
+	} else {
+		rng := rand.New(rand.NewPCG(1, 2))
+		start, lastProgress := time.Now(), time.Now()
+		reports, created := 0, 0
+		batch := make([]store.ReportInput, 0, f.batch)
+		at := time.Now().Add(-time.Hour)
+		for created < campaigns {
+			batch = batch[:0]
+			for len(batch) < f.batch && created < campaigns {
+				var c int
+				if created > 0 && rng.Float64() < f.repeat {
+					c = rng.IntN(created) // a copy of a known campaign
+				} else {
+					c = created
+					created++
+				}
+				batch = append(batch, store.ReportInput{
+					Time: at, Kind: store.KindSpam, Reporter: fmt.Sprintf("user%d@example.org", rng.IntN(5000)),
+					Keys: f.campaignKeys(c), Sketch: binary.BigEndian.AppendUint64(nil, mix64(uint64(c))),
+					Create: true, Index: true, Subject: fmt.Sprintf("campaign %d", c), From: "spam@example.com",
+				})
+			}
+			if _, err := st.ReportBatch(ctx, batch); err != nil {
+				return fmt.Errorf("bench store: ingest: %w", err)
+			}
+			reports += len(batch)
+			if f.progressEvery > 0 && time.Since(lastProgress) >= f.progressEvery {
+				lastProgress = time.Now()
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(os.Stderr, "  ingested %d reports, %d/%d campaigns, %.0f reports/s\n",
+					reports, created, campaigns, float64(reports)/el)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		el := time.Since(start)
+		fmt.Fprintf(out, "ingestion       %d reports in %v: %.0f reports/s, %.0f signatures/s (ReportBatch of %d, fsync %v)\n",
+			reports, el.Round(time.Millisecond), float64(reports)/el.Seconds(),
+			float64(campaigns*perCampaign)/el.Seconds(), f.batch, !f.noSync)
+	}
+	sigs := int64(campaigns * perCampaign)
+	// Disk use is measured with the store closed (memtables flushed, no
+	// preallocated log files).
+	report := func(label string) error {
+		if err := st.Close(); err != nil {
+			return err
+		}
+		ds, err := dirSize(dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "disk %-10s %d bytes (%.1f MiB), %.1f bytes/signature\n", label, ds, float64(ds)/(1<<20), float64(ds)/float64(sigs))
+		st, err = store.Open(dir, opts)
+		return err
+	}
+	if err := report("(built)"); err != nil {
+		return err
+	}
+	if f.compact {
+		t := time.Now()
+		if _, err := st.Compact(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "compaction      %v\n", time.Since(t).Round(time.Millisecond))
+		if err := report("(compact)"); err != nil {
+			return err
+		}
+	}
+
+	// Lookups.
+	rng := rand.New(rand.NewPCG(3, 4))
+	var known, unknown []time.Duration
+	found := 0
+	for i := 0; i < f.lookups; i++ {
+		msg := make([][]byte, 0, f.lookupKeys)
+		isKnown := i%2 == 0
+		if isKnown {
+			msg = append(msg, f.campaignKeys(rng.IntN(campaigns))...)
+		}
+		for len(msg) < f.lookupKeys {
+			msg = append(msg, benchKey(benchSeed^0xabcdef, rng.Int(), len(msg), len(msg) < f.imatchKeys))
+		}
+		t := time.Now()
+		hits, err := st.Lookup(ctx, msg)
+		d := time.Since(t)
+		if err != nil {
+			return err
+		}
+		if isKnown {
+			known = append(known, d)
+			if len(hits) == perCampaign {
+				found++
+			}
+		} else {
+			unknown = append(unknown, d)
+			if len(hits) != 0 {
+				return fmt.Errorf("bench store: random keys found in the store (%d hits)", len(hits))
+			}
+		}
+	}
+	if found != len(known) {
+		return fmt.Errorf("bench store: only %d of %d known messages found all their keys", found, len(known))
+	}
+	all := append(slices.Clone(known), unknown...)
+	fmt.Fprintf(out, "lookup known    %d msgs × %d keys: %s\n", len(known), f.lookupKeys, fmtLatency(known))
+	fmt.Fprintf(out, "lookup unknown  %d msgs × %d keys: %s\n", len(unknown), f.lookupKeys, fmtLatency(unknown))
+	fmt.Fprintf(out, "lookup all      %d msgs: %s\n", len(all), fmtLatency(all))
+
+	// Single atomic reports (the API path).
+	if f.singleReports > 0 {
+		var ds []time.Duration
+		for i := 0; i < f.singleReports; i++ {
+			c := rng.IntN(campaigns)
+			in := store.ReportInput{Time: time.Now(), Kind: store.KindSpam, Reporter: fmt.Sprintf("single%d", i),
+				Keys: f.campaignKeys(c), Create: true, Index: true}
+			if i%2 == 1 {
+				in.Keys = [][]byte{benchKey(benchSeed^0x5151, i, 0, true), benchKey(benchSeed^0x5151, i, 1, false)}
+			}
+			t := time.Now()
+			if _, err := st.Report(ctx, in); err != nil {
+				return err
+			}
+			ds = append(ds, time.Since(t))
+		}
+		fmt.Fprintf(out, "report single   %d atomic reports (fsync %v): %s\n", len(ds), !f.noSync, fmtLatency(ds))
+	}
+	err = st.Close()
+	st = nil
+	return err
 }

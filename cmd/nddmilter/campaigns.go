@@ -1,17 +1,426 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
+// defaultAPIURL is the daemon's HTTP listener by default (config http.listen).
+const defaultAPIURL = "http://127.0.0.1:8898"
+
+// apiFlags select the running daemon's API instead of the store directory.
+type apiFlags struct {
+	url   string
+	token string
+}
+
+func (af *apiFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&af.url, "api", os.Getenv("NDDMILTER_API"),
+		"talk to a running daemon's HTTP API at this URL (e.g. "+defaultAPIURL+") instead of opening the store; env NDDMILTER_API")
+	cmd.Flags().StringVar(&af.token, "token", "", "bearer token of the API (default: env NDDMILTER_API_TOKEN)")
+}
+
+func (af *apiFlags) tokenOrEnv() string {
+	if af.token != "" {
+		return af.token
+	}
+	return os.Getenv("NDDMILTER_API_TOKEN")
+}
+
+// backend is where report, check and campaigns act: the store directly,
+// or a running daemon's API.
+type backend interface {
+	Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error)
+	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
+	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
+	Get(ctx context.Context, id store.CampaignID) (api.Detail, error)
+	Delete(ctx context.Context, id store.CampaignID) error
+	Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error)
+	Close() error
+}
+
+// localBackend works on the store directory.
+type localBackend struct{ rt *runtimeEnv }
+
+func (l localBackend) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
+	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
+	return api.NewOutcome(kind, o), err
+}
+
+func (l localBackend) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
+	if record {
+		return l.rt.Engine.Check(ctx, raw)
+	}
+	return l.rt.Engine.Evaluate(ctx, raw)
+}
+
+func (l localBackend) List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error) {
+	q := store.Query{Sort: sort, Limit: limit}
+	if since > 0 {
+		q.Since = time.Now().Add(-since)
+	}
+	cs, err := l.rt.Engine.Store().List(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list campaigns: %w", err)
+	}
+	out := make([]api.Summary, len(cs))
+	for i := range cs {
+		out[i] = api.NewSummary(&cs[i])
+	}
+	return out, nil
+}
+
+func (l localBackend) Get(ctx context.Context, id store.CampaignID) (api.Detail, error) {
+	return api.GetDetail(ctx, l.rt.Engine.Store(), l.rt.Engine.Policy(), id)
+}
+
+func (l localBackend) Delete(ctx context.Context, id store.CampaignID) error {
+	if _, err := l.rt.Engine.Store().Get(ctx, id); err != nil {
+		return fmt.Errorf("campaign %d: %w", id, err)
+	}
+	return l.rt.Engine.Delete(ctx, id)
+}
+
+func (l localBackend) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
+	st := l.rt.Engine.Store()
+	if _, err := st.Get(ctx, id); err != nil {
+		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
+	}
+	state := store.StateAllowed
+	if undo {
+		state = store.StateActive
+	}
+	if err := l.rt.Engine.SetState(ctx, id, state); err != nil {
+		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
+	}
+	c, err := st.Get(ctx, id)
+	if err != nil {
+		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
+	}
+	return api.NewSummary(c), nil
+}
+
+func (l localBackend) Close() error { return l.rt.Close() }
+
+// remoteBackend goes through the daemon's API.
+type remoteBackend struct{ *api.Client }
+
+func (remoteBackend) Close() error { return nil }
+
+// isLockError tells whether opening the store failed because another
+// process (the daemon) holds Badger's directory lock.
+func isLockError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "Cannot acquire directory lock") ||
+		strings.Contains(s, "Another process is using this Badger database") ||
+		strings.Contains(s, "locked")
+}
+
+// openBackend opens the store, or the daemon's API when --api is given or
+// the store is locked by a running daemon and a token is known.
+func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.Writer) (backend, error) {
+	if af.url != "" {
+		return remoteBackend{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, nil
+	}
+	rt, err := openRuntime(ctx, gf)
+	if err == nil {
+		return localBackend{rt}, nil
+	}
+	if !isLockError(err) {
+		return nil, err
+	}
+	dir := gf.store
+	if dir == "" {
+		dir = defaultStoreDir + " (default)"
+	}
+	if tok := af.tokenOrEnv(); tok != "" {
+		fmt.Fprintf(stderr, "nddmilter: store %s is locked by another process (the daemon?); using the API at %s\n", dir, defaultAPIURL)
+		return remoteBackend{&api.Client{BaseURL: defaultAPIURL, Token: tok}}, nil
+	}
+	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
+		"(Badger allows one process at a time).\nGo through the daemon's API instead: --api %s --token TOKEN "+
+		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, defaultAPIURL, err)
+}
+
 func newCampaignsCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "campaigns",
-		Short: "(not implemented yet)",
+		Short: "List, inspect, delete or allow known campaigns",
+		Long: `Statistics and administration of the campaigns in the store.
+
+While 'nddmilter serve' runs it holds the store; these commands then go
+through its HTTP API (--api URL --token TOKEN, or env NDDMILTER_API and
+NDDMILTER_API_TOKEN).`,
+	}
+	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf))
+	return cmd
+}
+
+func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
+	var (
+		af            apiFlags
+		since, sortBy string
+		limit         int
+		asJSON        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List campaigns (most recent first by default)",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("campaigns: not implemented yet")
+			sinceD, err := api.ParseSince(since)
+			if err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+			sortBy, err := api.ParseSort(sortBy)
+			if err != nil {
+				return fmt.Errorf("--sort: %w", err)
+			}
+			if limit < 0 {
+				return errors.New("--limit must be ≥ 0")
+			}
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			cs, err := be.List(cmd.Context(), sinceD, sortBy, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				for _, c := range cs {
+					if err := enc.Encode(c); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			printSummaries(out, cs)
+			return nil
 		},
 	}
+	af.register(cmd)
+	cmd.Flags().StringVar(&since, "since", "", "only campaigns seen within this window (e.g. 24h, 7d); default all")
+	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: volume (messages), reports (distinct spam reporters) or recent (last seen)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many campaigns (0 for all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	return cmd
+}
+
+func printSummaries(w io.Writer, cs []api.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
+			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages,
+			c.SpamReporters, c.SpamReports, c.HamReporters, c.HamReports,
+			formatActions(c.Actions), truncate(oneLine(c.SampleSubject), 60))
+	}
+	tw.Flush()
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "(no campaigns)")
+	}
+}
+
+func formatActions(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ai, _ := campaign.ParseAction(names[i])
+		aj, _ := campaign.ParseAction(names[j])
+		if ai != aj {
+			return ai > aj
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
+	var (
+		af     apiFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one campaign: timeline, reports, reporters, sample, signatures, state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := api.ParseID(args[0])
+			if err != nil {
+				return err
+			}
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			d, err := be.Get(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(d)
+			}
+			printDetail(cmd.OutOrStdout(), d)
+			return nil
+		},
+	}
+	af.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printDetail(w io.Writer, d api.Detail) {
+	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+	fmt.Fprintf(w, "campaign %d (%s)\n", d.ID, d.State)
+	fmt.Fprintf(w, "  first seen     %s\n", ts(d.FirstSeen))
+	fmt.Fprintf(w, "  last seen      %s\n", ts(d.LastSeen))
+	fmt.Fprintf(w, "  messages       %d (actions: %s)\n", d.Messages, formatActions(d.Actions))
+	fmt.Fprintf(w, "  spam reports   %d from %d distinct reporters\n", d.SpamReports, d.SpamReporters)
+	fmt.Fprintf(w, "  not-spam       %d from %d distinct reporters\n", d.HamReports, d.HamReporters)
+	fmt.Fprintf(w, "  reputation     %.4f (probability that the campaign is spam)\n", d.Reputation)
+	fmt.Fprintf(w, "  exact copy     %s: %s\n", d.Decision, d.DecisionRule)
+	fmt.Fprintf(w, "  sample from    %s\n", oneLine(d.SampleFrom))
+	fmt.Fprintf(w, "  sample subject %s\n", oneLine(d.SampleSubject))
+	if len(d.MergedFrom) > 0 {
+		ids := make([]string, len(d.MergedFrom))
+		for i, m := range d.MergedFrom {
+			ids[i] = fmt.Sprint(m)
+		}
+		fmt.Fprintf(w, "  merged from    %s\n", strings.Join(ids, ", "))
+	}
+	fmt.Fprintf(w, "  signatures     %d index keys, %d representative sketches\n", len(d.SignatureKeys), d.Sketches)
+	for _, k := range d.SignatureKeys {
+		fmt.Fprintf(w, "    %s\n", k)
+	}
+	fmt.Fprintln(w, "  timeline (UTC day: messages, spam reports, not-spam reports)")
+	for _, day := range d.Timeline {
+		fmt.Fprintf(w, "    %s  %8d  %6d  %6d\n", day.Day, day.Messages, day.SpamReports, day.HamReports)
+	}
+	if len(d.Timeline) == 0 {
+		fmt.Fprintln(w, "    (none)")
+	}
+}
+
+func newCampaignsDeleteCmd(gf *globalFlags) *cobra.Command {
+	var af apiFlags
+	cmd := &cobra.Command{
+		Use:   "delete ID...",
+		Short: "Delete campaigns and every signature pointing at them",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			for _, id := range ids {
+				if err := be.Delete(cmd.Context(), id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "campaign %d deleted\n", id)
+			}
+			return nil
+		},
+	}
+	af.register(cmd)
+	return cmd
+}
+
+func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
+	var (
+		af   apiFlags
+		undo bool
+	)
+	cmd := &cobra.Command{
+		Use:   "allow ID...",
+		Short: "Never act on these campaigns again (--undo: act on them again)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			for _, id := range ids {
+				s, err := be.Allow(cmd.Context(), id, undo)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "campaign %d is now %s\n", id, s.State)
+			}
+			return nil
+		},
+	}
+	af.register(cmd)
+	cmd.Flags().BoolVar(&undo, "undo", false, "make the campaigns active again")
+	return cmd
+}
+
+func parseIDs(args []string) ([]store.CampaignID, error) {
+	ids := make([]store.CampaignID, 0, len(args))
+	for _, a := range args {
+		id, err := api.ParseID(a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }

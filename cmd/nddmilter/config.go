@@ -1,17 +1,62 @@
 package main
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/config"
 )
 
 func newConfigCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "(not implemented yet)",
+		Short: "Check a configuration file or print the defaults",
+	}
+	check := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Validate a configuration file and print the effective configuration",
+		Long: `Validate FILE (or --config) and print the effective configuration as YAML,
+every default filled in. Unknown keys and bad values are errors naming the
+key, its line and the allowed values; the exit status is then 1.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("config: not implemented yet")
+			path := gf.config
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if path == "" {
+				return fmt.Errorf("config check: name a file (or use --config)")
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			if gf.store != "" {
+				cfg.Store.Dir = gf.store
+			}
+			b, err := cfg.Marshal()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "# %s: OK; effective configuration:\n", path)
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
 		},
 	}
+	def := &cobra.Command{
+		Use:   "default",
+		Short: "Print the default configuration (config/nddmilter.yaml has it with comments)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := config.Default().Marshal()
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.AddCommand(check, def)
+	return cmd
 }

@@ -1,17 +1,278 @@
 package main
 
 import (
-	"errors"
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
+// storeDir is the store directory selected by the global flags (later
+// also by the configuration file).
+func storeDir(gf *globalFlags) string {
+	if gf.store != "" {
+		return gf.store
+	}
+	return defaultStoreDir
+}
+
+func storeLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// openStoreForMaintenance opens the store without background expiry, so
+// that maintenance commands never delete campaigns by themselves.
+func openStoreForMaintenance(gf *globalFlags, readOnly bool) (*store.Badger, string, error) {
+	dir := storeDir(gf)
+	st, err := store.Open(dir, store.Options{ReadOnly: readOnly, Expiry: -1, GCInterval: -1, Logger: storeLogger()})
+	if err != nil {
+		if strings.Contains(err.Error(), "directory lock") {
+			return nil, dir, fmt.Errorf("%w (is nddmilter serve running on it? stop it first)", err)
+		}
+		return nil, dir, err
+	}
+	return st, dir, nil
+}
+
 func newStoreCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "(not implemented yet)",
+		Short: "Maintain the campaign store: backup, restore, compact, verify, stats",
+		Long: `Maintenance of the Badger campaign store selected by --store (default
+./nddmilter-data). The store is locked by the process that has it open
+read-write: stop nddmilter serve before restore, compact or verify --repair.`,
+	}
+	cmd.AddCommand(newStoreBackupCmd(gf), newStoreRestoreCmd(gf), newStoreCompactCmd(gf),
+		newStoreVerifyCmd(gf), newStoreStatsCmd(gf))
+	return cmd
+}
+
+func newStoreBackupCmd(gf *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE|-",
+		Short: "Write a full backup of the store to FILE (or - for standard output)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("store: not implemented yet")
+			st, dir, err := openStoreForMaintenance(gf, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			start := time.Now()
+			if args[0] == "-" {
+				w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
+				if _, err := st.Backup(cmd.Context(), w); err != nil {
+					return err
+				}
+				return w.Flush()
+			}
+			// Write next to the target and rename: a failed backup never
+			// replaces a good one.
+			tmp, err := os.CreateTemp(filepath.Dir(args[0]), filepath.Base(args[0])+".tmp*")
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			defer os.Remove(tmp.Name())
+			w := bufio.NewWriterSize(tmp, 1<<20)
+			if _, err := st.Backup(cmd.Context(), w); err != nil {
+				tmp.Close()
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				tmp.Close()
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := tmp.Sync(); err != nil {
+				tmp.Close()
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := os.Rename(tmp.Name(), args[0]); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			fi, err := os.Stat(args[0])
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "backed up %s to %s: %d bytes in %v\n", dir, args[0], fi.Size(), time.Since(start).Round(time.Millisecond))
+			return nil
 		},
 	}
+}
+
+func newStoreRestoreCmd(gf *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE|-",
+		Short: "Restore a backup into the store directory, which must not exist or be empty",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := storeDir(gf)
+			var r io.Reader
+			if args[0] == "-" {
+				r = cmd.InOrStdin()
+			} else {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return fmt.Errorf("restore: %w", err)
+				}
+				defer f.Close()
+				r = f
+			}
+			start := time.Now()
+			if err := store.Restore(dir, bufio.NewReaderSize(r, 1<<20), store.Options{Logger: storeLogger()}); err != nil {
+				return err
+			}
+			st, _, err := openStoreForMaintenance(gf, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := st.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %d campaigns, %d signatures in %v\n",
+				dir, s.Campaigns, s.Keys, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+}
+
+func newStoreCompactCmd(gf *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "compact",
+		Short: "Flatten the LSM tree and garbage-collect the value log",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, dir, err := openStoreForMaintenance(gf, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			start := time.Now()
+			res, err := st.Compact(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "compacted %s in %v: %d → %d bytes, %d value-log files rewritten\n",
+				dir, time.Since(start).Round(time.Millisecond), res.BytesBefore, res.BytesAfter, res.GCRuns)
+			return st.Close()
+		},
+	}
+}
+
+func newStoreVerifyCmd(gf *globalFlags) *cobra.Command {
+	var repair, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every key of the store; --repair fixes dangling and orphaned entries",
+		Long: `Walks every entry of the store and checks that every signature key points
+at an existing campaign that lists it, that every campaign's keys are
+indexed, that reporters and daily counters belong to existing campaigns and
+that the counts in each campaign record match. Exits with status 1 when
+problems remain. --repair deletes dangling and orphaned entries, lists
+unlisted keys, drops unreadable records and corrects counts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, dir, err := openStoreForMaintenance(gf, !repair)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			start := time.Now()
+			res, err := st.Verify(cmd.Context(), repair)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := json.NewEncoder(out).Encode(struct {
+					store.VerifyResult
+					Problems int64
+				}{res, res.Problems()}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(out, "store %s verified in %v\n", dir, time.Since(start).Round(time.Millisecond))
+				fmt.Fprintf(out, "  campaigns %d, signature keys %d, key-list entries %d, reporters %d, day counters %d\n",
+					res.Campaigns, res.IndexKeys, res.KeyListEntries, res.Reporters, res.DayCounters)
+				for _, p := range []struct {
+					n    int64
+					what string
+				}{
+					{res.BadRecords, "unreadable campaign records"},
+					{res.DanglingIndex, "signature keys pointing at a missing campaign"},
+					{res.UnlistedIndex, "signature keys not listed by their campaign"},
+					{res.OrphanKeyList, "key-list entries not backed by the index"},
+					{res.OrphanReporters, "reporter records of missing campaigns"},
+					{res.OrphanDays, "day counters of missing campaigns"},
+					{res.CountMismatch, "campaign records with wrong key or reporter counts"},
+				} {
+					if p.n > 0 {
+						fmt.Fprintf(out, "  %d %s\n", p.n, p.what)
+					}
+				}
+				if res.NoSchema {
+					fmt.Fprintln(out, "  the schema version key is missing")
+				}
+				switch {
+				case res.Problems() == 0:
+					fmt.Fprintln(out, "  OK: no problems")
+				case repair:
+					fmt.Fprintf(out, "  repaired %d entries\n", res.Repaired)
+				}
+			}
+			if res.Problems() > 0 && !repair {
+				return fmt.Errorf("store %s: %d problems (run nddmilter store verify --repair)", dir, res.Problems())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "fix the problems found")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
+	return cmd
+}
+
+func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Print the number of campaigns, signatures and the disk use",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, dir, err := openStoreForMaintenance(gf, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := st.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(s)
+			}
+			per := 0.0
+			if s.Keys > 0 {
+				per = float64(s.DiskBytes) / float64(s.Keys)
+			}
+			fmt.Fprintf(out, "store       %s (schema v%d)\ncampaigns   %d\nsignatures  %d\ndisk bytes  %d (%.1f per signature)\n",
+				dir, store.SchemaVersion, s.Campaigns, s.Keys, s.DiskBytes, per)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
 }

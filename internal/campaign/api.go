@@ -6,11 +6,8 @@
 package campaign
 
 import (
-	"context"
-	"log/slog"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/store"
@@ -26,10 +23,6 @@ const (
 	Reject
 )
 
-// Policy holds the costs and benefits of the decision model (see
-// docs/POLICY.md). Zero values select the documented defaults.
-type Policy struct{}
-
 // Options configure an Engine. Zero values select the documented defaults.
 type Options struct {
 	Mime   mime.Options
@@ -37,27 +30,45 @@ type Options struct {
 	IMatch imatchbag.Options
 	// DisableANDD turns the ANDD family off (I-Match only).
 	DisableANDD bool
+	// ANDDMinTerms is the number of unique terms a message needs for an
+	// ANDD sketch: the cosine of very short texts says little. Default 10.
+	ANDDMinTerms int
 	Policy      Policy
 	// Expiry is how long a campaign lives without hits or reports. Default 30 days.
 	Expiry time.Duration
+	// CacheTTL is how long a decoded campaign record is reused by Check
+	// before it is read again from the store (reports and administrative
+	// changes made through the Engine invalidate it at once). Default 2s;
+	// negative disables the cache.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached campaign records. Default 4096.
+	CacheSize int
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
 }
+
+// Evidence families.
+const (
+	FamilyIMatch = "imatch"
+	FamilyANDD   = "andd"
+)
 
 // Evidence is one matched signature.
 type Evidence struct {
-	Family     string  // "imatch" or "andd"
-	Bag        int     // I-Match lexicon index (0 = original)
-	Key        string  // the signature key, hex
-	Similarity float64 // ANDD estimated cosine (1 for I-Match)
+	Family     string  `json:"family"`     // "imatch" or "andd"
+	Bag        int     `json:"bag"`        // I-Match lexicon index (0 = original)
+	Key        string  `json:"key"`        // the signature key, hex
+	Similarity float64 `json:"similarity"` // ANDD estimated cosine (1 for I-Match)
 }
 
 // Verdict is the decision on one message, with its explanation.
 type Verdict struct {
-	Action   Action
-	Campaign store.CampaignID // 0 if none matched
-	Score    float64          // estimated probability of campaign spam
-	Rule     string           // the policy rule that chose Action
-	Evidence []Evidence
-	Warnings []string // parse warnings
+	Action   Action           `json:"action"`
+	Campaign store.CampaignID `json:"campaign"` // 0 if none matched
+	Score    float64          `json:"score"`    // estimated probability of campaign spam
+	Rule     string           `json:"rule"`     // the policy rule that chose Action
+	Evidence []Evidence       `json:"evidence"`
+	Warnings []string         `json:"warnings,omitempty"` // parse warnings
 }
 
 // ReportOutcome tells what a report did.
@@ -65,21 +76,9 @@ type ReportOutcome struct {
 	store.ReportResult
 	ARF     bool   // the report was an ARF wrapper, its attachment was used
 	Skipped string // non-empty: why the message could not be used
-}
-
-// Engine matches and decides. It is safe for concurrent use.
-type Engine struct{}
-
-// New returns an Engine over st with the given lexicon and model (model may
-// be nil when ANDD is disabled).
-func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options, log *slog.Logger) (*Engine, error) {
-	panic("not implemented")
-}
-
-// Check decides what to do with a raw message.
-func (e *Engine) Check(ctx context.Context, raw []byte) (Verdict, error) { panic("not implemented") }
-
-// Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
-func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
-	panic("not implemented")
+	// Joined lists the existing campaigns the message matched (before any
+	// merge); empty when the report created a campaign or matched nothing.
+	Joined []store.CampaignID
+	// Revoked is true when this not-spam report revoked the campaign.
+	Revoked bool
 }

@@ -1,28 +1,32 @@
 package mime
 
-// This file is the package's contract with the rest of nddmilter. The
-// bodies are filled in by the parser implementation.
+// This file is the package's contract with the rest of nddmilter.
 
 // Parse parses a raw message (header and body) into a normalized Document.
 // It never fails and never panics: malformed input produces warnings.
 func Parse(raw []byte, opts Options) *Document {
-	panic("mime.Parse: not implemented yet")
+	return parse(raw, opts)
 }
 
 // Tokenize splits the subject and text of doc into tokens, applying opts.
 // Subject tokens come first. URLs are not tokenized (see Document.Hosts).
+//
+// A word is a maximal run of letters and digits (combining marks continue
+// a word); it is lower-cased with unicode.ToLower after the NFKC
+// normalization done by Parse.
 func Tokenize(doc *Document, opts TokenOptions) []Token {
-	panic("mime.Tokenize: not implemented yet")
+	return tokenize(doc, opts)
 }
 
 // UniqueTerms returns the sorted distinct terms of toks.
 func UniqueTerms(toks []Token) []string {
-	panic("mime.UniqueTerms: not implemented yet")
+	return uniqueTerms(toks)
 }
 
 // UnwrapARF returns the original message attached to an ARF feedback report
 // (RFC 5965, multipart/report; report-type=feedback-report) and true, or
-// raw and false when raw is not such a report.
+// raw and false when raw is not such a report. When the report carries
+// only the original header (text/rfc822-headers), that header is returned.
 func UnwrapARF(raw []byte) ([]byte, bool) {
-	panic("mime.UnwrapARF: not implemented yet")
+	return unwrapARF(raw)
 }

@@ -1,24 +1,355 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
-// STUB — the store engineer replaces this file.
+// Defaults of Options.
+const (
+	DefaultExpiry           = 30 * 24 * time.Hour
+	DefaultExpiryInterval   = time.Hour
+	DefaultGCInterval       = 10 * time.Minute
+	DefaultHitFlushInterval = time.Second
+	DefaultMaxSketches      = 8
+	DefaultMaxMergedFrom    = 256
+	// MaxKeyLen is the longest index key accepted; longer keys are an error
+	// in Report and are ignored by Lookup.
+	MaxKeyLen = 1024
+	// MaxReportKeys is the most keys one report may carry.
+	MaxReportKeys = 4096
+)
+
+// Badger tuning (see docs/STORE.md): values are small (a campaign record is
+// ~100–1,000 bytes, an index entry 8 bytes), so everything lives in the LSM
+// tree and the value log is only the write-ahead log.
+const (
+	memTableSize     = 16 << 20 // Badger default 64 MiB
+	numMemtables     = 3        // default 5
+	blockCacheSize   = 0        // default 256 MiB; uncompressed tables are read through mmap and the page cache
+	valueLogFileSize = 64 << 20 // default 1 GiB
+	numCompactors    = 2        // default 4; this runs beside a mail server
+)
+
+// Write budgets per transaction, well below Badger's limits for the
+// memtable size above (15% of it, 2.4 MiB, and 2.4 MiB/96 ≈ 26,000 entries).
+const (
+	txnBudgetEntries = 10000
+	txnBudgetBytes   = 1 << 20
+)
 
 // Options configure the Badger store. Zero values select defaults.
 type Options struct {
-	Expiry   time.Duration // default 30 days
+	// Expiry is how long a campaign lives without hits or reports; a
+	// background loop calls Expire(now-Expiry) every ExpiryInterval.
+	// Default 30 days; negative disables the loop.
+	Expiry time.Duration
+	// ExpiryInterval is the period of the expiry loop. Default 1 hour.
+	ExpiryInterval time.Duration
+	// GCInterval is the period of the value-log garbage collection.
+	// Default 10 minutes; negative disables it.
+	GCInterval time.Duration
+	// HitFlushInterval is how long RecordHit counts are buffered in memory
+	// before being written in one transaction. Default 1 second.
+	HitFlushInterval time.Duration
+	// MaxSketches is how many similarity sketches a campaign keeps. Default 8.
+	MaxSketches int
+	// ReadOnly opens the store read-only (no background loops; writes fail
+	// with ErrReadOnly). Another process may not hold the store open
+	// read-write at the same time.
 	ReadOnly bool
-	Logger   *slog.Logger
+	// InMemory keeps everything in memory (tests only); dir is ignored.
+	InMemory bool
+	// NoSyncWrites turns off fsync on every commit. By default (false)
+	// every acknowledged report is on disk and survives a crash.
+	NoSyncWrites bool
+	// Logger receives Badger's warnings and errors and the store's own
+	// messages. Default slog.Default().
+	Logger *slog.Logger
 }
 
-// Badger is the Badger-backed Store.
-type Badger struct{ Store }
+func (o Options) withDefaults() Options {
+	if o.Expiry == 0 {
+		o.Expiry = DefaultExpiry
+	}
+	if o.ExpiryInterval <= 0 {
+		o.ExpiryInterval = DefaultExpiryInterval
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = DefaultGCInterval
+	}
+	if o.HitFlushInterval <= 0 {
+		o.HitFlushInterval = DefaultHitFlushInterval
+	}
+	if o.MaxSketches <= 0 {
+		o.MaxSketches = DefaultMaxSketches
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
 
-// Open opens (creating if needed) the store in dir.
+// ErrReadOnly is returned by writes on a store opened read-only.
+var ErrReadOnly = errors.New("store is open read-only")
+
+// ErrClosed is returned by calls on a closed store.
+var ErrClosed = errors.New("store is closed")
+
+// Badger is the Badger-backed Store. It is safe for concurrent use.
+type Badger struct {
+	dir  string
+	db   *badger.DB
+	opts Options
+	log  *slog.Logger
+
+	seqMu sync.Mutex
+	seq   *badger.Sequence
+
+	hitMu sync.Mutex
+	hits  map[CampaignID]*pendingHit
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup
+}
+
+var _ Store = (*Badger)(nil)
+
+// badgerOptions returns the tuned Badger options for dir.
+func badgerOptions(dir string, opts Options) badger.Options {
+	bo := badger.DefaultOptions(dir).
+		WithLogger(slogAdapter{opts.Logger}).
+		WithMetricsEnabled(false).
+		WithSyncWrites(!opts.NoSyncWrites).
+		WithReadOnly(opts.ReadOnly).
+		WithInMemory(opts.InMemory).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithBlockCacheSize(blockCacheSize).
+		WithValueLogFileSize(valueLogFileSize).
+		WithNumCompactors(numCompactors).
+		WithNumGoroutines(2).
+		WithCompression(options.None)
+	if opts.InMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	}
+	return bo
+}
+
+// Open opens (creating if needed) the store in dir. It checks the schema
+// version and starts the background loops (hit flushing, expiry, value-log
+// GC) unless opts.ReadOnly.
 func Open(dir string, opts Options) (*Badger, error) {
-	return nil, errors.New("store.Open: not implemented yet")
+	opts = opts.withDefaults()
+	if opts.ReadOnly && !opts.InMemory {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("no store to open read-only: %w", err)
+		}
+	}
+	db, err := badger.Open(badgerOptions(dir, opts))
+	if err != nil {
+		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
+	}
+	if err := checkSchema(db, opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
+	b := &Badger{
+		dir:    dir,
+		db:     db,
+		opts:   opts,
+		log:    opts.Logger,
+		hits:   make(map[CampaignID]*pendingHit),
+		closed: make(chan struct{}),
+	}
+	if !opts.ReadOnly {
+		b.startLoops()
+	}
+	return b, nil
+}
+
+// Close flushes buffered hits, stops the background loops and closes the
+// database. It is safe to call more than once.
+func (b *Badger) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.wg.Wait()
+		if !b.opts.ReadOnly {
+			if ferr := b.flushHits(); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
+		}
+		b.seqMu.Lock()
+		if b.seq != nil {
+			if rerr := b.seq.Release(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("release id sequence: %w", rerr))
+			}
+			b.seq = nil
+		}
+		b.seqMu.Unlock()
+		if cerr := b.db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close badger: %w", cerr))
+		}
+	})
+	return err
+}
+
+func (b *Badger) isClosed() bool {
+	select {
+	case <-b.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *Badger) writable() error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	if b.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// nextID returns a new campaign id. IDs come from a Badger sequence leased
+// 64 at a time: a crash loses at most the unused rest of a lease, ids are
+// never reused.
+func (b *Badger) nextID() (CampaignID, error) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	if b.seq == nil {
+		seq, err := b.db.GetSequence([]byte{pfxSeq}, 64)
+		if err != nil {
+			return 0, fmt.Errorf("campaign id sequence: %w", err)
+		}
+		b.seq = seq
+	}
+	for {
+		n, err := b.seq.Next()
+		if err != nil {
+			return 0, fmt.Errorf("next campaign id: %w", err)
+		}
+		if n != 0 {
+			return CampaignID(n), nil
+		}
+	}
+}
+
+func (b *Badger) startLoops() {
+	b.loop("hit flush", b.opts.HitFlushInterval, func() {
+		if err := b.flushHits(); err != nil {
+			b.log.Warn("store: flushing hit counters", "err", err)
+		}
+	})
+	if b.opts.Expiry > 0 {
+		b.loop("expiry", b.opts.ExpiryInterval, func() {
+			n, err := b.Expire(context.Background(), time.Now().Add(-b.opts.Expiry))
+			if err != nil {
+				b.log.Warn("store: expiring campaigns", "err", err)
+			} else if n > 0 {
+				b.log.Info("store: expired campaigns", "count", n)
+			}
+		})
+	}
+	if b.opts.GCInterval > 0 && !b.opts.InMemory {
+		b.loop("value-log gc", b.opts.GCInterval, func() { b.runGC() })
+	}
+}
+
+func (b *Badger) loop(name string, every time.Duration, f func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.closed:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+}
+
+// runGC rewrites value-log files until Badger finds nothing worth
+// rewriting.
+func (b *Badger) runGC() int {
+	n := 0
+	for !b.isClosed() {
+		err := b.db.RunValueLogGC(0.5)
+		if err != nil {
+			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				b.log.Warn("store: value-log gc", "err", err)
+			}
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// diskUsage returns the bytes allocated on disk by the store's files
+// (preallocated, sparse log files count only the blocks they use).
+func (b *Badger) diskUsage() int64 {
+	if b.opts.InMemory {
+		return 0
+	}
+	var n int64
+	_ = filepath.WalkDir(b.dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// slogAdapter passes Badger's warnings and errors to slog; its info and
+// debug chatter goes to slog's debug level.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Errorf(f string, v ...any) {
+	a.l.Error("badger: " + trimNL(fmt.Sprintf(f, v...)))
+}
+func (a slogAdapter) Warningf(f string, v ...any) {
+	a.l.Warn("badger: " + trimNL(fmt.Sprintf(f, v...)))
+}
+func (a slogAdapter) Infof(f string, v ...any) {
+	a.l.Debug("badger: " + trimNL(fmt.Sprintf(f, v...)))
+}
+func (a slogAdapter) Debugf(f string, v ...any) {
+	a.l.Debug("badger: " + trimNL(fmt.Sprintf(f, v...)))
+}
+
+func trimNL(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -1,0 +1,264 @@
+package andd
+
+import (
+	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// The known term features (the paper's Table 1 adapted to email, plus a
+// few more). Every value is scaled to be roughly in [0, 1] so that the
+// learned λ are comparable.
+const (
+	fBias    = iota // 1 for every term
+	fTF             // log(1+tf) / log(1+16), term frequency in the document
+	fIDF            // log((N+1)/(df+1)) / log(N+1); 1 for unseen terms
+	fIDF2           // idf², lets the weight peak at mid-range idf (I-Match's window)
+	fUnseen         // 1 when the term is absent from the df table (hash-buster words, typos)
+	fLoc            // first position / number of tokens (0 = first word)
+	fLen            // log(1+number of tokens) / log(1+4096), document length
+	fCap            // share of occurrences that began with a capital letter
+	fAllCaps        // share of occurrences written in capitals
+	fSubject        // 1 when the term occurs in the subject
+	fInURL          // 1 when the term also occurs in a URL of the document (host or path)
+	fHost           // 1 for the host pseudo-terms ("@example.com") of the document's links
+	fTermLen        // min(runes, 20) / 20
+	numFeatures
+)
+
+var featureNameList = [numFeatures]string{
+	fBias:    "bias",
+	fTF:      "tf",
+	fIDF:     "idf",
+	fIDF2:    "idf2",
+	fUnseen:  "unseen",
+	fLoc:     "loc",
+	fLen:     "len",
+	fCap:     "cap",
+	fAllCaps: "allcaps",
+	fSubject: "subject",
+	fInURL:   "inurl",
+	fHost:    "host",
+	fTermLen: "termlen",
+}
+
+// FeatureNames returns the names of all known features, in canonical order.
+func FeatureNames() []string {
+	return append([]string(nil), featureNameList[:]...)
+}
+
+func featureIndex(name string) int {
+	for i, n := range featureNameList {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// hostPrefix marks the pseudo-terms made from link hosts. Tokens never
+// contain it.
+const hostPrefix = "@"
+
+// termStat accumulates the statistics of one term of one document.
+type termStat struct {
+	term    string
+	tf      int
+	first   int
+	caps    int
+	allCaps int
+	subject bool
+	host    bool
+}
+
+// extractor computes feature vectors; it is configured once per Signer.
+type extractor struct {
+	df    DocFreq
+	ngram int
+	hosts bool // add host pseudo-terms (only if the model uses the "host" feature)
+	logN1 float64
+}
+
+func newExtractor(df DocFreq, ngram int, hosts bool) *extractor {
+	e := &extractor{df: df, ngram: ngram, hosts: hosts}
+	if df != nil && df.N() > 0 {
+		e.logN1 = math.Log(float64(df.N()) + 1)
+	}
+	return e
+}
+
+// idf returns the normalized idf of term and whether the term is unseen.
+func (e *extractor) idf(term string) (float64, bool) {
+	if e.df == nil || e.logN1 == 0 {
+		return 0.5, false
+	}
+	if e.ngram > 1 && strings.IndexByte(term, ' ') >= 0 {
+		// k-gram: average idf of its words (the paper's DF-Avg).
+		sum, n, unseen := 0.0, 0, false
+		for w := range strings.SplitSeq(term, " ") {
+			v, u := e.idf1(w)
+			sum += v
+			n++
+			unseen = unseen || u
+		}
+		return sum / float64(n), unseen
+	}
+	return e.idf1(term)
+}
+
+func (e *extractor) idf1(term string) (float64, bool) {
+	df := e.df.DF(term)
+	if df <= 0 {
+		return 1, true
+	}
+	v := math.Log((float64(e.df.N())+1)/(float64(df)+1)) / e.logN1
+	return min(max(v, 0), 1), false
+}
+
+// urlWords returns the lower-cased alphanumeric words of the document's
+// URLs and hosts, and the host pseudo-terms.
+func urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
+	if doc == nil || (len(doc.URLs) == 0 && len(doc.Hosts) == 0) {
+		return nil, nil
+	}
+	words = make(map[string]bool)
+	add := func(s string) {
+		for w := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		}) {
+			if len(w) >= 3 {
+				words[w] = true
+			}
+		}
+	}
+	for _, u := range doc.URLs {
+		if len(u) > 2048 {
+			u = u[:2048]
+		}
+		add(u)
+	}
+	seen := map[string]bool{}
+	for _, h := range doc.Hosts {
+		add(h)
+		if rh := registeredHost(strings.ToLower(h)); rh != "" && !seen[rh] {
+			seen[rh] = true
+			hosts = append(hosts, hostPrefix+rh)
+		}
+	}
+	return words, hosts
+}
+
+// registeredHost approximates the registered domain of host: its last two
+// labels, or three when the second-level label is short (co.uk, com.au).
+func registeredHost(host string) string {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return ""
+	}
+	labels := strings.Split(host, ".")
+	n := 2
+	if len(labels) >= 3 && len(labels[len(labels)-2]) <= 3 && len(labels[len(labels)-1]) == 2 {
+		n = 3
+	}
+	if len(labels) < n {
+		return host
+	}
+	return strings.Join(labels[len(labels)-n:], ".")
+}
+
+// extract calls fn once per distinct term of the document, in order of
+// first occurrence, with the term's full feature vector (len numFeatures).
+// phi is reused between calls.
+func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term string, phi *[numFeatures]float64)) {
+	n := len(toks)
+	index := make(map[string]int, n/2+1)
+	stats := make([]termStat, 0, n/2+1)
+	var sb strings.Builder
+	k := e.ngram
+	for i := 0; i+k <= n; i++ {
+		t := toks[i]
+		term := t.Term
+		if k > 1 {
+			sb.Reset()
+			for j := range k {
+				if j > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(toks[i+j].Term)
+			}
+			term = sb.String()
+		}
+		idx, ok := index[term]
+		if !ok {
+			idx = len(stats)
+			index[term] = idx
+			stats = append(stats, termStat{term: term, first: i})
+		}
+		s := &stats[idx]
+		s.tf++
+		if t.Capitalized {
+			s.caps++
+		}
+		if t.AllCaps {
+			s.allCaps++
+		}
+		if t.InSubject {
+			s.subject = true
+		}
+	}
+	var inURL map[string]bool
+	var hostTerms []string
+	if doc != nil {
+		inURL, hostTerms = urlWords(doc)
+	}
+	if e.hosts {
+		for _, h := range hostTerms {
+			if _, ok := index[h]; !ok {
+				index[h] = len(stats)
+				stats = append(stats, termStat{term: h, tf: 1, first: n, host: true})
+			}
+		}
+	}
+	lenF := math.Log1p(float64(n)) / math.Log1p(4096)
+	den := float64(max(n, 1))
+	var phi [numFeatures]float64
+	for i := range stats {
+		s := &stats[i]
+		phi[fBias] = 1
+		phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
+		if s.host {
+			phi[fIDF], phi[fUnseen] = 1, 0
+		} else {
+			idf, unseen := e.idf(s.term)
+			phi[fIDF] = idf
+			phi[fUnseen] = b2f(unseen)
+		}
+		phi[fIDF2] = phi[fIDF] * phi[fIDF]
+		phi[fLoc] = min(float64(s.first)/den, 1)
+		phi[fLen] = lenF
+		phi[fCap] = float64(s.caps) / float64(s.tf)
+		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
+		phi[fSubject] = b2f(s.subject)
+		phi[fInURL] = b2f(!s.host && inURL[firstWord(s.term)])
+		phi[fHost] = b2f(s.host)
+		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
+		fn(s.term, &phi)
+	}
+}
+
+func firstWord(term string) string {
+	if i := strings.IndexByte(term, ' '); i >= 0 {
+		return term[:i]
+	}
+	return term
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

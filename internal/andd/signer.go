@@ -1,0 +1,220 @@
+package andd
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// bandSalt seeds the band layout.
+const bandSalt = 0x3c6ef372fe94f82b
+
+// Signer weights documents and sketches them. Safe for concurrent use.
+type Signer struct {
+	model *Model
+	// lambda[j] is the weight of feature featIdx[j].
+	lambda  []float64
+	featIdx []int
+	ex      *extractor
+	// bandPos[i] lists the sketch bit positions of band i.
+	bandPos [][]uint16
+}
+
+// NewSigner returns a Signer for model m and document frequencies df. A nil
+// df gives every term the same idf (0.5) and marks none as unseen.
+func NewSigner(m *Model, df DocFreq) (*Signer, error) {
+	if m == nil {
+		return nil, fmt.Errorf("andd: nil model")
+	}
+	m = m.Clone()
+	m.applyDefaults()
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Signer{model: m, lambda: m.Lambda}
+	hosts := false
+	for _, f := range m.Features {
+		j := featureIndex(f)
+		s.featIdx = append(s.featIdx, j)
+		hosts = hosts || j == fHost
+	}
+	s.ex = newExtractor(df, m.NGram, hosts)
+	s.bandPos = bandLayout(m.LSH.Bits, m.LSH.Bands, m.LSH.BandBits, m.LSH.Seed)
+	return s, nil
+}
+
+// bandLayout assigns r bit positions to each of b bands: consecutive
+// slices of seeded random permutations of 0..m-1, so that bands are
+// disjoint when b·r ≤ m and overlap as little as possible otherwise.
+func bandLayout(m, b, r int, seed uint64) [][]uint16 {
+	x := seed ^ bandSalt
+	var pool []uint16
+	out := make([][]uint16, b)
+	for i := range out {
+		out[i] = make([]uint16, r)
+		for k := range r {
+			if len(pool) == 0 {
+				pool = make([]uint16, m)
+				for p := range pool {
+					pool[p] = uint16(p)
+				}
+				for p := m - 1; p > 0; p-- {
+					x = splitmix64(x)
+					q := int((x >> 32) * uint64(p+1) >> 32)
+					pool[p], pool[q] = pool[q], pool[p]
+				}
+			}
+			// A refill in the middle of a band may offer a position the
+			// band already has: take the first one it does not have.
+			q := 0
+			for q < len(pool)-1 && slices.Contains(out[i][:k], pool[q]) {
+				q++
+			}
+			pool[0], pool[q] = pool[q], pool[0]
+			out[i][k] = pool[0]
+			pool = pool[1:]
+		}
+	}
+	return out
+}
+
+// Model returns (a copy of) the signer's model.
+func (s *Signer) Model() *Model { return s.model.Clone() }
+
+// weight is the clipped linear combination of the features.
+func (s *Signer) weight(phi *[numFeatures]float64) float64 {
+	z := 0.0
+	for j, f := range s.featIdx {
+		z += s.lambda[j] * phi[f]
+	}
+	return max(z, 0)
+}
+
+// Weigh returns the weighted vector of a document: every term whose
+// weight max(0, Σ λj φj) is positive.
+func (s *Signer) Weigh(doc *mime.Document, toks []mime.Token) Vector {
+	v := make(Vector, len(toks)/2+1)
+	s.ex.extract(doc, toks, func(term string, phi *[numFeatures]float64) {
+		if w := s.weight(phi); w > 0 {
+			v[term] = w
+		}
+	})
+	return v
+}
+
+// Sketch returns the sketch of a weighted vector (empty if v is empty).
+func (s *Signer) Sketch(v Vector) Sketch {
+	terms := make([]string, 0, len(v))
+	ws := make([]float64, 0, len(v))
+	for t, w := range v {
+		terms = append(terms, t)
+		ws = append(ws, w)
+	}
+	return s.sketchTerms(terms, ws)
+}
+
+// SketchDocument weighs a document and sketches it in one pass, without
+// building the Vector map; the sketch equals Sketch(Weigh(doc, toks)).
+func (s *Signer) SketchDocument(doc *mime.Document, toks []mime.Token) Sketch {
+	terms := make([]string, 0, len(toks)/2+1)
+	ws := make([]float64, 0, len(toks)/2+1)
+	s.ex.extract(doc, toks, func(term string, phi *[numFeatures]float64) {
+		if w := s.weight(phi); w > 0 {
+			terms = append(terms, term)
+			ws = append(ws, w)
+		}
+	})
+	return s.sketchTerms(terms, ws)
+}
+
+// BandKeys returns the keys under which the store indexes a sketch; two
+// sketches above the model's similarity threshold share at least one key
+// with high probability (see docs/ANDD.md for the recall table).
+//
+// Key i is: SketchVersion, 'A', byte(i), then the r bits of band i packed
+// little-endian into ⌈r/8⌉ bytes. An empty sketch, or one of another size
+// than the model's, has no keys.
+func (s *Signer) BandKeys(sk Sketch) [][]byte {
+	if len(sk.Bits)*64 != s.model.LSH.Bits {
+		return nil
+	}
+	r := s.model.LSH.BandBits
+	nb := (r + 7) / 8
+	keys := make([][]byte, len(s.bandPos))
+	buf := make([]byte, len(s.bandPos)*(3+nb))
+	for i, pos := range s.bandPos {
+		k := buf[i*(3+nb) : (i+1)*(3+nb) : (i+1)*(3+nb)]
+		k[0] = SketchVersion
+		k[1] = 'A'
+		k[2] = byte(i)
+		for j, p := range pos {
+			if sk.Bits[p/64]>>(p%64)&1 != 0 {
+				k[3+j/8] |= 1 << (j % 8)
+			}
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// Threshold is the estimated cosine above which two sketches are considered
+// near-duplicates by the model.
+func (s *Signer) Threshold() float64 { return s.model.Threshold }
+
+// BandRecall is the probability that two sketches of vectors with cosine c
+// share at least one of b band keys of r bits: 1-(1-p^r)^b, p = 1-acos(c)/π.
+func BandRecall(c float64, b, r int) float64 {
+	c = min(max(c, -1), 1)
+	p := 1 - math.Acos(c)/math.Pi
+	return 1 - math.Pow(1-math.Pow(p, float64(r)), float64(b))
+}
+
+// CosineVectors is the cosine similarity of two weighted vectors (eq. 2).
+func CosineVectors(a, b Vector) float64 {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	dot := 0.0
+	for t, w := range a {
+		dot += w * b[t]
+	}
+	na, nb := norm2(a), norm2(b)
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// JaccardVectors is the extended Jaccard coefficient of two weighted
+// vectors (eq. 3): a·b / (|a|² + |b|² − a·b).
+func JaccardVectors(a, b Vector) float64 {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	dot := 0.0
+	for t, w := range a {
+		dot += w * b[t]
+	}
+	den := norm2(a) + norm2(b) - dot
+	if den <= 0 {
+		return 0
+	}
+	return dot / den
+}
+
+// norm2 is the squared Euclidean norm, summed in sorted-key order so that
+// it is deterministic.
+func norm2(v Vector) float64 {
+	keys := make([]string, 0, len(v))
+	for t := range v {
+		keys = append(keys, t)
+	}
+	slices.Sort(keys)
+	s := 0.0
+	for _, t := range keys {
+		s += v[t] * v[t]
+	}
+	return s
+}

@@ -1,0 +1,225 @@
+// Package api is nddmilter's HTTP API: junk and not-junk reports, message
+// checks and campaign statistics over the same campaign Engine the milter
+// uses, behind a bearer token. It also holds the JSON views of campaigns
+// shared by the API and the command line, and a Client for the API.
+//
+// Routes (all under /v1, all answering JSON; errors are {"error": "..."}):
+//
+//	POST   /v1/reports?kind=spam|ham&reporter=ID  raw message (ARF accepted) → Outcome
+//	POST   /v1/check[?dry_run=1]                  raw message → campaign.Verdict
+//	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary
+//	GET    /v1/campaigns/{id}                     → Detail
+//	DELETE /v1/campaigns/{id}                     → {"deleted": id}
+//	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
+package api
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Outcome is the JSON form of a report's outcome.
+type Outcome struct {
+	Kind     string             `json:"kind"` // spam or ham
+	Campaign store.CampaignID   `json:"campaign"`
+	Created  bool               `json:"created"`
+	Joined   []store.CampaignID `json:"joined,omitempty"`
+	Merged   []store.CampaignID `json:"merged,omitempty"`
+	Repeated bool               `json:"repeated"`
+	Revoked  bool               `json:"revoked"`
+	ARF      bool               `json:"arf"`
+	Skipped  string             `json:"skipped,omitempty"`
+}
+
+// NewOutcome converts an engine outcome.
+func NewOutcome(kind store.Kind, o campaign.ReportOutcome) Outcome {
+	return Outcome{
+		Kind:     KindName(kind),
+		Campaign: o.Campaign,
+		Created:  o.Created,
+		Joined:   o.Joined,
+		Merged:   o.Merged,
+		Repeated: o.Repeated,
+		Revoked:  o.Revoked,
+		ARF:      o.ARF,
+		Skipped:  o.Skipped,
+	}
+}
+
+// KindName is "spam" or "ham".
+func KindName(k store.Kind) string {
+	switch k {
+	case store.KindSpam:
+		return "spam"
+	case store.KindHam:
+		return "ham"
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// ParseKind parses "spam" (also "junk") or "ham" (also "not-spam",
+// "not-junk"); "" is spam.
+func ParseKind(s string) (store.Kind, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "spam", "junk":
+		return store.KindSpam, nil
+	case "ham", "not-spam", "notspam", "not-junk":
+		return store.KindHam, nil
+	}
+	return 0, fmt.Errorf("unknown report kind %q (want spam or ham)", s)
+}
+
+// StateName is "active", "allowed" or "revoked".
+func StateName(s store.State) string {
+	switch s {
+	case store.StateActive:
+		return "active"
+	case store.StateAllowed:
+		return "allowed"
+	case store.StateRevoked:
+		return "revoked"
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+// Summary is the JSON view of a campaign in a listing.
+type Summary struct {
+	ID            store.CampaignID   `json:"id"`
+	State         string             `json:"state"`
+	FirstSeen     time.Time          `json:"first_seen"`
+	LastSeen      time.Time          `json:"last_seen"`
+	Messages      int64              `json:"messages"`
+	SpamReports   int64              `json:"spam_reports"`
+	HamReports    int64              `json:"ham_reports"`
+	SpamReporters int64              `json:"spam_reporters"`
+	HamReporters  int64              `json:"ham_reporters"`
+	Actions       map[string]int64   `json:"actions,omitempty"`
+	SampleSubject string             `json:"sample_subject"`
+	SampleFrom    string             `json:"sample_from"`
+	Keys          int                `json:"keys"`
+	Sketches      int                `json:"sketches"`
+	MergedFrom    []store.CampaignID `json:"merged_from,omitempty"`
+}
+
+// NewSummary converts a campaign record.
+func NewSummary(c *store.Campaign) Summary {
+	return Summary{
+		ID:            c.ID,
+		State:         StateName(c.State),
+		FirstSeen:     c.FirstSeen.UTC(),
+		LastSeen:      c.LastSeen.UTC(),
+		Messages:      c.Messages,
+		SpamReports:   c.SpamReports,
+		HamReports:    c.HamReports,
+		SpamReporters: c.SpamReporters,
+		HamReporters:  c.HamReporters,
+		Actions:       c.Actions,
+		SampleSubject: c.SampleSubject,
+		SampleFrom:    c.SampleFrom,
+		Keys:          len(c.Keys),
+		Sketches:      len(c.Sketches),
+		MergedFrom:    c.MergedFrom,
+	}
+}
+
+// Day is one day of a campaign's time series.
+type Day struct {
+	Day         string `json:"day"` // YYYY-MM-DD (UTC)
+	Messages    int64  `json:"messages"`
+	SpamReports int64  `json:"spam_reports"`
+	HamReports  int64  `json:"ham_reports"`
+}
+
+// Detail is the JSON view of one campaign with its signatures and timeline.
+type Detail struct {
+	Summary
+	// Decision is what the policy would do with an exact copy (all I-Match
+	// bags matched), with its explanation.
+	Decision      campaign.Action `json:"decision"`
+	DecisionRule  string          `json:"decision_rule"`
+	Reputation    float64         `json:"reputation"`
+	SignatureKeys []string        `json:"signature_keys"` // hex
+	Timeline      []Day           `json:"timeline"`
+}
+
+// GetDetail reads a campaign and its timeline. pol is the policy used to
+// show what an exact copy would get.
+func GetDetail(ctx context.Context, st store.Store, pol campaign.Policy, id store.CampaignID) (Detail, error) {
+	c, err := st.Get(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("campaign %d: %w", id, err)
+	}
+	days, err := st.Timeline(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("campaign %d timeline: %w", id, err)
+	}
+	d := Detail{Summary: NewSummary(c), Reputation: pol.Reputation(c)}
+	ev := make([]campaign.Evidence, 0, 11)
+	for i := 0; i < 11; i++ {
+		ev = append(ev, campaign.Evidence{Family: campaign.FamilyIMatch, Bag: i, Similarity: 1})
+	}
+	dec := pol.Decide(c, ev, 1)
+	d.Decision, d.DecisionRule = dec.Action, dec.Rule
+	d.SignatureKeys = make([]string, len(c.Keys))
+	for i, k := range c.Keys {
+		d.SignatureKeys[i] = hex.EncodeToString(k)
+	}
+	d.Timeline = make([]Day, len(days))
+	for i, dc := range days {
+		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
+	}
+	return d, nil
+}
+
+// ParseSince parses a look-back duration: a Go duration ("90m", "24h")
+// optionally preceded by whole days ("7d", "1d12h"); "" means all time.
+func ParseSince(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseUint(s[:i], 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q: want e.g. 90m, 24h, 7d", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q: want e.g. 90m, 24h, 7d", s)
+	}
+	return days + d, nil
+}
+
+// ParseSort validates a listing order ("" is recent).
+func ParseSort(s string) (string, error) {
+	switch s {
+	case "":
+		return "recent", nil
+	case "volume", "reports", "recent":
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown sort %q (want volume, reports or recent)", s)
+}
+
+// ParseID parses a campaign ID (decimal).
+func ParseID(s string) (store.CampaignID, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("invalid campaign id %q", s)
+	}
+	return store.CampaignID(n), nil
+}

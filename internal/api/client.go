@@ -1,0 +1,160 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Client talks to a running daemon's API (used by the command line when
+// the daemon holds the store's lock).
+type Client struct {
+	// BaseURL is the daemon's HTTP listener, e.g. http://127.0.0.1:8898.
+	BaseURL string
+	// Token is the bearer token.
+	Token string
+	// HTTP is the client used. Default: a client with a 60 s timeout.
+	HTTP *http.Client
+}
+
+// Error is an error answered by the API.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("API: %s (HTTP %d)", e.Message, e.Status)
+}
+
+// IsNotFound tells whether err is an API 404 (unknown campaign).
+func IsNotFound(err error) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
+	base := strings.TrimRight(c.BaseURL, "/")
+	if base == "" {
+		return errors.New("API: no URL")
+	}
+	u := base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("API request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "message/rfc822")
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("API %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("API %s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("API %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Report sends a junk or not-junk report.
+func (c *Client) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (Outcome, error) {
+	q := url.Values{"kind": {KindName(kind)}}
+	if reporter != "" {
+		q.Set("reporter", reporter)
+	}
+	var out Outcome
+	err := c.do(ctx, http.MethodPost, "/v1/reports", q, raw, &out)
+	return out, err
+}
+
+// Check asks for a verdict; record counts the message in the matched
+// campaign's statistics, as the milter does (otherwise a dry run).
+func (c *Client) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
+	var v campaign.Verdict
+	q := url.Values{"dry_run": {"1"}}
+	if record {
+		q = nil
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/check", q, raw, &v)
+	return v, err
+}
+
+// List lists campaigns; since is a look-back window (0 for all).
+func (c *Client) List(ctx context.Context, since time.Duration, sort string, limit int) ([]Summary, error) {
+	q := url.Values{}
+	if since > 0 {
+		q.Set("since", since.String())
+	}
+	if sort != "" {
+		q.Set("sort", sort)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []Summary
+	err := c.do(ctx, http.MethodGet, "/v1/campaigns", q, nil, &out)
+	return out, err
+}
+
+// Get returns one campaign with its timeline and signatures.
+func (c *Client) Get(ctx context.Context, id store.CampaignID) (Detail, error) {
+	var d Detail
+	err := c.do(ctx, http.MethodGet, "/v1/campaigns/"+strconv.FormatUint(uint64(id), 10), nil, nil, &d)
+	return d, err
+}
+
+// Delete deletes a campaign.
+func (c *Client) Delete(ctx context.Context, id store.CampaignID) error {
+	return c.do(ctx, http.MethodDelete, "/v1/campaigns/"+strconv.FormatUint(uint64(id), 10), nil, nil, nil)
+}
+
+// Allow marks a campaign allowed (never acted on), or active again with undo.
+func (c *Client) Allow(ctx context.Context, id store.CampaignID, undo bool) (Summary, error) {
+	var q url.Values
+	if undo {
+		q = url.Values{"undo": {"1"}}
+	}
+	var s Summary
+	err := c.do(ctx, http.MethodPost, "/v1/campaigns/"+strconv.FormatUint(uint64(id), 10)+"/allow", q, nil, &s)
+	return s, err
+}

@@ -1,0 +1,273 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// DefaultMaxBody is the default bound on an uploaded message (32 MiB).
+const DefaultMaxBody = 32 << 20
+
+// Options configure the handler. Zero values select the defaults.
+type Options struct {
+	// Token is the bearer token every /v1 request must carry. Empty: the
+	// handler refuses to serve the API (503) rather than serve it open.
+	Token string
+	// MaxBody bounds a request body. Default DefaultMaxBody (32 MiB).
+	MaxBody int64
+	// Logger receives one line per failed request. Default: discard.
+	Logger *slog.Logger
+	// Clock returns the current time (for ?since=). Default time.Now.
+	Clock func() time.Time
+}
+
+type handler struct {
+	eng   *campaign.Engine
+	st    store.Store
+	opts  Options
+	token [32]byte // sha256 of Token, compared in constant time
+	mux   *http.ServeMux
+}
+
+// NewHandler returns the /v1 API handler over eng and st (st is the
+// engine's store). Mount it at the root of the HTTP listener; it answers
+// only /v1/ paths.
+func NewHandler(eng *campaign.Engine, st store.Store, opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	h := &handler{eng: eng, st: st, opts: opts, token: sha256.Sum256([]byte(opts.Token)), mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /v1/reports", h.report)
+	h.mux.HandleFunc("POST /v1/check", h.check)
+	h.mux.HandleFunc("GET /v1/campaigns", h.list)
+	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
+	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
+	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
+	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
+	})
+	return h
+}
+
+// ServeHTTP authenticates, bounds the body and dispatches.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Token == "" {
+		h.fail(w, r, http.StatusServiceUnavailable,
+			errors.New("the API is disabled: no token configured (set http.token or http.token_file)"))
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nddmilter"`)
+		h.fail(w, r, http.StatusUnauthorized, errors.New("missing bearer token (Authorization: Bearer TOKEN)"))
+		return
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(got[:], h.token[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nddmilter", error="invalid_token"`)
+		h.fail(w, r, http.StatusUnauthorized, errors.New("invalid bearer token"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("message larger than %d bytes", mbe.Limit))
+			return nil, false
+		}
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
+		return nil, false
+	}
+	if len(b) == 0 {
+		h.fail(w, r, http.StatusBadRequest, errors.New("empty body: send the raw message"))
+		return nil, false
+	}
+	return b, true
+}
+
+func (h *handler) report(w http.ResponseWriter, r *http.Request) {
+	kind, err := ParseKind(r.URL.Query().Get("kind"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	raw, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	out, err := h.eng.Report(r.Context(), raw, kind, r.URL.Query().Get("reporter"))
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	h.reply(w, http.StatusOK, NewOutcome(kind, out))
+}
+
+func (h *handler) check(w http.ResponseWriter, r *http.Request) {
+	raw, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	check := h.eng.Check
+	if d := r.URL.Query().Get("dry_run"); d != "" && d != "0" && d != "false" {
+		check = h.eng.Evaluate
+	}
+	v, err := check(r.Context(), raw)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if v.Evidence == nil {
+		v.Evidence = []campaign.Evidence{}
+	}
+	h.reply(w, http.StatusOK, v)
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	since, err := ParseSince(q.Get("since"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	sort, err := ParseSort(q.Get("sort"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	limit := 0
+	if s := q.Get("limit"); s != "" {
+		limit, err = strconv.Atoi(s)
+		if err != nil || limit < 0 {
+			h.fail(w, r, http.StatusBadRequest, fmt.Errorf("invalid limit %q", s))
+			return
+		}
+	}
+	sq := store.Query{Sort: sort, Limit: limit}
+	if since > 0 {
+		sq.Since = h.opts.Clock().Add(-since)
+	}
+	cs, err := h.st.List(r.Context(), sq)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list campaigns: %w", err))
+		return
+	}
+	out := make([]Summary, len(cs))
+	for i := range cs {
+		out[i] = NewSummary(&cs[i])
+	}
+	h.reply(w, http.StatusOK, out)
+}
+
+func (h *handler) id(w http.ResponseWriter, r *http.Request) (store.CampaignID, bool) {
+	id, err := ParseID(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return 0, false
+	}
+	return id, true
+}
+
+func (h *handler) show(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	d, err := GetDetail(r.Context(), h.st, h.eng.Policy(), id)
+	if err != nil {
+		h.failStore(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, d)
+}
+
+func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	if _, err := h.st.Get(r.Context(), id); err != nil {
+		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		return
+	}
+	if err := h.eng.Delete(r.Context(), id); err != nil {
+		h.failStore(w, r, fmt.Errorf("delete campaign %d: %w", id, err))
+		return
+	}
+	h.reply(w, http.StatusOK, map[string]store.CampaignID{"deleted": id})
+}
+
+func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	state := store.StateAllowed
+	if u := r.URL.Query().Get("undo"); u != "" && u != "0" && u != "false" {
+		state = store.StateActive
+	}
+	if _, err := h.st.Get(r.Context(), id); err != nil {
+		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		return
+	}
+	if err := h.eng.SetState(r.Context(), id, state); err != nil {
+		h.failStore(w, r, fmt.Errorf("set state of campaign %d: %w", id, err))
+		return
+	}
+	c, err := h.st.Get(r.Context(), id)
+	if err != nil {
+		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		return
+	}
+	h.reply(w, http.StatusOK, NewSummary(c))
+}
+
+func (h *handler) failStore(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, err)
+		return
+	}
+	h.fail(w, r, http.StatusInternalServerError, err)
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 {
+		h.opts.Logger.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	} else {
+		h.opts.Logger.Debug("api request refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	h.reply(w, status, map[string]string{"error": err.Error()})
+}
+
+func (h *handler) reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,287 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+const testToken = "s3cret-token"
+
+var spamBody = `Congratulations! Your email address was randomly chosen among our loyal customers to receive a genuine Swiss luxury chronograph, absolutely free of charge, as part of our anniversary celebration.
+
+To claim your reward you only need to confirm your shipping details and cover a small handling fee. Quantities are strictly limited and unclaimed prizes will be offered to the next winner on our waiting list.
+
+Every timepiece comes with a certificate of authenticity, a premium leather strap, sapphire crystal glass and water resistance up to one hundred meters. Retail value exceeds three thousand dollars.`
+
+func spamMessage() []byte {
+	return spamgen.NewMessage("Your account has been selected for a luxury watch giveaway", spamBody, false)
+}
+
+func spamCopy(t *testing.T, seed uint64) []byte {
+	t.Helper()
+	b, err := spamgen.Mutate(spamMessage(), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: seed, Strength: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, *store.Badger) {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		lex, err = tempLexicon() // TEMPORARY until data/brown.lex lands
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := andd.DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(eng, st, opts))
+	t.Cleanup(srv.Close)
+	return srv, eng, st
+}
+
+func tempLexicon() (*imatchbag.Lexicon, error) {
+	b := imatchbag.NewBuilder()
+	files, _ := filepath.Glob("/work/shared/papers/*.txt")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, para := range strings.Split(string(data), "\n\n") {
+			doc := &mime.Document{Text: para}
+			b.Add(mime.UniqueTerms(mime.Tokenize(doc, mime.TokenOptions{})))
+		}
+	}
+	return b.Build(imatchbag.BuildOptions{})
+}
+
+func do(t *testing.T, method, url, token string, body []byte) (int, map[string]any, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: content type %q", method, url, ct)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return resp.StatusCode, m, b
+}
+
+func TestAuth(t *testing.T) {
+	srv, _, _ := newServer(t, Options{Token: testToken})
+	tests := []struct {
+		name, token string
+		status      int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"wrong token", "nope", http.StatusUnauthorized},
+		{"prefix of token", testToken[:4], http.StatusUnauthorized},
+		{"right token", testToken, http.StatusOK},
+	}
+	for _, tt := range tests {
+		status, m, _ := do(t, "GET", srv.URL+"/v1/campaigns", tt.token, nil)
+		if status != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, status, tt.status)
+		}
+		if status != http.StatusOK && (m == nil || m["error"] == "") {
+			t.Errorf("%s: no JSON error: %v", tt.name, m)
+		}
+	}
+}
+
+func TestNoTokenRefuses(t *testing.T) {
+	srv, _, _ := newServer(t, Options{})
+	status, m, _ := do(t, "GET", srv.URL+"/v1/campaigns", "anything", nil)
+	if status != http.StatusServiceUnavailable || !strings.Contains(m["error"].(string), "no token configured") {
+		t.Errorf("status %d, %v", status, m)
+	}
+}
+
+func TestReportCheckCampaigns(t *testing.T) {
+	srv, _, _ := newServer(t, Options{Token: testToken})
+	c := &Client{BaseURL: srv.URL, Token: testToken}
+	ctx := context.Background()
+
+	// A report per reporter; the first creates the campaign.
+	var id store.CampaignID
+	for i, r := range []string{"a", "b", "c", "d", "e"} {
+		o, err := c.Report(ctx, spamCopy(t, uint64(i)), store.KindSpam, r)
+		if err != nil {
+			t.Fatalf("report %s: %v", r, err)
+		}
+		if i == 0 {
+			if !o.Created || o.Campaign == 0 || o.Kind != "spam" {
+				t.Fatalf("first report: %+v", o)
+			}
+			id = o.Campaign
+		} else if o.Created || o.Campaign != id {
+			t.Fatalf("report %s: %+v", r, o)
+		}
+	}
+	// Raw JSON of a check: action as a name, evidence listed.
+	status, m, raw := do(t, "POST", srv.URL+"/v1/check?dry_run=1", testToken, spamMessage())
+	if status != http.StatusOK || m["action"] != "reject" || m["campaign"] != float64(id) {
+		t.Fatalf("check: %d %s", status, raw)
+	}
+	if ev, _ := m["evidence"].([]any); len(ev) == 0 || !strings.HasPrefix(m["rule"].(string), "reject: p=") {
+		t.Errorf("check answer: %s", raw)
+	}
+	v, err := c.Check(ctx, spamCopy(t, 77), true)
+	if err != nil || v.Action != campaign.Reject || v.Campaign != id {
+		t.Fatalf("client check: %+v %v", v, err)
+	}
+
+	list, err := c.List(ctx, 24*time.Hour, "volume", 10)
+	if err != nil || len(list) != 1 || list[0].ID != id || list[0].SpamReporters != 5 || list[0].State != "active" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	d, err := c.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != id || len(d.SignatureKeys) == 0 || len(d.Timeline) == 0 || d.Timeline[0].SpamReports != 5 ||
+		d.Decision != campaign.Reject || !strings.Contains(d.SampleSubject, "watch") {
+		t.Errorf("detail: %+v", d)
+	}
+	s, err := c.Allow(ctx, id, false)
+	if err != nil || s.State != "allowed" {
+		t.Fatalf("allow: %+v %v", s, err)
+	}
+	if v, _ := c.Check(ctx, spamMessage(), false); v.Action != campaign.Accept || !strings.Contains(v.Rule, "allowed") {
+		t.Errorf("check after allow: %+v", v)
+	}
+	if s, err := c.Allow(ctx, id, true); err != nil || s.State != "active" {
+		t.Fatalf("allow --undo: %+v %v", s, err)
+	}
+	// Not-spam reports through the API.
+	o, err := c.Report(ctx, spamMessage(), store.KindHam, "h1")
+	if err != nil || o.Kind != "ham" || o.Campaign != id || o.Created {
+		t.Fatalf("ham report: %+v %v", o, err)
+	}
+	if err := c.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, id); !IsNotFound(err) {
+		t.Errorf("get after delete: %v", err)
+	}
+	if err := c.Delete(ctx, id); !IsNotFound(err) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+func TestARFAndSkipped(t *testing.T) {
+	srv, _, _ := newServer(t, Options{Token: testToken})
+	arf := "From: fbl@isp.example\r\nSubject: report\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/report; report-type=feedback-report; boundary=\"XX\"\r\n\r\n" +
+		"--XX\r\nContent-Type: text/plain\r\n\r\nabuse report\r\n" +
+		"--XX\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: abuse\r\nVersion: 1\r\n\r\n" +
+		"--XX\r\nContent-Type: message/rfc822\r\n\r\n" + string(spamMessage()) + "\r\n--XX--\r\n"
+	status, m, raw := do(t, "POST", srv.URL+"/v1/reports?kind=spam&reporter=isp", testToken, []byte(arf))
+	if status != http.StatusOK || m["arf"] != true || m["created"] != true {
+		t.Fatalf("ARF: %d %s", status, raw)
+	}
+	status, m, raw = do(t, "POST", srv.URL+"/v1/reports", testToken, []byte("Subject: hi\r\n\r\nok\r\n"))
+	if status != http.StatusOK || !strings.HasPrefix(m["skipped"].(string), "too short for a signature") {
+		t.Fatalf("short: %d %s", status, raw)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	srv, _, _ := newServer(t, Options{Token: testToken, MaxBody: 1024})
+	tests := []struct {
+		method, path string
+		body         []byte
+		status       int
+		errHas       string
+	}{
+		{"POST", "/v1/reports?kind=maybe", spamMessage(), 400, "unknown report kind"},
+		{"POST", "/v1/reports", nil, 400, "empty body"},
+		{"POST", "/v1/check", bytes.Repeat([]byte("x"), 2048), 413, "larger than 1024"},
+		{"GET", "/v1/campaigns?since=yesterday", nil, 400, "invalid duration"},
+		{"GET", "/v1/campaigns?sort=size", nil, 400, "unknown sort"},
+		{"GET", "/v1/campaigns?limit=-1", nil, 400, "invalid limit"},
+		{"GET", "/v1/campaigns/abc", nil, 400, "invalid campaign id"},
+		{"GET", "/v1/campaigns/999", nil, 404, "not found"},
+		{"POST", "/v1/campaigns/999/allow", nil, 404, "not found"},
+		{"DELETE", "/v1/campaigns/999", nil, 404, "not found"},
+		{"GET", "/v1/nothing", nil, 404, "no such API route"},
+	}
+	for _, tt := range tests {
+		status, m, raw := do(t, tt.method, srv.URL+tt.path, testToken, tt.body)
+		if status != tt.status {
+			t.Errorf("%s %s: status %d, want %d (%s)", tt.method, tt.path, status, tt.status, raw)
+			continue
+		}
+		if e, _ := m["error"].(string); !strings.Contains(e, tt.errHas) {
+			t.Errorf("%s %s: error %q lacks %q", tt.method, tt.path, e, tt.errHas)
+		}
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, true},
+		{"24h", 24 * time.Hour, true},
+		{"7d", 7 * 24 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"90m", 90 * time.Minute, true},
+		{"-1h", 0, false},
+		{"d", 0, false},
+		{"soon", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseSince(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseSince(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}

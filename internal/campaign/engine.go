@@ -1,0 +1,447 @@
+package campaign
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// DefaultExpiry is how long a campaign lives without hits or reports.
+const DefaultExpiry = 30 * 24 * time.Hour
+
+// Engine matches and decides. It is safe for concurrent use.
+type Engine struct {
+	st        store.Store
+	imatch    *imatchbag.Signer
+	andd      *andd.Signer // nil when ANDD is off
+	threshold float64
+	opts      Options
+	policy    Policy
+	th        []Threshold // policy.Thresholds()
+	log       *slog.Logger
+	now       func() time.Time
+	cache     *recordCache
+}
+
+// New returns an Engine over st with the given lexicon and model (model may
+// be nil when ANDD is disabled).
+func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options, log *slog.Logger) (*Engine, error) {
+	if st == nil {
+		return nil, errors.New("campaign engine: nil store")
+	}
+	if lex == nil {
+		return nil, errors.New("campaign engine: nil lexicon")
+	}
+	if err := opts.Policy.Validate(); err != nil {
+		return nil, fmt.Errorf("campaign engine: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Expiry == 0 {
+		opts.Expiry = DefaultExpiry
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 2 * time.Second
+	}
+	if opts.ANDDMinTerms <= 0 {
+		opts.ANDDMinTerms = 10
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 4096
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	im, err := imatchbag.NewSigner(lex, opts.IMatch)
+	if err != nil {
+		return nil, fmt.Errorf("campaign engine: I-Match signer: %w", err)
+	}
+	e := &Engine{
+		st:     st,
+		imatch: im,
+		opts:   opts,
+		policy: opts.Policy.WithDefaults(),
+		th:     opts.Policy.Thresholds(),
+		log:    log,
+		now:    opts.Clock,
+	}
+	if opts.CacheTTL > 0 {
+		e.cache = newRecordCache(opts.CacheSize, opts.CacheTTL)
+	}
+	if !opts.DisableANDD && model != nil {
+		as, err := andd.NewSigner(model, lex)
+		if err != nil {
+			return nil, fmt.Errorf("campaign engine: ANDD signer: %w", err)
+		}
+		e.andd = as
+		e.threshold = as.Threshold()
+	}
+	return e, nil
+}
+
+// Policy returns the effective policy (defaults filled in).
+func (e *Engine) Policy() Policy { return e.policy }
+
+// ANDDThreshold is the ANDD similarity threshold (0 when ANDD is off).
+func (e *Engine) ANDDThreshold() float64 { return e.threshold }
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.st }
+
+// signed is one message's signatures.
+type signed struct {
+	doc       *mime.Document
+	unique    int
+	reason    string
+	imatch    []imatchbag.Signature
+	imKeys    [][]byte
+	sketch    andd.Sketch
+	hasSketch bool
+	sketchRaw []byte
+	bandKeys  [][]byte
+}
+
+func (s *signed) allKeys() [][]byte {
+	keys := make([][]byte, 0, len(s.imKeys)+len(s.bandKeys))
+	keys = append(keys, s.imKeys...)
+	return append(keys, s.bandKeys...)
+}
+
+func (s *signed) empty() bool { return len(s.imKeys) == 0 && !s.hasSketch }
+
+// skipReason says why a message without signatures cannot be used.
+func (s *signed) skipReason() string {
+	r := fmt.Sprintf("too short for a signature (%d unique words)", s.unique)
+	if s.reason != "" {
+		r = fmt.Sprintf("too short for a signature (%d unique words: %s)", s.unique, s.reason)
+	}
+	return r
+}
+
+// sign parses and signs a raw message.
+func (e *Engine) sign(raw []byte) (*signed, error) {
+	doc := mime.Parse(raw, e.opts.Mime)
+	toks := mime.Tokenize(doc, e.opts.Tokens)
+	terms := mime.UniqueTerms(toks)
+	res := e.imatch.Sign(terms)
+	s := &signed{doc: doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures}
+	if s.unique == 0 {
+		s.unique = len(terms)
+	}
+	for _, sig := range res.Signatures {
+		s.imKeys = append(s.imKeys, sig.Key())
+	}
+	if e.andd != nil && len(terms) >= e.opts.ANDDMinTerms {
+		v := e.andd.Weigh(doc, toks)
+		if len(v) > 0 {
+			sk := e.andd.Sketch(v)
+			if len(sk.Bits) > 0 || len(sk.MinHash) > 0 {
+				b, err := sk.MarshalBinary()
+				if err != nil {
+					return nil, fmt.Errorf("encode sketch: %w", err)
+				}
+				s.sketch, s.hasSketch, s.sketchRaw = sk, true, b
+				s.bandKeys = e.andd.BandKeys(sk)
+			}
+		}
+	}
+	return s, nil
+}
+
+// candidate is one campaign found through the index.
+type candidate struct {
+	rec      *cachedRecord
+	evidence []Evidence
+	bandKeys [][]byte // band keys that found it
+	decision Decision
+}
+
+// match looks up a signed message and returns the campaigns it matches,
+// with evidence (I-Match keys are exact evidence; band hits are verified
+// against the campaign's sketches). The band keys through which only
+// unverified campaigns were found are returned in unverified.
+func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, unverified map[string]bool, err error) {
+	keys := s.allKeys()
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	hits, err := e.st.Lookup(ctx, keys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lookup signatures: %w", err)
+	}
+	if len(hits) == 0 {
+		return nil, nil, nil
+	}
+	imBag := make(map[string]int, len(s.imatch))
+	for i, k := range s.imKeys {
+		imBag[string(k)] = int(s.imatch[i].Bag)
+	}
+	byID := map[store.CampaignID]*candidate{}
+	var order []store.CampaignID
+	for _, h := range hits {
+		c := byID[h.Campaign]
+		if c == nil {
+			c = &candidate{}
+			byID[h.Campaign] = c
+			order = append(order, h.Campaign)
+		}
+		if bag, ok := imBag[string(h.Key)]; ok {
+			c.evidence = append(c.evidence, Evidence{Family: FamilyIMatch, Bag: bag, Key: hex.EncodeToString(h.Key), Similarity: 1})
+		} else {
+			c.bandKeys = append(c.bandKeys, h.Key)
+		}
+	}
+	slices.Sort(order)
+	unverified = map[string]bool{}
+	for _, id := range order {
+		c := byID[id]
+		rec, err := e.record(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted or expired meanwhile
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		c.rec = rec
+		if s.hasSketch && len(rec.sketches) > 0 {
+			best := -1.0
+			for _, sk := range rec.sketches {
+				if cos := andd.Cosine(s.sketch, sk); cos > best {
+					best = cos
+				}
+			}
+			if best >= e.threshold {
+				var key []byte
+				if len(c.bandKeys) > 0 {
+					key = c.bandKeys[0]
+				} else if len(s.bandKeys) > 0 {
+					key = s.bandKeys[0]
+				}
+				c.evidence = append(c.evidence, Evidence{Family: FamilyANDD, Key: hex.EncodeToString(key), Similarity: best})
+			}
+		}
+		if len(c.evidence) == 0 {
+			for _, k := range c.bandKeys {
+				unverified[string(k)] = true
+			}
+			continue
+		}
+		matched = append(matched, c)
+	}
+	return matched, unverified, nil
+}
+
+// Check decides what to do with a raw message and, when a campaign
+// matched, counts the message and the action in the campaign's statistics
+// (which refreshes it against expiry and feeds its volume).
+func (e *Engine) Check(ctx context.Context, raw []byte) (Verdict, error) {
+	return e.check(ctx, raw, true)
+}
+
+// Evaluate is Check without counting the message: the same verdict, for
+// dry runs (nddmilter check, evaluations) that must not change the
+// campaigns' statistics.
+func (e *Engine) Evaluate(ctx context.Context, raw []byte) (Verdict, error) {
+	return e.check(ctx, raw, false)
+}
+
+func (e *Engine) check(ctx context.Context, raw []byte, record bool) (Verdict, error) {
+	s, err := e.sign(raw)
+	if err != nil {
+		return Verdict{Action: Accept, Rule: "accept: " + err.Error()}, fmt.Errorf("check: %w", err)
+	}
+	v := Verdict{Action: Accept, Warnings: s.doc.Warnings}
+	if s.empty() {
+		v.Rule = "accept: no signature, " + s.skipReason()
+		return v, nil
+	}
+	matched, _, err := e.match(ctx, s)
+	if err != nil {
+		v.Rule = "accept: store error"
+		return v, fmt.Errorf("check: %w", err)
+	}
+	if len(matched) == 0 {
+		v.Rule = "accept: no campaign matched"
+		return v, nil
+	}
+	var best *candidate
+	for _, c := range matched {
+		c.decision = e.policy.decide(c.rec.rec, c.evidence, e.threshold, e.th)
+		if best == nil || c.decision.P > best.decision.P ||
+			(c.decision.P == best.decision.P && len(c.evidence) > len(best.evidence)) {
+			best = c
+		}
+	}
+	v.Action = best.decision.Action
+	v.Campaign = best.rec.rec.ID
+	v.Score = best.decision.P
+	v.Rule = best.decision.Rule
+	v.Evidence = best.evidence
+	if len(matched) > 1 {
+		v.Rule += fmt.Sprintf("; %d campaigns matched", len(matched))
+	}
+	if record {
+		if err := e.st.RecordHit(ctx, v.Campaign, v.Action.String(), e.now()); err != nil {
+			e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
+		}
+	}
+	return v, nil
+}
+
+// Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
+func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
+	var out ReportOutcome
+	if kind != store.KindSpam && kind != store.KindHam {
+		return out, fmt.Errorf("report: unknown kind %d", kind)
+	}
+	orig, arf := mime.UnwrapARF(raw)
+	out.ARF = arf
+	s, err := e.sign(orig)
+	if err != nil {
+		return out, fmt.Errorf("report: %w", err)
+	}
+	if s.empty() {
+		out.Skipped = s.skipReason()
+		return out, nil
+	}
+	matched, unverified, err := e.match(ctx, s)
+	if err != nil {
+		return out, fmt.Errorf("report: %w", err)
+	}
+	// Band keys that point at campaigns the sketch does not verify are
+	// left out: the store joins every campaign sharing a key.
+	keys := slices.Clone(s.imKeys)
+	for _, k := range s.bandKeys {
+		if !unverified[string(k)] {
+			keys = append(keys, k)
+		}
+	}
+	in := store.ReportInput{
+		Time:     e.now(),
+		Kind:     kind,
+		Reporter: reporter,
+		Keys:     keys,
+		Subject:  s.doc.Subject,
+		From:     s.doc.From,
+	}
+	for _, c := range matched {
+		out.Joined = append(out.Joined, c.rec.rec.ID)
+		for _, ev := range c.evidence {
+			if ev.Family == FamilyANDD {
+				in.Join = append(in.Join, c.rec.rec.ID)
+				break
+			}
+		}
+	}
+	if kind == store.KindSpam {
+		in.Create, in.Index = true, true
+		in.Sketch = s.sketchRaw
+	}
+	res, err := e.st.Report(ctx, in)
+	// Invalidate whatever the report may have touched, even on error.
+	e.invalidate(res.Campaign)
+	for _, id := range res.Merged {
+		e.invalidate(id)
+	}
+	for _, c := range matched {
+		e.invalidate(c.rec.rec.ID)
+	}
+	if err != nil {
+		return out, fmt.Errorf("report: %w", err)
+	}
+	out.ReportResult = res
+	if res.Created {
+		out.Joined = nil
+	}
+	if kind == store.KindHam && res.Campaign != 0 {
+		c, err := e.st.Get(ctx, res.Campaign)
+		if err != nil {
+			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
+		}
+		if c.State == store.StateActive && e.policy.ShouldRevoke(c) {
+			if err := e.SetState(ctx, c.ID, store.StateRevoked); err != nil {
+				return out, fmt.Errorf("report: revoke campaign %d: %w", c.ID, err)
+			}
+			out.Revoked = true
+			e.log.Info("campaign revoked", "campaign", c.ID,
+				"ham_reporters", c.HamReporters, "spam_reporters", c.SpamReporters)
+		}
+	}
+	return out, nil
+}
+
+// SetState changes a campaign's administrative state.
+func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
+	err := e.st.SetState(ctx, id, s)
+	e.invalidate(id)
+	return err
+}
+
+// Delete removes a campaign and every key pointing at it.
+func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
+	err := e.st.Delete(ctx, id)
+	e.invalidate(id)
+	return err
+}
+
+// Expire deletes campaigns not seen nor reported for Options.Expiry and
+// returns how many were deleted.
+func (e *Engine) Expire(ctx context.Context) (int, error) {
+	n, err := e.st.Expire(ctx, e.now().Add(-e.opts.Expiry))
+	if e.cache != nil && n > 0 {
+		e.cache.purge()
+	}
+	if err != nil {
+		return n, fmt.Errorf("expire campaigns: %w", err)
+	}
+	return n, nil
+}
+
+// cachedRecord is a campaign record with its sketches decoded.
+type cachedRecord struct {
+	rec      *store.Campaign
+	sketches []andd.Sketch
+}
+
+func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord, error) {
+	if e.cache != nil {
+		if r := e.cache.get(id, e.now()); r != nil {
+			return r, nil
+		}
+	}
+	c, err := e.st.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get campaign %d: %w", id, err)
+	}
+	r := &cachedRecord{rec: c}
+	if e.andd != nil {
+		for _, b := range c.Sketches {
+			sk, err := andd.UnmarshalSketch(b)
+			if err != nil {
+				e.log.Warn("undecodable sketch", "campaign", id, "err", err)
+				continue
+			}
+			r.sketches = append(r.sketches, sk)
+		}
+	}
+	if e.cache != nil {
+		e.cache.put(id, r, e.now())
+	}
+	return r, nil
+}
+
+func (e *Engine) invalidate(id store.CampaignID) {
+	if e.cache != nil && id != 0 {
+		e.cache.remove(id)
+	}
+}

@@ -1,0 +1,453 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// String returns the action's name: accept, tag, quarantine or reject.
+func (a Action) String() string {
+	switch a {
+	case Accept:
+		return "accept"
+	case Tag:
+		return "tag"
+	case Quarantine:
+		return "quarantine"
+	case Reject:
+		return "reject"
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// ParseAction parses an action name (case-insensitive).
+func ParseAction(s string) (Action, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "accept":
+		return Accept, nil
+	case "tag":
+		return Tag, nil
+	case "quarantine":
+		return Quarantine, nil
+	case "reject":
+		return Reject, nil
+	}
+	return Accept, fmt.Errorf("unknown action %q (want accept, tag, quarantine or reject)", s)
+}
+
+// MarshalText encodes the action as its name (so JSON shows "reject").
+func (a Action) MarshalText() ([]byte, error) {
+	if a < Accept || a > Reject {
+		return nil, fmt.Errorf("invalid action %d", int(a))
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText decodes an action name.
+func (a *Action) UnmarshalText(b []byte) error {
+	v, err := ParseAction(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// Costs holds one number per acting action (accepting has no false-positive
+// cost and no benefit).
+type Costs struct {
+	Tag        float64 `yaml:"tag" json:"tag"`
+	Quarantine float64 `yaml:"quarantine" json:"quarantine"`
+	Reject     float64 `yaml:"reject" json:"reject"`
+}
+
+func (c Costs) of(a Action) float64 {
+	switch a {
+	case Tag:
+		return c.Tag
+	case Quarantine:
+		return c.Quarantine
+	case Reject:
+		return c.Reject
+	}
+	return 0
+}
+
+// Policy holds the costs and benefits of the decision model and the
+// parameters of the probability estimate (see docs/POLICY.md). Zero values
+// select the documented defaults; negative values are invalid.
+//
+// The engine estimates p = P(message is campaign spam | evidence) as
+//
+//	p = match × reputation
+//
+// where match is the confidence that the message is a copy of the campaign
+// (from which signatures matched and how strongly) and reputation is the
+// probability that the campaign is spam (from its distinct spam and
+// not-spam reporters and its volume, as odds multiplied by one likelihood
+// ratio per reporter). It then picks the action with the highest expected
+// utility EU(a) = p·Benefit(a) − (1−p)·CostFP(a), accept having EU =
+// −p·MissCost.
+type Policy struct {
+	// CostFP is the cost of applying an action to a legitimate message,
+	// in units of "one spam let through". Defaults: reject 100 (the cost of
+	// the I-Match paper's utility, eq. 5), quarantine 10, tag 1.
+	CostFP Costs `yaml:"cost_fp" json:"cost_fp"`
+	// Benefit is the gain of applying an action to a campaign spam.
+	// Defaults: reject 1, quarantine 0.9 (quarantined spam still costs a
+	// look), tag 0.5 (tagged spam still reaches a folder).
+	Benefit Costs `yaml:"benefit" json:"benefit"`
+	// MissCost is the cost of accepting a campaign spam. Default 0 (the
+	// benefits already count what is gained by acting).
+	MissCost float64 `yaml:"miss_cost" json:"miss_cost"`
+
+	// PriorOdds are the odds that a campaign is spam before counting its
+	// reporters beyond the first one (who created it). Default 3.
+	PriorOdds float64 `yaml:"prior_odds" json:"prior_odds"`
+	// SpamReporterLR multiplies the odds for each distinct spam reporter.
+	// Default 5.
+	SpamReporterLR float64 `yaml:"spam_reporter_lr" json:"spam_reporter_lr"`
+	// HamReporterLR divides the odds for each distinct not-spam reporter.
+	// Default 25 (a "not junk" click is rarer and weightier).
+	HamReporterLR float64 `yaml:"ham_reporter_lr" json:"ham_reporter_lr"`
+	// VolumeLR multiplies the odds for each factor of ten of messages seen,
+	// as weak evidence (a large campaign nobody calls legitimate), up to
+	// VolumeMaxLR. Defaults 1.25 and 2.
+	VolumeLR    float64 `yaml:"volume_lr" json:"volume_lr"`
+	VolumeMaxLR float64 `yaml:"volume_max_lr" json:"volume_max_lr"`
+
+	// IMatchConfidence is the confidence that a message is a copy of a
+	// campaign given that one of its I-Match signatures (one bag) matched;
+	// matched bags combine as independent evidence: 1 − Π(1 − c).
+	// Default 0.99.
+	IMatchConfidence float64 `yaml:"imatch_confidence" json:"imatch_confidence"`
+	// ANDDConfidenceAtThreshold and ANDDConfidenceMax give the confidence
+	// of a verified ANDD match at the model's similarity threshold and at
+	// similarity 1; in between, the log-odds of the confidence are linear
+	// in the estimated cosine. Defaults 0.9 and 0.9999.
+	ANDDConfidenceAtThreshold float64 `yaml:"andd_confidence_at_threshold" json:"andd_confidence_at_threshold"`
+	ANDDConfidenceMax         float64 `yaml:"andd_confidence_max" json:"andd_confidence_max"`
+
+	// RejectMinReporters is the number of distinct spam reporters a
+	// campaign needs before its messages may be rejected, whatever p says;
+	// below it the next best action applies. Default 3.
+	RejectMinReporters int `yaml:"reject_min_reporters" json:"reject_min_reporters"`
+	// MaxAction caps the action (e.g. "quarantine" on a server that must
+	// never reject). Default reject.
+	MaxAction string `yaml:"max_action" json:"max_action"`
+
+	// RevokeHamReporters and RevokeRatio: a not-spam report revokes a
+	// campaign (it is never acted on again) when its distinct not-spam
+	// reporters are at least RevokeHamReporters and at least RevokeRatio ×
+	// its distinct spam reporters. Defaults 2 and 0.5.
+	RevokeHamReporters int     `yaml:"revoke_ham_reporters" json:"revoke_ham_reporters"`
+	RevokeRatio        float64 `yaml:"revoke_ratio" json:"revoke_ratio"`
+}
+
+// DefaultPolicy returns the policy with every default filled in.
+func DefaultPolicy() Policy { return Policy{}.WithDefaults() }
+
+// WithDefaults returns p with zero fields replaced by their defaults.
+func (p Policy) WithDefaults() Policy {
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.CostFP.Reject, 100)
+	def(&p.CostFP.Quarantine, 10)
+	def(&p.CostFP.Tag, 1)
+	def(&p.Benefit.Reject, 1)
+	def(&p.Benefit.Quarantine, 0.9)
+	def(&p.Benefit.Tag, 0.5)
+	def(&p.PriorOdds, 3)
+	def(&p.SpamReporterLR, 5)
+	def(&p.HamReporterLR, 25)
+	def(&p.VolumeLR, 1.25)
+	def(&p.VolumeMaxLR, 2)
+	def(&p.IMatchConfidence, 0.99)
+	def(&p.ANDDConfidenceAtThreshold, 0.9)
+	def(&p.ANDDConfidenceMax, 0.9999)
+	def(&p.RevokeRatio, 0.5)
+	if p.RejectMinReporters == 0 {
+		p.RejectMinReporters = 3
+	}
+	if p.RevokeHamReporters == 0 {
+		p.RevokeHamReporters = 2
+	}
+	if p.MaxAction == "" {
+		p.MaxAction = Reject.String()
+	}
+	return p
+}
+
+// Validate reports invalid settings (after defaults are applied).
+func (p Policy) Validate() error {
+	p = p.WithDefaults()
+	var errs []error
+	nonneg := func(name string, v float64) {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("policy.%s must be a finite number ≥ 0, got %v", name, v))
+		}
+	}
+	nonneg("cost_fp.tag", p.CostFP.Tag)
+	nonneg("cost_fp.quarantine", p.CostFP.Quarantine)
+	nonneg("cost_fp.reject", p.CostFP.Reject)
+	nonneg("benefit.tag", p.Benefit.Tag)
+	nonneg("benefit.quarantine", p.Benefit.Quarantine)
+	nonneg("benefit.reject", p.Benefit.Reject)
+	nonneg("miss_cost", p.MissCost)
+	nonneg("prior_odds", p.PriorOdds)
+	nonneg("revoke_ratio", p.RevokeRatio)
+	lr := func(name string, v float64) {
+		if !(v >= 1) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("policy.%s must be a finite number ≥ 1, got %v", name, v))
+		}
+	}
+	lr("spam_reporter_lr", p.SpamReporterLR)
+	lr("ham_reporter_lr", p.HamReporterLR)
+	lr("volume_lr", p.VolumeLR)
+	lr("volume_max_lr", p.VolumeMaxLR)
+	prob := func(name string, v float64) {
+		if !(v > 0 && v < 1) {
+			errs = append(errs, fmt.Errorf("policy.%s must be in (0, 1), got %v", name, v))
+		}
+	}
+	prob("imatch_confidence", p.IMatchConfidence)
+	prob("andd_confidence_at_threshold", p.ANDDConfidenceAtThreshold)
+	prob("andd_confidence_max", p.ANDDConfidenceMax)
+	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
+		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
+	}
+	if p.RejectMinReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.reject_min_reporters must be ≥ 0, got %d", p.RejectMinReporters))
+	}
+	if p.RevokeHamReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.revoke_ham_reporters must be ≥ 0, got %d", p.RevokeHamReporters))
+	}
+	if _, err := ParseAction(p.MaxAction); err != nil {
+		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// EU is the expected utility of applying a to a message that is campaign
+// spam with probability prob.
+func (p Policy) EU(a Action, prob float64) float64 {
+	p = p.WithDefaults()
+	return p.eu(a, prob)
+}
+
+// eu is EU for a policy with defaults applied.
+func (p *Policy) eu(a Action, prob float64) float64 {
+	if a == Accept {
+		return -prob * p.MissCost
+	}
+	return prob*p.Benefit.of(a) - (1-prob)*p.CostFP.of(a)
+}
+
+// Threshold is one action's operating range: the action maximizes
+// expected utility for From < p ≤ To (From = To = 1 when it never does).
+type Threshold struct {
+	Action   Action
+	From, To float64
+}
+
+// Thresholds returns the ranges of p in which each action is the best one,
+// mildest first, ignoring RejectMinReporters and MaxAction. They are the
+// crossing points of the expected-utility lines (see docs/POLICY.md).
+func (p Policy) Thresholds() []Threshold {
+	p = p.WithDefaults()
+	// EU lines are linear in prob; scan for the upper envelope.
+	best := func(prob float64) Action {
+		b := Accept
+		for a := Tag; a <= Reject; a++ {
+			if p.eu(a, prob) > p.eu(b, prob)+1e-15 {
+				b = a
+			}
+		}
+		return b
+	}
+	out := make([]Threshold, 0, 4)
+	for a := Accept; a <= Reject; a++ {
+		out = append(out, Threshold{Action: a, From: 1, To: 1})
+	}
+	// Crossing points: bisect between the actions chosen at each end.
+	var walk func(lo, hi float64, alo, ahi Action)
+	walk = func(lo, hi float64, alo, ahi Action) {
+		if alo == ahi {
+			return
+		}
+		if hi-lo < 1e-9 {
+			out[alo].To = lo
+			out[ahi].From = lo
+			return
+		}
+		mid := (lo + hi) / 2
+		am := best(mid)
+		walk(lo, mid, alo, am)
+		walk(mid, hi, am, ahi)
+	}
+	a0, a1 := best(0), best(1)
+	out[a0].From = 0
+	out[a1].To = 1
+	walk(0, 1, a0, a1)
+	for i := range out {
+		if out[i].From > out[i].To {
+			out[i].From = out[i].To
+		}
+		if math.Abs(out[i].From-math.Round(out[i].From*1e6)/1e6) < 1e-8 {
+			out[i].From = math.Round(out[i].From*1e6) / 1e6
+		}
+	}
+	return out
+}
+
+// Reputation is the probability that a campaign is spam given its
+// reporters and volume: odds = PriorOdds × SpamReporterLR^(spam−1) ×
+// HamReporterLR^(−ham) × min(VolumeLR^log10(1+messages), VolumeMaxLR).
+// The first spam reporter is what created the campaign; PriorOdds already
+// stands for it.
+func (p Policy) Reputation(c *store.Campaign) float64 {
+	p = p.WithDefaults()
+	return p.reputation(c)
+}
+
+func (p *Policy) reputation(c *store.Campaign) float64 {
+	spam := c.SpamReporters
+	if spam < 1 {
+		spam = 1
+	}
+	logOdds := math.Log(p.PriorOdds) +
+		float64(spam-1)*math.Log(p.SpamReporterLR) -
+		float64(c.HamReporters)*math.Log(p.HamReporterLR)
+	if c.Messages > 0 {
+		v := math.Log10(1+float64(c.Messages)) * math.Log(p.VolumeLR)
+		logOdds += math.Min(v, math.Log(p.VolumeMaxLR))
+	}
+	return 1 / (1 + math.Exp(-logOdds))
+}
+
+// MatchConfidence is the confidence that a message is a copy of a campaign
+// given the evidence that matched it: 1 − Π(1 − c_i) over the matched
+// I-Match bags and the best verified ANDD similarity; threshold is the
+// ANDD model's similarity threshold.
+func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
+	p = p.WithDefaults()
+	return p.matchConfidence(ev, threshold)
+}
+
+func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
+	miss := 1.0
+	bestSim := -1.0
+	for _, e := range ev {
+		switch e.Family {
+		case FamilyIMatch:
+			miss *= 1 - p.IMatchConfidence
+		case FamilyANDD:
+			if e.Similarity > bestSim {
+				bestSim = e.Similarity
+			}
+		}
+	}
+	if bestSim >= threshold && bestSim >= 0 {
+		frac := 1.0
+		if threshold < 1 {
+			frac = (bestSim - threshold) / (1 - threshold)
+		}
+		frac = math.Max(0, math.Min(1, frac))
+		lo, hi := logit(p.ANDDConfidenceAtThreshold), logit(p.ANDDConfidenceMax)
+		c := 1 / (1 + math.Exp(-(lo + frac*(hi-lo))))
+		miss *= 1 - c
+	}
+	return 1 - miss
+}
+
+// Decision is the policy's answer for one campaign match.
+type Decision struct {
+	Action     Action
+	P          float64 // match × reputation
+	Match      float64
+	Reputation float64
+	Rule       string
+}
+
+// Decide chooses the action for a message matching campaign c with the
+// given evidence. Allowed and revoked campaigns are never acted on.
+func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
+	p = p.WithDefaults()
+	return p.decide(c, ev, threshold, p.Thresholds())
+}
+
+// decide is Decide for a policy with defaults applied and its thresholds.
+func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th []Threshold) Decision {
+	d := Decision{Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c)}
+	d.P = d.Match * d.Reputation
+	switch c.State {
+	case store.StateAllowed:
+		d.Rule = fmt.Sprintf("accept: campaign %d is allowed by an administrator (p=%.4f ignored)", c.ID, d.P)
+		return d
+	case store.StateRevoked:
+		d.Rule = fmt.Sprintf("accept: campaign %d is revoked by not-spam reports (%d not-spam vs %d spam reporters; p=%.4f ignored)",
+			c.ID, c.HamReporters, c.SpamReporters, d.P)
+		return d
+	}
+	maxA, err := ParseAction(p.MaxAction)
+	if err != nil {
+		maxA = Reject
+	}
+	best, bestEU := Accept, p.eu(Accept, d.P)
+	for a := Tag; a <= Reject; a++ {
+		if eu := p.eu(a, d.P); eu > bestEU+1e-12 {
+			best, bestEU = a, eu
+		}
+	}
+	why := ""
+	if best == Reject && c.SpamReporters < int64(p.RejectMinReporters) {
+		why = fmt.Sprintf("; reject needs %d spam reporters, has %d", p.RejectMinReporters, c.SpamReporters)
+		best = p.bestBelow(Reject, d.P)
+	}
+	if best > maxA {
+		why += fmt.Sprintf("; capped by max_action=%s", maxA)
+		best = p.bestBelow(maxA+1, d.P)
+	}
+	d.Action = best
+	basis := fmt.Sprintf("match %.4f × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
+		d.Match, d.Reputation, c.SpamReporters, c.HamReporters, c.Messages)
+	switch {
+	case best == Accept && why == "":
+		d.Rule = fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",
+			d.P, th[Tag].From, p.CostFP.Tag, basis)
+	case best == Accept:
+		d.Rule = fmt.Sprintf("accept: p=%.4f%s; p = %s", d.P, why, basis)
+	default:
+		d.Rule = fmt.Sprintf("%s: p=%.4f > %.4f (cost_fp.%s=%g)%s; p = %s",
+			best, d.P, th[best].From, best, p.CostFP.of(best), why, basis)
+	}
+	return d
+}
+
+func logit(p float64) float64 { return math.Log(p / (1 - p)) }
+
+// bestBelow is the best action milder than limit.
+func (p *Policy) bestBelow(limit Action, prob float64) Action {
+	best, bestEU := Accept, p.eu(Accept, prob)
+	for a := Tag; a < limit; a++ {
+		if eu := p.eu(a, prob); eu > bestEU+1e-12 {
+			best, bestEU = a, eu
+		}
+	}
+	return best
+}
+
+// ShouldRevoke tells whether a campaign's not-spam evidence outweighs its
+// spam reports (see Policy.RevokeHamReporters).
+func (p Policy) ShouldRevoke(c *store.Campaign) bool {
+	p = p.WithDefaults()
+	return c.HamReporters >= int64(p.RevokeHamReporters) &&
+		float64(c.HamReporters) >= p.RevokeRatio*float64(c.SpamReporters)
+}

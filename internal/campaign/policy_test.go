@@ -1,0 +1,209 @@
+package campaign
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// allBags is the evidence of a message matching all K+1 = 11 I-Match bags.
+func allBags() []Evidence {
+	ev := make([]Evidence, 11)
+	for i := range ev {
+		ev[i] = Evidence{Family: FamilyIMatch, Bag: i, Similarity: 1}
+	}
+	return ev
+}
+
+func TestThresholdsDefaults(t *testing.T) {
+	th := DefaultPolicy().Thresholds()
+	want := []struct {
+		a        Action
+		from, to float64
+	}{
+		{Accept, 0, 2.0 / 3},
+		{Tag, 2.0 / 3, 9 / 9.4},
+		{Quarantine, 9 / 9.4, 90 / 90.1},
+		{Reject, 90 / 90.1, 1},
+	}
+	for i, w := range want {
+		got := th[i]
+		if got.Action != w.a || math.Abs(got.From-w.from) > 1e-6 || math.Abs(got.To-w.to) > 1e-6 {
+			t.Errorf("threshold %d = %+v, want %v (%.6f, %.6f]", i, got, w.a, w.from, w.to)
+		}
+	}
+}
+
+func TestThresholdsNeverChosen(t *testing.T) {
+	// With equal benefits, quarantine dominates reject: reject is never chosen.
+	p := Policy{Benefit: Costs{Tag: 0.5, Quarantine: 1, Reject: 1}}
+	th := p.Thresholds()
+	if th[Reject].From != 1 || th[Reject].To != 1 {
+		t.Errorf("reject range = %+v, want empty at 1", th[Reject])
+	}
+	if th[Quarantine].To != 1 {
+		t.Errorf("quarantine range = %+v, want up to 1", th[Quarantine])
+	}
+}
+
+func TestDecide(t *testing.T) {
+	anddAt := func(sim float64) []Evidence {
+		return []Evidence{{Family: FamilyANDD, Similarity: sim}}
+	}
+	camp := func(spam, ham, msgs int64) *store.Campaign {
+		return &store.Campaign{ID: 7, SpamReports: spam, SpamReporters: spam, HamReporters: ham, HamReports: ham, Messages: msgs}
+	}
+	flooded := camp(1, 0, 1_000_000)
+	flooded.SpamReports = 5000 // one reporter, five thousand reports
+	allowed := camp(50, 0, 1000)
+	allowed.State = store.StateAllowed
+	revoked := camp(50, 0, 1000)
+	revoked.State = store.StateRevoked
+	tests := []struct {
+		name     string
+		policy   Policy
+		c        *store.Campaign
+		ev       []Evidence
+		want     Action
+		ruleHas  string
+		minP     float64
+		maxP     float64
+		maxMatch float64
+	}{
+		{name: "single reporter, exact copy", c: camp(1, 0, 0), ev: allBags(), want: Tag, ruleHas: "tag: p=0.7500"},
+		{name: "single reporter flooding, huge volume", c: flooded, ev: allBags(), want: Tag, maxP: 0.957},
+		{name: "three reporters", c: camp(3, 0, 10), ev: allBags(), want: Quarantine},
+		{name: "five reporters", c: camp(5, 0, 10), ev: allBags(), want: Reject, ruleHas: "reject: p=0.99", minP: 0.9989},
+		{name: "many reporters, one bag only", c: camp(20, 0, 100), ev: allBags()[:1], want: Quarantine, maxP: 0.99},
+		{name: "many reporters, two bags", c: camp(20, 0, 100), ev: allBags()[:2], want: Reject},
+		{name: "ham report pulls down", c: camp(5, 1, 10), ev: allBags(), want: Quarantine},
+		{name: "two ham reports pull further", c: camp(5, 2, 10), ev: allBags(), want: Tag},
+		{name: "ham outweighs", c: camp(2, 2, 10), ev: allBags(), want: Accept, ruleHas: "accept: p="},
+		{name: "allowed never acts", c: allowed, ev: allBags(), want: Accept, ruleHas: "allowed by an administrator"},
+		{name: "revoked never acts", c: revoked, ev: allBags(), want: Accept, ruleHas: "revoked"},
+		{name: "ANDD at threshold caps at tag", c: camp(20, 0, 100), ev: anddAt(0.8), want: Tag, maxMatch: 0.9 + 1e-9},
+		{name: "ANDD exact copy rejects", c: camp(20, 0, 100), ev: anddAt(1), want: Reject},
+		{name: "ANDD below threshold is no evidence", c: camp(20, 0, 100), ev: anddAt(0.5), want: Accept, maxMatch: 0},
+		{name: "min reporters guard", policy: Policy{PriorOdds: 1000}, c: camp(2, 0, 0), ev: allBags(), want: Quarantine, ruleHas: "reject needs 3 spam reporters, has 2"},
+		{name: "max action cap", policy: Policy{MaxAction: "quarantine"}, c: camp(50, 0, 0), ev: allBags(), want: Quarantine, ruleHas: "capped by max_action=quarantine"},
+		{name: "max action accept", policy: Policy{MaxAction: "accept"}, c: camp(50, 0, 0), ev: allBags(), want: Accept, ruleHas: "capped"},
+		{name: "reject cost 1000 needs more", policy: Policy{CostFP: Costs{Reject: 1000}}, c: camp(5, 0, 10), ev: allBags(), want: Quarantine},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.policy.Decide(tt.c, tt.ev, 0.8)
+			if d.Action != tt.want {
+				t.Errorf("action = %v, want %v (rule %q)", d.Action, tt.want, d.Rule)
+			}
+			if tt.ruleHas != "" && !strings.Contains(d.Rule, tt.ruleHas) {
+				t.Errorf("rule %q lacks %q", d.Rule, tt.ruleHas)
+			}
+			if tt.minP > 0 && d.P < tt.minP {
+				t.Errorf("p = %v < %v", d.P, tt.minP)
+			}
+			if tt.maxP > 0 && d.P > tt.maxP {
+				t.Errorf("p = %v > %v", d.P, tt.maxP)
+			}
+			if tt.maxMatch > 0 && d.Match > tt.maxMatch || tt.maxMatch == 0 && strings.Contains(tt.name, "no evidence") && d.Match != 0 {
+				t.Errorf("match = %v, max %v", d.Match, tt.maxMatch)
+			}
+			if d.P < 0 || d.P > 1 || math.IsNaN(d.P) {
+				t.Errorf("p = %v out of [0,1]", d.P)
+			}
+		})
+	}
+}
+
+// A single reporter can never push a campaign beyond tag, whatever the
+// volume and however many times they report.
+func TestSingleReporterNeverRejects(t *testing.T) {
+	p := DefaultPolicy()
+	for _, msgs := range []int64{0, 1, 10, 1e3, 1e6, 1e9} {
+		c := &store.Campaign{ID: 1, SpamReporters: 1, SpamReports: 1e6, Messages: msgs}
+		d := p.Decide(c, allBags(), 0.8)
+		if d.Action > Tag {
+			t.Errorf("messages=%d: action %v (rule %q)", msgs, d.Action, d.Rule)
+		}
+	}
+}
+
+// More spam reporters never lower the action; more ham reporters never
+// raise it.
+func TestDecideMonotone(t *testing.T) {
+	p := DefaultPolicy()
+	for ham := int64(0); ham < 5; ham++ {
+		prev := Accept
+		for spam := int64(1); spam < 30; spam++ {
+			d := p.Decide(&store.Campaign{SpamReporters: spam, HamReporters: ham}, allBags(), 0.8)
+			if d.Action < prev {
+				t.Fatalf("spam=%d ham=%d: %v after %v", spam, ham, d.Action, prev)
+			}
+			prev = d.Action
+			d2 := p.Decide(&store.Campaign{SpamReporters: spam, HamReporters: ham + 1}, allBags(), 0.8)
+			if d2.Action > d.Action {
+				t.Fatalf("spam=%d ham=%d+1: %v > %v", spam, ham, d2.Action, d.Action)
+			}
+		}
+	}
+}
+
+func TestShouldRevoke(t *testing.T) {
+	tests := []struct {
+		spam, ham int64
+		want      bool
+	}{
+		{1, 0, false},
+		{1, 1, false}, // one not-spam reporter is not enough
+		{1, 2, true},
+		{4, 2, true},
+		{5, 2, false}, // 2 < 0.5 × 5
+		{10, 5, true},
+	}
+	p := DefaultPolicy()
+	for _, tt := range tests {
+		if got := p.ShouldRevoke(&store.Campaign{SpamReporters: tt.spam, HamReporters: tt.ham}); got != tt.want {
+			t.Errorf("spam=%d ham=%d: %v, want %v", tt.spam, tt.ham, got, tt.want)
+		}
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		ok   bool
+	}{
+		{"defaults", Policy{}, true},
+		{"negative cost", Policy{CostFP: Costs{Reject: -1}}, false},
+		{"LR below one", Policy{SpamReporterLR: 0.5}, false},
+		{"confidence one", Policy{IMatchConfidence: 1}, false},
+		{"bad action", Policy{MaxAction: "drop"}, false},
+		{"NaN", Policy{MissCost: math.NaN()}, false},
+	}
+	for _, tt := range tests {
+		if err := tt.p.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: err = %v", tt.name, err)
+		}
+	}
+}
+
+func TestActionText(t *testing.T) {
+	for a := Accept; a <= Reject; a++ {
+		b, err := a.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Action
+		if err := back.UnmarshalText(b); err != nil || back != a {
+			t.Errorf("%v round trip: %v %v", a, back, err)
+		}
+	}
+	if _, err := ParseAction("drop"); err == nil {
+		t.Error("ParseAction(drop) succeeded")
+	}
+	if _, err := Action(9).MarshalText(); err == nil {
+		t.Error("invalid action marshalled")
+	}
+}

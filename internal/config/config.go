@@ -1,0 +1,561 @@
+// Package config is nddmilter's configuration: one YAML file (documented
+// in config/nddmilter.yaml) parsed strictly, so that an unknown key or a bad
+// value is an error naming the key, its line and the allowed values, and
+// filled with defaults, so that running with no file at all works.
+//
+// Parse and Load start from Default() and overlay what the file says; the
+// result is validated. Marshal prints the effective configuration.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+)
+
+// Actions, weakest first. A verdict's action and the caps below use these
+// names.
+const (
+	ActionAccept     = "accept"
+	ActionTag        = "tag"
+	ActionQuarantine = "quarantine"
+	ActionReject     = "reject"
+)
+
+// ActionNames lists the verdict actions, weakest first.
+var actionNames = []string{ActionAccept, ActionTag, ActionQuarantine, ActionReject}
+
+// ActionRank returns the strength of an action name (accept 0 … reject 3)
+// and false for an unknown name.
+func ActionRank(name string) (int, bool) {
+	for i, a := range actionNames {
+		if a == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Config is the whole configuration.
+type Config struct {
+	Milter     Milter     `yaml:"milter"`
+	HTTP       HTTP       `yaml:"http"`
+	Store      Store      `yaml:"store"`
+	Signatures Signatures `yaml:"signatures"`
+	ANDD       ANDD       `yaml:"andd"`
+	Policy     Policy     `yaml:"policy"`
+	Log        Log        `yaml:"log"`
+}
+
+// Milter configures the milter listener and what it does to messages.
+type Milter struct {
+	// Listen is the milter socket in Postfix syntax: inet:HOST:PORT or
+	// unix:/path. Default inet:127.0.0.1:8899.
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes is how many body bytes are scanned; the rest passes
+	// unscanned. Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// CheckTimeout bounds the check of one message. Default 2s.
+	CheckTimeout Duration `yaml:"check_timeout"`
+	// IdleTimeout closes a milter connection silent for that long. Default 10m.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ShutdownTimeout is how long SIGTERM waits for sessions in flight. Default 30s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// OnError is what happens to a message when checking it fails
+	// (error, panic, timeout): accept or tempfail. Default accept.
+	OnError string `yaml:"on_error"`
+	// HeaderPrefix starts the names of the headers nddmilter adds (and
+	// removes from incoming mail). Default X-NDD-.
+	HeaderPrefix string `yaml:"header_prefix"`
+	// HeaderOnAccept adds the verdict header to accepted messages too. Default true.
+	HeaderOnAccept bool `yaml:"header_on_accept"`
+	// RejectWith is how a reject verdict is sent: reject (5xx) or tempfail (4xx). Default reject.
+	RejectWith string `yaml:"reject_with"`
+	// RejectText is the SMTP reply of a reject; %c is the campaign id, %s
+	// the score, %r the rule, %% a percent sign.
+	RejectText string `yaml:"reject_text"`
+	// TempfailText is the SMTP reply of a tempfail (reject_with: tempfail,
+	// on_error: tempfail).
+	TempfailText string `yaml:"tempfail_text"`
+	// QuarantineReason is the hold reason of a quarantined message.
+	QuarantineReason string `yaml:"quarantine_reason"`
+	// Overrides caps the action per recipient address or domain. A message
+	// with several recipients gets the weakest cap among them.
+	Overrides map[string]string `yaml:"overrides"`
+}
+
+// HTTP configures the HTTP listener (API, /metrics, /healthz, /readyz).
+type HTTP struct {
+	// Listen is HOST:PORT; empty disables the listener. Default 127.0.0.1:8898.
+	Listen string `yaml:"listen"`
+	// Token is the bearer token the /v1 API requires. Empty: no token.
+	Token string `yaml:"token"`
+	// TokenFile reads the token from a file instead (first line).
+	TokenFile string `yaml:"token_file"`
+	// MaxBodyBytes bounds a report uploaded through the API. Default 10 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Store configures the campaign store.
+type Store struct {
+	// Dir is the store directory. Default nddmilter-data (relative to the
+	// working directory).
+	Dir string `yaml:"dir"`
+	// Expiry deletes a campaign with no hit or report for that long. Default 30d.
+	Expiry Duration `yaml:"expiry"`
+	// ExpireInterval is how often expired campaigns are deleted. Default 1h.
+	ExpireInterval Duration `yaml:"expire_interval"`
+}
+
+// Signatures configures the I-Match signatures.
+type Signatures struct {
+	// Lexicon is a lexicon file; empty uses the embedded one.
+	Lexicon string `yaml:"lexicon"`
+	// K is the number of bagged lexicons besides the original. Default 10;
+	// -1 for none.
+	K int `yaml:"k"`
+	// MinTerms is the minimum number of terms of a signature. Default 3.
+	MinTerms int `yaml:"min_terms"`
+	// MinRatio is the minimum |S|/|U| before the secondary lexicon extends
+	// S. Default 0.1; negative disables the rule.
+	MinRatio float64 `yaml:"min_ratio"`
+	// MinUnique is the minimum number of unique terms of a document. Default 5.
+	MinUnique int `yaml:"min_unique"`
+	// Tokens select which words become terms.
+	Tokens Tokens `yaml:"tokens"`
+}
+
+// Tokens mirror mime.TokenOptions.
+type Tokens struct {
+	MinLen    int `yaml:"min_len"`    // default 4
+	MaxDigits int `yaml:"max_digits"` // default 1
+	MaxLen    int `yaml:"max_len"`    // default 40
+}
+
+// ANDD configures the ANDD similarity family.
+type ANDD struct {
+	// Enabled turns ANDD on. Default true.
+	Enabled bool `yaml:"enabled"`
+	// Model is a model file; empty uses the embedded one.
+	Model string `yaml:"model"`
+}
+
+// Policy is the campaign engine's decision policy (costs, benefits,
+// reporter likelihood ratios, revocation); see docs/POLICY.md.
+type Policy = campaign.Policy
+
+// Log configures logging.
+type Log struct {
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+}
+
+// Defaults.
+const (
+	DefaultMilterListen = "inet:127.0.0.1:8899"
+	DefaultHTTPListen   = "127.0.0.1:8898"
+	DefaultStoreDir     = "nddmilter-data"
+	DefaultRejectText   = "550 5.7.1 Message rejected as spam campaign %c (nddmilter)"
+	DefaultTempfailText = "451 4.7.1 Message deferred as suspected spam campaign %c (nddmilter)"
+	DefaultQuarantine   = "nddmilter: spam campaign %c (score %s)"
+)
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	return &Config{
+		Milter: Milter{
+			Listen:           DefaultMilterListen,
+			MaxBodyBytes:     1 << 20,
+			CheckTimeout:     Duration(2 * time.Second),
+			IdleTimeout:      Duration(10 * time.Minute),
+			ShutdownTimeout:  Duration(30 * time.Second),
+			OnError:          "accept",
+			HeaderPrefix:     "X-NDD-",
+			HeaderOnAccept:   true,
+			RejectWith:       "reject",
+			RejectText:       DefaultRejectText,
+			TempfailText:     DefaultTempfailText,
+			QuarantineReason: DefaultQuarantine,
+			Overrides:        map[string]string{},
+		},
+		HTTP: HTTP{
+			Listen:       DefaultHTTPListen,
+			MaxBodyBytes: 10 << 20,
+		},
+		Store: Store{
+			Dir:            DefaultStoreDir,
+			Expiry:         Duration(30 * 24 * time.Hour),
+			ExpireInterval: Duration(time.Hour),
+		},
+		Signatures: Signatures{
+			K:         imatchbag.DefaultK,
+			MinTerms:  imatchbag.DefaultMinTerms,
+			MinRatio:  imatchbag.DefaultMinRatio,
+			MinUnique: imatchbag.DefaultMinUnique,
+			Tokens:    Tokens{MinLen: 4, MaxDigits: 1, MaxLen: 40},
+		},
+		ANDD:   ANDD{Enabled: true},
+		Policy: campaign.DefaultPolicy(),
+		Log:    Log{Format: "text", Level: "info"},
+	}
+}
+
+// Load reads and validates the file at path. An empty path returns the
+// defaults.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		c := Default()
+		return c, c.Validate()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a configuration from YAML, on top of the defaults, and
+// validates it. Errors name the key and its line.
+func Parse(b []byte) (*Config, error) {
+	c := Default()
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return c, c.Validate()
+		}
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	lines := map[string]int{}
+	if err := checkKeys(&root, reflect.TypeOf(*c), "", lines); err != nil {
+		return nil, err
+	}
+	// An explicit "overrides:" replaces the default (empty) map.
+	if err := root.Decode(c); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if c.Milter.Overrides == nil {
+		c.Milter.Overrides = map[string]string{}
+	}
+	if err := c.Validate(); err != nil {
+		var ve *ValueError
+		if errors.As(err, &ve) {
+			if l, ok := lines[ve.Key]; ok {
+				return nil, fmt.Errorf("line %d: %w", l, err)
+			}
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkKeys walks the YAML tree against the struct type t and rejects
+// unknown keys, recording the line of every known key by dotted path.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) error {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return checkKeys(n.Content[0], t, path, lines)
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		where := path
+		if where == "" {
+			where = "the top level"
+		}
+		return fmt.Errorf("line %d: %s must be a mapping of keys to values", n.Line, where)
+	}
+	fields := map[string]reflect.StructField{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f
+		names = append(names, name)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := join(path, k.Value)
+		f, ok := fields[k.Value]
+		if !ok {
+			if len(names) == 0 {
+				return fmt.Errorf("line %d: unknown key %s (this section has no settings yet)", k.Line, key)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("line %d: unknown key %s (known keys: %s)", k.Line, key, strings.Join(names, ", "))
+		}
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: duplicate key %s", k.Line, key)
+		}
+		seen[k.Value] = true
+		lines[key] = k.Line
+		if f.Type.Kind() == reflect.Struct {
+			if err := checkKeys(v, f.Type, key, lines); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := v.Decode(reflect.New(f.Type).Interface()); err != nil {
+			msg := err.Error()
+			msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
+			return fmt.Errorf("%s: %s", key, msg)
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// ValueError is a bad value of one key.
+type ValueError struct {
+	Key string // dotted path, e.g. milter.on_error
+	Msg string
+}
+
+func (e *ValueError) Error() string { return e.Key + ": " + e.Msg }
+
+func bad(key, format string, args ...any) error {
+	return &ValueError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func oneOf(key, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+var (
+	rejectRe    = regexp.MustCompile(`^5[0-9][0-9] 5\.[0-9]{1,3}\.[0-9]{1,3} \S`)
+	tempfailRe  = regexp.MustCompile(`^4[0-9][0-9] 4\.[0-9]{1,3}\.[0-9]{1,3} \S`)
+	policyKeyRe = regexp.MustCompile(`^(policy\.[a-z_.]+)`)
+	headerRe    = regexp.MustCompile(`^[!-9;-~]+$`) // RFC 5322 ftext
+)
+
+// Validate checks every value and returns the first problem as a
+// *ValueError naming the key and the allowed values.
+func (c *Config) Validate() error {
+	m := c.Milter
+	if _, _, err := SplitListen(m.Listen); err != nil {
+		return bad("milter.listen", "%v", err)
+	}
+	if m.MaxBodyBytes < 0 {
+		return bad("milter.max_body_bytes", "must be >= 0 (0 scans headers only)")
+	}
+	if m.CheckTimeout <= 0 {
+		return bad("milter.check_timeout", "must be > 0")
+	}
+	if m.IdleTimeout <= 0 {
+		return bad("milter.idle_timeout", "must be > 0")
+	}
+	if m.ShutdownTimeout < 0 {
+		return bad("milter.shutdown_timeout", "must be >= 0")
+	}
+	if err := oneOf("milter.on_error", m.OnError, "accept", "tempfail"); err != nil {
+		return err
+	}
+	if !headerRe.MatchString(m.HeaderPrefix) {
+		return bad("milter.header_prefix", "%q is not a valid header name start (printable ASCII, no spaces or colons)", m.HeaderPrefix)
+	}
+	if err := oneOf("milter.reject_with", m.RejectWith, "reject", "tempfail"); err != nil {
+		return err
+	}
+	if !rejectRe.MatchString(m.RejectText) || strings.ContainsAny(m.RejectText, "\r\n") {
+		return bad("milter.reject_text", "%q must be one line starting with a 5xx code and a 5.x.x enhanced status, e.g. %q", m.RejectText, DefaultRejectText)
+	}
+	if !tempfailRe.MatchString(m.TempfailText) || strings.ContainsAny(m.TempfailText, "\r\n") {
+		return bad("milter.tempfail_text", "%q must be one line starting with a 4xx code and a 4.x.x enhanced status, e.g. %q", m.TempfailText, DefaultTempfailText)
+	}
+	for _, k := range []struct{ key, v string }{
+		{"milter.reject_text", m.RejectText}, {"milter.tempfail_text", m.TempfailText}, {"milter.quarantine_reason", m.QuarantineReason},
+	} {
+		if err := checkPlaceholders(k.v); err != nil {
+			return bad(k.key, "%v", err)
+		}
+	}
+	if strings.TrimSpace(m.QuarantineReason) == "" || strings.ContainsAny(m.QuarantineReason, "\r\n") {
+		return bad("milter.quarantine_reason", "must be one non-empty line")
+	}
+	for rcpt, a := range m.Overrides {
+		key := "milter.overrides." + rcpt
+		if rcpt == "" || strings.ContainsAny(rcpt, " \t<>") {
+			return bad(key, "%q is not a recipient address or domain", rcpt)
+		}
+		if err := oneOf(key, a, actionNames...); err != nil {
+			return err
+		}
+	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := splitHostPort(c.HTTP.Listen); err != nil {
+			return bad("http.listen", "%v", err)
+		}
+	}
+	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
+		return bad("http.token_file", "set token or token_file, not both")
+	}
+	if c.HTTP.MaxBodyBytes <= 0 {
+		return bad("http.max_body_bytes", "must be > 0")
+	}
+	if c.Store.Dir == "" {
+		return bad("store.dir", "must not be empty")
+	}
+	if c.Store.Expiry < Duration(time.Hour) {
+		return bad("store.expiry", "%s is too short (at least 1h)", c.Store.Expiry)
+	}
+	if c.Store.ExpireInterval < Duration(time.Minute) {
+		return bad("store.expire_interval", "%s is too short (at least 1m)", c.Store.ExpireInterval)
+	}
+	s := c.Signatures
+	if s.K < -1 || s.K > imatchbag.MaxK {
+		return bad("signatures.k", "%d is out of range -1..%d (-1: no bagged lexicons)", s.K, imatchbag.MaxK)
+	}
+	if s.MinTerms < 1 {
+		return bad("signatures.min_terms", "must be >= 1")
+	}
+	if s.MinUnique < 1 {
+		return bad("signatures.min_unique", "must be >= 1")
+	}
+	if s.MinRatio > 1 {
+		return bad("signatures.min_ratio", "must be <= 1 (negative disables the rule)")
+	}
+	if s.Tokens.MinLen < 1 || s.Tokens.MaxLen < s.Tokens.MinLen || s.Tokens.MaxDigits < 0 {
+		return bad("signatures.tokens", "need 1 <= min_len <= max_len and max_digits >= 0")
+	}
+	if err := c.Policy.Validate(); err != nil {
+		// The policy's own messages name the keys (policy.…).
+		key := "policy"
+		if m := policyKeyRe.FindStringSubmatch(err.Error()); m != nil {
+			key = m[1]
+		}
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return &ValueError{Key: key, Msg: strings.TrimLeft(strings.TrimPrefix(first, key), ": ")}
+	}
+	if err := oneOf("log.format", c.Log.Format, "text", "json"); err != nil {
+		return err
+	}
+	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
+		return err
+	}
+	return nil
+}
+
+func checkPlaceholders(s string) error {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if i+1 >= len(s) {
+			return fmt.Errorf("%q ends with a lone %%", s)
+		}
+		switch s[i+1] {
+		case 'c', 's', 'r', '%':
+			i++
+		default:
+			return fmt.Errorf("%q has %%%c; placeholders are %%c (campaign), %%s (score), %%r (rule), %%%% (percent)", s, s[i+1])
+		}
+	}
+	return nil
+}
+
+// SplitListen parses a milter socket in Postfix syntax and returns the Go
+// network and address: inet:HOST:PORT → ("tcp", "HOST:PORT"),
+// unix:/path → ("unix", "/path"). inet6:[::1]:PORT is accepted too.
+func SplitListen(s string) (network, addr string, err error) {
+	kind, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", fmt.Errorf("%q: want inet:HOST:PORT or unix:/path", s)
+	}
+	switch kind {
+	case "inet", "inet6", "tcp":
+		if _, _, err := splitHostPort(rest); err != nil {
+			return "", "", err
+		}
+		return "tcp", rest, nil
+	case "unix", "local":
+		if rest == "" {
+			return "", "", fmt.Errorf("%q: empty socket path", s)
+		}
+		return "unix", rest, nil
+	}
+	return "", "", fmt.Errorf("%q: want inet:HOST:PORT or unix:/path", s)
+}
+
+func splitHostPort(s string) (string, string, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", "", fmt.Errorf("%q: want HOST:PORT", s)
+	}
+	host, port := s[:i], s[i+1:]
+	var p int
+	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p < 0 || p > 65535 || fmt.Sprint(p) != port {
+		return "", "", fmt.Errorf("%q: bad port %q", s, port)
+	}
+	return host, port, nil
+}
+
+// Marshal prints the configuration as YAML (the effective configuration
+// when c came from Load).
+func (c *Config) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// ReadToken returns the API token from http.token or http.token_file.
+func (h HTTP) ReadToken() (string, error) {
+	if h.TokenFile == "" {
+		return h.Token, nil
+	}
+	b, err := os.ReadFile(h.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("http.token_file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "", fmt.Errorf("http.token_file %s: empty", h.TokenFile)
+	}
+	return line, nil
+}

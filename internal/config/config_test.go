@@ -1,0 +1,184 @@
+package config
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The documented example must be exactly the defaults, so that it never
+// drifts from what the code does.
+func TestExampleEqualsDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../config/nddmilter.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		t.Fatalf("config/nddmilter.yaml: %v", err)
+	}
+	if d := Default(); !reflect.DeepEqual(c, d) {
+		got, _ := c.Marshal()
+		want, _ := d.Marshal()
+		t.Fatalf("config/nddmilter.yaml differs from Default():\n--- file\n%s\n--- defaults\n%s", got, want)
+	}
+}
+
+func TestEmptyAndDefaultsValid(t *testing.T) {
+	for _, in := range []string{"", "\n", "# only a comment\n", "milter:\n"} {
+		c, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if !reflect.DeepEqual(c, Default()) {
+			t.Errorf("%q: not the defaults", in)
+		}
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	c := Default()
+	c.Milter.Overrides = map[string]string{"example.org": "tag"}
+	c.Store.Expiry = Duration(36 * time.Hour)
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(c, back) {
+		t.Fatalf("round trip differs:\n%s", b)
+	}
+	if !strings.Contains(string(b), "expiry: 1d12h") {
+		t.Errorf("expiry not written in days:\n%s", b)
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	c, err := Parse([]byte("milter:\n  on_error: tempfail\n  overrides:\n    example.org: tag\nstore:\n  expiry: 7d\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Milter.OnError != "tempfail" || c.Milter.Overrides["example.org"] != "tag" || c.Store.Expiry.D() != 7*24*time.Hour {
+		t.Errorf("overlay not applied: %+v", c)
+	}
+	if c.Milter.Listen != DefaultMilterListen || !c.Milter.HeaderOnAccept || !c.ANDD.Enabled {
+		t.Errorf("defaults lost: %+v", c.Milter)
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string // substrings of the error
+	}{
+		{"unknown top key", "milterr:\n  listen: x\n", []string{"line 1", "unknown key milterr", "known keys:", "milter"}},
+		{"unknown nested key", "milter:\n  listen: inet:127.0.0.1:1\n  on_eror: accept\n", []string{"line 3", "unknown key milter.on_eror"}},
+		{"unknown deep key", "signatures:\n  tokens:\n    minlen: 3\n", []string{"line 3", "signatures.tokens.minlen"}},
+		{"unknown policy key", "policy:\n  cost: 3\n", []string{"policy.cost", "cost_fp"}},
+		{"unknown policy cost", "policy:\n  cost_fp:\n    drop: 3\n", []string{"line 3", "policy.cost_fp.drop"}},
+		{"bad policy value", "policy:\n  spam_reporter_lr: 0.5\n", []string{"line 2", "policy.spam_reporter_lr: must be"}},
+		{"bad policy max_action", "policy:\n  max_action: drop\n", []string{"line 2", "policy.max_action: "}},
+		{"bad on_error", "milter:\n  on_error: foo\n", []string{"line 2", `milter.on_error: "foo" is not one of accept, tempfail`}},
+		{"bad override", "milter:\n  overrides:\n    example.org: nuke\n", []string{"milter.overrides.example.org", "not one of"}},
+		{"bad listen", "milter:\n  listen: 127.0.0.1:99\n", []string{"milter.listen", "inet:HOST:PORT"}},
+		{"bad port", "milter:\n  listen: inet:127.0.0.1:x\n", []string{"milter.listen", "bad port"}},
+		{"bad duration", "milter:\n  check_timeout: soon\n", []string{"line 2", "invalid duration"}},
+		{"zero timeout", "milter:\n  check_timeout: 0s\n", []string{"milter.check_timeout", "> 0"}},
+		{"bad reject text", "milter:\n  reject_text: go away\n", []string{"milter.reject_text", "5xx"}},
+		{"4xx reject text", "milter:\n  reject_text: 450 4.7.1 later\n", []string{"milter.reject_text"}},
+		{"bad placeholder", "milter:\n  reject_text: 550 5.7.1 campaign %d\n", []string{"milter.reject_text", "%d"}},
+		{"bad tempfail", "milter:\n  tempfail_text: 550 5.7.1 no\n", []string{"milter.tempfail_text"}},
+		{"bad header prefix", "milter:\n  header_prefix: \"X NDD\"\n", []string{"milter.header_prefix"}},
+		{"wrong type", "milter:\n  max_body_bytes: lots\n", []string{"line 2", "max_body_bytes"}},
+		{"section not a map", "milter: 3\n", []string{"milter must be a mapping"}},
+		{"duplicate key", "log:\n  level: info\n  level: debug\n", []string{"line 3"}},
+		{"bad log format", "log:\n  format: xml\n", []string{`log.format: "xml" is not one of text, json`}},
+		{"bad log level", "log:\n  level: loud\n", []string{"log.level"}},
+		{"short expiry", "store:\n  expiry: 1m\n", []string{"store.expiry"}},
+		{"empty store dir", "store:\n  dir: \"\"\n", []string{"store.dir"}},
+		{"bad k", "signatures:\n  k: 1000\n", []string{"signatures.k"}},
+		{"bad min_terms", "signatures:\n  min_terms: 0\n", []string{"signatures.min_terms"}},
+		{"token and file", "http:\n  token: a\n  token_file: /x\n", []string{"http.token_file"}},
+		{"bad http listen", "http:\n  listen: nowhere\n", []string{"http.listen"}},
+		{"not yaml", "milter: [\n", []string{"parse"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.in))
+			if err == nil {
+				t.Fatalf("no error for %q", tt.in)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"2s", 2 * time.Second, false},
+		{"90m", 90 * time.Minute, false},
+		{"30d", 30 * 24 * time.Hour, false},
+		{"1d12h", 36 * time.Hour, false},
+		{"1.5d", 0, true},
+		{"d", 0, true},
+		{"-3s", 0, true},
+		{"", 0, true},
+		{"12", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err != nil) != tt.bad || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+	for _, d := range []time.Duration{0, time.Second, 90 * time.Second, 2 * time.Hour, 30 * 24 * time.Hour, 36*time.Hour + time.Minute, 1500 * time.Millisecond} {
+		back, err := ParseDuration(Duration(d).String())
+		if err != nil || back != d {
+			t.Errorf("%v -> %q -> %v, %v", d, Duration(d).String(), back, err)
+		}
+	}
+}
+
+func TestSplitListen(t *testing.T) {
+	tests := []struct{ in, net, addr string }{
+		{"inet:127.0.0.1:8899", "tcp", "127.0.0.1:8899"},
+		{"inet6:[::1]:8899", "tcp", "[::1]:8899"},
+		{"unix:/run/nddmilter/milter.sock", "unix", "/run/nddmilter/milter.sock"},
+	}
+	for _, tt := range tests {
+		n, a, err := SplitListen(tt.in)
+		if err != nil || n != tt.net || a != tt.addr {
+			t.Errorf("SplitListen(%q) = %q, %q, %v", tt.in, n, a, err)
+		}
+	}
+	for _, in := range []string{"", "inet", "unix:", "tcp4:1.2.3.4", "inet:host"} {
+		if _, _, err := SplitListen(in); err == nil {
+			t.Errorf("SplitListen(%q): no error", in)
+		}
+	}
+}
+
+func TestReadToken(t *testing.T) {
+	p := t.TempDir() + "/tok"
+	os.WriteFile(p, []byte("  s3cret \nignored\n"), 0o600)
+	tok, err := HTTP{TokenFile: p}.ReadToken()
+	if err != nil || tok != "s3cret" {
+		t.Fatalf("ReadToken = %q, %v", tok, err)
+	}
+	if _, err := (HTTP{TokenFile: p + "x"}).ReadToken(); err == nil {
+		t.Error("missing token file: no error")
+	}
+}

@@ -1,0 +1,472 @@
+// Package pairs measures near-duplicate detection methods the way the ANDD
+// paper does (Hajishirzi, Yih & Kolcz, Tables 4–5): every pair of test
+// messages is a test instance, positive when both belong to the same
+// campaign, and each method is scored by the Max F1 over its decision
+// threshold, with the precision and recall at that point.
+//
+// The methods are ANDD raw similarity (cosine and extended Jaccard of the
+// learned vectors), ANDD LSH (384-bit random hyperplanes, 80 weighted
+// min-hashes), Charikar's random projection of binary vectors, TF-IDF and
+// binary cosine, single I-Match and bagged I-Match.
+package pairs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// Item is one labeled test message.
+type Item struct {
+	// Name identifies the message in reports (a path, or a synthetic name).
+	Name string
+	Raw  []byte
+	// Cluster is the campaign; messages with equal Cluster are
+	// near-duplicates. Negative values mark unrelated messages, each its
+	// own cluster.
+	Cluster int
+}
+
+// Method names, in the order of the table.
+const (
+	MethodANDDRawCos   = "ANDD-Raw-Cos"
+	MethodANDDRawJacc  = "ANDD-Raw-Jacc"
+	MethodANDDLSHCos   = "ANDD-LSH-Cos"
+	MethodANDDLSHJacc  = "ANDD-LSH-Jacc"
+	MethodCharikar     = "Charikar (binary, 384 bits)"
+	MethodTFIDF        = "TFIDF-Cos"
+	MethodBinary       = "Binary-Cos"
+	MethodIMatch       = "I-Match"
+	MethodIMatchBagged = "I-Match bagged"
+)
+
+// AllMethods lists every method in table order.
+func AllMethods() []string {
+	return []string{MethodANDDRawCos, MethodANDDRawJacc, MethodANDDLSHCos, MethodANDDLSHJacc,
+		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged}
+}
+
+// Options configure Compare. Zero values select the defaults.
+type Options struct {
+	// Lexicon gives document frequencies (TF-IDF, ANDD features) and the
+	// I-Match lexicons. Default: imatchbag.DefaultLexicon().
+	Lexicon *imatchbag.Lexicon
+	// Cosine is the ANDD model trained for cosine. Default: the embedded
+	// default model.
+	Cosine *andd.Model
+	// Jaccard is the ANDD model trained for the Jaccard coefficient.
+	// Default: andd.DefaultJaccardModel().
+	Jaccard *andd.Model
+	// K is the number of bagged I-Match lexicons. Default 10.
+	K int
+	// Methods selects the methods to run. Default: AllMethods().
+	Methods []string
+	// Workers bounds the parallelism. Default: GOMAXPROCS.
+	Workers int
+	// Progress, if set, is called as messages are prepared and methods scored.
+	Progress func(stage string, done, total int)
+}
+
+// Row is the result of one method.
+type Row struct {
+	Method string
+	// Bytes is the size of the method's per-message signature (0 for raw
+	// vectors, whose size varies).
+	Bytes int
+	andd.PRF
+}
+
+// sparse is a weighted term vector as sorted term ids.
+type sparse struct {
+	ids []int32
+	ws  []float64
+	n2  float64
+}
+
+func (a *sparse) dot(b *sparse) float64 {
+	dot := 0.0
+	i, j := 0, 0
+	for i < len(a.ids) && j < len(b.ids) {
+		switch {
+		case a.ids[i] < b.ids[j]:
+			i++
+		case a.ids[i] > b.ids[j]:
+			j++
+		default:
+			dot += a.ws[i] * b.ws[j]
+			i++
+			j++
+		}
+	}
+	return dot
+}
+
+func cosine(a, b *sparse) float64 {
+	if a.n2 == 0 || b.n2 == 0 {
+		return 0
+	}
+	return a.dot(b) / math.Sqrt(a.n2*b.n2)
+}
+
+func jaccard(a, b *sparse) float64 {
+	d := a.dot(b)
+	den := a.n2 + b.n2 - d
+	if den <= 0 {
+		return 0
+	}
+	return d / den
+}
+
+// dict assigns term ids; safe for concurrent use.
+type dict struct {
+	mu  sync.Mutex
+	ids map[string]int32
+}
+
+func (d *dict) vec(v map[string]float64) sparse {
+	type tw struct {
+		id int32
+		w  float64
+	}
+	tws := make([]tw, 0, len(v))
+	d.mu.Lock()
+	for t, w := range v {
+		id, ok := d.ids[t]
+		if !ok {
+			id = int32(len(d.ids))
+			d.ids[t] = id
+		}
+		tws = append(tws, tw{id, w})
+	}
+	d.mu.Unlock()
+	slices.SortFunc(tws, func(a, b tw) int { return int(a.id) - int(b.id) })
+	s := sparse{ids: make([]int32, len(tws)), ws: make([]float64, len(tws))}
+	for i, x := range tws {
+		s.ids[i], s.ws[i] = x.id, x.w
+		s.n2 += x.w * x.w
+	}
+	return s
+}
+
+// prepared holds every representation of one message.
+type prepared struct {
+	anddCos, anddJacc, tfidf, binary sparse
+	skCos, skJacc, skChar            andd.Sketch
+	imatch                           imatchbag.Result
+}
+
+// Prepared is the set of messages with their representations, ready for
+// scoring.
+type Prepared struct {
+	items []Item
+	p     []prepared
+	opts  Options
+}
+
+func (o *Options) applyDefaults() error {
+	var err error
+	if o.Lexicon == nil {
+		if o.Lexicon, err = imatchbag.DefaultLexicon(); err != nil {
+			return fmt.Errorf("default lexicon: %w", err)
+		}
+	}
+	if o.Cosine == nil {
+		if o.Cosine, err = andd.DefaultModel(); err != nil {
+			return err
+		}
+	}
+	if o.Jaccard == nil {
+		if o.Jaccard, err = andd.DefaultJaccardModel(); err != nil {
+			return err
+		}
+	}
+	if o.K == 0 {
+		o.K = imatchbag.DefaultK
+	}
+	if len(o.Methods) == 0 {
+		o.Methods = AllMethods()
+	}
+	for _, m := range o.Methods {
+		if !slices.Contains(AllMethods(), m) {
+			return fmt.Errorf("unknown method %q", m)
+		}
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return nil
+}
+
+// Prepare parses, tokenizes, weighs and signs every item.
+func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error) {
+	if err := opts.applyDefaults(); err != nil {
+		return nil, fmt.Errorf("pairs: %w", err)
+	}
+	lex := opts.Lexicon
+	cosSigner, err := andd.NewSigner(opts.Cosine, lex)
+	if err != nil {
+		return nil, fmt.Errorf("pairs: cosine model: %w", err)
+	}
+	jm := opts.Jaccard.Clone()
+	if jm.LSH.MinHashes == 0 {
+		jm.LSH.MinHashes = 80
+	}
+	jacSigner, err := andd.NewSigner(jm, lex)
+	if err != nil {
+		return nil, fmt.Errorf("pairs: jaccard model: %w", err)
+	}
+	// Charikar: the same 384-bit random projection over binary vectors.
+	cm := opts.Cosine.Clone()
+	cm.Features, cm.Lambda = []string{"bias"}, []float64{1}
+	charSigner, err := andd.NewSigner(cm, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pairs: charikar: %w", err)
+	}
+	k := opts.K
+	if k < 0 {
+		k = -1
+	}
+	im, err := imatchbag.NewSigner(lex, imatchbag.Options{K: k})
+	if err != nil {
+		return nil, fmt.Errorf("pairs: i-match: %w", err)
+	}
+	n := lex.N()
+	d := &dict{ids: map[string]int32{}}
+	out := &Prepared{items: items, p: make([]prepared, len(items)), opts: opts}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	var done sync.Mutex
+	count := 0
+	for range opts.Workers {
+		wg.Go(func() {
+			for i := range next {
+				doc := mime.Parse(items[i].Raw, mime.Options{})
+				toks := mime.Tokenize(doc, mime.TokenOptions{})
+				uniq := mime.UniqueTerms(toks)
+				p := &out.p[i]
+				vc := cosSigner.Weigh(doc, toks)
+				p.anddCos = d.vec(vc)
+				p.skCos = cosSigner.Sketch(vc)
+				vj := jacSigner.Weigh(doc, toks)
+				p.anddJacc = d.vec(vj)
+				p.skJacc = jacSigner.Sketch(vj)
+				p.skChar = charSigner.SketchDocument(doc, toks)
+				tf := map[string]float64{}
+				for _, t := range toks {
+					tf[t.Term]++
+				}
+				bin := make(map[string]float64, len(tf))
+				for t, c := range tf {
+					df := lex.DF(t)
+					tf[t] = c * math.Log(float64(n+1)/float64(df+1))
+					bin[t] = 1
+				}
+				p.tfidf = d.vec(tf)
+				p.binary = d.vec(bin)
+				p.imatch = im.Sign(uniq)
+				if opts.Progress != nil {
+					done.Lock()
+					count++
+					opts.Progress("prepare", count, len(items))
+					done.Unlock()
+				}
+			}
+		})
+	}
+	var cerr error
+	for i := range items {
+		if err := ctx.Err(); err != nil {
+			cerr = err
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if cerr != nil {
+		return nil, cerr
+	}
+	return out, nil
+}
+
+// score returns the similarity of items i and j under method m.
+func (pp *Prepared) score(m string, i, j int) float64 {
+	a, b := &pp.p[i], &pp.p[j]
+	switch m {
+	case MethodANDDRawCos:
+		return cosine(&a.anddCos, &b.anddCos)
+	case MethodANDDRawJacc:
+		return jaccard(&a.anddJacc, &b.anddJacc)
+	case MethodANDDLSHCos:
+		return andd.Cosine(a.skCos, b.skCos)
+	case MethodANDDLSHJacc:
+		return andd.Jaccard(a.skJacc, b.skJacc)
+	case MethodCharikar:
+		return andd.Cosine(a.skChar, b.skChar)
+	case MethodTFIDF:
+		return cosine(&a.tfidf, &b.tfidf)
+	case MethodBinary:
+		return cosine(&a.binary, &b.binary)
+	case MethodIMatch:
+		sa, sb := bag0(a.imatch), bag0(b.imatch)
+		if sa != nil && sb != nil && sa.Hash == sb.Hash {
+			return 1
+		}
+		return 0
+	case MethodIMatchBagged:
+		// Number of equal coordinates of the extended signatures; Max F1
+		// picks the best minimum (the paper's "any coordinate" is ≥ 1).
+		eq := 0
+		for _, x := range a.imatch.Signatures {
+			for _, y := range b.imatch.Signatures {
+				if x.Bag == y.Bag && x.Hash == y.Hash {
+					eq++
+				}
+			}
+		}
+		return float64(eq)
+	}
+	return 0
+}
+
+func bag0(r imatchbag.Result) *imatchbag.Signature {
+	if len(r.Signatures) > 0 && r.Signatures[0].Bag == 0 {
+		return &r.Signatures[0]
+	}
+	return nil
+}
+
+func (pp *Prepared) bytes(m string) int {
+	switch m {
+	case MethodANDDLSHCos:
+		return pp.opts.Cosine.LSH.Bits / 8
+	case MethodCharikar:
+		return pp.opts.Cosine.LSH.Bits / 8
+	case MethodANDDLSHJacc:
+		mh := pp.opts.Jaccard.LSH.MinHashes
+		if mh == 0 {
+			mh = 80
+		}
+		return 4 * mh
+	case MethodIMatch:
+		return 16
+	case MethodIMatchBagged:
+		return 16 * (pp.opts.K + 1)
+	}
+	return 0
+}
+
+// Labels returns, for every pair i<j in row-major order, whether it is
+// positive.
+func (pp *Prepared) labels() []bool {
+	n := len(pp.items)
+	out := make([]bool, 0, n*(n-1)/2)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			ci, cj := pp.items[i].Cluster, pp.items[j].Cluster
+			out = append(out, ci >= 0 && ci == cj)
+		}
+	}
+	return out
+}
+
+// Scores returns the scores of method m for every pair i<j in row-major
+// order.
+func (pp *Prepared) Scores(m string) []float64 {
+	n := len(pp.items)
+	out := make([]float64, n*(n-1)/2)
+	var wg sync.WaitGroup
+	rows := make(chan int)
+	for range pp.opts.Workers {
+		wg.Go(func() {
+			for i := range rows {
+				off := i*n - i*(i+1)/2 // index of pair (i, i+1)
+				for j := i + 1; j < n; j++ {
+					out[off+j-i-1] = pp.score(m, i, j)
+				}
+			}
+		})
+	}
+	for i := range n {
+		rows <- i
+	}
+	close(rows)
+	wg.Wait()
+	return out
+}
+
+// Compare scores every method over all pairs.
+func (pp *Prepared) Compare() []Row {
+	labels := pp.labels()
+	var rows []Row
+	for k, m := range pp.opts.Methods {
+		r := Row{Method: m, Bytes: pp.bytes(m), PRF: andd.MaxF1(pp.Scores(m), labels)}
+		rows = append(rows, r)
+		if pp.opts.Progress != nil {
+			pp.opts.Progress("score", k+1, len(pp.opts.Methods))
+		}
+	}
+	return rows
+}
+
+// Compare prepares items and scores every method over all pairs.
+func Compare(ctx context.Context, items []Item, opts Options) ([]Row, error) {
+	pp, err := Prepare(ctx, items, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pp.Compare(), nil
+}
+
+// Stats describes a test set.
+type Stats struct {
+	Messages, Clusters, Singletons, Pairs, Positives int
+}
+
+// Describe counts messages, campaigns (clusters of at least two) and pairs.
+func Describe(items []Item) Stats {
+	size := map[int]int{}
+	s := Stats{Messages: len(items)}
+	for _, it := range items {
+		if it.Cluster < 0 {
+			s.Singletons++
+			continue
+		}
+		size[it.Cluster]++
+	}
+	for _, c := range size {
+		if c >= 2 {
+			s.Clusters++
+			s.Positives += c * (c - 1) / 2
+		} else {
+			s.Singletons++
+		}
+	}
+	s.Pairs = len(items) * (len(items) - 1) / 2
+	return s
+}
+
+// Markdown writes rows as a Markdown table.
+func Markdown(w io.Writer, rows []Row) error {
+	var b strings.Builder
+	b.WriteString("| Method | Bytes | Max F1 | Precision | Recall | Threshold |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		bytes := "—"
+		if r.Bytes > 0 {
+			bytes = fmt.Sprint(r.Bytes)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.3f | %.3f |\n", r.Method, bytes, r.F1, r.Precision, r.Recall, r.Threshold)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,222 @@
+package eval
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+)
+
+func pct(n, d float64) string {
+	if d == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100*n/d)
+}
+
+func num(x float64) string {
+	if x == float64(int64(x)) {
+		return fmt.Sprintf("%d", int64(x))
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+// WriteMarkdown prints the accuracy tables as Markdown.
+func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "Corpus: %d messages (%d spam, %d ham). Usable spam: %d (%d trivial duplicates and %d with fewer than %d unique terms removed, as in the paper's sect. 6.3).\n",
+		r.Messages, r.Spam, r.Ham, r.UsableSpam, r.TrivialDups, r.ShortSpam, MinUnique)
+	fmt.Fprintf(w, "Per seed, %.0f spam (%.0f%%) are reported and every other message is checked; %.1f of the reported messages have at least one checked near-duplicate (cosine ≥ %.2f over unique terms), %.1f on average. Averages over %d seeds.\n\n",
+		r.Queries, 100*r.ReportShare, r.QueriesWithN, r.Cosine, r.Neighbours, r.Seeds)
+	fmt.Fprintln(w, "| configuration | near-dup recall (eq. 3) | neighbours flagged | spam flagged | ham flagged (FP) | utility | utility per query (eq. 5) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "| %s | %.3f ± %.3f | %.3f | %s / %s (%s) | %s / %s | %.1f | %.2f |\n",
+			row.Name, row.Recall, row.RecallStd, row.RecallFlagged,
+			num(row.SpamFlagged), num(row.SpamChecked), pct(row.SpamFlagged, row.SpamChecked),
+			num(row.HamFlagged), num(row.HamChecked), row.Utility, row.QueryUtility)
+	}
+	fmt.Fprintf(w, "\nUtility = spam flagged − %g × ham flagged. Near-dup recall counts a neighbour of a reported message as found when it shares a signature with it (I-Match, ANDD rows) or is flagged as a member of the same campaign (engine rows); \"neighbours flagged\" counts it when it is flagged at all.\n", r.Cost)
+	var eng []Row
+	for _, row := range r.Rows {
+		if row.Actions != nil {
+			eng = append(eng, row)
+		}
+	}
+	if len(eng) > 0 {
+		acts := []campaign.Action{campaign.Accept, campaign.Tag, campaign.Quarantine, campaign.Reject}
+		fmt.Fprintln(w, "\nActions taken by the engine on the checked messages (mean per seed):")
+		fmt.Fprintln(w)
+		fmt.Fprint(w, "| configuration | class |")
+		for _, a := range acts {
+			fmt.Fprintf(w, " %s |", a)
+		}
+		fmt.Fprint(w, "\n| --- | --- |")
+		for range acts {
+			fmt.Fprint(w, " ---: |")
+		}
+		fmt.Fprintln(w)
+		for _, row := range eng {
+			for _, cl := range []string{"spam", "ham"} {
+				fmt.Fprintf(w, "| %s | %s |", row.Name, cl)
+				for _, a := range acts {
+					fmt.Fprintf(w, " %s |", num(row.Actions[cl+"/"+a.String()]))
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
+	for _, row := range r.Rows {
+		if len(row.FalsePositives) > 0 {
+			fmt.Fprintf(w, "\nFalse positives of %q (first seed):\n\n", row.Name)
+			for _, p := range row.FalsePositives {
+				fmt.Fprintf(w, "- `%s`\n", rel(r.Corpus, p))
+			}
+		}
+	}
+}
+
+func rel(base, p string) string {
+	if r, err := filepath.Rel(base, p); err == nil {
+		return r
+	}
+	return p
+}
+
+// WriteMarkdown prints the adversarial table as Markdown.
+func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "Seed %d: %d spam reported (%d without any signature); %.1f%% of the reported messages are flagged unmodified, and copies are made of those. Detection rate of the default engine (action ≠ accept) per randomization kind and strength (share of words affected, of paragraphs moved, or length of appended text):\n\n",
+		r.Seed, r.Reported, r.Skipped, 100*r.Baseline)
+	strengths := r.Strengths()
+	fmt.Fprint(w, "| kind |")
+	for _, s := range strengths {
+		fmt.Fprintf(w, " %.2f |", s)
+	}
+	fmt.Fprint(w, " I-Match evidence | ANDD evidence |\n| --- |")
+	for range strengths {
+		fmt.Fprint(w, " ---: |")
+	}
+	fmt.Fprintln(w, " ---: | ---: |")
+	for _, k := range r.Kinds() {
+		fmt.Fprintf(w, "| %s |", k)
+		det, im, an := 0, 0, 0
+		for _, s := range strengths {
+			c := r.Cell(k, s)
+			mark := ""
+			if c.Rate < 0.9 {
+				mark = " ✗"
+			}
+			fmt.Fprintf(w, " %.3f%s |", c.Rate, mark)
+			det += c.Detected
+			im += c.ByIMatch
+			an += c.ByANDD
+		}
+		fmt.Fprintf(w, " %s | %s |\n", pct(float64(im), float64(det)), pct(float64(an), float64(det)))
+	}
+	fmt.Fprintf(w, "\n✗: below the 0.9 goal. Evidence columns: share of the detected copies (all strengths) whose verdict has a matching I-Match signature / a verified ANDD sketch. Ham flagged with the same store: %d of %d.\n", r.HamFlagged, r.HamChecked)
+	for _, p := range r.FalsePos {
+		fmt.Fprintf(w, "- false positive: `%s`\n", rel(r.Corpus, p))
+	}
+}
+
+// WritePlots writes the accuracy and adversarial plots as SVG files into
+// dir (either result may be nil) and returns the file names written.
+func WritePlots(dir string, acc *AccuracyResult, adv *AdversarialResult, sp *SpeedResult) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plots: %w", err)
+	}
+	var written []string
+	write := func(name, svg string) error {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(svg), 0o644); err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		written = append(written, p)
+		return nil
+	}
+	if acc != nil {
+		var ks, rec, flag []float64
+		var refs []Row
+		for _, row := range acc.Rows {
+			if row.K >= 0 {
+				ks = append(ks, float64(row.K))
+				rec = append(rec, row.Recall)
+				flag = append(flag, row.RecallFlagged)
+			} else {
+				refs = append(refs, row)
+			}
+		}
+		series := []Series{{Name: "I-Match (this corpus)", X: ks, Y: rec}}
+		paper := Series{Name: "paper, Table 2"}
+		for _, k := range ks {
+			if v, ok := map[float64]float64{0: 0.66, 2: 0.72, 5: 0.76, 10: 0.80}[k]; ok {
+				paper.X = append(paper.X, k)
+				paper.Y = append(paper.Y, v)
+			}
+		}
+		if len(paper.X) > 0 {
+			series = append(series, paper)
+		}
+		for _, row := range refs {
+			series = append(series, Series{Name: shortName(row.Name), X: []float64{ks[0], ks[len(ks)-1]}, Y: []float64{row.Recall, row.Recall}})
+		}
+		if len(ks) > 0 {
+			if err := write("recall-vs-lexicons.svg", LinePlot("Near-duplicate recall vs. number of bagged lexicons", "bagged lexicons K (besides the original)", "recall (eq. 3)", 0, 1, series)); err != nil {
+				return written, err
+			}
+		}
+	}
+	if adv != nil {
+		var cats []string
+		for _, k := range adv.Kinds() {
+			cats = append(cats, string(k))
+		}
+		var series []Series
+		for _, s := range adv.Strengths() {
+			sr := Series{Name: fmt.Sprintf("strength %.2f", s)}
+			for _, k := range adv.Kinds() {
+				sr.Y = append(sr.Y, adv.Cell(k, s).Rate)
+			}
+			series = append(series, sr)
+		}
+		if err := write("detection-by-kind.svg", BarPlot("Detection rate per randomization kind (default engine)", "randomization kind", "detection rate", 0, 1, cats, series)); err != nil {
+			return written, err
+		}
+	}
+	if sp != nil && len(sp.Latency) > 0 {
+		var series []Series
+		names := make([]string, 0, len(sp.Latency))
+		for n := range sp.Latency {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		ymax := 0.0
+		for _, n := range names {
+			q := sp.Latency[n]
+			s := Series{Name: n}
+			for _, p := range q {
+				s.X = append(s.X, p.Percentile)
+				s.Y = append(s.Y, p.Millis)
+				ymax = max(ymax, p.Millis)
+			}
+			series = append(series, s)
+		}
+		if ymax <= 0 {
+			ymax = 1
+		}
+		if err := write("latency.svg", LinePlot("Latency distribution", "percentile", "milliseconds", 0, ymax*1.1, series)); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+func shortName(s string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return s[:i]
+	}
+	return s
+}

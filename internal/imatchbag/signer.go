@@ -1,0 +1,284 @@
+package imatchbag
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// termInfo is what a Signer knows of one lexicon term.
+type termInfo struct {
+	// rank is the term's rank in B (0 = most frequent) for secondary terms.
+	rank int32
+	// primary is true for terms of L, false for terms of B.
+	primary bool
+	// mask has bit b set when the term belongs to lexicon b (bit 0: the
+	// original L or B; bits 1..K: the bagged copies).
+	mask uint32
+}
+
+// Signer computes signatures with one lexicon. It is safe for concurrent use.
+type Signer struct {
+	lex   *Lexicon
+	opts  Options
+	terms map[string]termInfo
+	pool  sync.Pool // *scratch
+}
+
+type hit struct {
+	idx  int32 // index into the document's terms
+	rank int32
+	mask uint32
+}
+
+type scratch struct {
+	prim, sec []hit
+	sel       []int32
+	buf       []byte
+	sorted    []string
+}
+
+// NewSigner prepares the K bagged lexicons of lex.
+func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
+	if lex == nil {
+		return nil, ErrNilLexicon
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Signer{lex: lex, opts: o, terms: make(map[string]termInfo, len(lex.primary)+len(lex.secondary))}
+	for _, t := range lex.primary {
+		s.terms[t] = termInfo{rank: -1, primary: true, mask: 1}
+	}
+	for i, t := range lex.secondary {
+		s.terms[t] = termInfo{rank: int32(i), mask: 1}
+	}
+	for b := 1; b <= o.K; b++ {
+		for i, in := range bootstrap(lex.seed, b, streamPrimary, len(lex.primary)) {
+			if in {
+				ti := s.terms[lex.primary[i]]
+				ti.mask |= 1 << b
+				s.terms[lex.primary[i]] = ti
+			}
+		}
+		for i, in := range bootstrap(lex.seed, b, streamSecondary, len(lex.secondary)) {
+			if in {
+				ti := s.terms[lex.secondary[i]]
+				ti.mask |= 1 << b
+				s.terms[lex.secondary[i]] = ti
+			}
+		}
+	}
+	s.pool.New = func() any { return new(scratch) }
+	return s, nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (s *Signer) Options() Options { return s.opts }
+
+// Lexicon returns the signer's lexicon.
+func (s *Signer) Lexicon() *Lexicon { return s.lex }
+
+// BagShare returns the fraction of the primary lexicon that belongs to bag
+// b (1..K); 1-BagShare is the paper's p.
+func (s *Signer) BagShare(b int) float64 {
+	if len(s.lex.primary) == 0 || b < 0 || b > s.opts.K {
+		return 0
+	}
+	n := 0
+	for _, t := range s.lex.primary {
+		if s.terms[t].mask&(1<<b) != 0 {
+			n++
+		}
+	}
+	return float64(n) / float64(len(s.lex.primary))
+}
+
+// Class reports whether term is in the primary lexicon L or in the
+// secondary lexicon B.
+func (s *Signer) Class(term string) (primary, secondary bool) {
+	ti, ok := s.terms[term]
+	return ok && ti.primary, ok && !ti.primary
+}
+
+// InBag reports whether term belongs to lexicon b (L or B of the original
+// for b = 0, of the bagged copy b otherwise).
+func (s *Signer) InBag(term string, b int) bool {
+	if b < 0 || b > s.opts.K {
+		return false
+	}
+	return s.terms[term].mask&(1<<b) != 0
+}
+
+// Sign signs a document given its sorted unique terms (mime.UniqueTerms).
+// Unsorted input or duplicates are tolerated (a sorted copy is used).
+func (s *Signer) Sign(terms []string) Result {
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	terms = sc.normalize(terms)
+	res := Result{Unique: len(terms)}
+	if len(terms) < s.opts.MinUnique {
+		res.Reason = fmt.Sprintf("too short for a signature: %d unique words (minimum %d)", len(terms), s.opts.MinUnique)
+		return res
+	}
+	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
+	for i, t := range terms {
+		ti, ok := s.terms[t]
+		if !ok {
+			continue
+		}
+		h := hit{idx: int32(i), rank: ti.rank, mask: ti.mask}
+		if ti.primary {
+			sc.prim = append(sc.prim, h)
+		} else {
+			sc.sec = append(sc.sec, h)
+		}
+	}
+	need := s.need(len(terms))
+	secSorted := false
+	res.Signatures = make([]Signature, 0, s.opts.K+1)
+	for b := 0; b <= s.opts.K; b++ {
+		bit := uint32(1) << b
+		sel := sc.sel[:0]
+		for _, h := range sc.prim {
+			if h.mask&bit != 0 {
+				sel = append(sel, h.idx)
+			}
+		}
+		fromL := len(sel)
+		if fromL < need {
+			if !secSorted {
+				slices.SortFunc(sc.sec, func(a, b hit) int { return int(a.rank - b.rank) })
+				secSorted = true
+			}
+			for _, h := range sc.sec {
+				if len(sel) >= need {
+					break
+				}
+				if h.mask&bit != 0 {
+					sel = append(sel, h.idx)
+				}
+			}
+			slices.Sort(sel)
+		}
+		sc.sel = sel
+		if b == 0 {
+			res.Terms, res.Secondary = len(sel), len(sel)-fromL
+		}
+		if len(sel) < need {
+			if b == 0 {
+				res.Reason = s.reason(len(terms), fromL, len(sel), need)
+			}
+			continue
+		}
+		buf := sc.buf[:0]
+		for _, i := range sel {
+			buf = append(buf, terms[i]...)
+			buf = append(buf, '\n')
+		}
+		sc.buf = buf
+		sum := sha256.Sum256(buf)
+		sig := Signature{Lexicon: s.lex.id, Bag: uint8(b)}
+		copy(sig.Hash[:], sum[:16])
+		res.Signatures = append(res.Signatures, sig)
+	}
+	if len(res.Signatures) == 0 {
+		res.Signatures = nil
+	}
+	return res
+}
+
+// need is the size S must reach for a document of u unique terms.
+func (s *Signer) need(u int) int {
+	r := int(math.Ceil(s.opts.MinRatio*float64(u) - 1e-9))
+	return max(r, s.opts.MinTerms)
+}
+
+func (s *Signer) reason(u, fromL, total, need int) string {
+	ratio := int(math.Ceil(s.opts.MinRatio*float64(u) - 1e-9))
+	if fromL < need && ratio >= s.opts.MinTerms {
+		return fmt.Sprintf("too few lexicon words: %d of %d unique words are in the lexicon (%d with the secondary lexicon), %d needed for the minimum ratio %g",
+			fromL, u, total, need, s.opts.MinRatio)
+	}
+	return fmt.Sprintf("too few lexicon words: %d of %d unique words are in the lexicon (%d with the secondary lexicon), minimum %d",
+		fromL, u, total, need)
+}
+
+// SignatureTerms returns the terms hashed into the signature of bag b (0 =
+// original lexicon), or nil when that bag yields no signature. It explains a
+// signature to an administrator; Sign is the fast path.
+func (s *Signer) SignatureTerms(terms []string, b int) []string {
+	if b < 0 || b > s.opts.K {
+		return nil
+	}
+	sorted := slices.Clone(terms)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	if len(sorted) < s.opts.MinUnique {
+		return nil
+	}
+	bit := uint32(1) << b
+	var sel []string
+	var sec []hit
+	for i, t := range sorted {
+		ti, ok := s.terms[t]
+		if !ok || ti.mask&bit == 0 {
+			continue
+		}
+		if ti.primary {
+			sel = append(sel, t)
+		} else {
+			sec = append(sec, hit{idx: int32(i), rank: ti.rank})
+		}
+	}
+	need := s.need(len(sorted))
+	slices.SortFunc(sec, func(a, b hit) int { return int(a.rank - b.rank) })
+	for _, h := range sec {
+		if len(sel) >= need {
+			break
+		}
+		sel = append(sel, sorted[h.idx])
+	}
+	if len(sel) < need {
+		return nil
+	}
+	slices.Sort(sel)
+	return sel
+}
+
+// normalize returns terms if sorted and unique, else a sorted unique copy
+// held in the scratch space.
+func (sc *scratch) normalize(terms []string) []string {
+	ok := true
+	for i := 1; i < len(terms); i++ {
+		if terms[i-1] >= terms[i] {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return terms
+	}
+	sc.sorted = append(sc.sorted[:0], terms...)
+	slices.Sort(sc.sorted)
+	sc.sorted = slices.Compact(sc.sorted)
+	return sc.sorted
+}
+
+// HashTerms is the signature hash of a sorted list of terms: the first 16
+// bytes of the SHA-256 of the terms, each followed by a newline.
+func HashTerms(sorted []string) [16]byte {
+	var b strings.Builder
+	for _, t := range sorted {
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	var h [16]byte
+	copy(h[:], sum[:16])
+	return h
+}

@@ -1,0 +1,77 @@
+package imatchbag
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/mailbox"
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// TestTuneCorpus prints the tuning table of docs/LEXICON.md for the plain
+// text documents under $NDD_TUNE_DIR (scripts/build-default-lexicon.sh
+// --tune sets it). Optional: NDD_TUNE_WINDOWS ("0.1-0.3,0.2-0.4"),
+// NDD_TUNE_MINRATIO, NDD_TUNE_MINTERMS, NDD_TUNE_K.
+func TestTuneCorpus(t *testing.T) {
+	var negNames []string
+	dir := os.Getenv("NDD_TUNE_DIR")
+	if dir == "" {
+		t.Skip("set NDD_TUNE_DIR to a directory of plain-text documents")
+	}
+	var docs [][]string
+	err := mailbox.Walk(context.Background(), []string{dir}, mailbox.Options{Mbox: mailbox.MboxNever}, func(m mailbox.Message) error {
+		toks := mime.Tokenize(&mime.Document{Text: string(m.Raw)}, mime.TokenOptions{})
+		terms := make([]string, len(toks))
+		for i, tk := range toks {
+			terms[i] = tk.Term
+		}
+		if len(terms) > 0 {
+			docs = append(docs, terms)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o TuneOptions
+	if w := os.Getenv("NDD_TUNE_WINDOWS"); w != "" {
+		for _, part := range strings.Split(w, ",") {
+			var a, b float64
+			if _, err := fmt.Sscanf(part, "%g-%g", &a, &b); err != nil {
+				t.Fatalf("NDD_TUNE_WINDOWS: %v", err)
+			}
+			o.Windows = append(o.Windows, [2]float64{a, b})
+		}
+	}
+	o.Signer.MinRatio, _ = strconv.ParseFloat(os.Getenv("NDD_TUNE_MINRATIO"), 64)
+	o.Signer.MinTerms, _ = strconv.Atoi(os.Getenv("NDD_TUNE_MINTERMS"))
+	o.Signer.K, _ = strconv.Atoi(os.Getenv("NDD_TUNE_K"))
+	o.ShortWords, _ = strconv.Atoi(os.Getenv("NDD_TUNE_SHORT"))
+	if neg := os.Getenv("NDD_TUNE_NEGATIVES"); neg != "" {
+		var names []string
+		err := mailbox.Walk(context.Background(), strings.Split(neg, ","), mailbox.Options{}, func(m mailbox.Message) error {
+			o.Negatives = append(o.Negatives, MessageTerms(m.Raw, mime.Options{}, mime.TokenOptions{}))
+			names = append(names, m.Path)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { t.Logf("negatives: %d messages", len(names)) }()
+		negNames = names
+	}
+	rep, err := Tune(docs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("corpus %s; options %+v\n%s", dir, o.Signer, rep.Markdown())
+	for _, row := range rep.Rows {
+		if row.NegDissimilar > 0 {
+			fmt.Printf("[%g, %g] example dissimilar pair: %s %s\n", row.IdfMin, row.IdfMax, negNames[row.NegExample[0]], negNames[row.NegExample[1]])
+		}
+	}
+}

@@ -1,0 +1,233 @@
+// Package metrics holds nddmilter's Prometheus collectors, registered on
+// their own registry (never the global default one), and the HTTP handler
+// that serves them. Every method is safe on a nil *Metrics, so code under
+// test can run without metrics.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the daemon's collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	messages      *prometheus.CounterVec
+	matches       *prometheus.CounterVec
+	checkDuration prometheus.Histogram
+	bodyBytes     prometheus.Histogram
+	parseWarnings prometheus.Counter
+	errors        *prometheus.CounterVec
+	failOpen      prometheus.Counter
+	reports       *prometheus.CounterVec
+	campaigns     prometheus.Gauge
+	indexKeys     prometheus.Gauge
+	storeBytes    prometheus.Gauge
+	sessions      prometheus.Gauge
+	reloads       *prometheus.CounterVec
+}
+
+// New returns the collectors registered on a fresh registry, with the Go
+// runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_messages_total",
+			Help: "Messages checked by the milter, by action taken (accept, tag, quarantine, reject, tempfail).",
+		}, []string{"action"}),
+		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_matches_total",
+			Help: "Messages that matched a campaign, by signature family that matched (imatch, andd).",
+		}, []string{"family"}),
+		checkDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "nddmilter_check_duration_seconds",
+			Help:    "Time to check one message (parse, sign, look up, decide).",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+		}),
+		bodyBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "nddmilter_body_bytes",
+			Help:    "Size of message bodies seen by the milter (before truncation to milter.max_body_bytes).",
+			Buckets: prometheus.ExponentialBuckets(512, 4, 9), // 512 B .. 32 MiB
+		}),
+		parseWarnings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nddmilter_parse_warnings_total",
+			Help: "MIME parse fallbacks taken (broken boundaries, bad encodings, truncation...).",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_errors_total",
+			Help: "Internal errors, by stage (check, timeout, panic, store, reload, milter).",
+		}, []string{"stage"}),
+		failOpen: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nddmilter_failopen_total",
+			Help: "Messages given the milter.on_error treatment because checking them failed.",
+		}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_reports_total",
+			Help: "Reports received through the API, by kind (spam, ham).",
+		}, []string{"kind"}),
+		campaigns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_campaigns",
+			Help: "Campaigns in the store.",
+		}),
+		indexKeys: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_index_keys",
+			Help: "Signature keys in the store's index.",
+		}),
+		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_store_bytes",
+			Help: "Disk size of the store.",
+		}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_milter_sessions",
+			Help: "Open milter connections.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_reloads_total",
+			Help: "Configuration reloads (SIGHUP), by result (ok, error).",
+		}, []string{"result"}),
+	}
+	m.Registry.MustRegister(
+		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
+		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
+		m.sessions, m.reloads,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// Pre-create the usual label values so that rates exist from the start.
+	for _, a := range []string{"accept", "tag", "quarantine", "reject", "tempfail"} {
+		m.messages.WithLabelValues(a)
+	}
+	for _, f := range []string{"imatch", "andd"} {
+		m.matches.WithLabelValues(f)
+	}
+	for _, s := range []string{"check", "timeout", "panic"} {
+		m.errors.WithLabelValues(s)
+	}
+	for _, k := range []string{"spam", "ham"} {
+		m.reports.WithLabelValues(k)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Message records one checked message: the action taken, the signature
+// families that matched, the check duration, the body size and the number
+// of parse warnings.
+func (m *Metrics) Message(action string, families []string, d time.Duration, bodyBytes int64, warnings int) {
+	if m == nil {
+		return
+	}
+	m.messages.WithLabelValues(action).Inc()
+	for _, f := range families {
+		m.matches.WithLabelValues(f).Inc()
+	}
+	m.checkDuration.Observe(d.Seconds())
+	m.bodyBytes.Observe(float64(bodyBytes))
+	if warnings > 0 {
+		m.parseWarnings.Add(float64(warnings))
+	}
+}
+
+// Error counts an internal error at a stage.
+func (m *Metrics) Error(stage string) {
+	if m == nil {
+		return
+	}
+	m.errors.WithLabelValues(stage).Inc()
+}
+
+// FailOpen counts a message given the on_error treatment.
+func (m *Metrics) FailOpen() {
+	if m == nil {
+		return
+	}
+	m.failOpen.Inc()
+}
+
+// Report counts a report of a kind ("spam" or "ham").
+func (m *Metrics) Report(kind string) {
+	if m == nil {
+		return
+	}
+	m.reports.WithLabelValues(kind).Inc()
+}
+
+// Session tracks open milter connections (+1 on open, -1 on close).
+func (m *Metrics) Session(delta int) {
+	if m == nil {
+		return
+	}
+	m.sessions.Add(float64(delta))
+}
+
+// Reload counts a reload; ok tells whether it succeeded.
+func (m *Metrics) Reload(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reloads.WithLabelValues("ok").Inc()
+	} else {
+		m.reloads.WithLabelValues("error").Inc()
+	}
+}
+
+// StoreStats is what the store gauges show.
+type StoreStats struct {
+	Campaigns, Keys, DiskBytes int64
+}
+
+// SetStore sets the store gauges.
+func (m *Metrics) SetStore(s StoreStats) {
+	if m == nil {
+		return
+	}
+	m.campaigns.Set(float64(s.Campaigns))
+	m.indexKeys.Set(float64(s.Keys))
+	m.storeBytes.Set(float64(s.DiskBytes))
+}
+
+// RefreshStore calls stats now and then every interval until ctx ends,
+// setting the store gauges; failures are logged and counted (stage
+// "store").
+func (m *Metrics) RefreshStore(ctx context.Context, interval time.Duration, stats func(context.Context) (StoreStats, error), log *slog.Logger) {
+	if m == nil {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, interval)
+		s, err := stats(sctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.Error("store")
+			log.Warn("store stats", "err", err)
+		} else {
+			m.SetStore(s)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

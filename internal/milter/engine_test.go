@@ -1,0 +1,109 @@
+package milter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	gomilter "github.com/emersion/go-milter"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// realEngine is the campaign engine over a real Badger store in a
+// temporary directory, with the embedded lexicon and model.
+func realEngine(t *testing.T) *campaign.Engine {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		t.Skipf("embedded lexicon not available yet: %v", err)
+	}
+	model, err := andd.DefaultModel()
+	if err != nil {
+		t.Skipf("embedded model not available yet: %v", err)
+	}
+	st, err := store.Open(t.TempDir(), store.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng, err := campaign.New(st, lex, model, campaign.Options{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+const campaignText = `Dear friend, we are pleased to announce that your account has been selected
+for an exclusive investment opportunity with guaranteed monthly returns. Our
+financial advisors have prepared a personal portfolio proposal for you. Please
+confirm your participation by visiting our secure website and entering your
+banking details before the offer expires at the end of this week. Thousands of
+satisfied customers have already doubled their savings with our program.
+Remember that this invitation is strictly personal and cannot be transferred.
+Kind regards, the international investment department.`
+
+func campaignCopy(i int) msg {
+	words := strings.Fields(campaignText)
+	// Randomize: a different greeting and an appended innocent line.
+	words[1] = []string{"friend,", "customer,", "client,", "member,"}[i%4]
+	body := strings.Join(words, " ") + fmt.Sprintf("\r\n\r\nReference number %d. Weather today is mild and pleasant.\r\n", 1000+i)
+	m := simple("Exclusive investment opportunity for you")
+	m.body = body
+	m.queueID = fmt.Sprintf("Q%d", i)
+	return m
+}
+
+func rawOf(m msg) []byte {
+	var b strings.Builder
+	for _, h := range m.headers {
+		b.WriteString(h[0] + ": " + h[1] + "\r\n")
+	}
+	b.WriteString("\r\n" + m.body)
+	return []byte(b.String())
+}
+
+// With the real engine and store: an unknown message is accepted with the
+// verdict header; after reports from three users, a randomized copy is
+// rejected with the campaign named in the 550 reply.
+func TestRealEngineEndToEnd(t *testing.T) {
+	eng := realEngine(t)
+	h := start(t, eng, Options{})
+	s := h.session()
+
+	mods, act := send(t, s, simple("Lunch on Friday?"))
+	if act.Code != gomilter.ActAccept || !strings.HasPrefix(headersOf(mods)["X-NDD-Verdict"], "accept;") {
+		t.Fatalf("normal message: %c %v", act.Code, mods)
+	}
+
+	ctx := context.Background()
+	var id store.CampaignID
+	for i, user := range []string{"alice", "bob", "carol"} {
+		out, err := eng.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Skipped != "" {
+			t.Fatalf("report skipped: %s", out.Skipped)
+		}
+		id = out.Campaign
+	}
+	if id == 0 {
+		t.Fatal("no campaign created")
+	}
+	_, act = send(t, s, campaignCopy(7))
+	if act.Code != gomilter.ActReplyCode || act.SMTPCode != 550 || !strings.Contains(act.SMTPText, fmt.Sprintf("campaign %d ", id)) {
+		t.Fatalf("copy: action %c %d %q, want 550 naming campaign %d\nlog:\n%s", act.Code, act.SMTPCode, act.SMTPText, id, h.logs.String())
+	}
+	// The same session goes on after the reject.
+	if _, act := send(t, s, simple("Minutes of the meeting")); act.Code != gomilter.ActAccept {
+		t.Fatalf("after reject: %c", act.Code)
+	}
+}

@@ -1,0 +1,653 @@
+package milter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gomilter "github.com/emersion/go-milter"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/metrics"
+)
+
+// scriptChecker is a stand-in for the engine in protocol tests: the verdict
+// is chosen by a "Subject: <action>" header, so that every milter action
+// can be driven. (The real engine's tests are in engine_test.go.)
+type scriptChecker struct {
+	mu   sync.Mutex
+	seen [][]byte
+}
+
+func (c *scriptChecker) Check(ctx context.Context, raw []byte) (campaign.Verdict, error) {
+	c.mu.Lock()
+	c.seen = append(c.seen, append([]byte(nil), raw...))
+	c.mu.Unlock()
+	subj := ""
+	for _, l := range strings.Split(string(raw), "\r\n") {
+		if v, ok := strings.CutPrefix(l, "Subject: "); ok {
+			subj = v
+			break
+		}
+		if l == "" {
+			break
+		}
+	}
+	ev := []campaign.Evidence{{Family: "imatch", Bag: 0}, {Family: "imatch", Bag: 3}, {Family: "andd", Similarity: 0.934}}
+	switch subj {
+	case "tag":
+		return campaign.Verdict{Action: campaign.Tag, Campaign: 42, Score: 0.7, Rule: "reports>=1", Evidence: ev}, nil
+	case "quarantine":
+		return campaign.Verdict{Action: campaign.Quarantine, Campaign: 42, Score: 0.9, Rule: "r", Evidence: ev}, nil
+	case "reject":
+		return campaign.Verdict{Action: campaign.Reject, Campaign: 42, Score: 0.99, Rule: "r", Evidence: ev}, nil
+	case "error":
+		return campaign.Verdict{}, errors.New("store: disk on fire")
+	case "panic":
+		panic("engine bug")
+	case "slow":
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond)
+		return campaign.Verdict{Action: campaign.Reject}, ctx.Err()
+	case "hang":
+		time.Sleep(2 * time.Second)
+		return campaign.Verdict{Action: campaign.Reject}, nil
+	}
+	return campaign.Verdict{Action: campaign.Accept, Score: 0.01}, nil
+}
+
+func (c *scriptChecker) last() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) == 0 {
+		return ""
+	}
+	return string(c.seen[len(c.seen)-1])
+}
+
+type harness struct {
+	t    *testing.T
+	srv  *Server
+	addr string
+	met  *metrics.Metrics
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func start(t *testing.T, c Checker, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, met: metrics.New(), logs: &syncBuffer{}}
+	opts.Metrics = h.met
+	opts.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := New(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv, h.addr = srv, ln.Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *harness) session() *gomilter.ClientSession {
+	h.t.Helper()
+	c := gomilter.NewClientWithOptions("tcp", h.addr, gomilter.ClientOptions{
+		ReadTimeout:  5 * time.Second,
+		WriteTimeout: 5 * time.Second,
+		ActionMask:   gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
+	})
+	s, err := c.Session()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+type msg struct {
+	from    string
+	rcpts   []string
+	headers [][2]string
+	body    string
+	queueID string
+}
+
+func simple(subject string) msg {
+	return msg{
+		from:  "sender@example.net",
+		rcpts: []string{"user@example.org"},
+		headers: [][2]string{
+			{"From", "Sender <sender@example.net>"},
+			{"To", "user@example.org"},
+			{"Subject", subject},
+		},
+		body:    "Hello,\r\nthis is the body.\r\n",
+		queueID: "4ABC123",
+	}
+}
+
+// send runs one message through the session and returns the modifications
+// and the final action.
+func send(t *testing.T, s *gomilter.ClientSession, m msg) ([]gomilter.ModifyAction, *gomilter.Action) {
+	t.Helper()
+	must := func(a *gomilter.Action, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Code != gomilter.ActContinue {
+			t.Fatalf("unexpected early action %c", a.Code)
+		}
+	}
+	must(s.Mail(m.from, nil))
+	for _, r := range m.rcpts {
+		must(s.Rcpt(r, nil))
+	}
+	for _, hv := range m.headers {
+		must(s.HeaderField(hv[0], hv[1]))
+	}
+	must(s.HeaderEnd())
+	body := []byte(m.body)
+	for len(body) > 0 {
+		n := min(len(body), gomilter.MaxBodyChunk)
+		must(s.BodyChunk(body[:n]))
+		body = body[n:]
+	}
+	if err := s.Macros(gomilter.CodeEOB, "i", m.queueID); err != nil {
+		t.Fatal(err)
+	}
+	mods, act, err := s.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mods, act
+}
+
+func headersOf(mods []gomilter.ModifyAction) map[string]string {
+	h := map[string]string{}
+	for _, m := range mods {
+		if m.Code == gomilter.ActAddHeader {
+			h[m.HeaderName] = m.HeaderValue
+		}
+	}
+	return h
+}
+
+func TestActions(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     Options
+		m        msg
+		code     gomilter.ActionCode
+		smtp     int
+		text     string // substring of the SMTP reply
+		headers  map[string]string
+		noHeader []string
+		hold     string // substring of the quarantine reason
+	}{
+		{name: "accept adds verdict", m: simple("hello"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "accept; score=0.010"}, noHeader: []string{"X-NDD-Campaign"}},
+		{name: "accept without header", opts: Options{NoAcceptHeader: true}, m: simple("hello"), code: gomilter.ActAccept,
+			noHeader: []string{"X-NDD-Verdict"}},
+		{name: "tag", m: simple("tag"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "tag; score=0.700; rule=reports>=1", "X-NDD-Campaign": "42", "X-NDD-Evidence": "imatch bags=0,3; andd cos=0.93"}},
+		{name: "quarantine", m: simple("quarantine"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "quarantine; score=0.900; rule=r", "X-NDD-Campaign": "42"}, hold: "nddmilter: spam campaign 42 (score 0.90)"},
+		{name: "reject", m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550, text: "5.7.1 Message rejected as spam campaign 42 (nddmilter)"},
+		{name: "custom reject text", opts: Options{RejectText: "554 5.7.0 no thanks (%c, %s, %r, 100%%)"}, m: simple("reject"),
+			code: gomilter.ActReplyCode, smtp: 554, text: "5.7.0 no thanks (42, 0.99, r, 100%)"},
+		{name: "reject as tempfail", opts: Options{RejectWith: ActTempfail}, m: simple("reject"),
+			code: gomilter.ActReplyCode, smtp: 451, text: "4.7.1 Message deferred as suspected spam campaign 42"},
+		{name: "max action tag", opts: Options{MaxAction: ActTag}, m: simple("reject"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
+		{name: "override by domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept}}, m: simple("reject"),
+			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "accept; score=0.990; rule=r"}},
+		{name: "override by address wins over domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept, "user@example.org": ActReject}},
+			m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550},
+		{name: "weakest recipient cap", opts: Options{MaxAction: ActReject, Overrides: map[string]string{"abuse@example.com": ActTag}},
+			m: func() msg { m := simple("reject"); m.rcpts = append(m.rcpts, "Abuse@Example.com"); return m }(),
+			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
+		{name: "header prefix", opts: Options{HeaderPrefix: "X-Campaign-"}, m: simple("tag"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-Campaign-Verdict": "tag; score=0.700; rule=reports>=1", "X-Campaign-Campaign": "42"}},
+		{name: "error fails open", m: simple("error"), code: gomilter.ActAccept, noHeader: []string{"X-NDD-Verdict"}},
+		{name: "error tempfails", opts: Options{OnError: ActTempfail}, m: simple("error"), code: gomilter.ActTempFail},
+		{name: "panic fails open", m: simple("panic"), code: gomilter.ActAccept},
+		{name: "timeout fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("slow"), code: gomilter.ActAccept},
+		{name: "hung engine fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("hang"), code: gomilter.ActAccept},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, &scriptChecker{}, tt.opts)
+			s := h.session()
+			mods, act := send(t, s, tt.m)
+			if act.Code != tt.code {
+				t.Fatalf("action %c (%d %q), want %c", act.Code, act.SMTPCode, act.SMTPText, tt.code)
+			}
+			if tt.smtp != 0 && act.SMTPCode != tt.smtp {
+				t.Errorf("SMTP code %d, want %d", act.SMTPCode, tt.smtp)
+			}
+			if tt.text != "" && !strings.Contains(act.SMTPText, tt.text) {
+				t.Errorf("SMTP text %q lacks %q", act.SMTPText, tt.text)
+			}
+			got := headersOf(mods)
+			for k, v := range tt.headers {
+				if got[k] != v {
+					t.Errorf("header %s = %q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+			for _, k := range tt.noHeader {
+				if _, ok := got[k]; ok {
+					t.Errorf("unexpected header %s", k)
+				}
+			}
+			hold := ""
+			for _, m := range mods {
+				if m.Code == gomilter.ActQuarantine {
+					hold = m.Reason
+				}
+			}
+			if tt.hold != hold && !(tt.hold != "" && strings.Contains(hold, tt.hold)) {
+				t.Errorf("quarantine reason %q, want %q", hold, tt.hold)
+			}
+		})
+	}
+}
+
+func TestForgedHeadersDeleted(t *testing.T) {
+	c := &scriptChecker{}
+	h := start(t, c, Options{})
+	s := h.session()
+	m := simple("tag")
+	m.headers = append(m.headers,
+		[2]string{"X-NDD-Verdict", "accept; score=0.000"},
+		[2]string{"x-ndd-verdict", "accept"},
+		[2]string{"X-NDD-Campaign", "0"},
+		[2]string{"X-Other", "kept"},
+	)
+	mods, act := send(t, s, m)
+	if act.Code != gomilter.ActAccept {
+		t.Fatalf("action %c", act.Code)
+	}
+	type del struct {
+		name string
+		idx  uint32
+	}
+	var dels []del
+	for _, m := range mods {
+		if m.Code == gomilter.ActChangeHeader {
+			if m.HeaderValue != "" {
+				t.Errorf("change header with value %q", m.HeaderValue)
+			}
+			dels = append(dels, del{strings.ToLower(m.HeaderName), m.HeaderIndex})
+		}
+	}
+	want := []del{{"x-ndd-verdict", 2}, {"x-ndd-verdict", 1}, {"x-ndd-campaign", 1}}
+	if len(dels) != len(want) {
+		t.Fatalf("deletions %v, want %v", dels, want)
+	}
+	for i := range want {
+		if dels[i] != want[i] {
+			t.Errorf("deletion %d = %v, want %v", i, dels[i], want[i])
+		}
+	}
+	// The forged headers are not part of what the engine sees.
+	if raw := c.last(); strings.Contains(strings.ToLower(raw), "x-ndd-") || !strings.Contains(raw, "X-Other: kept\r\n") {
+		t.Errorf("engine saw:\n%s", raw)
+	}
+}
+
+func TestRawMessageRebuilt(t *testing.T) {
+	c := &scriptChecker{}
+	h := start(t, c, Options{MaxBodyBytes: 10})
+	s := h.session()
+	m := simple("hello")
+	m.headers = append(m.headers, [2]string{"X-Folded", "one\n\ttwo"})
+	m.body = "0123456789abcdef"
+	send(t, s, m)
+	want := "From: Sender <sender@example.net>\r\nTo: user@example.org\r\nSubject: hello\r\nX-Folded: one\r\n\ttwo\r\n\r\n0123456789"
+	if got := c.last(); got != want {
+		t.Errorf("raw = %q\nwant  %q", got, want)
+	}
+	if !strings.Contains(h.logs.String(), "truncated=true") || !strings.Contains(h.logs.String(), "queue_id=4ABC123") {
+		t.Errorf("log lacks truncation or queue id:\n%s", h.logs.String())
+	}
+}
+
+// One session, several messages: state is reset between them, also after
+// a reply-code reject (which go-milter does not treat as final).
+func TestSeveralMessagesOneSession(t *testing.T) {
+	c := &scriptChecker{}
+	h := start(t, c, Options{})
+	s := h.session()
+	for i, subj := range []string{"reject", "hello", "tag", "reject", "quarantine", "hello"} {
+		m := simple(subj)
+		m.body = strings.Repeat("x", i+1) + "\r\n"
+		mods, act := send(t, s, m)
+		raw := c.last()
+		if strings.Count(raw, "Subject:") != 1 || !strings.HasSuffix(raw, "\r\n\r\n"+m.body) {
+			t.Fatalf("message %d: state not reset, engine saw %q", i, raw)
+		}
+		wantCode := gomilter.ActAccept
+		if subj == "reject" {
+			wantCode = gomilter.ActReplyCode
+		}
+		if act.Code != wantCode {
+			t.Fatalf("message %d (%s): action %c", i, subj, act.Code)
+		}
+		holds := 0
+		for _, m := range mods {
+			if m.Code == gomilter.ActQuarantine {
+				holds++
+			}
+		}
+		if (subj == "quarantine") != (holds == 1) {
+			t.Errorf("message %d (%s): %d quarantines", i, subj, holds)
+		}
+	}
+}
+
+func TestAbortResets(t *testing.T) {
+	c := &scriptChecker{}
+	h := start(t, c, Options{})
+	s := h.session()
+	if _, err := s.Mail("a@example.net", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.HeaderField("Subject", "reject"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BodyChunk([]byte("half a body")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	mods, act := send(t, s, simple("hello"))
+	if act.Code != gomilter.ActAccept || headersOf(mods)["X-NDD-Verdict"] == "" {
+		t.Fatalf("after abort: %c %v", act.Code, mods)
+	}
+	if raw := c.last(); strings.Contains(raw, "reject") || strings.Contains(raw, "half a body") {
+		t.Errorf("aborted message leaked into the next: %q", raw)
+	}
+}
+
+// Garbage on one connection closes that connection only; other sessions,
+// before and after, keep working.
+func TestGarbageOnSocket(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	good := h.session()
+	garbage := [][]byte{
+		[]byte("GET / HTTP/1.0\r\n\r\n"),                // huge length prefix
+		{0, 0, 0, 0},                                    // zero-length packet
+		{0, 0, 0, 1, 'Z'},                               // unknown command
+		{0, 0, 0, 2, 'C', 'x'},                          // truncated connect
+		{0, 0, 0, 1, 'D'},                               // empty macro packet
+		{0, 0, 0, 3, 'L', 'a', 0},                       // header without value
+		{0, 0, 0, 5, 'O', 0, 0, 0},                      // short option negotiation
+		{0, 0, 0, 9, 'C', 'h', 0, '4', 0, 1, '1', 0, 0}, // odd connect
+		{0x7f, 0xff, 0xff, 0xff},                        // length beyond the cap
+		bytes.Repeat([]byte{0xff}, 64),
+	}
+	for i, g := range garbage {
+		conn, err := net.Dial("tcp", h.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(g)
+		conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		io.Copy(io.Discard, conn) // the server closes, or answers and waits
+		conn.Close()
+		_ = i
+	}
+	// The session opened before still works, and so does a new one.
+	if _, act := send(t, good, simple("reject")); act.Code != gomilter.ActReplyCode {
+		t.Fatalf("old session: %c", act.Code)
+	}
+	if _, act := send(t, h.session(), simple("tag")); act.Code != gomilter.ActAccept {
+		t.Fatalf("new session: %c", act.Code)
+	}
+}
+
+func TestConcurrentSessions(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := gomilter.NewClientWithOptions("tcp", h.addr, gomilter.ClientOptions{
+				ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+				ActionMask: negotiatedActions,
+			})
+			s, err := c.Session()
+			if err != nil {
+				failures.Add(1)
+				return
+			}
+			defer s.Close()
+			for j := 0; j < 20; j++ {
+				subj := []string{"hello", "reject", "tag"}[j%3]
+				mods, act, err := sendErr(s, simple(subj))
+				if err != nil {
+					failures.Add(1)
+					return
+				}
+				if subj == "reject" && act.Code != gomilter.ActReplyCode || subj == "tag" && headersOf(mods)["X-NDD-Campaign"] != "42" {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failures.Load(); n > 0 {
+		t.Fatalf("%d failures", n)
+	}
+}
+
+func sendErr(s *gomilter.ClientSession, m msg) ([]gomilter.ModifyAction, *gomilter.Action, error) {
+	if _, err := s.Mail(m.from, nil); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range m.rcpts {
+		if _, err := s.Rcpt(r, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, hv := range m.headers {
+		if _, err := s.HeaderField(hv[0], hv[1]); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := s.HeaderEnd(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := s.BodyChunk([]byte(m.body)); err != nil {
+		return nil, nil, err
+	}
+	return s.End()
+}
+
+func TestMetricsCounted(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	s := h.session()
+	for _, subj := range []string{"hello", "reject", "error", "tag"} {
+		send(t, s, simple(subj))
+	}
+	text := scrape(t, h.met)
+	for _, want := range []string{
+		`nddmilter_messages_total{action="accept"} 2`, // hello + error (fail-open)
+		`nddmilter_messages_total{action="reject"} 1`,
+		`nddmilter_messages_total{action="tag"} 1`,
+		`nddmilter_matches_total{family="imatch"} 2`,
+		`nddmilter_failopen_total 1`,
+		`nddmilter_errors_total{stage="check"} 1`,
+		`nddmilter_check_duration_seconds_count 4`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			b.WriteString(mf.GetName())
+			if len(mt.GetLabel()) > 0 {
+				b.WriteString("{")
+				for i, l := range mt.GetLabel() {
+					if i > 0 {
+						b.WriteString(",")
+					}
+					b.WriteString(l.GetName() + `="` + l.GetValue() + `"`)
+				}
+				b.WriteString("}")
+			}
+			switch {
+			case mt.Counter != nil:
+				b.WriteString(" " + ftoa(mt.Counter.GetValue()))
+			case mt.Gauge != nil:
+				b.WriteString(" " + ftoa(mt.Gauge.GetValue()))
+			case mt.Histogram != nil:
+				b.WriteString("_count " + ftoa(float64(mt.Histogram.GetSampleCount())))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// Update swaps the checker and options for the next message without
+// dropping the connection.
+func TestUpdateWithoutDroppingSessions(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	s := h.session()
+	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActReplyCode {
+		t.Fatalf("before: %c", act.Code)
+	}
+	if err := h.srv.Update(nil, Options{MaxAction: ActTag, Metrics: h.met, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActAccept {
+		t.Fatalf("after update: %c", act.Code)
+	}
+	if err := h.srv.Update(nil, Options{OnError: "maybe"}); err == nil {
+		t.Error("bad options accepted")
+	}
+}
+
+func TestShutdownClosesIdleSessions(t *testing.T) {
+	srv, err := New(&scriptChecker{}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	c := gomilter.NewClientWithOptions("tcp", ln.Addr().String(), gomilter.ClientOptions{ActionMask: negotiatedActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	s, err := c.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	send(t, s, simple("hello"))
+	if n := srv.Sessions(); n != 1 {
+		t.Fatalf("%d sessions", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("shutdown took %v", d)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Error("still accepting after shutdown")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	v := campaign.Verdict{Campaign: 7, Score: 0.456, Rule: "r%1\n"}
+	tests := []struct{ in, want string }{
+		{"550 5.7.1 campaign %c", "550 5.7.1 campaign 7"},
+		{"%s %r %% %x %", "0.46 r_1_ % %x %"},
+	}
+	for _, tt := range tests {
+		if got := expand(tt.in, v); got != tt.want {
+			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestOverrideLookup(t *testing.T) {
+	ov := map[string]string{"example.org": "tag", "boss@example.org": "reject", "corp": "accept"}
+	tests := []struct{ rcpt, want string }{
+		{"user@example.org", "tag"},
+		{"<Boss@Example.org>", "reject"},
+		{"x@mail.example.org", "tag"},
+		{"x@a.b.corp", "accept"},
+		{"x@example.com", ""},
+		{"postmaster", ""},
+	}
+	for _, tt := range tests {
+		if got := override(ov, tt.rcpt); got != tt.want {
+			t.Errorf("override(%q) = %q, want %q", tt.rcpt, got, tt.want)
+		}
+	}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

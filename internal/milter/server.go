@@ -1,0 +1,358 @@
+// Package milter is the glue between a mail server (Postfix, Sendmail)
+// speaking the milter protocol and the campaign engine: it rebuilds each
+// message from the milter callbacks (headers in their original order, the
+// body up to a size limit), asks the engine for a verdict under a deadline,
+// and acts — verdict headers, quarantine (Postfix hold), reject or tempfail
+// — while deleting forged copies of its own headers.
+//
+// It fails open: an engine error, a panic or a timeout gives the message
+// the on_error treatment (accept by default), logged and counted. The engine
+// and the options can be swapped at run time (Update) without dropping
+// connections, and Shutdown lets sessions in flight finish.
+package milter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gomilter "github.com/emersion/go-milter"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/metrics"
+)
+
+// Checker decides on a raw message; *campaign.Engine implements it.
+type Checker interface {
+	Check(ctx context.Context, raw []byte) (campaign.Verdict, error)
+}
+
+// Action names used in options, headers, logs and metrics.
+const (
+	ActAccept     = "accept"
+	ActTag        = "tag"
+	ActQuarantine = "quarantine"
+	ActReject     = "reject"
+	ActTempfail   = "tempfail"
+)
+
+// Options configure the milter. Zero values select the defaults, which
+// are those of config/nddmilter.yaml.
+type Options struct {
+	// MaxBodyBytes is how many body bytes are scanned. Default 1 MiB;
+	// negative: headers only.
+	MaxBodyBytes int64
+	// CheckTimeout bounds one check. Default 2s.
+	CheckTimeout time.Duration
+	// IdleTimeout closes a connection silent that long. Default 10m.
+	IdleTimeout time.Duration
+	// OnError is "accept" (default) or "tempfail".
+	OnError string
+	// HeaderPrefix starts the names of added headers. Default "X-NDD-".
+	HeaderPrefix string
+	// NoAcceptHeader leaves accepted messages without the verdict header.
+	NoAcceptHeader bool
+	// MaxAction caps verdicts: accept, tag, quarantine or reject (default).
+	MaxAction string
+	// RejectWith is "reject" (default, 5xx) or "tempfail" (4xx).
+	RejectWith string
+	// RejectText, TempfailText and QuarantineReason may use %c (campaign
+	// id), %s (score), %r (rule) and %%. Defaults:
+	// "550 5.7.1 Message rejected as spam campaign %c (nddmilter)",
+	// "451 4.7.1 Message deferred as suspected spam campaign %c (nddmilter)",
+	// "nddmilter: spam campaign %c (score %s)".
+	RejectText       string
+	TempfailText     string
+	QuarantineReason string
+	// Overrides maps a recipient address or domain (lower case) to the
+	// MaxAction that applies to it instead of the global one. A message
+	// gets the weakest cap among its recipients.
+	Overrides map[string]string
+	// Logger gets one line per message and the errors. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics, if not nil, are updated for every message.
+	Metrics *metrics.Metrics
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = 2 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.OnError == "" {
+		o.OnError = ActAccept
+	}
+	if o.HeaderPrefix == "" {
+		o.HeaderPrefix = "X-NDD-"
+	}
+	if o.MaxAction == "" {
+		o.MaxAction = ActReject
+	}
+	if o.RejectWith == "" {
+		o.RejectWith = ActReject
+	}
+	if o.RejectText == "" {
+		o.RejectText = "550 5.7.1 Message rejected as spam campaign %c (nddmilter)"
+	}
+	if o.TempfailText == "" {
+		o.TempfailText = "451 4.7.1 Message deferred as suspected spam campaign %c (nddmilter)"
+	}
+	if o.QuarantineReason == "" {
+		o.QuarantineReason = "nddmilter: spam campaign %c (score %s)"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.OnError != ActAccept && o.OnError != ActTempfail {
+		return fmt.Errorf("milter: OnError %q is not one of accept, tempfail", o.OnError)
+	}
+	if o.RejectWith != ActReject && o.RejectWith != ActTempfail {
+		return fmt.Errorf("milter: RejectWith %q is not one of reject, tempfail", o.RejectWith)
+	}
+	if rank(o.MaxAction) < 0 {
+		return fmt.Errorf("milter: MaxAction %q is not one of accept, tag, quarantine, reject", o.MaxAction)
+	}
+	for k, v := range o.Overrides {
+		if rank(v) < 0 {
+			return fmt.Errorf("milter: override %s: %q is not one of accept, tag, quarantine, reject", k, v)
+		}
+	}
+	return nil
+}
+
+// state is what Update swaps atomically: a message uses the state it saw
+// at MAIL FROM from start to end.
+type state struct {
+	checker Checker
+	opts    Options
+}
+
+// Server is a milter server. Use New, then Serve; Update swaps the engine
+// and options; Shutdown stops it.
+type Server struct {
+	state atomic.Pointer[state]
+	ms    *gomilter.Server
+
+	mu        sync.Mutex
+	conns     map[*trackedConn]struct{}
+	listeners []net.Listener
+	wg        sync.WaitGroup
+	closing   atomic.Bool
+	grace     atomic.Int64 // idle timeout during shutdown, ns (0: normal)
+}
+
+// Actions the milter negotiates: add and change (delete) headers, and
+// quarantine. All are within the masks of go-milter's own client.
+const negotiatedActions = gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine
+
+// New returns a server checking messages with c.
+func New(c Checker, opts Options) (*Server, error) {
+	if c == nil {
+		return nil, errors.New("milter: nil checker")
+	}
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{conns: map[*trackedConn]struct{}{}}
+	s.state.Store(&state{checker: c, opts: opts})
+	s.ms = &gomilter.Server{
+		NewMilter: func() gomilter.Milter { return &session{srv: s} },
+		Actions:   negotiatedActions,
+		// Protocol 0: the MTA sends every stage and waits for every reply,
+		// which is what go-milter's session loop implements.
+	}
+	return s, nil
+}
+
+// Update swaps the checker and the options; messages already past MAIL
+// FROM finish with the old ones. A nil checker keeps the current one.
+func (s *Server) Update(c Checker, opts Options) error {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	if c == nil {
+		c = s.state.Load().checker
+	}
+	s.state.Store(&state{checker: c, opts: opts})
+	return nil
+}
+
+func (s *Server) current() *state { return s.state.Load() }
+
+// Serve accepts milter connections on ln until Shutdown; it returns nil
+// after Shutdown. Temporary accept errors (e.g. out of file descriptors)
+// are retried.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	err := s.ms.Serve(&trackedListener{Listener: ln, srv: s})
+	if s.closing.Load() {
+		return nil
+	}
+	return fmt.Errorf("milter: serve: %w", err)
+}
+
+// Shutdown stops accepting connections, closes connections idle for more
+// than 2 seconds, lets sessions in flight finish and returns when all are
+// closed, or when ctx ends, after closing the rest.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.grace.Store(int64(2 * time.Second))
+	s.mu.Lock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		// Wake up reads blocked on an idle connection: the new deadline
+		// applies to the read in progress.
+		c.Conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	n := len(s.conns)
+	for c := range s.conns {
+		c.Conn.Close()
+	}
+	s.mu.Unlock()
+	<-done
+	return fmt.Errorf("milter: shutdown: closed %d sessions still open: %w", n, ctx.Err())
+}
+
+// Sessions returns the number of open milter connections.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// trackedListener registers connections, applies the idle timeout and
+// retries temporary accept errors so that go-milter's Serve loop does not
+// end on them.
+type trackedListener struct {
+	net.Listener
+	srv *Server
+}
+
+func (l *trackedListener) Accept() (net.Conn, error) {
+	delay := 5 * time.Millisecond
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			return l.srv.track(c), nil
+		}
+		if l.srv.closing.Load() {
+			return nil, err
+		}
+		var ne net.Error
+		if (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.EMFILE) ||
+			errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) {
+			st := l.srv.current()
+			st.opts.Logger.Warn("milter accept failed, retrying", "err", err, "delay", delay)
+			st.opts.Metrics.Error("accept")
+			time.Sleep(delay)
+			delay = min(2*delay, time.Second)
+			continue
+		}
+		return nil, err
+	}
+}
+
+func (s *Server) track(c net.Conn) net.Conn {
+	tc := &trackedConn{Conn: c, srv: s}
+	s.mu.Lock()
+	s.conns[tc] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.current().opts.Metrics.Session(1)
+	return tc
+}
+
+// trackedConn sets a read deadline before each read (the idle timeout) and
+// unregisters itself on Close.
+type trackedConn struct {
+	net.Conn
+	srv  *Server
+	once sync.Once
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	idle := c.srv.current().opts.IdleTimeout
+	if g := time.Duration(c.srv.grace.Load()); g > 0 {
+		idle = g
+	}
+	c.Conn.SetReadDeadline(time.Now().Add(idle))
+	return c.Conn.Read(p)
+}
+
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.srv.mu.Lock()
+		delete(c.srv.conns, c)
+		c.srv.mu.Unlock()
+		c.srv.current().opts.Metrics.Session(-1)
+		c.srv.wg.Done()
+	})
+	return err
+}
+
+// Listen opens a milter socket given in Postfix syntax (inet:HOST:PORT,
+// inet6:[ADDR]:PORT or unix:/path). A stale unix socket (nobody listening)
+// is removed first; a new one is made group-writable (0660) so that the
+// MTA's group can connect.
+func Listen(network, addr string) (net.Listener, error) {
+	if network == "unix" {
+		if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("listen unix:%s: another process is listening", addr)
+			}
+			os.Remove(addr)
+		}
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen unix:%s: %w", addr, err)
+		}
+		if err := os.Chmod(addr, 0o660); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen unix:%s: %w", addr, err)
+		}
+		return ln, nil
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s:%s: %w", network, addr, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,490 @@
+package milter
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/textproto"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	gomilter "github.com/emersion/go-milter"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+)
+
+// maxHeaderBytes caps the headers kept for the check (the MTA enforces its
+// own header limit; Postfix's default header_size_limit is 100 KiB per
+// header). Headers beyond it are not scanned.
+const maxHeaderBytes = 1 << 20
+
+// session is one milter connection's handler. go-milter creates a new one
+// after each final reply (accept, reject, tempfail) but keeps it after a
+// reply-code reject, so message state is reset in MailFrom and Abort.
+type session struct {
+	srv *Server
+	st  *state // snapshot taken at MAIL FROM
+
+	// Connection data (lost when go-milter replaces the handler after a
+	// final reply; only for logs).
+	client string
+
+	// Message data.
+	queueID   string
+	from      string
+	rcpts     []string
+	raw       bytes.Buffer // headers then body, CRLF line ends
+	headerLen int
+	bodyLen   int64 // all body bytes seen, scanned or not
+	forged    []forgedHeader
+	start     time.Time
+}
+
+type forgedHeader struct {
+	name  string // as it arrived
+	count int    // occurrences, for ChangeHeader's per-name index
+}
+
+func (s *session) reset() {
+	s.st = s.srv.current()
+	s.queueID, s.from = "", ""
+	s.rcpts = s.rcpts[:0]
+	s.raw.Reset()
+	s.headerLen = 0
+	s.bodyLen = 0
+	s.forged = s.forged[:0]
+	s.start = time.Now()
+}
+
+func (s *session) state() *state {
+	if s.st == nil {
+		s.reset()
+	}
+	return s.st
+}
+
+func (s *session) macros(m *gomilter.Modifier) {
+	if m == nil {
+		return
+	}
+	if v := m.Macros["i"]; v != "" {
+		s.queueID = v
+	}
+}
+
+func (s *session) Connect(host, family string, port uint16, addr net.IP, m *gomilter.Modifier) (gomilter.Response, error) {
+	if addr != nil {
+		s.client = addr.String()
+	} else {
+		s.client = host
+	}
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) Helo(name string, m *gomilter.Modifier) (gomilter.Response, error) {
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) MailFrom(from string, m *gomilter.Modifier) (gomilter.Response, error) {
+	s.reset()
+	s.from = from
+	s.macros(m)
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) RcptTo(rcpt string, m *gomilter.Modifier) (gomilter.Response, error) {
+	s.state()
+	s.macros(m)
+	if len(s.rcpts) < 1000 {
+		s.rcpts = append(s.rcpts, rcpt)
+	}
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) Header(name, value string, m *gomilter.Modifier) (gomilter.Response, error) {
+	st := s.state()
+	s.macros(m)
+	if hasPrefixFold(name, st.opts.HeaderPrefix) {
+		// A copy of our own headers from outside: remember it for deletion
+		// and keep it out of the check.
+		for i := range s.forged {
+			if strings.EqualFold(s.forged[i].name, name) {
+				s.forged[i].count++
+				return gomilter.RespContinue, nil
+			}
+		}
+		s.forged = append(s.forged, forgedHeader{name: name, count: 1})
+		return gomilter.RespContinue, nil
+	}
+	if s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
+		return gomilter.RespContinue, nil
+	}
+	n := s.raw.Len()
+	s.raw.WriteString(name)
+	s.raw.WriteString(": ")
+	writeCRLF(&s.raw, value)
+	s.raw.WriteString("\r\n")
+	s.headerLen += s.raw.Len() - n
+	return gomilter.RespContinue, nil
+}
+
+// writeCRLF writes v with every line end as CRLF (the MTA sends folded
+// header lines with LF or CRLF).
+func writeCRLF(b *bytes.Buffer, v string) {
+	for {
+		i := strings.IndexByte(v, '\n')
+		if i < 0 {
+			b.WriteString(v)
+			return
+		}
+		b.WriteString(strings.TrimSuffix(v[:i], "\r"))
+		b.WriteString("\r\n")
+		v = v[i+1:]
+	}
+}
+
+func (s *session) Headers(h textproto.MIMEHeader, m *gomilter.Modifier) (gomilter.Response, error) {
+	s.state()
+	s.macros(m)
+	s.raw.WriteString("\r\n")
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) BodyChunk(chunk []byte, m *gomilter.Modifier) (gomilter.Response, error) {
+	st := s.state()
+	s.bodyLen += int64(len(chunk))
+	room := st.opts.MaxBodyBytes - (int64(s.raw.Len()) - int64(s.headerLen) - 2)
+	if room > 0 {
+		if int64(len(chunk)) > room {
+			chunk = chunk[:room]
+		}
+		s.raw.Write(chunk)
+	}
+	return gomilter.RespContinue, nil
+}
+
+func (s *session) Abort(m *gomilter.Modifier) error {
+	s.reset()
+	return nil
+}
+
+// Body is the end of the message: check it and act.
+func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
+	st := s.state()
+	s.macros(m)
+	o := st.opts
+	if s.headerLen == 0 && s.raw.Len() == 0 {
+		// Nothing arrived (e.g. the MTA skipped headers): nothing to judge.
+		return gomilter.RespAccept, nil
+	}
+	if !bytes.Contains(s.raw.Bytes(), []byte("\r\n\r\n")) && s.raw.Len() > 0 {
+		// No end-of-headers callback (protocol step skipped).
+		s.raw.WriteString("\r\n")
+	}
+	truncated := s.bodyLen > o.MaxBodyBytes
+
+	v, stage, err := s.check(st)
+	elapsed := time.Since(s.start)
+	checkTime := elapsed
+	if err != nil {
+		o.Metrics.Error(stage)
+		o.Metrics.FailOpen()
+		o.Metrics.Message(o.OnError, nil, checkTime, s.bodyLen, 0)
+		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
+			"err", err, "action", o.OnError, "duration", elapsed)
+		if err := s.deleteForged(m); err != nil {
+			return nil, err
+		}
+		if o.OnError == ActTempfail {
+			return gomilter.RespTempFail, nil
+		}
+		return gomilter.RespAccept, nil
+	}
+
+	verdictAction := actionName(v.Action)
+	action := s.capAction(o, verdictAction)
+	reply := action
+	if action == ActReject && o.RejectWith == ActTempfail {
+		reply = ActTempfail
+	}
+	families := familiesOf(v.Evidence)
+	o.Metrics.Message(reply, families, checkTime, s.bodyLen, len(v.Warnings))
+	attrs := []any{
+		"queue_id", s.queueID, "from", s.from, "rcpts", len(s.rcpts),
+		"action", reply, "campaign", uint64(v.Campaign), "score", round3(v.Score), "rule", v.Rule,
+		"evidence", evidenceShort(v.Evidence), "body_bytes", s.bodyLen, "duration", elapsed,
+	}
+	if s.client != "" {
+		attrs = append(attrs, "client", s.client)
+	}
+	if reply != verdictAction {
+		attrs = append(attrs, "verdict", verdictAction)
+	}
+	if truncated {
+		attrs = append(attrs, "truncated", true)
+	}
+	if len(v.Warnings) > 0 {
+		attrs = append(attrs, "warnings", len(v.Warnings))
+	}
+	o.Logger.Info("message", attrs...)
+
+	switch reply {
+	case ActReject:
+		return gomilter.NewResponseStr(byte(gomilter.ActReplyCode), expand(o.RejectText, v)), nil
+	case ActTempfail:
+		return gomilter.NewResponseStr(byte(gomilter.ActReplyCode), expand(o.TempfailText, v)), nil
+	}
+	if err := s.deleteForged(m); err != nil {
+		return nil, err
+	}
+	if action != ActAccept || !o.NoAcceptHeader {
+		if err := m.AddHeader(o.HeaderPrefix+"Verdict", verdictHeader(action, v)); err != nil {
+			return nil, fmt.Errorf("add header: %w", err)
+		}
+	}
+	if action != ActAccept && v.Campaign != 0 {
+		if err := m.AddHeader(o.HeaderPrefix+"Campaign", strconv.FormatUint(uint64(v.Campaign), 10)); err != nil {
+			return nil, fmt.Errorf("add header: %w", err)
+		}
+		if ev := evidenceShort(v.Evidence); ev != "" {
+			if err := m.AddHeader(o.HeaderPrefix+"Evidence", ev); err != nil {
+				return nil, fmt.Errorf("add header: %w", err)
+			}
+		}
+	}
+	if action == ActQuarantine {
+		if err := m.Quarantine(expand(o.QuarantineReason, v)); err != nil {
+			return nil, fmt.Errorf("quarantine: %w", err)
+		}
+	}
+	return gomilter.RespAccept, nil
+}
+
+// check runs the checker under the deadline, recovering from panics. The
+// stage of a failure is "check", "timeout" or "panic".
+func (s *session) check(st *state) (v campaign.Verdict, stage string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), st.opts.CheckTimeout)
+	defer cancel()
+	type result struct {
+		v     campaign.Verdict
+		err   error
+		panic bool
+	}
+	ch := make(chan result, 1)
+	// A checker that times out keeps running on its own copy: the session
+	// buffer is reused by the next message.
+	raw := append([]byte(nil), s.raw.Bytes()...)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- result{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack()), panic: true}
+			}
+		}()
+		v, err := st.checker.Check(ctx, raw)
+		ch <- result{v: v, err: err}
+	}()
+	select {
+	case r := <-ch:
+		switch {
+		case r.panic:
+			return v, "panic", r.err
+		case r.err != nil:
+			if ctx.Err() != nil {
+				return v, "timeout", fmt.Errorf("check: %w", r.err)
+			}
+			return v, "check", fmt.Errorf("check: %w", r.err)
+		}
+		return r.v, "", nil
+	case <-ctx.Done():
+		return v, "timeout", fmt.Errorf("check: no verdict within %s", st.opts.CheckTimeout)
+	}
+}
+
+// deleteForged deletes every incoming header with our prefix, last
+// occurrence first so that indexes stay valid whatever the MTA's
+// renumbering.
+func (s *session) deleteForged(m *gomilter.Modifier) error {
+	for _, f := range s.forged {
+		for i := f.count; i >= 1; i-- {
+			if err := m.ChangeHeader(i, f.name, ""); err != nil {
+				return fmt.Errorf("delete forged header %s: %w", f.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// capAction applies MaxAction and the recipients' overrides.
+func (s *session) capAction(o Options, action string) string {
+	limit := o.MaxAction
+	if len(o.Overrides) > 0 && len(s.rcpts) > 0 {
+		weakest := ""
+		for _, r := range s.rcpts {
+			c := override(o.Overrides, r)
+			if c == "" {
+				c = o.MaxAction
+			}
+			if weakest == "" || rank(c) < rank(weakest) {
+				weakest = c
+			}
+		}
+		limit = weakest
+	}
+	if rank(action) > rank(limit) {
+		return limit
+	}
+	return action
+}
+
+// override finds the cap for a recipient: the address, then its domain
+// and parent domains.
+func override(ov map[string]string, rcpt string) string {
+	r := strings.ToLower(strings.Trim(rcpt, "<> "))
+	if c, ok := ov[r]; ok {
+		return c
+	}
+	_, d, ok := strings.Cut(r, "@")
+	if !ok {
+		return ""
+	}
+	for d != "" {
+		if c, ok := ov[d]; ok {
+			return c
+		}
+		_, d, _ = strings.Cut(d, ".")
+	}
+	return ""
+}
+
+func rank(a string) int {
+	switch a {
+	case ActAccept:
+		return 0
+	case ActTag:
+		return 1
+	case ActQuarantine:
+		return 2
+	case ActReject:
+		return 3
+	}
+	return -1
+}
+
+func actionName(a campaign.Action) string {
+	switch a {
+	case campaign.Tag:
+		return ActTag
+	case campaign.Quarantine:
+		return ActQuarantine
+	case campaign.Reject:
+		return ActReject
+	}
+	return ActAccept
+}
+
+func familiesOf(ev []campaign.Evidence) []string {
+	var fams []string
+	for _, e := range ev {
+		found := false
+		for _, f := range fams {
+			if f == e.Family {
+				found = true
+			}
+		}
+		if !found && e.Family != "" {
+			fams = append(fams, e.Family)
+		}
+	}
+	return fams
+}
+
+// evidenceShort summarizes the evidence: "imatch bags=0,3,7; andd cos=0.93".
+func evidenceShort(ev []campaign.Evidence) string {
+	var bags []string
+	best := -1.0
+	other := map[string]int{}
+	for _, e := range ev {
+		switch e.Family {
+		case "imatch":
+			bags = append(bags, strconv.Itoa(e.Bag))
+		case "andd":
+			if e.Similarity > best {
+				best = e.Similarity
+			}
+		default:
+			other[e.Family]++
+		}
+	}
+	var parts []string
+	if len(bags) > 0 {
+		parts = append(parts, "imatch bags="+strings.Join(bags, ","))
+	}
+	if best >= 0 {
+		parts = append(parts, "andd cos="+strconv.FormatFloat(best, 'f', 2, 64))
+	}
+	for f, n := range other {
+		parts = append(parts, fmt.Sprintf("%s n=%d", sanitize(f), n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func verdictHeader(action string, v campaign.Verdict) string {
+	h := action + "; score=" + strconv.FormatFloat(v.Score, 'f', 3, 64)
+	if v.Rule != "" {
+		h += "; rule=" + sanitize(v.Rule)
+	}
+	return h
+}
+
+// expand substitutes %c, %s, %r and %% in a reply or reason template.
+func expand(tmpl string, v campaign.Verdict) string {
+	var b strings.Builder
+	for i := 0; i < len(tmpl); i++ {
+		if tmpl[i] != '%' || i+1 >= len(tmpl) {
+			b.WriteByte(tmpl[i])
+			continue
+		}
+		i++
+		switch tmpl[i] {
+		case 'c':
+			b.WriteString(strconv.FormatUint(uint64(v.Campaign), 10))
+		case 's':
+			b.WriteString(strconv.FormatFloat(v.Score, 'f', 2, 64))
+		case 'r':
+			b.WriteString(sanitize(v.Rule))
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(tmpl[i])
+		}
+	}
+	return b.String()
+}
+
+// sanitize keeps printable ASCII (no '%', which some MTAs interpret in
+// reply texts), so that a value can go into a header or an SMTP reply.
+func sanitize(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < 200; i++ {
+		c := s[i]
+		if c >= ' ' && c <= '~' && c != '%' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func round3(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
+	return v
+}

@@ -1,0 +1,147 @@
+package mime
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/ianaindex"
+
+	// Registers every charset go-message knows for message.CharsetReader;
+	// the lookup below covers the same names.
+	_ "github.com/emersion/go-message/charset"
+)
+
+// lookupCharset returns the decoder for a MIME charset name, or nil when the
+// name is unknown or unsupported. Names are matched like mail clients do:
+// the WHATWG table first (so iso-8859-1 is read as its windows-1252
+// superset, gb2312 as GBK, ks_c_5601-1987 as EUC-KR), then the IANA MIME
+// names; UTF-16 without a byte order mark is big-endian (RFC 2781).
+func lookupCharset(name string) encoding.Encoding {
+	switch name {
+	case "utf-16", "utf16", "unicode", "ucs-2":
+		e, _ := ianaindex.MIME.Encoding("utf-16")
+		return e
+	case "utf-16be", "utf-16le":
+		e, _ := ianaindex.MIME.Encoding(name)
+		return e
+	case "iso-8859-1", "latin1", "iso8859-1", "iso_8859-1", "l1", "cp819", "ibm819":
+		return charmap.Windows1252
+	}
+	if e, err := htmlindex.Get(name); err == nil && e != nil {
+		return e
+	}
+	if e, err := ianaindex.MIME.Encoding(name); err == nil && e != nil {
+		return e
+	}
+	if e, err := ianaindex.MIME.Encoding("cs" + name); err == nil && e != nil {
+		return e
+	}
+	// A few aliases seen in spam and old clients.
+	switch strings.TrimPrefix(strings.TrimPrefix(name, "x-"), "cs") {
+	case "cp1251", "win-1251", "windows1251":
+		return charmap.Windows1251
+	case "cp1250", "windows1250":
+		return charmap.Windows1250
+	case "cp1252", "windows1252", "ansi":
+		return charmap.Windows1252
+	case "cp866", "ibm866":
+		return charmap.CodePage866
+	}
+	return nil
+}
+
+func isUTF8Name(cs string) bool {
+	switch cs {
+	case "utf-8", "utf8", "x-utf_8j", "unicode-1-1-utf-8":
+		return true
+	}
+	return false
+}
+
+func isASCIIName(cs string) bool {
+	switch cs {
+	case "us-ascii", "ascii", "ansi_x3.4-1968", "iso646-us", "us", "7bit":
+		return true
+	}
+	return false
+}
+
+// decodeCharset converts b from charset cs (lower-case) to UTF-8. It never
+// fails: unknown charsets are read as UTF-8 when b is valid UTF-8 and as
+// windows-1252 (a latin-1 superset) otherwise; invalid UTF-8 is replaced
+// by U+FFFD. Each fallback records a warning naming what (e.g. "text/plain
+// part"). The result may alias b.
+func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
+	switch {
+	case cs == "" || isASCIIName(cs):
+		if isASCII(b) || utf8.Valid(b) {
+			return b
+		}
+		if cs == "" {
+			p.warn("undeclared 8-bit charset in " + what + ": decoded as windows-1252")
+		} else {
+			p.warn("8-bit bytes in " + cs + " " + what + ": decoded as windows-1252")
+		}
+		out, _ := charmap.Windows1252.NewDecoder().Bytes(b)
+		return out
+	case isUTF8Name(cs):
+		if isASCII(b) || utf8.Valid(b) {
+			return b
+		}
+		p.warn("invalid UTF-8 in " + what + ": replaced")
+		return bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	enc := lookupCharset(cs)
+	if enc == nil {
+		if utf8.Valid(b) {
+			p.warn("unknown charset " + strconv.Quote(cs) + " in " + what + ": decoded as utf-8")
+			return b
+		}
+		p.warn("unknown charset " + strconv.Quote(cs) + " in " + what + ": decoded as latin-1")
+		out, _ := charmap.Windows1252.NewDecoder().Bytes(b)
+		return out
+	}
+	if isASCII(b) && asciiCompatible(cs) {
+		return b
+	}
+	out, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		p.warn("bad " + cs + " text in " + what + ": decoded as latin-1")
+		out, _ = charmap.Windows1252.NewDecoder().Bytes(b)
+		return out
+	}
+	if !utf8.Valid(out) {
+		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+	}
+	return out
+}
+
+func isASCII(b []byte) bool {
+	// 8 bytes at a time.
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		v := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+		if v&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiCompatible reports whether ASCII bytes stand for themselves in cs.
+func asciiCompatible(cs string) bool {
+	return !strings.HasPrefix(cs, "utf-16") && !strings.HasPrefix(cs, "utf-32") &&
+		!strings.HasPrefix(cs, "iso-2022") && cs != "utf-7" && cs != "hz-gb-2312" &&
+		!strings.HasPrefix(cs, "ibm") && !strings.HasPrefix(cs, "cp0") && !strings.Contains(cs, "ebcdic")
+}

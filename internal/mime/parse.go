@@ -1,0 +1,497 @@
+package mime
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Defaults of Options and internal bounds.
+const (
+	defaultMaxBytes = 4 << 20
+	defaultMaxDepth = 16
+	defaultMaxParts = 256
+	defaultMaxURLs  = 1024
+	maxWarnings     = 64
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = defaultMaxBytes
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = defaultMaxDepth
+	}
+	if o.MaxParts <= 0 {
+		o.MaxParts = defaultMaxParts
+	}
+	return o
+}
+
+// parser is the state of one Parse call. Parsers are pooled: their scratch
+// buffers are reused from message to message.
+type parser struct {
+	opts     Options
+	warnings []string
+	text     []byte
+	urls     urlSet
+	html     htmlExtractor
+	nz       normalizer
+	dec      []byte // scratch: transfer-decoded leaf part
+	raw      []byte // scratch: visible text of an HTML part
+	parts    int
+	charset  string // first non-UTF-8 charset declared by a text part
+	depthMsg bool
+	partsMsg bool
+}
+
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+func (p *parser) warn(msg string) {
+	for _, w := range p.warnings {
+		if w == msg {
+			return
+		}
+	}
+	switch {
+	case len(p.warnings) < maxWarnings:
+		p.warnings = append(p.warnings, msg)
+	case len(p.warnings) == maxWarnings:
+		p.warnings = append(p.warnings, "too many warnings: the rest are dropped")
+	}
+}
+
+func parse(raw []byte, opts Options) (doc *Document) {
+	p := parserPool.Get().(*parser)
+	p.opts = opts.withDefaults()
+	p.warnings = nil
+	p.text = p.text[:0]
+	p.urls.reset(defaultMaxURLs)
+	p.parts = 0
+	p.charset = ""
+	p.depthMsg, p.partsMsg = false, false
+	doc = new(Document)
+	defer func() {
+		if r := recover(); r != nil {
+			p.warn(fmt.Sprintf("internal error while parsing: %v", r))
+			p.finish(doc)
+		}
+		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 {
+			parserPool.Put(p)
+		}
+	}()
+
+	if int64(len(raw)) > p.opts.MaxBytes {
+		raw = raw[:p.opts.MaxBytes]
+		doc.Truncated = true
+		p.warn("message longer than " + strconv.FormatInt(p.opts.MaxBytes, 10) + " bytes: the rest is ignored")
+	}
+	h, body := parseHeader(raw, p.warn)
+	if len(h.fields) == 0 {
+		p.warn("message has no header")
+	}
+	p.entity(&h, body, 0, "text/plain")
+
+	subj, _ := h.get("Subject")
+	subj = p.decodeHeaderText(subj, "subject", p.charset)
+	doc.Subject = p.normalizeLine(subj)
+	if from, ok := h.get("From"); ok {
+		doc.From = addressOf(from)
+	}
+	if id, ok := h.get("Message-Id"); ok {
+		doc.MessageID = messageID(id)
+	}
+	p.finish(doc)
+	return doc
+}
+
+// finish copies the accumulated state of p into doc.
+func (p *parser) finish(doc *Document) {
+	doc.Text = string(p.text)
+	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
+	p.urls.urls, p.urls.hosts = nil, nil
+	doc.Warnings = p.warnings
+	p.warnings = nil
+}
+
+// normalizeLine normalizes a header value: control characters become
+// spaces, runs of white space collapse.
+func (p *parser) normalizeLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	b := p.nz.normalizeAppend(nil, []byte(s))
+	out := b[:0]
+	space := false
+	for _, c := range b {
+		if c < ' ' || c == 0x7f || c == ' ' {
+			space = len(out) > 0
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+// entity processes one MIME entity (the message or a part) with header h.
+func (p *parser) entity(h *header, body []byte, depth int, defType string) {
+	p.parts++
+	if p.parts > p.opts.MaxParts {
+		if !p.partsMsg {
+			p.partsMsg = true
+			p.warn("more than " + strconv.Itoa(p.opts.MaxParts) + " MIME parts: the rest are ignored")
+		}
+		return
+	}
+	var mt mediaType
+	if v, ok := h.get("Content-Type"); ok {
+		mt = parseMediaType(v)
+	}
+	if mt.typ == "text" {
+		mt.typ = "text/plain"
+	}
+	if mt.typ == "" || strings.IndexByte(mt.typ, '/') < 0 {
+		if mt.typ != "" {
+			p.warn("malformed content type " + strconv.Quote(mt.typ) + ": read as " + defType)
+		}
+		mt.typ = defType
+	}
+	cte, _ := h.get("Content-Transfer-Encoding")
+	cte = strings.ToLower(cte)
+	switch {
+	case strings.HasPrefix(mt.typ, "multipart/"):
+		if depth >= p.opts.MaxDepth {
+			p.tooDeep()
+			return
+		}
+		p.multipart(mt, p.transferDecode(nil, body, cte, mt.typ+" part"), depth)
+	case mt.typ == "message/rfc822" || mt.typ == "message/global":
+		if depth >= p.opts.MaxDepth {
+			p.tooDeep()
+			return
+		}
+		inner := p.transferDecode(nil, body, cte, mt.typ+" part")
+		ih, ib := parseHeader(inner, p.warn)
+		p.entity(&ih, ib, depth+1, "text/plain")
+	case mt.typ == "text/plain" || mt.typ == "text/html" || mt.typ == "text/enriched" || mt.typ == "text/richtext":
+		if d, ok := h.get("Content-Disposition"); ok && depth > 0 {
+			if dm := parseMediaType(d); dm.typ == "attachment" {
+				return
+			}
+		}
+		p.leaf(mt, cte, body)
+	}
+}
+
+func (p *parser) tooDeep() {
+	if !p.depthMsg {
+		p.depthMsg = true
+		p.warn("MIME nesting deeper than " + strconv.Itoa(p.opts.MaxDepth) + ": inner parts ignored")
+	}
+}
+
+// transferDecode undoes the Content-Transfer-Encoding cte of body,
+// appending to dst when decoding is needed.
+func (p *parser) transferDecode(dst, body []byte, cte, what string) []byte {
+	switch cte {
+	case "", "7bit", "8bit", "binary":
+		return body
+	case "base64":
+		return p.decodeBase64Append(dst, body, what)
+	case "quoted-printable":
+		return decodeQPAppend(dst, body)
+	}
+	p.warn("unknown transfer encoding " + strconv.Quote(cte) + " in " + what + ": read as 8bit")
+	return body
+}
+
+// leaf appends the text of a text/plain or text/html part.
+func (p *parser) leaf(mt mediaType, cte string, body []byte) {
+	what := mt.typ + " part"
+	data := p.transferDecode(p.dec[:0], body, cte, what)
+	if cte == "base64" || cte == "quoted-printable" {
+		p.dec = data
+	}
+	cs := mt.charset
+	if cs != "" && !isUTF8Name(cs) && !isASCIIName(cs) && p.charset == "" {
+		p.charset = cs
+	}
+	isHTML := mt.typ == "text/html"
+	if isHTML && cs == "" && !isASCII(data) {
+		cs = metaCharset(data)
+	}
+	txt := p.decodeCharset(data, cs, what)
+	if isHTML {
+		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
+		txt = p.raw
+	} else if bytes.IndexByte(txt, '\r') >= 0 {
+		p.raw = appendLF(p.raw[:0], txt)
+		txt = p.raw
+	}
+	start := len(p.text)
+	if start > 0 {
+		p.text = append(p.text, '\n')
+		start++
+	}
+	p.text = p.nz.normalizeAppend(p.text, txt)
+	if indexURLStart(p.text, start) >= 0 {
+		p.urls.scanText(string(p.text[start:]))
+	}
+}
+
+// metaCharset finds a charset declared in the first bytes of an HTML
+// document (<meta charset=…> or http-equiv Content-Type).
+func metaCharset(b []byte) string {
+	if len(b) > 4096 {
+		b = b[:4096]
+	}
+	i := indexFold(b, "charset=")
+	if i < 0 {
+		return ""
+	}
+	b = b[i+len("charset="):]
+	b = bytes.TrimLeft(b, "\"' ")
+	j := 0
+	for j < len(b) && (b[j] == '-' || b[j] == '_' || b[j] == '.' || b[j] == ':' ||
+		'0' <= b[j] && b[j] <= '9' || 'a' <= b[j]|0x20 && b[j]|0x20 <= 'z') {
+		j++
+	}
+	return strings.ToLower(string(b[:j]))
+}
+
+// indexFold is bytes.Index for a lower-case ASCII needle, ignoring case.
+func indexFold(b []byte, needle string) int {
+	for i := 0; i+len(needle) <= len(b); i++ {
+		if b[i]|0x20 == needle[0] && equalFoldASCII(b[i:i+len(needle)], needle) {
+			return i
+		}
+	}
+	return -1
+}
+
+// multipart processes the parts of a multipart body.
+func (p *parser) multipart(mt mediaType, body []byte, depth int) {
+	parts, closed, found := splitMultipart(body, mt.boundary, p.opts.MaxParts+1)
+	if !found {
+		g := guessBoundary(body)
+		if g != "" && g != mt.boundary {
+			parts, closed, found = splitMultipart(body, g, p.opts.MaxParts+1)
+			if found {
+				if mt.boundary == "" {
+					p.warn("multipart without boundary parameter: using " + strconv.Quote(g) + " found in the body")
+				} else {
+					p.warn("multipart boundary " + strconv.Quote(mt.boundary) + " not found: using " + strconv.Quote(g) + " found in the body")
+				}
+			}
+		}
+		if !found {
+			p.warn("multipart boundary not found: body read as text/plain")
+			p.leaf(mediaType{typ: "text/plain", charset: mt.charset}, "", body)
+			return
+		}
+	}
+	if !closed {
+		p.warn("multipart closing boundary missing (truncated message?)")
+	}
+	def := "text/plain"
+	if mt.typ == "multipart/digest" {
+		def = "message/rfc822"
+	}
+	hs := make([]header, len(parts))
+	bodies := make([][]byte, len(parts))
+	for i, part := range parts {
+		hs[i], bodies[i] = parseHeader(part, p.warn)
+	}
+	if mt.typ != "multipart/alternative" || len(parts) < 2 {
+		for i := range parts {
+			p.entity(&hs[i], bodies[i], depth+1, def)
+		}
+		return
+	}
+	// multipart/alternative: render what a mail client shows, the richest
+	// alternative (HTML, else a multipart likely to hold HTML, else plain
+	// text; the last one on ties, RFC 2046 5.1.4), falling back to the next
+	// best when it yields no text. Hidden alternatives (e.g. random text
+	// in a text/plain part behind an HTML part) are not read.
+	rank := make([]int, len(parts))
+	for i := range parts {
+		var t string
+		if v, ok := hs[i].get("Content-Type"); ok {
+			t = parseMediaType(v).typ
+		} else {
+			t = "text/plain"
+		}
+		switch {
+		case t == "text/html":
+			rank[i] = 4
+		case strings.HasPrefix(t, "multipart/"):
+			rank[i] = 3
+		case t == "text/plain" || t == "text" || t == "text/enriched" || t == "text/richtext":
+			rank[i] = 2
+		case strings.HasPrefix(t, "message/"):
+			rank[i] = 1
+		}
+	}
+	for {
+		best := -1
+		for i := range parts {
+			if rank[i] > 0 && (best < 0 || rank[i] >= rank[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		before := len(p.text)
+		p.entity(&hs[best], bodies[best], depth+1, def)
+		if len(bytes.TrimSpace(p.text[before:])) > 0 {
+			return
+		}
+		rank[best] = 0
+	}
+}
+
+// splitMultipart splits body at the delimiter lines of boundary (RFC 2046
+// 5.1.1), without copying. found is false when no delimiter line exists;
+// closed is false when the closing delimiter is missing (the last part
+// then runs to the end of body). At most max parts are returned.
+func splitMultipart(body []byte, boundary string, max int) (parts [][]byte, closed, found bool) {
+	if boundary == "" || len(boundary) > 200 {
+		return nil, false, false
+	}
+	delim := make([]byte, 0, len(boundary)+2)
+	delim = append(delim, "--"...)
+	delim = append(delim, boundary...)
+	i := 0
+	partStart := -1
+	for i < len(body) {
+		j := bytes.Index(body[i:], delim)
+		if j < 0 {
+			break
+		}
+		k := i + j
+		e := k + len(delim)
+		if k > 0 && body[k-1] != '\n' {
+			i = e
+			continue
+		}
+		isClose := e+1 < len(body) && body[e] == '-' && body[e+1] == '-'
+		after := e
+		if isClose {
+			after += 2
+		}
+		nl := bytes.IndexByte(body[after:], '\n')
+		var rest []byte
+		next := len(body)
+		if nl >= 0 {
+			rest = body[after : after+nl]
+			next = after + nl + 1
+		} else {
+			rest = body[after:]
+		}
+		if !isClose && len(bytes.Trim(rest, " \t\r")) > 0 {
+			i = e // a longer boundary that merely starts with ours
+			continue
+		}
+		found = true
+		if partStart >= 0 {
+			end := k
+			if end > partStart && body[end-1] == '\n' {
+				end--
+				if end > partStart && body[end-1] == '\r' {
+					end--
+				}
+			}
+			parts = append(parts, body[partStart:end])
+			if len(parts) >= max {
+				return parts, true, true
+			}
+		}
+		if isClose {
+			return parts, true, true
+		}
+		partStart = next
+		i = next
+	}
+	if partStart >= 0 {
+		parts = append(parts, body[partStart:])
+	}
+	return parts, false, found
+}
+
+// guessBoundary returns the boundary of the first line of body that looks
+// like a multipart delimiter ("--" followed by a token), or "".
+func guessBoundary(body []byte) string {
+	for i := 0; i < len(body); {
+		line, next := nextLine(body, i)
+		i = next
+		if len(line) < 3 || line[0] != '-' || line[1] != '-' {
+			continue
+		}
+		b := bytes.TrimRight(line[2:], " \t")
+		if len(b) == 0 || len(b) > 200 || b[0] == '-' && len(bytes.Trim(b, "-")) == 0 {
+			continue
+		}
+		if bytes.ContainsAny(b, " \t") {
+			continue
+		}
+		return string(bytes.TrimSuffix(b, []byte("--")))
+	}
+	return ""
+}
+
+// addressOf extracts the address of a From header leniently.
+func addressOf(v string) string {
+	if i := strings.LastIndexByte(v, '<'); i >= 0 {
+		if j := strings.IndexByte(v[i:], '>'); j > 0 {
+			return strings.TrimSpace(v[i+1 : i+j])
+		}
+	}
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ',' || r == ';' || r == '"' || r == '(' || r == ')'
+	}) {
+		if strings.IndexByte(f, '@') > 0 {
+			return strings.Trim(f, "<>")
+		}
+	}
+	return ""
+}
+
+// messageID returns the first message id of v without angle brackets.
+func messageID(v string) string {
+	v = strings.TrimSpace(v)
+	if i := strings.IndexByte(v, '<'); i >= 0 {
+		if j := strings.IndexByte(v[i:], '>'); j > 0 {
+			return strings.TrimSpace(v[i+1 : i+j])
+		}
+		return strings.TrimSpace(v[i+1:])
+	}
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// appendLF appends s to dst with CRLF and lone CR line breaks turned
+// into LF.
+func appendLF(dst, s []byte) []byte {
+	for len(s) > 0 {
+		i := bytes.IndexByte(s, '\r')
+		if i < 0 {
+			return append(dst, s...)
+		}
+		dst = append(dst, s[:i]...)
+		dst = append(dst, '\n')
+		s = s[i+1:]
+		if len(s) > 0 && s[0] == '\n' {
+			s = s[1:]
+		}
+	}
+	return dst
+}

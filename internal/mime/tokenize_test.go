@@ -1,0 +1,136 @@
+package mime
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"ascii unchanged", "Hello, World! 123", "Hello, World! 123"},
+		{"zero width removed", "fr\u200bee of\u200cfer mo\u200dney w\u2060in \ufeffnow", "free offer money win now"},
+		{"soft hyphen removed", "medi\u00adcation", "medication"},
+		{"nfkc fullwidth", "\uff26\uff32\uff25\uff25 ｍｏｎｅｙ", "FREE money"},
+		{"nfkc math bold and circled", "\U0001d41f\U0001d42b\U0001d41e\U0001d41e ⓥⓘⓐ", "free via"},
+		{"nfkc ligature and nbsp", "\ufb01nance\u00a0now", "finance now"},
+		{"cyrillic homoglyphs in latin word", "p\u0430yp\u0430l \u0421ASH", "paypal CASH"},
+		{"greek homoglyphs in latin word", "\u039fFFER m\u03bfney", "OFFER money"},
+		{"genuine russian untouched", "Привет, мир! Скидка", "Привет, мир! Скидка"},
+		{"genuine greek untouched", "Καλημέρα κόσμε", "Καλημέρα κόσμε"},
+		{"all-cyrillic lookalike word untouched", "рор сор", "рор сор"},
+		{"combining marks stripped in latin words", "v\u0332i\u0332a\u0332g\u0332r\u0332a\u0332", "viagra"},
+		{"precomposed accents kept", "cafe\u0301 naïve", "café naïve"},
+		{"hindi marks kept", "नमस्ते", "नमस्ते"},
+		{"mixed line", "Buy v\u0456\u0430gr\u0430 — Привет", "Buy viagra — Привет"},
+	}
+	var nz normalizer
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(nz.normalizeAppend(nil, []byte(tt.in)))
+			if got != tt.want {
+				t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func terms(toks []Token) []string {
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.Term
+	}
+	return out
+}
+
+func TestTokenize(t *testing.T) {
+	tests := []struct {
+		name    string
+		subject string
+		text    string
+		opts    TokenOptions
+		want    []string
+	}{
+		{"paper defaults", "Cheap MEDS", "Buy cheap meds now: 100mg for $5, v2 works, mp3s x1y2 abc abcd",
+			TokenOptions{}, []string{"cheap", "meds", "cheap", "meds", "works", "mp3s", "abcd"}},
+		{"lower-cased", "", "HELLO World ÉCOLE Straße", TokenOptions{}, []string{"hello", "world", "école", "straße"}},
+		{"max length", "", "short " + strings.Repeat("a", 41) + " " + strings.Repeat("b", 40), TokenOptions{},
+			[]string{"short", strings.Repeat("b", 40)}},
+		{"urls not tokenized", "", "see http://www.example.com/offers/today and www.shop.example.net now https://x.example",
+			TokenOptions{}, nil},
+		{"email address words kept", "", "write to remove@example.com", TokenOptions{}, []string{"write", "remove", "example"}},
+		{"custom options", "", "a bb ccc dddd 12ab 123abc", TokenOptions{MinLen: 2, MaxDigits: 2, MaxLen: 3},
+			[]string{"bb", "ccc"}},
+		{"cjk runs are words", "", "年度产品展示会 東京", TokenOptions{}, []string{"年度产品展示会"}},
+		{"russian", "", "Кредит без справок", TokenOptions{}, []string{"кредит", "справок"}},
+		{"digits other scripts", "", "١٢٣٤abc abcd٣", TokenOptions{}, []string{"abcd٣"}},
+		{"combining marks continue words", "", "नमस्ते दुनिया", TokenOptions{}, []string{"नमस्ते", "दुनिया"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			toks := Tokenize(&Document{Subject: tt.subject, Text: tt.text}, tt.opts)
+			if got := terms(toks); !slices.Equal(got, tt.want) {
+				t.Errorf("terms = %q, want %q", got, tt.want)
+			}
+			for i, tok := range toks {
+				if tok.Pos != i {
+					t.Errorf("token %d has Pos %d", i, tok.Pos)
+				}
+			}
+		})
+	}
+}
+
+func TestTokenFlags(t *testing.T) {
+	toks := Tokenize(&Document{Subject: "Great Deals", Text: "FREE Money today NOW Élan ÉCOLE"}, TokenOptions{})
+	type flags struct {
+		term                  string
+		subj, capital, allCap bool
+	}
+	want := []flags{
+		{"great", true, true, false}, {"deals", true, true, false},
+		{"free", false, true, true}, {"money", false, true, false}, {"today", false, false, false},
+		{"élan", false, true, false}, {"école", false, true, true},
+	}
+	if len(toks) != len(want) {
+		t.Fatalf("got %d tokens %q, want %d", len(toks), terms(toks), len(want))
+	}
+	for i, w := range want {
+		got := flags{toks[i].Term, toks[i].InSubject, toks[i].Capitalized, toks[i].AllCaps}
+		if got != w {
+			t.Errorf("token %d = %+v, want %+v", i, got, w)
+		}
+	}
+}
+
+func TestUniqueTerms(t *testing.T) {
+	toks := Tokenize(&Document{Subject: "zeta alpha", Text: "beta Alpha ALPHA zeta gamma"}, TokenOptions{})
+	got := UniqueTerms(toks)
+	want := []string{"alpha", "beta", "gamma", "zeta"}
+	if !slices.Equal(got, want) {
+		t.Errorf("UniqueTerms = %q, want %q", got, want)
+	}
+	if got := UniqueTerms(nil); len(got) != 0 {
+		t.Errorf("UniqueTerms(nil) = %q", got)
+	}
+}
+
+// TestObfuscatedSpamMatchesClean checks the point of normalization: the
+// obfuscated sample yields the same terms as its clean wording.
+func TestObfuscatedSpamMatchesClean(t *testing.T) {
+	d := Parse(readSample(t, "obfuscated-spam.eml"), Options{})
+	got := UniqueTerms(Tokenize(d, TokenOptions{}))
+	for _, w := range []string{"pharmacy", "genuine", "medications", "prices", "viagra", "cialis",
+		"prescription", "needed", "delivery", "order", "store", "cheap", "meds", "remove"} {
+		if _, ok := slices.BinarySearch(got, w); !ok {
+			t.Errorf("term %q missing from %q", w, got)
+		}
+	}
+	for _, w := range []string{"buster", "filler", "hidden", "lorem"} {
+		if _, ok := slices.BinarySearch(got, w); ok {
+			t.Errorf("hidden term %q present", w)
+		}
+	}
+}

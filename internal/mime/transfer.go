@@ -1,0 +1,176 @@
+package mime
+
+import "strconv"
+
+// base64 decoding table: 0..63 for the alphabet, 0xfe for white space,
+// 0xfd for '=', 0xff for anything else. The URL-safe "-" and "_" are
+// accepted too.
+var b64table = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	const alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for i := 0; i < len(alpha); i++ {
+		t[alpha[i]] = byte(i)
+	}
+	t['-'], t['_'] = 62, 63
+	for _, c := range " \t\r\n\f\v" {
+		t[c] = 0xfe
+	}
+	t['='] = 0xfd
+	return t
+}()
+
+// decodeBase64Append decodes base64 leniently, appending to dst: white
+// space is ignored, padding may appear between concatenated chunks, a line
+// holding bytes outside the alphabet is skipped as a whole (corruption or
+// trailing garbage) with a warning, and a trailing partial group yields the
+// bytes it holds. Everything that decodes is kept.
+func (p *parser) decodeBase64Append(dst, src []byte, what string) []byte {
+	if cap(dst)-len(dst) < len(src)*3/4+3 {
+		n := make([]byte, len(dst), len(dst)+len(src)*3/4+3)
+		copy(n, dst)
+		dst = n
+	}
+	var q uint32
+	n := 0
+	bad := 0
+	i := 0
+	// State at the start of the current line, to drop a line that holds
+	// invalid bytes (corruption, or trailing garbage) as a whole.
+	lineDst, lineQ, lineN := len(dst), q, n
+	for i < len(src) {
+		// Fast path, at a group boundary: 4 alphabet bytes at a time.
+		if n == 0 {
+			for i+4 <= len(src) {
+				a, b, c, d := b64table[src[i]], b64table[src[i+1]], b64table[src[i+2]], b64table[src[i+3]]
+				if a|b|c|d >= 64 {
+					break
+				}
+				v := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6 | uint32(d)
+				dst = append(dst, byte(v>>16), byte(v>>8), byte(v))
+				i += 4
+			}
+			if i >= len(src) {
+				break
+			}
+		}
+		// Slow path: one byte.
+		ch := src[i]
+		c := b64table[ch]
+		i++
+		switch {
+		case c < 64:
+			q = q<<6 | uint32(c)
+			n++
+			if n == 4 {
+				dst = append(dst, byte(q>>16), byte(q>>8), byte(q))
+				q, n = 0, 0
+			}
+		case c == 0xfe:
+			if ch == '\n' {
+				lineDst, lineQ, lineN = len(dst), q, n
+			}
+		case c == 0xfd:
+			dst = flushB64(dst, q, n)
+			q, n = 0, 0
+		default:
+			bad++
+			dst, q, n = dst[:lineDst], lineQ, lineN
+			i--
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		}
+	}
+	dst = flushB64(dst, q, n)
+	if p != nil {
+		if bad > 0 {
+			p.warn("bad base64 in " + what + ": " + strconv.Itoa(bad) + " lines skipped")
+		}
+		if n == 1 {
+			p.warn("truncated base64 in " + what)
+		}
+	}
+	return dst
+}
+
+func flushB64(dst []byte, q uint32, n int) []byte {
+	switch n {
+	case 2:
+		dst = append(dst, byte(q>>4))
+	case 3:
+		dst = append(dst, byte(q>>10), byte(q>>2))
+	}
+	return dst
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// decodeQPAppend decodes quoted-printable leniently, appending to dst:
+// "=" followed by a line break is a soft break, "=XX" a byte, trailing
+// white space before a line break is removed, and an "=" that starts
+// neither is kept literally.
+func decodeQPAppend(dst, src []byte) []byte {
+	if cap(dst)-len(dst) < len(src) {
+		n := make([]byte, len(dst), len(dst)+len(src))
+		copy(n, dst)
+		dst = n
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch c {
+		case '=':
+			if i+2 < len(src) && isHex(src[i+1]) && isHex(src[i+2]) {
+				dst = append(dst, unhex(src[i+1])<<4|unhex(src[i+2]))
+				i += 2
+				continue
+			}
+			// Soft line break, possibly with trailing blanks.
+			j := i + 1
+			for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
+				j++
+			}
+			if j < len(src) && src[j] == '\r' {
+				j++
+			}
+			if j < len(src) && src[j] == '\n' {
+				i = j
+				continue
+			}
+			if j == len(src) {
+				i = j
+				continue
+			}
+			dst = append(dst, '=')
+		case ' ', '\t':
+			// Drop trailing white space at the end of a line.
+			j := i + 1
+			for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
+				j++
+			}
+			if j < len(src) && (src[j] == '\r' || src[j] == '\n') {
+				i = j - 1
+				continue
+			}
+			dst = append(dst, src[i:j]...)
+			i = j - 1
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}

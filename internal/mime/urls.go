@@ -1,0 +1,199 @@
+package mime
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// urlSet collects distinct URLs and hosts in order of first appearance.
+type urlSet struct {
+	urls  []string
+	hosts []string
+	seenU map[string]struct{}
+	seenH map[string]struct{}
+	max   int
+}
+
+func (u *urlSet) reset(max int) {
+	u.urls, u.hosts = nil, nil
+	if u.seenU == nil {
+		u.seenU = make(map[string]struct{})
+		u.seenH = make(map[string]struct{})
+	} else {
+		clear(u.seenU)
+		clear(u.seenH)
+	}
+	u.max = max
+}
+
+// add records raw (an href/src value or a URL found in text) when it is a
+// web URL: http, https, ftp, protocol-relative, or starting with "www.".
+// Other schemes (mailto, cid, data, javascript, …) are ignored.
+func (u *urlSet) add(raw string) {
+	s := strings.TrimSpace(raw)
+	if len(s) < 4 || len(u.urls) >= u.max {
+		return
+	}
+	host, ok := urlHost(s)
+	if !ok {
+		return
+	}
+	if _, dup := u.seenU[s]; !dup {
+		s = strings.Clone(s)
+		u.seenU[s] = struct{}{}
+		u.urls = append(u.urls, s)
+	}
+	if host == "" {
+		return
+	}
+	if _, dup := u.seenH[host]; !dup {
+		u.seenH[host] = struct{}{}
+		u.hosts = append(u.hosts, host)
+	}
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// urlHost returns the lower-cased host of a web URL and true, or false
+// when s is not a web URL.
+func urlHost(s string) (string, bool) {
+	var rest string
+	switch {
+	case hasPrefixFold(s, "http://"):
+		rest = s[7:]
+	case hasPrefixFold(s, "https://"):
+		rest = s[8:]
+	case hasPrefixFold(s, "ftp://"):
+		rest = s[6:]
+	case strings.HasPrefix(s, "//"):
+		rest = s[2:]
+	case hasPrefixFold(s, "www."):
+		rest = s
+	default:
+		return "", false
+	}
+	if i := strings.IndexAny(rest, "/?#\\"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if strings.HasPrefix(rest, "[") { // IPv6 literal
+		if i := strings.IndexByte(rest, ']'); i > 0 {
+			return strings.ToLower(rest[:i+1]), true
+		}
+		return "", true
+	}
+	if i := strings.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[:i]
+	}
+	rest = strings.TrimRight(rest, ".")
+	for _, r := range rest {
+		if !(r == '.' || r == '-' || r == '_' || isWordRune(r)) {
+			return "", true
+		}
+	}
+	return strings.ToLower(rest), true
+}
+
+// urlEnd returns the end of the URL starting at s[i] (after trailing
+// punctuation is removed), or -1 when no URL starts there. A URL starts
+// with http://, https:// or www. (ASCII case-insensitive).
+func urlEnd(s string, i int) int {
+	t := s[i:]
+	var n int
+	switch {
+	case len(t) > 7 && (t[0]|0x20) == 'h' && hasPrefixFold(t, "http://"):
+		n = 7
+	case len(t) > 8 && (t[0]|0x20) == 'h' && hasPrefixFold(t, "https://"):
+		n = 8
+	case len(t) > 5 && (t[0]|0x20) == 'w' && hasPrefixFold(t, "www.") && isWordRune(rune(t[4])):
+		n = 4
+	default:
+		return -1
+	}
+	j := n
+	for j < len(t) {
+		c := t[j]
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\'' || c == '`' ||
+				c == '{' || c == '}' || c == '|' || c == '^' || c == 0x7f {
+				break
+			}
+			j++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(t[j:])
+		if !isWordRune(r) {
+			break
+		}
+		j += size
+	}
+	// Trailing punctuation belongs to the sentence, not the URL.
+	for j > n {
+		c := t[j-1]
+		if c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '*' {
+			j--
+			continue
+		}
+		if c == ')' && strings.Count(t[:j], "(") < strings.Count(t[:j], ")") {
+			j--
+			continue
+		}
+		if c == ']' && strings.Count(t[:j], "[") < strings.Count(t[:j], "]") {
+			j--
+			continue
+		}
+		break
+	}
+	if j == n {
+		return -1
+	}
+	return i + j
+}
+
+// scanTextURLs adds the URLs found in text to u. A URL must start a word.
+func (u *urlSet) scanText(text string) {
+	for i := 0; i < len(text); {
+		j := indexURLStart(text, i)
+		if j < 0 {
+			return
+		}
+		if j > 0 && isWordByteBefore(text, j) {
+			i = j + 1
+			continue
+		}
+		end := urlEnd(text, j)
+		if end < 0 {
+			i = j + 1
+			continue
+		}
+		u.add(text[j:end])
+		i = end
+	}
+}
+
+// indexURLStart returns the index of the next 'h', 'H', 'w' or 'W' at or
+// after i that could start a URL, or -1.
+func indexURLStart[S ~string | ~[]byte](s S, i int) int {
+	for ; i+4 < len(s); i++ {
+		switch s[i] {
+		case 'h', 'H':
+			if (s[i+1]|0x20) == 't' && (s[i+2]|0x20) == 't' && (s[i+3]|0x20) == 'p' {
+				return i
+			}
+		case 'w', 'W':
+			if (s[i+1]|0x20) == 'w' && (s[i+2]|0x20) == 'w' && s[i+3] == '.' {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func isWordByteBefore(s string, j int) bool {
+	r, _ := utf8.DecodeLastRuneInString(s[:j])
+	return isWordRune(r) || r == '.' || r == '/' || r == '@'
+}

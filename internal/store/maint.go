@@ -1,0 +1,325 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Backup writes a full backup of the store to w (Badger's backup format:
+// length-prefixed protobuf key-value lists) and returns the version it is
+// consistent at. The store stays usable meanwhile.
+func (b *Badger) Backup(ctx context.Context, w io.Writer) (uint64, error) {
+	if b.isClosed() {
+		return 0, ErrClosed
+	}
+	if !b.opts.ReadOnly {
+		if err := b.flushHits(); err != nil {
+			return 0, err
+		}
+	}
+	v, err := b.db.Backup(w, 0)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	return v, nil
+}
+
+// Restore loads a backup made by Backup into dir, which must not exist or
+// be empty, then opens the result once to check its schema.
+func Restore(dir string, r io.Reader, opts Options) error {
+	opts = opts.withDefaults()
+	if opts.InMemory || opts.ReadOnly {
+		return errors.New("restore: needs a writable on-disk store")
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("restore into %s: %w", dir, err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("restore into %s: directory is not empty", dir)
+	}
+	db, err := badger.Open(badgerOptions(dir, opts))
+	if err != nil {
+		return fmt.Errorf("restore: open badger in %s: %w", dir, err)
+	}
+	if err := db.Load(r, 256); err != nil {
+		db.Close()
+		return fmt.Errorf("restore: load backup: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("restore: close: %w", err)
+	}
+	opts.Expiry = -1 // do not expire anything while checking
+	st, err := Open(dir, opts)
+	if err != nil {
+		return fmt.Errorf("restore: backup loaded, but: %w", err)
+	}
+	return st.Close()
+}
+
+// CompactResult tells what Compact did.
+type CompactResult struct {
+	BytesBefore, BytesAfter int64
+	GCRuns                  int // value-log files rewritten
+}
+
+// Compact flattens the LSM tree into one level (dropping deleted and
+// overwritten entries) and garbage-collects the value log.
+func (b *Badger) Compact(ctx context.Context) (CompactResult, error) {
+	if err := b.writable(); err != nil {
+		return CompactResult{}, err
+	}
+	if err := b.flushHits(); err != nil {
+		return CompactResult{}, err
+	}
+	var res CompactResult
+	res.BytesBefore = b.diskUsage()
+	if err := b.db.Flatten(2); err != nil {
+		return res, fmt.Errorf("compact: flatten: %w", err)
+	}
+	res.GCRuns = b.runGC()
+	res.BytesAfter = b.diskUsage()
+	return res, nil
+}
+
+// VerifyResult counts what Verify found.
+type VerifyResult struct {
+	Campaigns, IndexKeys, KeyListEntries, Reporters, DayCounters int64
+
+	BadRecords      int64 // campaign records that cannot be decoded
+	DanglingIndex   int64 // index key → campaign that does not exist
+	UnlistedIndex   int64 // index key → campaign that does not list it
+	OrphanKeyList   int64 // key-list entry not backed by the index
+	OrphanReporters int64 // reporter record of a missing campaign
+	OrphanDays      int64 // day counter of a missing campaign
+	CountMismatch   int64 // records whose key or reporter counts are wrong
+	NoSchema        bool  // the schema version key is missing
+
+	Repaired int64 // entries fixed with repair
+}
+
+// Problems is the number of inconsistencies found.
+func (r VerifyResult) Problems() int64 {
+	n := r.BadRecords + r.DanglingIndex + r.UnlistedIndex + r.OrphanKeyList +
+		r.OrphanReporters + r.OrphanDays + r.CountMismatch
+	if r.NoSchema {
+		n++
+	}
+	return n
+}
+
+type verifyCounts struct {
+	keys, spamRep, hamRep int64
+}
+
+type repairOp struct {
+	key, val []byte
+	del      bool
+}
+
+// Verify walks every entry of the store and checks that every index key
+// points at an existing campaign that lists it, that every listed key is
+// indexed, that reporters and day counters belong to existing campaigns
+// and that each record's key and reporter counts match. With repair it
+// deletes dangling entries, lists unlisted index keys, deletes unreadable
+// records and corrects counts. Repair is meant for a store no one else is
+// writing to (the CLI holds the store's lock).
+func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) {
+	var (
+		res    VerifyResult
+		ops    []repairOp
+		recs   = make(map[CampaignID]*verifyCounts)
+		stored = make(map[CampaignID]verifyCounts)
+	)
+	if repair {
+		if err := b.writable(); err != nil {
+			return res, err
+		}
+	}
+	err := b.view(func(txn *badger.Txn) error {
+		if _, err := txn.Get(metaSchemaKey); errors.Is(err, badger.ErrKeyNotFound) {
+			res.NoSchema = true
+		}
+		// Campaign records.
+		_, err := scanPrefix(txn, []byte{pfxCampaign}, true, 0, func(s, v []byte) error {
+			if len(s) != 8 {
+				res.BadRecords++
+				ops = append(ops, repairOp{key: append([]byte{pfxCampaign}, s...), del: true})
+				return nil
+			}
+			id := CampaignID(binary.BigEndian.Uint64(s))
+			r, err := decodeRecord(id, v)
+			if err != nil {
+				res.BadRecords++
+				ops = append(ops, repairOp{key: campaignKey(id), del: true})
+				return nil
+			}
+			res.Campaigns++
+			recs[id] = &verifyCounts{}
+			stored[id] = verifyCounts{r.numKeys, r.SpamReporters, r.HamReporters}
+			return ctx.Err()
+		})
+		if err != nil {
+			return err
+		}
+		// Index.
+		_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
+			res.IndexKeys++
+			id, ok := idFromValue(v)
+			vc := recs[id]
+			if !ok || vc == nil {
+				res.DanglingIndex++
+				ops = append(ops, repairOp{key: indexKey(s), del: true})
+				return nil
+			}
+			if _, err := txn.Get(keyListKey(id, s)); errors.Is(err, badger.ErrKeyNotFound) {
+				res.UnlistedIndex++
+				ops = append(ops, repairOp{key: keyListKey(id, s)})
+				vc.keys++
+			} else if err != nil {
+				return err
+			}
+			if res.IndexKeys%4096 == 0 {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Key lists.
+		_, err = scanPrefix(txn, []byte{pfxKeyList}, false, 0, func(s, _ []byte) error {
+			res.KeyListEntries++
+			if len(s) < 8 {
+				res.OrphanKeyList++
+				ops = append(ops, repairOp{key: append([]byte{pfxKeyList}, s...), del: true})
+				return nil
+			}
+			id := CampaignID(binary.BigEndian.Uint64(s))
+			sig := s[8:]
+			vc := recs[id]
+			owner := CampaignID(0)
+			if vc != nil {
+				item, err := txn.Get(indexKey(sig))
+				if err == nil {
+					_ = item.Value(func(v []byte) error { owner, _ = idFromValue(v); return nil })
+				} else if !errors.Is(err, badger.ErrKeyNotFound) {
+					return err
+				}
+			}
+			if owner != id {
+				res.OrphanKeyList++
+				ops = append(ops, repairOp{key: append([]byte{pfxKeyList}, s...), del: true})
+				return nil
+			}
+			vc.keys++
+			if res.KeyListEntries%4096 == 0 {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Reporters and day counters.
+		_, err = scanPrefix(txn, []byte{pfxReporter}, false, 0, func(s, _ []byte) error {
+			res.Reporters++
+			var vc *verifyCounts
+			if len(s) == 17 {
+				vc = recs[CampaignID(binary.BigEndian.Uint64(s))]
+			}
+			if vc == nil {
+				res.OrphanReporters++
+				ops = append(ops, repairOp{key: append([]byte{pfxReporter}, s...), del: true})
+				return nil
+			}
+			if Kind(s[8]) == KindSpam {
+				vc.spamRep++
+			} else {
+				vc.hamRep++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		_, err = scanPrefix(txn, []byte{pfxDay}, false, 0, func(s, _ []byte) error {
+			res.DayCounters++
+			if len(s) != 12 || recs[CampaignID(binary.BigEndian.Uint64(s))] == nil {
+				res.OrphanDays++
+				ops = append(ops, repairOp{key: append([]byte{pfxDay}, s...), del: true})
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("verify: %w", err)
+	}
+	var fixCounts []CampaignID
+	for id, vc := range recs {
+		if *vc != stored[id] {
+			res.CountMismatch++
+			fixCounts = append(fixCounts, id)
+		}
+	}
+	if !repair || res.Problems() == 0 {
+		return res, nil
+	}
+	// Repair.
+	if res.NoSchema {
+		if err := writeSchema(b.db, SchemaVersion); err != nil {
+			return res, err
+		}
+		res.Repaired++
+	}
+	for len(ops) > 0 {
+		n := 0
+		err := b.update(ctx, func(w *wtx) error {
+			n = 0
+			for _, op := range ops {
+				if w.room() == 0 {
+					break
+				}
+				var err error
+				if op.del {
+					err = w.del(op.key)
+				} else {
+					err = w.set(op.key, op.val)
+				}
+				if err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("verify: repair: %w", err)
+		}
+		ops = ops[n:]
+		res.Repaired += int64(n)
+	}
+	for _, id := range fixCounts {
+		vc := recs[id]
+		err := b.update(ctx, func(w *wtx) error {
+			r, err := getRecord(w.txn, id)
+			if err != nil {
+				return err
+			}
+			r.numKeys, r.SpamReporters, r.HamReporters = vc.keys, vc.spamRep, vc.hamRep
+			return putRecord(w, r)
+		})
+		if err != nil {
+			return res, fmt.Errorf("verify: repair counts of campaign %d: %w", id, err)
+		}
+		res.Repaired++
+	}
+	return res, nil
+}

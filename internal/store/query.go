@@ -1,0 +1,338 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Lookup returns the campaigns of the given index keys, one Hit per key
+// found, in the order of keys. It is one Badger Get per key in a single
+// read transaction. Empty and over-long keys are ignored.
+func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
+	var hits []Hit
+	buf := make([]byte, 0, 64)
+	err := b.view(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if len(k) == 0 || len(k) > MaxKeyLen {
+				continue
+			}
+			buf = append(append(buf[:0], pfxIndex), k...)
+			item, err := txn.Get(buf)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			err = item.Value(func(v []byte) error {
+				if id, ok := idFromValue(v); ok {
+					hits = append(hits, Hit{Key: k, Campaign: id})
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lookup: %w", err)
+	}
+	return hits, nil
+}
+
+// Get returns a campaign with its keys and sketches; ErrNotFound if it
+// does not exist. Hits still buffered by RecordHit are included.
+func (b *Badger) Get(ctx context.Context, id CampaignID) (*Campaign, error) {
+	var c *Campaign
+	err := b.view(func(txn *badger.Txn) error {
+		r, err := getRecord(txn, id)
+		if err != nil {
+			return err
+		}
+		keys, err := collectPrefix(txn, idKey(pfxKeyList, id), false, 0)
+		if err != nil {
+			return fmt.Errorf("list keys of campaign %d: %w", id, err)
+		}
+		r.Keys = make([][]byte, len(keys))
+		for i, e := range keys {
+			r.Keys[i] = e.k
+		}
+		c = &r.Campaign
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.addPending(c)
+	return c, nil
+}
+
+// List returns campaigns selected by q. Keys are left nil (Get fills
+// them). It reads every campaign record.
+func (b *Badger) List(ctx context.Context, q Query) ([]Campaign, error) {
+	var cmpf func(a, b *Campaign) int
+	switch q.Sort {
+	case "", "recent":
+		cmpf = func(a, b *Campaign) int { return b.LastSeen.Compare(a.LastSeen) }
+	case "volume":
+		cmpf = func(a, b *Campaign) int { return cmp.Compare(b.Messages, a.Messages) }
+	case "reports":
+		cmpf = func(a, b *Campaign) int {
+			return cmp.Or(cmp.Compare(b.SpamReporters, a.SpamReporters), cmp.Compare(b.SpamReports, a.SpamReports))
+		}
+	default:
+		return nil, fmt.Errorf("list campaigns: unknown sort %q (want volume, reports or recent)", q.Sort)
+	}
+	var out []Campaign
+	err := b.forEachRecord(ctx, func(r *record) error {
+		if q.Since.IsZero() || !r.LastSeen.Before(q.Since) {
+			out = append(out, r.Campaign)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list campaigns: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Campaign) int { return cmp.Or(cmpf(&a, &b), cmp.Compare(a.ID, b.ID)) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// forEachRecord calls f for every campaign record, in id order. Malformed
+// records are logged and skipped (Verify reports them).
+func (b *Badger) forEachRecord(ctx context.Context, f func(r *record) error) error {
+	return b.view(func(txn *badger.Txn) error {
+		pfx := []byte{pfxCampaign}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		n := 0
+		for it.Seek(pfx); it.ValidForPrefix(pfx); it.Next() {
+			if n++; n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			item := it.Item()
+			k := item.Key()
+			if len(k) != 9 {
+				continue
+			}
+			id := CampaignID(binary.BigEndian.Uint64(k[1:]))
+			var r *record
+			err := item.Value(func(v []byte) error {
+				var derr error
+				r, derr = decodeRecord(id, v)
+				return derr
+			})
+			if err != nil {
+				b.log.Warn("store: skipping unreadable campaign record", "campaign", id, "err", err)
+				continue
+			}
+			if err := f(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Timeline returns the campaign's daily counters, oldest first.
+func (b *Badger) Timeline(ctx context.Context, id CampaignID) ([]DayCount, error) {
+	var out []DayCount
+	err := b.view(func(txn *badger.Txn) error {
+		if _, err := getRecord(txn, id); err != nil {
+			return err
+		}
+		_, err := scanPrefix(txn, idKey(pfxDay, id), true, 0, func(s, v []byte) error {
+			if len(s) != 4 {
+				return nil
+			}
+			c, err := decodeDay(v)
+			if err != nil {
+				return nil
+			}
+			day := time.Unix(int64(binary.BigEndian.Uint32(s))*86400, 0).UTC()
+			out = append(out, DayCount{Day: day, Messages: c.messages, SpamReports: c.spam, HamReports: c.ham})
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	return out, nil
+}
+
+// SetState changes the administrative state of a campaign.
+func (b *Badger) SetState(ctx context.Context, id CampaignID, s State) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if s > StateRevoked {
+		return fmt.Errorf("set state: unknown state %d", s)
+	}
+	err := b.update(ctx, func(w *wtx) error {
+		r, err := getRecord(w.txn, id)
+		if err != nil {
+			return err
+		}
+		r.State = s
+		return putRecord(w, r)
+	})
+	if err != nil {
+		return fmt.Errorf("set state: %w", err)
+	}
+	return nil
+}
+
+// Delete removes a campaign and every key of it: record, index keys, key
+// list, reporters and daily counters. A very large campaign is deleted in
+// several transactions, each leaving the store consistent.
+func (b *Badger) Delete(ctx context.Context, id CampaignID) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	_, err := b.deleteCampaign(ctx, id, nil)
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	return nil
+}
+
+// deleteCampaign deletes id if cond (nil: always) holds for its record.
+// It reports whether the campaign was deleted.
+func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*record) bool) (bool, error) {
+	for first := true; ; first = false {
+		deleted, stop := false, false
+		err := b.update(ctx, func(w *wtx) error {
+			deleted, stop = false, false
+			r, err := getRecord(w.txn, id)
+			if errors.Is(err, ErrNotFound) && !first {
+				stop = true // deleted concurrently
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if cond != nil && !cond(r) {
+				stop = true
+				return nil
+			}
+			limit := txnBudgetEntries / 2
+			n := 0
+			keys, err := collectPrefix(w.txn, idKey(pfxKeyList, id), false, limit)
+			if err != nil {
+				return err
+			}
+			for _, e := range keys {
+				// Delete the index entry only if it is still ours.
+				ik := indexKey(e.k)
+				item, err := w.txn.Get(ik)
+				if err == nil {
+					var owner CampaignID
+					_ = item.Value(func(v []byte) error { owner, _ = idFromValue(v); return nil })
+					if owner == id {
+						if err := w.del(ik); err != nil {
+							return err
+						}
+					}
+				} else if !errors.Is(err, badger.ErrKeyNotFound) {
+					return err
+				}
+				if err := w.del(keyListKey(id, e.k)); err != nil {
+					return err
+				}
+				r.numKeys--
+			}
+			n += len(keys)
+			for _, p := range []byte{pfxReporter, pfxDay} {
+				if n >= limit {
+					break
+				}
+				es, err := collectPrefix(w.txn, idKey(p, id), false, limit-n)
+				if err != nil {
+					return err
+				}
+				for _, e := range es {
+					if err := w.del(append(idKey(p, id), e.k...)); err != nil {
+						return err
+					}
+				}
+				n += len(es)
+			}
+			if n >= limit {
+				return putRecord(w, r) // more to do in the next transaction
+			}
+			deleted = true
+			return w.del(campaignKey(id))
+		})
+		if err != nil {
+			return false, fmt.Errorf("campaign %d: %w", id, err)
+		}
+		if deleted || stop {
+			if deleted {
+				b.dropPending(id)
+			}
+			return deleted, nil
+		}
+	}
+}
+
+// Expire deletes campaigns whose LastSeen is before cutoff and returns how
+// many it deleted. A campaign refreshed while Expire runs is kept.
+func (b *Badger) Expire(ctx context.Context, cutoff time.Time) (int, error) {
+	if err := b.writable(); err != nil {
+		return 0, err
+	}
+	var ids []CampaignID
+	err := b.forEachRecord(ctx, func(r *record) error {
+		if r.LastSeen.Before(cutoff) {
+			ids = append(ids, r.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		if b.hasPending(id) {
+			continue // hit in the last second: it is alive
+		}
+		ok, err := b.deleteCampaign(ctx, id, func(r *record) bool { return r.LastSeen.Before(cutoff) })
+		if err != nil {
+			return n, fmt.Errorf("expire: %w", err)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Stats counts campaigns and index keys (from the campaign records) and
+// the bytes allocated by the store's files.
+func (b *Badger) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	err := b.forEachRecord(ctx, func(r *record) error {
+		s.Campaigns++
+		s.Keys += r.numKeys
+		return nil
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	s.DiskBytes = b.diskUsage()
+	return s, nil
+}

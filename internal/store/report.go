@@ -1,0 +1,565 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// errTxnFull asks the caller to commit what it has and retry the report in
+// a fresh transaction.
+var errTxnFull = errors.New("transaction budget reached")
+
+// drainNeed asks the caller to move the entries of campaign from into
+// campaign to in several transactions before the merge can be atomic.
+type drainNeed struct{ from, to CampaignID }
+
+func (d *drainNeed) Error() string {
+	return fmt.Sprintf("campaign %d too large to merge into %d in one transaction", d.from, d.to)
+}
+
+func reporterHash(reporter string) uint64 {
+	h := sha256.Sum256([]byte(reporter))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+func validateReport(in *ReportInput) error {
+	if in.Kind != KindSpam && in.Kind != KindHam {
+		return fmt.Errorf("report: unknown kind %d", in.Kind)
+	}
+	if len(in.Keys) > MaxReportKeys {
+		return fmt.Errorf("report: %d keys, at most %d allowed", len(in.Keys), MaxReportKeys)
+	}
+	for _, k := range in.Keys {
+		if len(k) > MaxKeyLen {
+			return fmt.Errorf("report: key of %d bytes, at most %d allowed", len(k), MaxKeyLen)
+		}
+	}
+	return nil
+}
+
+// Report applies one report atomically in one transaction (retried on
+// write conflicts): it finds the campaigns of in.Keys and in.Join, creates
+// one (in.Create), joins the only one or merges several into the oldest,
+// then updates counts, reporters, samples, index and sketches. When it
+// returns without error the report is durable (unless NoSyncWrites).
+//
+// Merging a campaign too large for one transaction first moves its
+// entries into the oldest campaign in several transactions; each of them
+// leaves the store consistent (both campaigns valid), and the final,
+// atomic transaction applies the report.
+func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, error) {
+	if err := b.writable(); err != nil {
+		return ReportResult{}, err
+	}
+	if err := validateReport(&in); err != nil {
+		return ReportResult{}, err
+	}
+	if in.Time.IsZero() {
+		in.Time = time.Now()
+	}
+	for {
+		var res ReportResult
+		err := b.update(ctx, func(w *wtx) error {
+			var err error
+			res, err = b.applyReport(w, &in)
+			return err
+		})
+		var dn *drainNeed
+		if errors.As(err, &dn) {
+			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+				return ReportResult{}, err
+			}
+			// The drained campaign may no longer be reachable through
+			// in.Keys: name it so that the retry merges its record.
+			in.Join = append(slices.Clip(in.Join), dn.from)
+			continue
+		}
+		if err != nil {
+			return ReportResult{}, fmt.Errorf("report: %w", err)
+		}
+		return res, nil
+	}
+}
+
+// ReportBatch applies many reports for bulk ingestion. Each report is
+// atomic and they are applied in order, but many share one transaction
+// (and one fsync), which makes ingestion an order of magnitude faster than
+// calling Report for each. On error, the reports before the failing one
+// (results[:i] of the returned slice, i = len(results)) are durable.
+func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportResult, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for i := range ins {
+		if err := validateReport(&ins[i]); err != nil {
+			return nil, fmt.Errorf("report %d: %w", i, err)
+		}
+	}
+	results := make([]ReportResult, 0, len(ins))
+	var drained []CampaignID // campaigns drained for ins[len(results)]
+	for len(results) < len(ins) {
+		var (
+			part []ReportResult
+			dn   *drainNeed
+		)
+		err := b.update(ctx, func(w *wtx) error {
+			part = part[:0]
+			dn = nil
+			for j := len(results); j < len(ins); j++ {
+				in := ins[j]
+				if in.Time.IsZero() {
+					in.Time = now
+				}
+				if j == len(results) && len(drained) > 0 {
+					in.Join = append(slices.Clip(in.Join), drained...)
+				}
+				r, err := b.applyReport(w, &in)
+				if errors.Is(err, errTxnFull) {
+					break
+				}
+				if errors.As(err, &dn) {
+					if len(part) > 0 {
+						dn = nil // commit first, drain on the next round
+					}
+					break
+				}
+				if err != nil {
+					return fmt.Errorf("report %d: %w", j, err)
+				}
+				part = append(part, r)
+				if w.room() == 0 {
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return results, fmt.Errorf("report batch: %w", err)
+		}
+		if len(part) > 0 {
+			drained = nil
+		}
+		results = append(results, part...)
+		if dn != nil {
+			drained = append(drained, dn.from)
+			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+				return results, fmt.Errorf("report %d: %w", len(results), err)
+			}
+		}
+	}
+	return results, nil
+}
+
+// mergeEstimate bounds the number of entries a merge of src writes.
+func mergeEstimate(src *record) int {
+	days := 2
+	if !src.FirstSeen.IsZero() && src.LastSeen.After(src.FirstSeen) {
+		days += int(src.LastSeen.Sub(src.FirstSeen) / (24 * time.Hour))
+	}
+	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 2
+}
+
+// applyReport is Report inside a transaction. It reads everything first
+// and returns errTxnFull or *drainNeed before writing anything.
+func (b *Badger) applyReport(w *wtx, in *ReportInput) (ReportResult, error) {
+	txn := w.txn
+	// Phase 1: reads.
+	keyIDs := make([]CampaignID, len(in.Keys))
+	var ids []CampaignID
+	for i, k := range in.Keys {
+		if len(k) == 0 {
+			continue
+		}
+		item, err := txn.Get(indexKey(k))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return ReportResult{}, fmt.Errorf("index lookup: %w", err)
+		}
+		err = item.Value(func(v []byte) error {
+			if id, ok := idFromValue(v); ok {
+				keyIDs[i] = id
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return ReportResult{}, err
+		}
+	}
+	for _, id := range in.Join {
+		if id != 0 && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var recs []*record
+	for _, id := range ids {
+		r, err := getRecord(txn, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // dangling index entry or stale Join: ignore it
+		}
+		if err != nil {
+			return ReportResult{}, err
+		}
+		recs = append(recs, r)
+	}
+	need := 2*len(in.Keys) + 6
+	var res ReportResult
+	var dst *record
+	if len(recs) == 0 {
+		if !in.Create {
+			return ReportResult{}, nil
+		}
+		if need > w.room() && w.entries > 0 {
+			return ReportResult{}, errTxnFull
+		}
+		id, err := b.nextID()
+		if err != nil {
+			return ReportResult{}, err
+		}
+		dst = &record{Campaign: Campaign{ID: id, FirstSeen: in.Time, LastSeen: in.Time}}
+		res.Created = true
+	} else {
+		dst = recs[0]
+		largest := 0
+		for i, r := range recs[1:] {
+			e := mergeEstimate(r)
+			need += e
+			if e > mergeEstimate(recs[1+largest]) {
+				largest = i
+			}
+		}
+		if need > w.room() {
+			if w.entries > 0 {
+				return ReportResult{}, errTxnFull
+			}
+			if len(recs) > 1 {
+				return ReportResult{}, &drainNeed{from: recs[1+largest].ID, to: dst.ID}
+			}
+		}
+	}
+	res.Campaign = dst.ID
+	// Phase 2: writes.
+	for _, src := range recs[min(1, len(recs)):] {
+		if err := b.mergeInto(w, dst, src); err != nil {
+			return ReportResult{}, err
+		}
+		res.Merged = append(res.Merged, src.ID)
+	}
+	merged := func(id CampaignID) bool {
+		return id == dst.ID || slices.Contains(res.Merged, id)
+	}
+	// Reporter.
+	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
+	first, last := in.Time, in.Time
+	item, err := txn.Get(rk)
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		if in.Kind == KindSpam {
+			dst.SpamReporters++
+		} else {
+			dst.HamReporters++
+		}
+	case err != nil:
+		return ReportResult{}, fmt.Errorf("read reporter: %w", err)
+	default:
+		res.Repeated = true
+		err := item.Value(func(v []byte) error {
+			if f, l, ok := decodeReporter(v); ok {
+				first, last = minTime(f, in.Time), maxTime(l, in.Time)
+			}
+			return nil
+		})
+		if err != nil {
+			return ReportResult{}, err
+		}
+	}
+	if err := w.set(rk, encodeReporter(first, last)); err != nil {
+		return ReportResult{}, err
+	}
+	// Counters.
+	var dc dayCounts
+	if in.Kind == KindSpam {
+		dst.SpamReports++
+		dc.spam = 1
+	} else {
+		dst.HamReports++
+		dc.ham = 1
+	}
+	if err := addDay(w, dst.ID, dayNumber(in.Time), dc); err != nil {
+		return ReportResult{}, err
+	}
+	dst.FirstSeen = minTime(dst.FirstSeen, in.Time)
+	dst.LastSeen = maxTime(dst.LastSeen, in.Time)
+	if dst.SampleSubject == "" {
+		dst.SampleSubject = in.Subject
+	}
+	if dst.SampleFrom == "" {
+		dst.SampleFrom = in.From
+	}
+	if len(in.Sketch) > 0 && len(dst.Sketches) < b.opts.MaxSketches &&
+		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
+		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
+	}
+	// Index.
+	if in.Index {
+		for i, k := range in.Keys {
+			if len(k) == 0 || (keyIDs[i] != 0 && merged(keyIDs[i])) {
+				continue
+			}
+			if i > 0 && slices.ContainsFunc(in.Keys[:i], func(p []byte) bool { return bytes.Equal(p, k) }) {
+				continue
+			}
+			if err := w.set(indexKey(k), idValue(dst.ID)); err != nil {
+				return ReportResult{}, err
+			}
+			if err := w.set(keyListKey(dst.ID, k), nil); err != nil {
+				return ReportResult{}, err
+			}
+			dst.numKeys++
+		}
+	}
+	if err := putRecord(w, dst); err != nil {
+		return ReportResult{}, err
+	}
+	return res, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func addDay(w *wtx, id CampaignID, day uint32, add dayCounts) error {
+	k := dayKey(id, day)
+	var cur dayCounts
+	item, err := w.txn.Get(k)
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+	case err != nil:
+		return fmt.Errorf("read day counter: %w", err)
+	default:
+		err = item.Value(func(v []byte) error {
+			cur, _ = decodeDay(v) // a malformed counter restarts at zero
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	cur.add(add)
+	return w.set(k, cur.encode())
+}
+
+// moveEntries moves up to limit keys, reporters and day counters (0: all)
+// from src to dst, adjusting both records' key and reporter counts (the
+// caller writes the records). done reports whether src has none left.
+func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
+	left := func(n int) int {
+		if limit == 0 {
+			return 0
+		}
+		return max(limit-n, -1)
+	}
+	moved := 0
+	// Keys.
+	if l := left(moved); l >= 0 {
+		keys, err := collectPrefix(w.txn, idKey(pfxKeyList, src.ID), false, l)
+		if err != nil {
+			return false, fmt.Errorf("list keys of campaign %d: %w", src.ID, err)
+		}
+		for _, e := range keys {
+			if err := w.set(indexKey(e.k), idValue(dst.ID)); err != nil {
+				return false, err
+			}
+			if err := w.set(keyListKey(dst.ID, e.k), nil); err != nil {
+				return false, err
+			}
+			if err := w.del(keyListKey(src.ID, e.k)); err != nil {
+				return false, err
+			}
+			dst.numKeys++
+			src.numKeys--
+		}
+		moved += len(keys)
+	}
+	// Reporters.
+	if l := left(moved); l >= 0 && (limit == 0 || l > 0) {
+		reps, err := collectPrefix(w.txn, idKey(pfxReporter, src.ID), true, l)
+		if err != nil {
+			return false, fmt.Errorf("list reporters of campaign %d: %w", src.ID, err)
+		}
+		for _, e := range reps {
+			if len(e.k) != 9 {
+				continue
+			}
+			kind := Kind(e.k[0])
+			h := binary.BigEndian.Uint64(e.k[1:])
+			f, l, ok := decodeReporter(e.v)
+			if !ok {
+				f, l = src.FirstSeen, src.LastSeen
+			}
+			dk := reporterKey(dst.ID, kind, h)
+			item, err := w.txn.Get(dk)
+			switch {
+			case errors.Is(err, badger.ErrKeyNotFound):
+				if kind == KindSpam {
+					dst.SpamReporters++
+				} else {
+					dst.HamReporters++
+				}
+			case err != nil:
+				return false, err
+			default:
+				_ = item.Value(func(v []byte) error {
+					if f2, l2, ok := decodeReporter(v); ok {
+						f, l = minTime(f, f2), maxTime(l, l2)
+					}
+					return nil
+				})
+			}
+			if kind == KindSpam {
+				src.SpamReporters--
+			} else {
+				src.HamReporters--
+			}
+			if err := w.set(dk, encodeReporter(f, l)); err != nil {
+				return false, err
+			}
+			if err := w.del(reporterKey(src.ID, kind, h)); err != nil {
+				return false, err
+			}
+		}
+		moved += len(reps)
+	}
+	// Day counters.
+	if l := left(moved); l >= 0 && (limit == 0 || l > 0) {
+		days, err := collectPrefix(w.txn, idKey(pfxDay, src.ID), true, l)
+		if err != nil {
+			return false, fmt.Errorf("list day counters of campaign %d: %w", src.ID, err)
+		}
+		for _, e := range days {
+			if len(e.k) != 4 {
+				continue
+			}
+			day := binary.BigEndian.Uint32(e.k)
+			c, _ := decodeDay(e.v)
+			if err := addDay(w, dst.ID, day, c); err != nil {
+				return false, err
+			}
+			if err := w.del(dayKey(src.ID, day)); err != nil {
+				return false, err
+			}
+		}
+		moved += len(days)
+	}
+	if limit == 0 {
+		return true, nil
+	}
+	return moved < limit, nil
+}
+
+// mergeInto moves everything of src into dst and deletes src.
+func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
+	if _, err := moveEntries(w, dst, src, 0); err != nil {
+		return err
+	}
+	dst.Messages += src.Messages
+	dst.SpamReports += src.SpamReports
+	dst.HamReports += src.HamReports
+	for a, n := range src.Actions {
+		if dst.Actions == nil {
+			dst.Actions = make(map[string]int64)
+		}
+		dst.Actions[a] += n
+	}
+	dst.FirstSeen = minTime(dst.FirstSeen, src.FirstSeen)
+	dst.LastSeen = maxTime(dst.LastSeen, src.LastSeen)
+	if dst.SampleSubject == "" {
+		dst.SampleSubject = src.SampleSubject
+	}
+	if dst.SampleFrom == "" {
+		dst.SampleFrom = src.SampleFrom
+	}
+	for _, s := range src.Sketches {
+		if len(dst.Sketches) >= b.opts.MaxSketches {
+			break
+		}
+		if !slices.ContainsFunc(dst.Sketches, func(t []byte) bool { return bytes.Equal(s, t) }) {
+			dst.Sketches = append(dst.Sketches, s)
+		}
+	}
+	dst.MergedFrom = append(dst.MergedFrom, src.ID)
+	dst.MergedFrom = append(dst.MergedFrom, src.MergedFrom...)
+	if len(dst.MergedFrom) > DefaultMaxMergedFrom {
+		dst.MergedFrom = dst.MergedFrom[len(dst.MergedFrom)-DefaultMaxMergedFrom:]
+	}
+	// An administrator's "allow" is never lost silently by a merge.
+	if src.State == StateAllowed {
+		dst.State = StateAllowed
+	}
+	return w.del(campaignKey(src.ID))
+}
+
+// drain moves the entries of campaign from into campaign to, one bounded
+// transaction at a time, leaving both campaigns valid after each.
+func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
+	b.log.Info("store: merging a large campaign in several transactions", "from", from, "into", to)
+	for {
+		done := false
+		err := b.update(ctx, func(w *wtx) error {
+			src, err := getRecord(w.txn, from)
+			if errors.Is(err, ErrNotFound) {
+				done = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			dst, err := getRecord(w.txn, to)
+			if errors.Is(err, ErrNotFound) {
+				done = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			done, err = moveEntries(w, dst, src, txnBudgetEntries/4)
+			if err != nil {
+				return err
+			}
+			if err := putRecord(w, src); err != nil {
+				return err
+			}
+			return putRecord(w, dst)
+		})
+		if err != nil {
+			return fmt.Errorf("merge campaign %d into %d: %w", from, to, err)
+		}
+		if done {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// maxConflictRetries is how often a transaction that lost a write conflict
+// is retried.
+const maxConflictRetries = 16
+
+// wtx wraps a read-write transaction and counts what it writes, so that
+// callers can keep transactions well below Badger's size limits.
+type wtx struct {
+	txn     *badger.Txn
+	entries int
+	bytes   int
+}
+
+func (w *wtx) set(k, v []byte) error {
+	w.entries++
+	w.bytes += len(k) + len(v) + 12
+	if err := w.txn.Set(k, v); err != nil {
+		return fmt.Errorf("set %q: %w", k[:1], err)
+	}
+	return nil
+}
+
+func (w *wtx) del(k []byte) error {
+	w.entries++
+	w.bytes += len(k) + 12
+	if err := w.txn.Delete(k); err != nil {
+		return fmt.Errorf("delete %q: %w", k[:1], err)
+	}
+	return nil
+}
+
+// room is how many more entries the transaction may take within budget.
+func (w *wtx) room() int {
+	r := txnBudgetEntries - w.entries
+	if br := (txnBudgetBytes - w.bytes) / 48; br < r {
+		r = br
+	}
+	return max(r, 0)
+}
+
+// update runs f in a read-write transaction and commits it, retrying on
+// write conflicts with a short randomized back-off.
+func (b *Badger) update(ctx context.Context, f func(w *wtx) error) error {
+	if b.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		txn := b.db.NewTransaction(true)
+		w := &wtx{txn: txn}
+		err := f(w)
+		if err == nil {
+			err = txn.Commit()
+		}
+		txn.Discard()
+		if errors.Is(err, badger.ErrConflict) && attempt < maxConflictRetries {
+			time.Sleep(time.Duration(rand.IntN(200*(attempt+1))) * time.Microsecond)
+			continue
+		}
+		return err
+	}
+}
+
+// view runs f in a read-only transaction.
+func (b *Badger) view(f func(txn *badger.Txn) error) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	return b.db.View(f)
+}
+
+// getRecord reads a campaign record; ErrNotFound if there is none.
+func getRecord(txn *badger.Txn, id CampaignID) (*record, error) {
+	item, err := txn.Get(campaignKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("campaign %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read campaign %d: %w", id, err)
+	}
+	var r *record
+	err = item.Value(func(v []byte) error {
+		var derr error
+		r, derr = decodeRecord(id, v)
+		return derr
+	})
+	return r, err
+}
+
+func putRecord(w *wtx, r *record) error {
+	return w.set(campaignKey(r.ID), r.encode())
+}
+
+// scanPrefix calls f with the key suffix (after prefix) and value of every
+// entry under prefix, up to limit entries (0 for all). Key and value are
+// only valid during the call. Only one iterator may be open in a read-write
+// transaction, so f must not open another.
+func scanPrefix(txn *badger.Txn, prefix []byte, values bool, limit int, f func(suffix, v []byte) error) (int, error) {
+	opts := badger.IteratorOptions{Prefix: prefix, PrefetchValues: values, PrefetchSize: 64}
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	n := 0
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		if limit > 0 && n >= limit {
+			break
+		}
+		item := it.Item()
+		var v []byte
+		if values {
+			var err error
+			if v, err = item.ValueCopy(nil); err != nil {
+				return n, err
+			}
+		}
+		if err := f(item.Key()[len(prefix):], v); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+type kv struct{ k, v []byte }
+
+// collectPrefix copies up to limit entries under prefix (0 for all).
+func collectPrefix(txn *badger.Txn, prefix []byte, values bool, limit int) ([]kv, error) {
+	var out []kv
+	_, err := scanPrefix(txn, prefix, values, limit, func(s, v []byte) error {
+		out = append(out, kv{append([]byte(nil), s...), v})
+		return nil
+	})
+	return out, err
+}

