@@ -19,7 +19,7 @@ BROWN_VERSION=1.9.80
 # sha256 of the concatenated Brown samples (ca01 … cr09) of that version.
 BROWN_SHA256=cbc711696316d4aa801b51d6a062c4bc5a2c5f85abdf4ca5a51f6e11a50c1bc8
 WORDS=200        # words per document (brown2text -words)
-IDF_MIN=0.25
+IDF_MIN=0.3
 IDF_MAX=0.4
 SECONDARY_MAX=20000
 SEED=1
@@ -55,7 +55,9 @@ rm -rf "$docs"
 go run ./scripts/lexicon/brown2text -words "$WORDS" -o "$docs" "$brown"
 
 if [ "$mode" = tune ]; then
-	negatives=$(IFS=,; echo "$*")
+	abs=()
+	for n in "$@"; do abs+=("$(cd "$n" && pwd)"); done
+	negatives=$(IFS=,; echo "${abs[*]:-}")
 	NDD_TUNE_DIR=$docs NDD_TUNE_NEGATIVES=$negatives go test -run '^TestTuneCorpus$' -count=1 -v -timeout 30m ./internal/imatchbag/ |
 		grep -v -E '^(=== RUN|--- PASS|PASS|ok )'
 	exit 0

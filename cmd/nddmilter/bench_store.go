@@ -11,7 +11,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +31,7 @@ type benchStoreFlags struct {
 	imatchKeys    int
 	anddKeys      int
 	batch         int
+	workers       int
 	repeat        float64
 	lookups       int
 	lookupKeys    int
@@ -66,6 +70,7 @@ Without --dir the store is built in a temporary directory and removed.`,
 	fl.IntVar(&f.imatchKeys, "imatch-keys", 6, "I-Match keys (22 bytes) per campaign")
 	fl.IntVar(&f.anddKeys, "andd-keys", 5, "ANDD band keys (12 bytes) per campaign")
 	fl.IntVar(&f.batch, "batch", 1000, "reports per ReportBatch call")
+	fl.IntVar(&f.workers, "workers", 4, "concurrent ingesting goroutines (their commits share fsyncs)")
 	fl.Float64Var(&f.repeat, "repeat", 0.1, "fraction of reports that repeat a known campaign (joins)")
 	fl.IntVar(&f.lookups, "lookups", 50_000, "messages to look up")
 	fl.IntVar(&f.lookupKeys, "lookup-keys", 16, "keys per looked-up message (11+b)")
@@ -139,6 +144,15 @@ func dirSize(dir string) (int64, error) {
 	return n, err
 }
 
+// cpuTime is the CPU time (user+system) used by this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -200,45 +214,82 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 			return fmt.Errorf("bench store: --reuse: %s holds %d signatures, want %d", dir, s.Keys, campaigns*perCampaign)
 		}
 	} else {
-		rng := rand.New(rand.NewPCG(1, 2))
-		start, lastProgress := time.Now(), time.Now()
-		reports, created := 0, 0
-		batch := make([]store.ReportInput, 0, f.batch)
+		start, cpu0 := time.Now(), cpuTime()
+		var reports, created atomic.Int64
 		at := time.Now().Add(-time.Hour)
-		for created < campaigns {
-			batch = batch[:0]
-			for len(batch) < f.batch && created < campaigns {
-				var c int
-				if created > 0 && rng.Float64() < f.repeat {
-					c = rng.IntN(created) // a copy of a known campaign
-				} else {
-					c = created
-					created++
+		workers := max(f.workers, 1)
+		ictx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make(chan error, workers)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			// Worker w creates the campaigns c ≡ w (mod workers) and
+			// repeats only its own, so workers never conflict.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(1, uint64(w)))
+				mine := 0
+				total := (campaigns - w + workers - 1) / workers
+				batch := make([]store.ReportInput, 0, f.batch)
+				for mine < total {
+					batch = batch[:0]
+					for len(batch) < f.batch && mine < total {
+						var c int
+						if mine > 0 && rng.Float64() < f.repeat {
+							c = w + workers*rng.IntN(mine) // a copy of a known campaign
+						} else {
+							c = w + workers*mine
+							mine++
+							created.Add(1)
+						}
+						batch = append(batch, store.ReportInput{
+							Time: at, Kind: store.KindSpam, Reporter: fmt.Sprintf("user%d@example.org", rng.IntN(5000)),
+							Keys: f.campaignKeys(c), Sketch: binary.BigEndian.AppendUint64(nil, mix64(uint64(c))),
+							Create: true, Index: true, Subject: fmt.Sprintf("campaign %d", c), From: "spam@example.com",
+						})
+					}
+					if _, err := st.ReportBatch(ictx, batch); err != nil {
+						errs <- fmt.Errorf("bench store: ingest: %w", err)
+						cancel()
+						return
+					}
+					reports.Add(int64(len(batch)))
 				}
-				batch = append(batch, store.ReportInput{
-					Time: at, Kind: store.KindSpam, Reporter: fmt.Sprintf("user%d@example.org", rng.IntN(5000)),
-					Keys: f.campaignKeys(c), Sketch: binary.BigEndian.AppendUint64(nil, mix64(uint64(c))),
-					Create: true, Index: true, Subject: fmt.Sprintf("campaign %d", c), From: "spam@example.com",
-				})
-			}
-			if _, err := st.ReportBatch(ctx, batch); err != nil {
-				return fmt.Errorf("bench store: ingest: %w", err)
-			}
-			reports += len(batch)
-			if f.progressEvery > 0 && time.Since(lastProgress) >= f.progressEvery {
-				lastProgress = time.Now()
-				el := time.Since(start).Seconds()
-				fmt.Fprintf(os.Stderr, "  ingested %d reports, %d/%d campaigns, %.0f reports/s\n",
-					reports, created, campaigns, float64(reports)/el)
-			}
-			if err := ctx.Err(); err != nil {
-				return err
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		tick := time.NewTicker(max(f.progressEvery, time.Second))
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case <-tick.C:
+				if f.progressEvery > 0 {
+					fmt.Fprintf(os.Stderr, "  ingested %d reports, %d/%d campaigns, %.0f reports/s\n",
+						reports.Load(), created.Load(), campaigns, float64(reports.Load())/time.Since(start).Seconds())
+				}
 			}
 		}
-		el := time.Since(start)
+		tick.Stop()
+		close(errs)
+		if err := <-errs; err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		nrep := reports.Load()
+		el, cpu := time.Since(start), cpuTime()-cpu0
 		fmt.Fprintf(out, "ingestion       %d reports in %v: %.0f reports/s, %.0f signatures/s (ReportBatch of %d, fsync %v)\n",
-			reports, el.Round(time.Millisecond), float64(reports)/el.Seconds(),
+			nrep, el.Round(time.Millisecond), float64(nrep)/el.Seconds(),
 			float64(campaigns*perCampaign)/el.Seconds(), f.batch, !f.noSync)
+		fmt.Fprintf(out, "ingestion       %d concurrent writers\n", workers)
+		fmt.Fprintf(out, "ingestion CPU   %v: %.1f µs CPU per report (%.0f reports/s per busy core), %.0f%% of %d cores\n",
+			cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(nrep),
+			float64(nrep)/cpu.Seconds(), 100*cpu.Seconds()/el.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	}
 	sigs := int64(campaigns * perCampaign)
 	// Disk use is measured with the store closed (memtables flushed, no
@@ -272,7 +323,7 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 	// Lookups.
 	rng := rand.New(rand.NewPCG(3, 4))
 	var known, unknown []time.Duration
-	found := 0
+	found, cpu0 := 0, cpuTime()
 	for i := 0; i < f.lookups; i++ {
 		msg := make([][]byte, 0, f.lookupKeys)
 		isKnown := i%2 == 0
@@ -303,10 +354,12 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 	if found != len(known) {
 		return fmt.Errorf("bench store: only %d of %d known messages found all their keys", found, len(known))
 	}
+	lookupCPU := cpuTime() - cpu0
 	all := append(slices.Clone(known), unknown...)
 	fmt.Fprintf(out, "lookup known    %d msgs × %d keys: %s\n", len(known), f.lookupKeys, fmtLatency(known))
 	fmt.Fprintf(out, "lookup unknown  %d msgs × %d keys: %s\n", len(unknown), f.lookupKeys, fmtLatency(unknown))
-	fmt.Fprintf(out, "lookup all      %d msgs: %s\n", len(all), fmtLatency(all))
+	fmt.Fprintf(out, "lookup all      %d msgs: %s; %.1f µs CPU per message\n", len(all), fmtLatency(all),
+		float64(lookupCPU.Microseconds())/float64(len(all)))
 
 	// Single atomic reports (the API path).
 	if f.singleReports > 0 {

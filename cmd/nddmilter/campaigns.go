@@ -46,6 +46,9 @@ func (af *apiFlags) tokenOrEnv() string {
 // or a running daemon's API.
 type backend interface {
 	Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error)
+	// ReportBatch reports many messages; on error it returns the outcomes
+	// of the messages reported before the failure.
+	ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
 	Get(ctx context.Context, id store.CampaignID) (api.Detail, error)
@@ -60,6 +63,19 @@ type localBackend struct{ rt *runtimeEnv }
 func (l localBackend) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
 	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
+}
+
+func (l localBackend) ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error) {
+	reqs := make([]campaign.ReportRequest, len(raws))
+	for i, r := range raws {
+		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
+	}
+	res, err := l.rt.Engine.ReportBatch(ctx, reqs)
+	out := make([]api.Outcome, len(res))
+	for i, o := range res {
+		out[i] = api.NewOutcome(kind, o)
+	}
+	return out, err
 }
 
 func (l localBackend) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
@@ -121,6 +137,18 @@ func (l localBackend) Close() error { return l.rt.Close() }
 type remoteBackend struct{ *api.Client }
 
 func (remoteBackend) Close() error { return nil }
+
+func (r remoteBackend) ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error) {
+	out := make([]api.Outcome, 0, len(raws))
+	for _, raw := range raws {
+		o, err := r.Report(ctx, raw, kind, reporter)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
 
 // isLockError tells whether opening the store failed because another
 // process (the daemon) holds Badger's directory lock.

@@ -70,7 +70,7 @@ type corpusDoc struct {
 // readCorpus reads every document under paths and calls add (from a single
 // goroutine) with its terms in document order; tokenization runs on all
 // cores. It returns the number of documents read and skipped.
-func (c *corpusFlags) readCorpus(ctx context.Context, paths []string, what string, add func(corpusDoc)) (read, skipped int, err error) {
+func (c *corpusFlags) readCorpus(ctx context.Context, stderr io.Writer, paths []string, what string, add func(corpusDoc)) (read, skipped int, err error) {
 	switch c.format {
 	case "auto", "eml", "text":
 	default:
@@ -145,7 +145,7 @@ func (c *corpusFlags) readCorpus(ctx context.Context, paths []string, what strin
 		Mbox:     map[bool]mailbox.MboxMode{true: mailbox.MboxNever, false: mailbox.MboxAuto}[c.format == "text"],
 		OnSkip: func(path string, reason error) error {
 			skipped++
-			fmt.Fprintf(os.Stderr, "skipped %s: %v\n", path, reason)
+			fmt.Fprintf(stderr, "skipped %s: %v\n", path, reason)
 			return nil
 		},
 	}, func(m mailbox.Message) error {
@@ -214,7 +214,7 @@ function of the documents and flags.`,
 			b := imatchbag.NewBuilder()
 			seen := map[[16]byte]bool{}
 			dups, empty := 0, 0
-			read, skipped, err := cf.readCorpus(cmd.Context(), args, "reading", func(d corpusDoc) {
+			read, skipped, err := cf.readCorpus(cmd.Context(), cmd.ErrOrStderr(), args, "reading", func(d corpusDoc) {
 				u := uniqueSorted(d.terms)
 				if len(u) == 0 {
 					empty++
@@ -405,14 +405,14 @@ Markdown table (the one in docs/LEXICON.md).`,
 				topts.Windows = ws
 			}
 			var docs [][]string
-			if _, _, err := cf.readCorpus(cmd.Context(), args, "reading", func(d corpusDoc) {
+			if _, _, err := cf.readCorpus(cmd.Context(), cmd.ErrOrStderr(), args, "reading", func(d corpusDoc) {
 				if len(d.terms) > 0 {
 					docs = append(docs, d.terms)
 				}
 			}); err != nil {
 				return fmt.Errorf("lexicon tune: %w", err)
 			}
-			topts.Progress = func(done, total int) { fmt.Fprintf(os.Stderr, "window %d/%d\n", done, total) }
+			topts.Progress = func(done, total int) { fmt.Fprintf(cmd.ErrOrStderr(), "window %d/%d\n", done, total) }
 			rep, err := imatchbag.Tune(docs, topts)
 			if err != nil {
 				return fmt.Errorf("lexicon tune: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -99,6 +100,7 @@ func newReportCmd(gf *globalFlags) *cobra.Command {
 		filesFrom string
 		verbose   bool
 		asJSON    bool
+		batch     int
 	)
 	cmd := &cobra.Command{
 		Use:   "report [--reporter ID] [--not-spam] [--files-from FILE] PATH...",
@@ -141,23 +143,57 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 				fmt.Fprintf(errw, "%s: skipped: %v\n", path, reason)
 				return nil
 			}}
+			// Reports go to the store in batches: one transaction and one
+			// fsync for many reports (each report stays atomic).
+			if batch < 1 {
+				batch = 1
+			}
+			var (
+				raws  [][]byte
+				names []string
+			)
+			flush := func() {
+				if len(raws) == 0 {
+					return
+				}
+				outs, err := be.ReportBatch(cmd.Context(), raws, kind, reporter)
+				for i, o := range outs {
+					sum.add(o)
+					if verbose {
+						fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
+					}
+				}
+				if err != nil {
+					// The batch stopped at message len(outs): report the rest one by one.
+					fmt.Fprintf(errw, "%s: %v\n", names[len(outs)], err)
+					sum.Errors++
+					for i := len(outs) + 1; i < len(raws); i++ {
+						o, err := be.Report(cmd.Context(), raws[i], kind, reporter)
+						if err != nil {
+							sum.Errors++
+							fmt.Fprintf(errw, "%s: %v\n", names[i], err)
+							continue
+						}
+						sum.add(o)
+						if verbose {
+							fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
+						}
+					}
+				}
+				raws, names = raws[:0], names[:0]
+			}
 			walkErr := mailbox.Walk(cmd.Context(), paths, opts, func(m mailbox.Message) error {
 				sum.Read++
-				o, err := be.Report(cmd.Context(), m.Raw, kind, reporter)
-				if err != nil {
-					sum.Errors++
-					fmt.Fprintf(errw, "%s: %v\n", m.Path, err)
-					if cmd.Context().Err() != nil {
-						return cmd.Context().Err()
-					}
-					return nil
+				raws = append(raws, bytes.Clone(m.Raw))
+				names = append(names, m.Path)
+				if len(raws) >= batch {
+					flush()
 				}
-				sum.add(o)
-				if verbose {
-					fmt.Fprintf(out, "%s\t%s\n", m.Path, describeOutcome(o))
-				}
-				return nil
+				return cmd.Context().Err()
 			})
+			if cmd.Context().Err() == nil {
+				flush()
+			}
 			if asJSON {
 				enc := json.NewEncoder(out)
 				if err := enc.Encode(sum); err != nil {
@@ -181,6 +217,7 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 	cmd.Flags().StringVar(&filesFrom, "files-from", "", "read more paths from FILE, one per line (- for stdin)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print one line per message")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	cmd.Flags().IntVar(&batch, "batch", 256, "reports applied per store transaction (bulk ingestion)")
 	return cmd
 }
 

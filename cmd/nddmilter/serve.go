@@ -234,15 +234,15 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes}, err
 	}, log)
 
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	ready.Store(true)
 	log.Info("nddmilter serving", "milter", cfg.Milter.Listen, "http", cfg.HTTP.Listen,
 		"store", cfg.Store.Dir, "config", describeSource(gf), "pid", os.Getpid())
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 
 	for {
 		select {

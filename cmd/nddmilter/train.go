@@ -43,6 +43,7 @@ type trainFlags struct {
 	ngram      int
 	lexicon    string
 	baseModel  string
+	lsh        andd.LSH
 	quiet      bool
 }
 
@@ -92,6 +93,10 @@ given --seed.`,
 	fl.IntVar(&f.ngram, "ngram", 1, "k of the k-gram terms")
 	fl.StringVar(&f.lexicon, "lexicon", "", "lexicon file for document frequencies (default: embedded)")
 	fl.StringVar(&f.baseModel, "base-model", "", "model whose LSH parameters to keep (default: embedded)")
+	fl.IntVar(&f.lsh.Bits, "bits", 0, "cosine sketch bits m (default: the base model's)")
+	fl.IntVar(&f.lsh.MinHashes, "minhashes", -1, "weighted min-hashes, 0 for none (default: the base model's)")
+	fl.IntVar(&f.lsh.Bands, "bands", 0, "band keys b (default: the base model's)")
+	fl.IntVar(&f.lsh.BandBits, "band-bits", 0, "bits per band r (default: the base model's)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bars")
 	cmd.AddCommand(newTrainCompareCmd(gf))
 	return cmd
@@ -263,6 +268,21 @@ func runTrain(ctx context.Context, stdout io.Writer, f *trainFlags) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	if f.lsh.Bits > 0 {
+		base.LSH.Bits = f.lsh.Bits
+	}
+	if f.lsh.MinHashes >= 0 {
+		base.LSH.MinHashes = f.lsh.MinHashes
+	}
+	if f.lsh.Bands > 0 {
+		base.LSH.Bands = f.lsh.Bands
+	}
+	if f.lsh.BandBits > 0 {
+		base.LSH.BandBits = f.lsh.BandBits
+	}
+	if err := base.Validate(); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	items, err := anddTrainingItems(ctx, f)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -364,6 +384,7 @@ type compareFlags struct {
 	model, jmodel string
 	lexicon       string
 	methods       []string
+	bands         []string
 	quiet         bool
 }
 
@@ -401,6 +422,7 @@ cosine ≥ --natural) are merged into one campaign.`,
 	fl.StringVar(&f.model, "model", "", "ANDD cosine model (default: embedded)")
 	fl.StringVar(&f.jmodel, "jaccard-model", "", "ANDD Jaccard model (default: embedded)")
 	fl.StringVar(&f.lexicon, "lexicon", "", "lexicon file (default: embedded)")
+	fl.StringSliceVar(&f.bands, "bands", nil, "also measure these band layouts BxR of the cosine sketch (e.g. 16x16,32x12), at the model's threshold")
 	fl.StringSliceVar(&f.methods, "methods", nil, "methods to run (default all: "+strings.Join(pairs.AllMethods(), ", ")+")")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bars")
 	return cmd
@@ -473,5 +495,24 @@ func runCompare(ctx context.Context, stdout io.Writer, f *compareFlags) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	return pairs.Markdown(stdout, rows)
+	if err := pairs.Markdown(stdout, rows); err != nil {
+		return err
+	}
+	if len(f.bands) > 0 {
+		var cfgs []pairs.BandConfig
+		for _, s := range f.bands {
+			var c pairs.BandConfig
+			if _, err := fmt.Sscanf(s, "%dx%d", &c.Bands, &c.Bits); err != nil {
+				return fmt.Errorf("compare: --bands %q: want BxR", s)
+			}
+			cfgs = append(cfgs, c)
+		}
+		brows, err := pp.Bands(cm.Threshold, cfgs)
+		if err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		fmt.Fprintln(stdout)
+		return pairs.BandsMarkdown(stdout, cm.Threshold, brows)
+	}
+	return nil
 }

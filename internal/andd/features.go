@@ -66,10 +66,10 @@ const hostPrefix = "@"
 // termStat accumulates the statistics of one term of one document.
 type termStat struct {
 	term    string
-	tf      int
-	first   int
-	caps    int
-	allCaps int
+	tf      int32
+	first   int32
+	caps    int32
+	allCaps int32
 	subject bool
 	host    bool
 }
@@ -80,14 +80,38 @@ type extractor struct {
 	ngram int
 	hosts bool // add host pseudo-terms (only if the model uses the "host" feature)
 	logN1 float64
+	// idfTab[df] caches the normalized idf of small document frequencies.
+	idfTab []float64
+	// prune, if set, is called with the features that do not depend on
+	// the df table (fIDF, fIDF2 and fUnseen are zero); when it returns
+	// true the term is skipped without a df look-up.
+	prune func(phi *[numFeatures]float64) bool
 }
+
+// tfTab[tf] = log(1+tf)/log(17) for small tf.
+var tfTab = func() (t [64]float64) {
+	for i := range t {
+		t[i] = math.Log1p(float64(i)) / math.Log1p(16)
+	}
+	return t
+}()
 
 func newExtractor(df DocFreq, ngram int, hosts bool) *extractor {
 	e := &extractor{df: df, ngram: ngram, hosts: hosts}
 	if df != nil && df.N() > 0 {
-		e.logN1 = math.Log(float64(df.N()) + 1)
+		n := df.N()
+		e.logN1 = math.Log(float64(n) + 1)
+		e.idfTab = make([]float64, min(n, 1<<16)+1)
+		for d := range e.idfTab {
+			e.idfTab[d] = e.idfOf(d)
+		}
 	}
 	return e
+}
+
+func (e *extractor) idfOf(df int) float64 {
+	v := math.Log((float64(e.df.N())+1)/(float64(df)+1)) / e.logN1
+	return min(max(v, 0), 1)
 }
 
 // idf returns the normalized idf of term and whether the term is unseen.
@@ -114,8 +138,10 @@ func (e *extractor) idf1(term string) (float64, bool) {
 	if df <= 0 {
 		return 1, true
 	}
-	v := math.Log((float64(e.df.N())+1)/(float64(df)+1)) / e.logN1
-	return min(max(v, 0), 1), false
+	if df < len(e.idfTab) {
+		return e.idfTab[df], false
+	}
+	return e.idfOf(df), false
 }
 
 // urlWords returns the lower-cased alphanumeric words of the document's
@@ -174,8 +200,15 @@ func registeredHost(host string) string {
 // phi is reused between calls.
 func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term string, phi *[numFeatures]float64)) {
 	n := len(toks)
-	index := make(map[string]int, n/2+1)
-	stats := make([]termStat, 0, n/2+1)
+	// Open-addressing index of the terms seen so far: slots hold
+	// 1 + the index into stats, probed linearly from an FNV-1a hash.
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	slots := make([]int32, size)
+	mask := uint64(size - 1)
+	stats := make([]termStat, 0, n+8)
 	var sb strings.Builder
 	k := e.ngram
 	for i := 0; i+k <= n; i++ {
@@ -191,11 +224,26 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 			}
 			term = sb.String()
 		}
-		idx, ok := index[term]
-		if !ok {
-			idx = len(stats)
-			index[term] = idx
-			stats = append(stats, termStat{term: term, first: i})
+		h := uint64(fnvOffset)
+		for j := 0; j < len(term); j++ {
+			h ^= uint64(term[j])
+			h *= fnvPrime
+		}
+		slot := (h ^ h>>29) & mask
+		var idx int
+		for {
+			v := slots[slot]
+			if v == 0 {
+				idx = len(stats)
+				slots[slot] = int32(idx + 1)
+				stats = append(stats, termStat{term: term, first: int32(i)})
+				break
+			}
+			if stats[v-1].term == term {
+				idx = int(v - 1)
+				break
+			}
+			slot = (slot + 1) & mask
 		}
 		s := &stats[idx]
 		s.tf++
@@ -215,11 +263,9 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 		inURL, hostTerms = urlWords(doc)
 	}
 	if e.hosts {
+		// Host pseudo-terms start with hostPrefix, which no token has.
 		for _, h := range hostTerms {
-			if _, ok := index[h]; !ok {
-				index[h] = len(stats)
-				stats = append(stats, termStat{term: h, tf: 1, first: n, host: true})
-			}
+			stats = append(stats, termStat{term: h, tf: 1, first: int32(n), host: true})
 		}
 	}
 	lenF := math.Log1p(float64(n)) / math.Log1p(4096)
@@ -228,7 +274,23 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 	for i := range stats {
 		s := &stats[i]
 		phi[fBias] = 1
-		phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
+		if int(s.tf) < len(tfTab) {
+			phi[fTF] = tfTab[s.tf]
+		} else {
+			phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
+		}
+		phi[fLoc] = min(float64(s.first)/den, 1)
+		phi[fLen] = lenF
+		phi[fCap] = float64(s.caps) / float64(s.tf)
+		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
+		phi[fSubject] = b2f(s.subject)
+		phi[fInURL] = b2f(!s.host && inURL != nil && inURL[firstWord(s.term)])
+		phi[fHost] = b2f(s.host)
+		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
+		phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
+		if e.prune != nil && e.prune(&phi) {
+			continue
+		}
 		if s.host {
 			phi[fIDF], phi[fUnseen] = 1, 0
 		} else {
@@ -237,14 +299,6 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 			phi[fUnseen] = b2f(unseen)
 		}
 		phi[fIDF2] = phi[fIDF] * phi[fIDF]
-		phi[fLoc] = min(float64(s.first)/den, 1)
-		phi[fLen] = lenF
-		phi[fCap] = float64(s.caps) / float64(s.tf)
-		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
-		phi[fSubject] = b2f(s.subject)
-		phi[fInURL] = b2f(!s.host && inURL[firstWord(s.term)])
-		phi[fHost] = b2f(s.host)
-		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
 		fn(s.term, &phi)
 	}
 }

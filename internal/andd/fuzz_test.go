@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
@@ -88,79 +90,111 @@ func FuzzWeighSketch(f *testing.F) {
 	})
 }
 
-// benchTokens returns the tokens of a ~5 KB message: ~850 words drawn
-// from a Zipf distribution over a 3000-word vocabulary, of which ~500 are
-// kept by the default token filter (≥ 4 letters).
-func benchTokens() (*mime.Document, []mime.Token) {
+// benchMessages returns 40 parsed ~5 KB messages (plain text, HTML with
+// a link) whose words are drawn from the default lexicon's secondary
+// lexicon with a Zipf law, and the lexicon. It mirrors the I-Match
+// pipeline benchmark of internal/imatchbag so the two can be compared.
+func benchMessages(b *testing.B) ([]*mime.Document, [][]mime.Token, *imatchbag.Lexicon) {
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		b.Skip("no default lexicon:", err)
+	}
+	vocab := append(slices.Clone(lex.Primary()), lex.Secondary()...)
+	if len(vocab) < 100 {
+		b.Skip("default lexicon too small")
+	}
 	r := rand.New(rand.NewPCG(42, 42))
-	vocab := make([]string, 3000)
-	for i := range vocab {
-		vocab[i] = randWord(r)
-	}
 	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
-	var b strings.Builder
-	for b.Len() < 5000 {
-		w := vocab[z.Uint64()]
-		if r.IntN(12) == 0 {
-			w = strings.ToUpper(w[:1]) + w[1:]
+	short := []string{"the", "of", "and", "to", "a", "in", "is", "for", "on", "you"}
+	var docs []*mime.Document
+	var toks [][]mime.Token
+	for i := range 40 {
+		var t strings.Builder
+		for n := 0; t.Len() < 4500; n++ {
+			w := vocab[z.Uint64()]
+			if r.IntN(3) == 0 {
+				w = short[r.IntN(len(short))]
+			}
+			if n%12 == 0 {
+				w = strings.ToUpper(w[:1]) + w[1:]
+			}
+			t.WriteString(w)
+			if n%60 == 59 {
+				t.WriteString(".\n\n")
+			} else {
+				t.WriteByte(' ')
+			}
 		}
-		b.WriteString(w)
-		b.WriteByte(' ')
+		raw := "From: a@example.com\r\nSubject: Offer " + vocab[i] + "\r\nMIME-Version: 1.0\r\n"
+		if i%2 == 0 {
+			raw += "Content-Type: text/plain; charset=utf-8\r\n\r\n" + t.String()
+		} else {
+			raw += "Content-Type: text/html; charset=utf-8\r\n\r\n<html><body><p>" + t.String() +
+				"</p><a href=\"https://shop.example.net/offer?id=42\">click here</a></body></html>"
+		}
+		doc := mime.Parse([]byte(raw), mime.Options{})
+		docs = append(docs, doc)
+		toks = append(toks, mime.Tokenize(doc, mime.TokenOptions{}))
 	}
-	return testDoc("Limited offer for "+vocab[3], b.String(), "http://www.shop.example/offer?id=1", "http://cdn.example/img.png")
+	return docs, toks, lex
 }
 
-// BenchmarkWeighSketch measures weighting plus the 384-bit cosine sketch
-// (what the milter computes per message; min-hashes disabled).
-func BenchmarkWeighSketch(b *testing.B) {
-	doc, toks := benchTokens()
+func benchSigner(b *testing.B, minHashes int) ([]*mime.Document, [][]mime.Token, *Signer) {
+	docs, toks, lex := benchMessages(b)
 	m, err := DefaultModel()
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.LSH.MinHashes = 0
-	s := mustSigner(b, m)
-	b.ReportMetric(float64(len(toks)), "tokens")
-	b.ReportAllocs()
-	for b.Loop() {
-		s.SketchDocument(doc, toks)
+	m.LSH.MinHashes = minHashes
+	s, err := NewSigner(m, lex)
+	if err != nil {
+		b.Fatal(err)
 	}
+	return docs, toks, s
+}
+
+// loop runs fn b.N times and reports CPU ns/op and the message size.
+func loop(b *testing.B, docs []*mime.Document, toks [][]mime.Token, s *Signer, fn func(i int)) {
+	n, u := 0, 0
+	for i := range docs {
+		n += len(toks[i])
+		u += len(s.Weigh(docs[i], toks[i]))
+	}
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for i := 0; b.Loop(); i++ {
+		fn(i % len(docs))
+	}
+	if c := cpuTime() - cpu; c > 0 {
+		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+	b.ReportMetric(float64(n)/float64(len(docs)), "tokens/msg")
+	b.ReportMetric(float64(u)/float64(len(docs)), "terms/msg")
+}
+
+// BenchmarkWeighSketch measures weighting plus the 384-bit cosine sketch
+// of a parsed ~5 KB message (what the milter adds to the I-Match
+// pipeline; compare with BenchmarkPipeline of internal/imatchbag).
+func BenchmarkWeighSketch(b *testing.B) {
+	docs, toks, s := benchSigner(b, 0)
+	loop(b, docs, toks, s, func(i int) { s.SketchDocument(docs[i], toks[i]) })
 }
 
 // BenchmarkWeighSketchMinHash adds the 80 weighted min-hashes.
 func BenchmarkWeighSketchMinHash(b *testing.B) {
-	doc, toks := benchTokens()
-	m, err := DefaultModel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := mustSigner(b, m)
-	b.ReportAllocs()
-	for b.Loop() {
-		s.SketchDocument(doc, toks)
-	}
+	docs, toks, s := benchSigner(b, 80)
+	loop(b, docs, toks, s, func(i int) { s.SketchDocument(docs[i], toks[i]) })
 }
 
 // BenchmarkWeighVectorSketch is the two-step API: Weigh (a map) then Sketch.
 func BenchmarkWeighVectorSketch(b *testing.B) {
-	doc, toks := benchTokens()
-	m, err := DefaultModel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.LSH.MinHashes = 0
-	s := mustSigner(b, m)
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Sketch(s.Weigh(doc, toks))
-	}
+	docs, toks, s := benchSigner(b, 0)
+	loop(b, docs, toks, s, func(i int) { s.Sketch(s.Weigh(docs[i], toks[i])) })
 }
 
 func BenchmarkBandKeys(b *testing.B) {
-	doc, toks := benchTokens()
-	m, _ := DefaultModel()
-	s := mustSigner(b, m)
-	sk := s.SketchDocument(doc, toks)
+	docs, toks, s := benchSigner(b, 0)
+	sk := s.SketchDocument(docs[0], toks[0])
 	b.ReportAllocs()
 	for b.Loop() {
 		s.BandKeys(sk)

@@ -41,6 +41,9 @@ func NewSigner(m *Model, df DocFreq) (*Signer, error) {
 		hosts = hosts || j == fHost
 	}
 	s.ex = newExtractor(df, m.NGram, hosts)
+	// A term whose weight stays ≤ 0 whatever its df needs no df look-up.
+	idfMax := s.idfGroupMax()
+	s.ex.prune = func(phi *[numFeatures]float64) bool { return s.z(phi)+idfMax <= 0 }
 	s.bandPos = bandLayout(m.LSH.Bits, m.LSH.Bands, m.LSH.BandBits, m.LSH.Seed)
 	return s, nil
 }
@@ -83,13 +86,42 @@ func bandLayout(m, b, r int, seed uint64) [][]uint16 {
 // Model returns (a copy of) the signer's model.
 func (s *Signer) Model() *Model { return s.model.Clone() }
 
-// weight is the clipped linear combination of the features.
-func (s *Signer) weight(phi *[numFeatures]float64) float64 {
+// z is the linear combination of the features.
+func (s *Signer) z(phi *[numFeatures]float64) float64 {
 	z := 0.0
 	for j, f := range s.featIdx {
 		z += s.lambda[j] * phi[f]
 	}
-	return max(z, 0)
+	return z
+}
+
+// weight is the clipped linear combination of the features.
+func (s *Signer) weight(phi *[numFeatures]float64) float64 {
+	return max(s.z(phi), 0)
+}
+
+// idfGroupMax bounds the contribution of the df-dependent features
+// (idf = x ∈ [0, 1], idf2 = x², unseen ∈ {0, 1} with x = 1 when unseen,
+// and x = 1 for host pseudo-terms) from above, plus a small margin.
+func (s *Signer) idfGroupMax() float64 {
+	var a, b, c float64
+	for j, f := range s.featIdx {
+		switch f {
+		case fIDF:
+			a = s.lambda[j]
+		case fIDF2:
+			b = s.lambda[j]
+		case fUnseen:
+			c = s.lambda[j]
+		}
+	}
+	best := max(0, a+b, a+b+c) // x = 0, x = 1 seen, x = 1 unseen
+	if b < 0 {
+		if x := -a / (2 * b); x > 0 && x < 1 {
+			best = max(best, a*x+b*x*x)
+		}
+	}
+	return best + 1e-9
 }
 
 // Weigh returns the weighted vector of a document: every term whose

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -51,9 +48,6 @@ func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, 
 	t.Cleanup(func() { st.Close() })
 	lex, err := imatchbag.DefaultLexicon()
 	if err != nil {
-		lex, err = tempLexicon() // TEMPORARY until data/brown.lex lands
-	}
-	if err != nil {
 		t.Fatal(err)
 	}
 	mod, err := andd.DefaultModel()
@@ -67,22 +61,6 @@ func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, 
 	srv := httptest.NewServer(NewHandler(eng, st, opts))
 	t.Cleanup(srv.Close)
 	return srv, eng, st
-}
-
-func tempLexicon() (*imatchbag.Lexicon, error) {
-	b := imatchbag.NewBuilder()
-	files, _ := filepath.Glob("/work/shared/papers/*.txt")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		for _, para := range strings.Split(string(data), "\n\n") {
-			doc := &mime.Document{Text: para}
-			b.Add(mime.UniqueTerms(mime.Tokenize(doc, mime.TokenOptions{})))
-		}
-	}
-	return b.Build(imatchbag.BuildOptions{})
 }
 
 func do(t *testing.T, method, url, token string, body []byte) (int, map[string]any, []byte) {

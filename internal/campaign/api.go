@@ -33,7 +33,8 @@ type Options struct {
 	// ANDDMinTerms is the number of unique terms a message needs for an
 	// ANDD sketch: the cosine of very short texts says little. Default 10.
 	ANDDMinTerms int
-	Policy      Policy
+	// Policy is the decision model (see Policy and docs/POLICY.md).
+	Policy Policy
 	// Expiry is how long a campaign lives without hits or reports. Default 30 days.
 	Expiry time.Duration
 	// CacheTTL is how long a decoded campaign record is reused by Check

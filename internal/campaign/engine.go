@@ -300,70 +300,112 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool) (Verdict, e
 
 // Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
 func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
-	var out ReportOutcome
+	p, err := e.prepareReport(ctx, raw, kind, reporter)
+	if err != nil {
+		return p.out, fmt.Errorf("report: %w", err)
+	}
+	if p.skip {
+		return p.out, nil
+	}
+	res, err := e.st.Report(ctx, p.in)
+	e.invalidateReport(p, res)
+	if err != nil {
+		return p.out, fmt.Errorf("report: %w", err)
+	}
+	return e.finishReport(ctx, p, res)
+}
+
+// preparedReport is a signed and matched report, ready for the store.
+type preparedReport struct {
+	out     ReportOutcome
+	skip    bool // out.Skipped says why; nothing to store
+	in      store.ReportInput
+	sketch  andd.Sketch
+	hasSk   bool
+	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
+	matched []store.CampaignID
+}
+
+// prepareReport unwraps, signs and matches a report. It only reads the
+// store.
+func (e *Engine) prepareReport(ctx context.Context, raw []byte, kind store.Kind, reporter string) (*preparedReport, error) {
+	p := &preparedReport{}
 	if kind != store.KindSpam && kind != store.KindHam {
-		return out, fmt.Errorf("report: unknown kind %d", kind)
+		return p, fmt.Errorf("unknown kind %d", kind)
 	}
 	orig, arf := mime.UnwrapARF(raw)
-	out.ARF = arf
+	p.out.ARF = arf
 	s, err := e.sign(orig)
 	if err != nil {
-		return out, fmt.Errorf("report: %w", err)
+		return p, err
 	}
 	if s.empty() {
-		out.Skipped = s.skipReason()
-		return out, nil
+		p.out.Skipped = s.skipReason()
+		p.skip = true
+		return p, nil
 	}
 	matched, unverified, err := e.match(ctx, s)
 	if err != nil {
-		return out, fmt.Errorf("report: %w", err)
+		return p, err
 	}
 	// Band keys that point at campaigns the sketch does not verify are
 	// left out: the store joins every campaign sharing a key.
 	keys := slices.Clone(s.imKeys)
+	p.nIM = len(keys)
 	for _, k := range s.bandKeys {
 		if !unverified[string(k)] {
 			keys = append(keys, k)
 		}
 	}
-	in := store.ReportInput{
+	p.in = store.ReportInput{
 		Time:     e.now(),
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
-		Subject:  s.doc.Subject,
-		From:     s.doc.From,
 	}
 	for _, c := range matched {
-		out.Joined = append(out.Joined, c.rec.rec.ID)
+		p.matched = append(p.matched, c.rec.rec.ID)
 		for _, ev := range c.evidence {
 			if ev.Family == FamilyANDD {
-				in.Join = append(in.Join, c.rec.rec.ID)
+				p.in.Join = append(p.in.Join, c.rec.rec.ID)
 				break
 			}
 		}
 	}
+	p.out.Joined = p.matched
 	if kind == store.KindSpam {
-		in.Create, in.Index = true, true
-		in.Sketch = s.sketchRaw
+		p.in.Create, p.in.Index = true, true
+		p.in.Sketch = s.sketchRaw
+		p.in.Subject, p.in.From = s.doc.Subject, s.doc.From
 	}
-	res, err := e.st.Report(ctx, in)
-	// Invalidate whatever the report may have touched, even on error.
+	p.sketch, p.hasSk = s.sketch, s.hasSketch
+	return p, nil
+}
+
+// invalidateReport drops from the cache whatever a report may have
+// touched (even when it failed).
+func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
 	e.invalidate(res.Campaign)
 	for _, id := range res.Merged {
 		e.invalidate(id)
 	}
-	for _, c := range matched {
-		e.invalidate(c.rec.rec.ID)
+	for _, id := range p.matched {
+		e.invalidate(id)
 	}
-	if err != nil {
-		return out, fmt.Errorf("report: %w", err)
+	for _, id := range p.in.Join {
+		e.invalidate(id)
 	}
+}
+
+// finishReport fills the outcome of a stored report and revokes the
+// campaign when not-spam evidence outweighs its spam reports.
+func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
+	out := p.out
 	out.ReportResult = res
 	if res.Created {
 		out.Joined = nil
 	}
-	if kind == store.KindHam && res.Campaign != 0 {
+	if p.in.Kind == store.KindHam && res.Campaign != 0 {
 		c, err := e.st.Get(ctx, res.Campaign)
 		if err != nil {
 			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)

@@ -3,8 +3,6 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -80,9 +77,6 @@ func resources(t testing.TB) (*imatchbag.Lexicon, *andd.Model) {
 	t.Helper()
 	resOnce.Do(func() {
 		resLex, resErr = imatchbag.DefaultLexicon()
-		if resErr != nil {
-			resLex, resErr = tempLexicon() // TEMPORARY until data/brown.lex lands
-		}
 		if resErr == nil {
 			resMod, resErr = andd.DefaultModel()
 		}
@@ -91,22 +85,6 @@ func resources(t testing.TB) (*imatchbag.Lexicon, *andd.Model) {
 		t.Fatalf("load lexicon/model: %v", resErr)
 	}
 	return resLex, resMod
-}
-
-func tempLexicon() (*imatchbag.Lexicon, error) {
-	b := imatchbag.NewBuilder()
-	files, _ := filepath.Glob("/work/shared/papers/*.txt")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		for _, para := range strings.Split(string(data), "\n\n") {
-			doc := &mime.Document{Text: para}
-			b.Add(mime.UniqueTerms(mime.Tokenize(doc, mime.TokenOptions{})))
-		}
-	}
-	return b.Build(imatchbag.BuildOptions{})
 }
 
 // testClock is a settable clock.
@@ -520,5 +498,90 @@ func BenchmarkCheck(b *testing.B) {
 		if _, err := f.eng.Check(f.ctx, msg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestEngineReportBatch(t *testing.T) {
+	f := newFixture(t, Options{})
+	var reqs []ReportRequest
+	for i := range 12 {
+		reqs = append(reqs, ReportRequest{Raw: copyOf(t, i%3, uint64(i)), Kind: store.KindSpam, Reporter: fmt.Sprint("r", i)})
+	}
+	reqs = append(reqs,
+		ReportRequest{Raw: []byte("Subject: hi\r\n\r\nok\r\n"), Kind: store.KindSpam, Reporter: "x"},
+		ReportRequest{Raw: baseMessage(0), Kind: store.KindHam, Reporter: "h1"},
+		ReportRequest{Raw: baseMessage(0), Kind: store.KindHam, Reporter: "h2"},
+	)
+	outs, err := f.eng.ReportBatch(f.ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != len(reqs) {
+		t.Fatalf("%d outcomes for %d reports", len(outs), len(reqs))
+	}
+	created := map[store.CampaignID]int{}
+	for i, o := range outs[:12] {
+		if o.Created {
+			created[o.Campaign] = i % 3
+		} else if o.Campaign == 0 || created[o.Campaign] != i%3 {
+			t.Errorf("report %d: %+v (created %v)", i, o, created)
+		}
+	}
+	if len(created) != 3 {
+		t.Errorf("%d campaigns created, want 3", len(created))
+	}
+	if outs[12].Skipped == "" {
+		t.Errorf("short message: %+v", outs[12])
+	}
+	// The campaign is revoked once (both ham reports are applied before
+	// the revocation check of the batch).
+	if outs[13].Revoked == outs[14].Revoked || outs[14].Campaign == 0 {
+		t.Errorf("ham reports: %+v %+v", outs[13], outs[14])
+	}
+	c, err := f.st.Get(f.ctx, outs[0].Campaign)
+	if err != nil || c.SpamReporters != 4 || c.HamReporters != 2 || c.State != store.StateRevoked {
+		t.Errorf("campaign after batch: %+v %v", c, err)
+	}
+}
+
+// Concurrent reports of a new campaign end in one campaign; concurrent
+// checks see it.
+func TestEngineConcurrent(t *testing.T) {
+	f := newFixture(t, Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for g := range 4 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				if _, err := f.eng.Report(f.ctx, copyOf(t, 0, uint64(g*10+i)), store.KindSpam, fmt.Sprint("r", g)); err != nil {
+					errs <- err
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, err := f.eng.Check(f.ctx, copyOf(t, 0, uint64(100+g*10+i))); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	cs, err := f.st.List(f.ctx, store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].SpamReporters != 4 || cs[0].SpamReports != 20 {
+		t.Fatalf("campaigns after concurrent reports: %+v", cs)
+	}
+	if v := f.check(t, baseMessage(0)); v.Campaign != cs[0].ID || v.Action != Quarantine {
+		t.Errorf("check: %+v", v)
 	}
 }

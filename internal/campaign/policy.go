@@ -128,7 +128,10 @@ type Policy struct {
 	// ANDDConfidenceAtThreshold and ANDDConfidenceMax give the confidence
 	// of a verified ANDD match at the model's similarity threshold and at
 	// similarity 1; in between, the log-odds of the confidence are linear
-	// in the estimated cosine. Defaults 0.9 and 0.9999.
+	// in the estimated cosine. Defaults 0.7 and 0.95: with the shipped
+	// model, ANDD-only matches also hit mailing-list ham (docs/POLICY.md),
+	// so a match found by ANDD alone can at most tag; I-Match agreement is
+	// needed to quarantine or reject.
 	ANDDConfidenceAtThreshold float64 `yaml:"andd_confidence_at_threshold" json:"andd_confidence_at_threshold"`
 	ANDDConfidenceMax         float64 `yaml:"andd_confidence_max" json:"andd_confidence_max"`
 
@@ -170,8 +173,8 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.VolumeLR, 1.25)
 	def(&p.VolumeMaxLR, 2)
 	def(&p.IMatchConfidence, 0.99)
-	def(&p.ANDDConfidenceAtThreshold, 0.9)
-	def(&p.ANDDConfidenceMax, 0.9999)
+	def(&p.ANDDConfidenceAtThreshold, 0.7)
+	def(&p.ANDDConfidenceMax, 0.95)
 	def(&p.RevokeRatio, 0.5)
 	if p.RejectMinReporters == 0 {
 		p.RejectMinReporters = 3
@@ -416,8 +419,8 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 		best = p.bestBelow(maxA+1, d.P)
 	}
 	d.Action = best
-	basis := fmt.Sprintf("match %.4f × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
-		d.Match, d.Reputation, c.SpamReporters, c.HamReporters, c.Messages)
+	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
+		d.Match, evidenceSummary(ev, threshold), d.Reputation, c.SpamReporters, c.HamReporters, c.Messages)
 	switch {
 	case best == Accept && why == "":
 		d.Rule = fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",
@@ -429,6 +432,35 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 			best, d.P, th[best].From, best, p.CostFP.of(best), why, basis)
 	}
 	return d
+}
+
+// evidenceSummary describes evidence in a few words: "3 I-Match bags,
+// ANDD 0.934".
+func evidenceSummary(ev []Evidence, threshold float64) string {
+	bags, best := 0, -1.0
+	for _, e := range ev {
+		switch e.Family {
+		case FamilyIMatch:
+			bags++
+		case FamilyANDD:
+			best = math.Max(best, e.Similarity)
+		}
+	}
+	var parts []string
+	switch bags {
+	case 0:
+	case 1:
+		parts = append(parts, "1 I-Match bag")
+	default:
+		parts = append(parts, fmt.Sprintf("%d I-Match bags", bags))
+	}
+	if best >= 0 {
+		parts = append(parts, fmt.Sprintf("ANDD %.3f ≥ %.3f", best, threshold))
+	}
+	if len(parts) == 0 {
+		return "no evidence"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +117,15 @@ type Row struct {
 	// Actions counts checked messages by action (engine rows only), mean
 	// over seeds, split by class: "spam/tag", "ham/accept", ...
 	Actions map[string]float64 `json:"actions,omitempty"`
-	// FalsePositives lists the ham flagged under the first seed (paths).
-	FalsePositives []string `json:"false_positives,omitempty"`
+	// FalsePositives lists every ham message flagged under any seed, with
+	// the number of seeds that flagged it.
+	FalsePositives []FalsePositive `json:"false_positives,omitempty"`
+}
+
+// FalsePositive is a ham message flagged, and by how many seeds.
+type FalsePositive struct {
+	Path  string `json:"path"`
+	Seeds int    `json:"seeds"`
 }
 
 // AccuracyResult is the outcome of RunAccuracy.
@@ -533,7 +541,8 @@ func averageRows(name string, k int, opts AccuracyOptions, exps []*experiment, f
 	r := Row{Name: name, K: k}
 	n := float64(len(exps))
 	var recalls []float64
-	for s, e := range exps {
+	fps := map[string]int{}
+	for _, e := range exps {
 		o := f(e)
 		recalls = append(recalls, o.recall)
 		r.Recall += o.recall / n
@@ -551,10 +560,14 @@ func averageRows(name string, k int, opts AccuracyOptions, exps []*experiment, f
 				r.Actions[a] += float64(v) / n
 			}
 		}
-		if s == 0 {
-			r.FalsePositives = o.fps
+		for _, p := range o.fps {
+			fps[p]++
 		}
 	}
+	for p, n := range fps {
+		r.FalsePositives = append(r.FalsePositives, FalsePositive{Path: p, Seeds: n})
+	}
+	slices.SortFunc(r.FalsePositives, func(a, b FalsePositive) int { return strings.Compare(a.Path, b.Path) })
 	r.Utility = r.SpamFlagged - opts.Cost*r.HamFlagged
 	for _, x := range recalls {
 		r.RecallStd += (x - r.Recall) * (x - r.Recall) / n

@@ -50,6 +50,13 @@ type AdvCell struct {
 	// of that family (a copy may have both).
 	ByIMatch int `json:"by_imatch"`
 	ByANDD   int `json:"by_andd"`
+	// MeanCosine is the mean cosine over unique terms (the ground truth's
+	// measure) between the copies and their originals; NearDup counts the
+	// copies that are still near-duplicates (cosine ≥ 0.9) and
+	// NearDupDetected those of them detected.
+	MeanCosine      float64 `json:"mean_cosine"`
+	NearDup         int     `json:"near_dup"`
+	NearDupDetected int     `json:"near_dup_detected"`
 	// Errors counts copies spamgen could not produce.
 	Errors int `json:"errors,omitempty"`
 }
@@ -212,6 +219,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		v, err := eng.Evaluate(ctx, raw)
+		cos := Cosine(c.Docs[j.q].Terms, mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens)))
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -221,7 +229,15 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		cell.Copies++
+		cell.MeanCosine += cos
+		near := cos >= ao.Cosine
+		if near {
+			cell.NearDup++
+		}
 		if v.Action != campaign.Accept {
+			if near {
+				cell.NearDupDetected++
+			}
 			cell.Detected++
 			im, an := false, false
 			for _, ev := range v.Evidence {
@@ -245,6 +261,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	for i := range res.Cells {
 		if res.Cells[i].Copies > 0 {
 			res.Cells[i].Rate = float64(res.Cells[i].Detected) / float64(res.Cells[i].Copies)
+			res.Cells[i].MeanCosine /= float64(res.Cells[i].Copies)
 		}
 	}
 	var hams []int

@@ -36,7 +36,7 @@ type Options struct {
 	K int
 	// MinTerms is the minimum |S| for a signature; when L ∩ U is smaller,
 	// S is extended with the top-ranked terms of B ∩ U. Default
-	// DefaultMinTerms (5); negative means 1.
+	// DefaultMinTerms (7); negative means 1.
 	MinTerms int
 	// MinRatio is the minimum |S|/|U|; below it S is extended with the
 	// top-ranked terms of B ∩ U (paper sect. 3), and when B cannot make up
@@ -50,7 +50,7 @@ type Options struct {
 // Signature defaults.
 const (
 	DefaultK         = 10
-	DefaultMinTerms  = 5
+	DefaultMinTerms  = 7
 	DefaultMinRatio  = 0.05
 	DefaultMinUnique = 5
 )

@@ -126,3 +126,30 @@ func TestGolden(t *testing.T) {
 	compare("message", w.Messages, got.Messages)
 	t.Error("signatures differ from testdata/golden.json: a change of signatures must be deliberate (bump SignatureVersion, then -update)")
 }
+
+// TestDefaultLexicon pins the embedded lexicon: regenerate it with
+// scripts/build-default-lexicon.sh, never by hand.
+func TestDefaultLexicon(t *testing.T) {
+	lex, err := DefaultLexicon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := lex.Stats()
+	if st.IdfMin != DefaultIdfMin || st.IdfMax != DefaultIdfMax || st.SecondaryMax != DefaultSecondaryMax {
+		t.Errorf("embedded lexicon window [%g, %g] cap %d, defaults [%g, %g] cap %d: rebuild it with scripts/build-default-lexicon.sh",
+			st.IdfMin, st.IdfMax, st.SecondaryMax, DefaultIdfMin, DefaultIdfMax, DefaultSecondaryMax)
+	}
+	if st.N != 4424 || st.Primary < 200 || st.Secondary < 10000 {
+		t.Errorf("embedded lexicon stats %+v", st)
+	}
+	var buf bytes.Buffer
+	if _, err := lex.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), DefaultLexiconData()) {
+		t.Error("the embedded lexicon does not re-serialize byte for byte")
+	}
+	if len(DefaultLexiconData()) > 2<<20 {
+		t.Errorf("embedded lexicon is %d bytes, keep it under 2 MiB", len(DefaultLexiconData()))
+	}
+}

@@ -147,8 +147,9 @@ type BuildOptions struct {
 	// Defaults DefaultIdfMin and DefaultIdfMax (chosen by measurement on the
 	// Brown corpus, see docs/LEXICON.md). Both zero selects both defaults.
 	IdfMin, IdfMax float64
-	// SecondaryMax caps |B|. Default 20000; negative means no secondary
-	// lexicon.
+	// SecondaryMax caps |B|. B takes whole document-frequency tiers (all
+	// terms of equal df, most frequent tiers first) while they fit. Default
+	// 20000; negative means no secondary lexicon.
 	SecondaryMax int
 	// MinDF is the smallest document frequency recorded. Default 2.
 	MinDF int
@@ -163,7 +164,7 @@ type BuildOptions struct {
 
 // Default lexicon parameters.
 const (
-	DefaultIdfMin       = 0.25
+	DefaultIdfMin       = 0.3
 	DefaultIdfMax       = 0.4
 	DefaultSecondaryMax = 20000
 	DefaultMinDF        = 2
@@ -245,16 +246,33 @@ func (b *Builder) Build(opts BuildOptions) (*Lexicon, error) {
 		}
 	}
 	sortRanked(ranked)
+	// B takes whole document-frequency tiers, most frequent first, while
+	// they fit under the cap: cutting inside a tier would favour terms by
+	// their spelling.
 	nB := 0
-	for i := range ranked {
+	full := false
+	for i := 0; i < len(ranked); {
+		j := i
+		for j < len(ranked) && ranked[j].df == ranked[i].df {
+			j++
+		}
 		v := nidf(b.n, int(ranked[i].df))
 		switch {
 		case v >= o.IdfMin && v <= o.IdfMax:
-			ranked[i].class = classPrimary
-		case v > o.IdfMax && nB < o.SecondaryMax:
-			ranked[i].class = classSecondary
-			nB++
+			for k := i; k < j; k++ {
+				ranked[k].class = classPrimary
+			}
+		case v > o.IdfMax && !full:
+			if nB+(j-i) > o.SecondaryMax {
+				full = true
+				break
+			}
+			for k := i; k < j; k++ {
+				ranked[k].class = classSecondary
+			}
+			nB += j - i
 		}
+		i = j
 	}
 	if o.MaxTerms > 0 && len(ranked) > o.MaxTerms {
 		kept := ranked[:0]

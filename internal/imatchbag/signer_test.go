@@ -49,16 +49,17 @@ func TestSignThresholds(t *testing.T) {
 		reason    string
 	}{
 		{"too short", Options{}, doc(words("l", 0, 4)), false, 0, 0, "too short for a signature: 4 unique words (minimum 5)"},
-		{"five lexicon words", Options{}, doc(words("l", 0, 5)), true, 5, 0, ""},
+		{"five lexicon words", Options{MinTerms: 5}, doc(words("l", 0, 5)), true, 5, 0, ""},
 		{"min unique raised", Options{MinUnique: 10}, doc(words("l", 0, 5), words("x", 0, 4)), false, 0, 0, "too short for a signature: 9 unique words (minimum 10)"},
-		{"few lexicon words extended from B", Options{}, doc(words("l", 0, 1), words("b", 0, 5), words("x", 0, 10)), true, 5, 4, ""},
-		{"B cannot make up MinTerms", Options{}, doc(words("l", 0, 1), words("b", 0, 3), words("x", 0, 10)), false, 4, 3, "minimum 5"},
+		{"few lexicon words extended from B", Options{MinTerms: 5}, doc(words("l", 0, 1), words("b", 0, 5), words("x", 0, 10)), true, 5, 4, ""},
+		{"B cannot make up MinTerms", Options{MinTerms: 5}, doc(words("l", 0, 1), words("b", 0, 3), words("x", 0, 10)), false, 4, 3, "minimum 5"},
 		{"nothing in any lexicon", Options{}, doc(words("x", 0, 10)), false, 0, 0, "too few lexicon words: 0 of 10 unique words"},
 		{"ratio met from L", Options{MinRatio: 0.5}, doc(words("l", 0, 10), words("x", 0, 10)), true, 10, 0, ""},
 		{"ratio met with B", Options{MinRatio: 0.5}, doc(words("l", 0, 6), words("b", 0, 10), words("x", 0, 4)), true, 10, 4, ""},
 		{"ratio not met", Options{MinRatio: 0.5}, doc(words("l", 0, 6), words("b", 0, 2), words("x", 0, 12)), false, 8, 2, "needed for the minimum ratio 0.5"},
-		{"ratio disabled", Options{MinRatio: -1}, doc(words("l", 0, 5), words("x", 0, 500)), true, 5, 0, ""},
-		{"default ratio 5%", Options{}, doc(words("l", 0, 5), words("b", 0, 30), words("x", 0, 165)), true, 10, 5, ""},
+		{"ratio disabled", Options{MinRatio: -1, MinTerms: 5}, doc(words("l", 0, 5), words("x", 0, 500)), true, 5, 0, ""},
+		{"default ratio 5%", Options{MinTerms: 5}, doc(words("l", 0, 5), words("b", 0, 30), words("x", 0, 165)), true, 10, 5, ""},
+		{"default min terms", Options{}, doc(words("l", 0, DefaultMinTerms-1), words("x", 0, 10)), false, DefaultMinTerms - 1, 0, fmt.Sprintf("minimum %d", DefaultMinTerms)},
 		{"min terms lowered", Options{MinTerms: 3}, doc(words("l", 0, 3), words("x", 0, 10)), true, 3, 0, ""},
 		{"min terms raised", Options{MinTerms: 8, MinRatio: -1}, doc(words("l", 0, 7), words("x", 0, 5)), false, 7, 0, "minimum 8"},
 	}

@@ -38,8 +38,8 @@ type TuneOptions struct {
 
 // DefaultTuneWindows is the grid of windows Tune evaluates by default.
 var DefaultTuneWindows = [][2]float64{
-	{0.05, 0.2}, {0.05, 0.3}, {0.1, 0.3}, {0.1, 0.4}, {0.15, 0.35}, {0.2, 0.3},
-	{0.2, 0.4}, {0.2, 0.5}, {0.25, 0.45}, {0.3, 0.5}, {0.3, 0.6}, {0.4, 0.7},
+	{0.05, 0.3}, {0.1, 0.3}, {0.15, 0.35}, {0.2, 0.3}, {0.2, 0.35}, {0.2, 0.4}, {0.25, 0.35},
+	{0.25, 0.4}, {0.25, 0.45}, {0.3, 0.4}, {0.3, 0.5}, {0.3, 0.6}, {0.4, 0.6},
 }
 
 // Perturbations applied by Tune to every evaluated document. Each is a

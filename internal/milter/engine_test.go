@@ -71,7 +71,8 @@ func rawOf(m msg) []byte {
 }
 
 // With the real engine and store: an unknown message is accepted with the
-// verdict header; after reports from three users, a randomized copy is
+// verdict header; after reports from five users (the default policy rejects
+// only well-reported campaigns), a randomized copy is
 // rejected with the campaign named in the 550 reply.
 func TestRealEngineEndToEnd(t *testing.T) {
 	eng := realEngine(t)
@@ -85,7 +86,7 @@ func TestRealEngineEndToEnd(t *testing.T) {
 
 	ctx := context.Background()
 	var id store.CampaignID
-	for i, user := range []string{"alice", "bob", "carol"} {
+	for i, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
 		out, err := eng.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user)
 		if err != nil {
 			t.Fatal(err)

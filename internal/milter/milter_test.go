@@ -244,7 +244,7 @@ func TestActions(t *testing.T) {
 		{name: "override by address wins over domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept, "user@example.org": ActReject}},
 			m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550},
 		{name: "weakest recipient cap", opts: Options{MaxAction: ActReject, Overrides: map[string]string{"abuse@example.com": ActTag}},
-			m: func() msg { m := simple("reject"); m.rcpts = append(m.rcpts, "Abuse@Example.com"); return m }(),
+			m:    func() msg { m := simple("reject"); m.rcpts = append(m.rcpts, "Abuse@Example.com"); return m }(),
 			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
 		{name: "header prefix", opts: Options{HeaderPrefix: "X-Campaign-"}, m: simple("tag"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-Campaign-Verdict": "tag; score=0.700; rule=reports>=1", "X-Campaign-Campaign": "42"}},

@@ -12,6 +12,7 @@
 package milter
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -290,6 +291,7 @@ func (l *trackedListener) Accept() (net.Conn, error) {
 
 func (s *Server) track(c net.Conn) net.Conn {
 	tc := &trackedConn{Conn: c, srv: s}
+	tc.br = bufio.NewReaderSize(readerFunc(tc.readConn), 16<<10)
 	s.mu.Lock()
 	s.conns[tc] = struct{}{}
 	s.wg.Add(1)
@@ -298,15 +300,24 @@ func (s *Server) track(c net.Conn) net.Conn {
 	return tc
 }
 
-// trackedConn sets a read deadline before each read (the idle timeout) and
-// unregisters itself on Close.
+// trackedConn buffers reads (go-milter reads each packet's length and
+// body with separate unbuffered reads: one syscall each without a
+// buffer), sets a read deadline before each read from the socket (the idle
+// timeout) and unregisters itself on Close.
 type trackedConn struct {
 	net.Conn
 	srv  *Server
+	br   *bufio.Reader
 	once sync.Once
 }
 
-func (c *trackedConn) Read(p []byte) (int, error) {
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func (c *trackedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+
+func (c *trackedConn) readConn(p []byte) (int, error) {
 	idle := c.srv.current().opts.IdleTimeout
 	if g := time.Duration(c.srv.grace.Load()); g > 0 {
 		idle = g

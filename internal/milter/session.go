@@ -40,7 +40,6 @@ type session struct {
 	headerLen int
 	bodyLen   int64 // all body bytes seen, scanned or not
 	forged    []forgedHeader
-	start     time.Time
 }
 
 type forgedHeader struct {
@@ -56,7 +55,6 @@ func (s *session) reset() {
 	s.headerLen = 0
 	s.bodyLen = 0
 	s.forged = s.forged[:0]
-	s.start = time.Now()
 }
 
 func (s *session) state() *state {
@@ -186,15 +184,16 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 	}
 	truncated := s.bodyLen > o.MaxBodyBytes
 
+	t0 := time.Now()
 	v, stage, err := s.check(st)
-	elapsed := time.Since(s.start)
+	elapsed := time.Since(t0)
 	checkTime := elapsed
 	if err != nil {
 		o.Metrics.Error(stage)
 		o.Metrics.FailOpen()
 		o.Metrics.Message(o.OnError, nil, checkTime, s.bodyLen, 0)
 		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
-			"err", err, "action", o.OnError, "duration", elapsed)
+			"err", err, "action", o.OnError, "duration_ms", ms(elapsed))
 		if err := s.deleteForged(m); err != nil {
 			return nil, err
 		}
@@ -215,7 +214,7 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 	attrs := []any{
 		"queue_id", s.queueID, "from", s.from, "rcpts", len(s.rcpts),
 		"action", reply, "campaign", uint64(v.Campaign), "score", round3(v.Score), "rule", v.Rule,
-		"evidence", evidenceShort(v.Evidence), "body_bytes", s.bodyLen, "duration", elapsed,
+		"evidence", evidenceShort(v.Evidence), "body_bytes", s.bodyLen, "duration_ms", ms(elapsed),
 	}
 	if s.client != "" {
 		attrs = append(attrs, "client", s.client)
@@ -488,3 +487,6 @@ func round3(f float64) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
 	return v
 }
+
+// ms is d in milliseconds with microsecond precision, for logs.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -6,6 +6,22 @@ import (
 	"testing"
 )
 
+// cpuMeter reports CPU time per op next to wall time: on a loaded machine
+// wall time is noise, CPU time (run with -cpu=1) is what one core spends.
+type cpuMeter struct{ start int64 }
+
+func startCPU(b *testing.B) cpuMeter {
+	b.ResetTimer()
+	return cpuMeter{processCPU()}
+}
+
+func (m cpuMeter) stop(b *testing.B) {
+	b.StopTimer()
+	if m.start > 0 && b.N > 0 {
+		b.ReportMetric(float64(processCPU()-m.start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // benchMix is the sample mix of testdata: plain, HTML, multipart,
 // base64/QP and a dozen non-UTF-8 charsets, plus the malformed samples.
 func benchMix(b *testing.B) (msgs [][]byte, total int) {
@@ -31,10 +47,11 @@ func BenchmarkParse(b *testing.B) {
 	msgs, total := benchMix(b)
 	b.SetBytes(int64(total / len(msgs)))
 	b.ReportAllocs()
-	b.ResetTimer()
+	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		Parse(msgs[i%len(msgs)], Options{})
 	}
+	m.stop(b)
 }
 
 // BenchmarkTokenize measures Tokenize + UniqueTerms over the parsed mix.
@@ -46,10 +63,11 @@ func BenchmarkTokenize(b *testing.B) {
 	}
 	b.SetBytes(int64(total / len(msgs)))
 	b.ReportAllocs()
-	b.ResetTimer()
+	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		UniqueTerms(Tokenize(docs[i%len(docs)], TokenOptions{}))
 	}
+	m.stop(b)
 }
 
 // BenchmarkParseTokenize is the whole of this package's share of the
@@ -58,11 +76,12 @@ func BenchmarkParseTokenize(b *testing.B) {
 	msgs, total := benchMix(b)
 	b.SetBytes(int64(total / len(msgs)))
 	b.ReportAllocs()
-	b.ResetTimer()
+	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		d := Parse(msgs[i%len(msgs)], Options{})
 		UniqueTerms(Tokenize(d, TokenOptions{}))
 	}
+	m.stop(b)
 }
 
 // BenchmarkHTML measures visible-text extraction of the HTML sample body.
@@ -70,9 +89,11 @@ func BenchmarkHTML(b *testing.B) {
 	d := []byte(htmlBenchDoc)
 	b.SetBytes(int64(len(d)))
 	b.ReportAllocs()
+	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		VisibleTextFromHTML(d)
 	}
+	m.stop(b)
 }
 
 const htmlBenchDoc = `<html><head><title>t</title><style>p{}</style></head><body>

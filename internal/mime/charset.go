@@ -109,6 +109,19 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 	if isASCII(b) && asciiCompatible(cs) {
 		return b
 	}
+	if cm, ok := enc.(*charmap.Charmap); ok {
+		// Single-byte charsets: a table lookup per byte, no transformer.
+		out := make([]byte, 0, len(b)+len(b)/2)
+		asciiOK := asciiCompatible(cs)
+		for _, c := range b {
+			if c < utf8.RuneSelf && asciiOK {
+				out = append(out, c)
+				continue
+			}
+			out = utf8.AppendRune(out, cm.DecodeByte(c))
+		}
+		return out
+	}
 	out, err := enc.NewDecoder().Bytes(b)
 	if err != nil {
 		p.warn("bad " + cs + " text in " + what + ": decoded as latin-1")

@@ -7,6 +7,35 @@
 // boundary, bad base64, an unknown charset, a truncated message, a nesting
 // limit) is recorded in Document.Warnings and the best text that could be
 // recovered is kept.
+//
+// Design choices, each tested beside the code:
+//
+//   - Headers and multipart bodies are split in place over the raw bytes
+//     (no copies), leniently: a declared boundary that never occurs is
+//     replaced by the first delimiter-looking line of the body, a missing
+//     closing delimiter keeps the last part, a malformed header line is
+//     skipped. Charsets are those of github.com/emersion/go-message/charset
+//     (golang.org/x/text), looked up WHATWG-first as mail clients do; RFC
+//     2047 encoded-words in the same charset are joined before decoding, so
+//     CJK characters split across words survive.
+//   - In multipart/alternative only what a mail client shows is read: the
+//     HTML alternative (or the last, richest one), falling back to the next
+//     when it has no text. Text hidden in an unseen alternative, in
+//     attachments or in non-text parts does not reach the signatures.
+//   - HTML is reduced to its visible text with the golang.org/x/net/html
+//     tokenizer: script, style, title, template, noscript and elements
+//     hidden by style (display:none, visibility:hidden, opacity:0, font-size
+//     0 or below 2px, zero height/width with overflow:hidden) or by the
+//     hidden attribute are dropped; inline tags and comments never split a
+//     word, block tags do. CSS classes are not resolved.
+//   - Text is normalized against obfuscation (see normalizer): invisible
+//     characters removed, NFKC, and Cyrillic/Greek/Armenian look-alikes
+//     folded to Latin only inside words that contain a Latin letter, so that
+//     genuine Russian or Greek text is unchanged.
+//   - URLs are web URLs (http, https, ftp, protocol-relative, www.) from
+//     href/src/background/action attributes (hidden elements included: a
+//     hidden link still names the spammer's host) and from the text; a
+//     part's attribute URLs come before its text URLs.
 package mime
 
 // Options bound the work done on one message. The zero value selects the

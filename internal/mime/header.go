@@ -326,6 +326,10 @@ func (p *parser) decodeHeaderText(v string, what, fallback string) string {
 	return out.String()
 }
 
+// maxEncodedWord bounds the encoded text of one encoded-word (RFC 2047
+// allows 75 bytes for the whole word; long ones exist in the wild).
+const maxEncodedWord = 4096
+
 // scanEncodedWord parses "=?charset?enc?text?=" at v[start:].
 func scanEncodedWord(v string, start int) (cs string, enc byte, text string, end int, ok bool) {
 	s := v[start+2:]
@@ -342,6 +346,9 @@ func scanEncodedWord(v string, start int) (cs string, enc byte, text string, end
 		return "", 0, "", 0, false
 	}
 	rest := s[q1+3:]
+	if len(rest) > maxEncodedWord {
+		rest = rest[:maxEncodedWord] // keeps hostile headers linear
+	}
 	q2 := strings.Index(rest, "?=")
 	if q2 < 0 {
 		return "", 0, "", 0, false

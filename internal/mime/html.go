@@ -3,13 +3,20 @@ package mime
 import (
 	"bytes"
 	"strconv"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
 
-// maxHTMLStack bounds the element stack kept while extracting text.
-const maxHTMLStack = 4096
+// maxHTMLStack bounds the element stack kept while extracting text;
+// elements opened beyond it are not tracked (their hidden style is
+// ignored). maxHTMLSearch bounds how far down an end tag looks for its
+// start tag, so that hostile markup stays linear.
+const (
+	maxHTMLStack  = 1024
+	maxHTMLSearch = 64
+)
 
 type htmlElem struct {
 	a      atom.Atom
@@ -23,6 +30,7 @@ type htmlExtractor struct {
 	hidden int // number of hidden elements on the stack
 	pre    int // number of open pre elements
 	style  []byte
+	lname  []byte // lower-cased tag name scratch
 	// separator state
 	out         []byte
 	start       int // len(out) when extraction began
@@ -34,15 +42,19 @@ type htmlExtractor struct {
 // document (as Parse puts it in Document.Text) and the distinct web URLs
 // found in its href/src attributes and in its text.
 func VisibleTextFromHTML(b []byte) (text string, urls []string) {
-	var x htmlExtractor
-	var u urlSet
-	u.reset(defaultMaxURLs)
-	raw := x.extract(nil, b, &u)
-	var nz normalizer
-	norm := nz.normalizeAppend(nil, raw)
-	text = string(norm)
-	u.scanText(text)
-	return text, u.urls
+	p := parserPool.Get().(*parser)
+	defer parserPool.Put(p)
+	p.urls.reset(defaultMaxURLs)
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	p.raw = p.html.extract(p.raw[:0], b, &p.urls)
+	p.text = p.nz.normalizeAppend(p.text[:0], p.raw)
+	text = string(p.text)
+	p.urls.scanText(text)
+	urls = p.urls.urls
+	p.urls.urls, p.urls.hosts = nil, nil
+	return text, urls
 }
 
 // blockKind tells how an element separates words: 0 inline (never splits
@@ -136,20 +148,7 @@ func isHTMLSpace(c byte) bool {
 
 func (x *htmlExtractor) push(e htmlElem) {
 	if len(x.stack) >= maxHTMLStack {
-		if !e.hidden {
-			return
-		}
-		// Keep hidden ones: forget the oldest visible entry instead.
-		for i := range x.stack {
-			if !x.stack[i].hidden {
-				copy(x.stack[i:], x.stack[i+1:])
-				x.stack = x.stack[:len(x.stack)-1]
-				break
-			}
-		}
-		if len(x.stack) >= maxHTMLStack {
-			return
-		}
+		return
 	}
 	if e.hidden {
 		x.hidden++
@@ -177,7 +176,7 @@ func (x *htmlExtractor) popTo(i int) {
 // find returns the index of the topmost open element a (or name), not
 // looking below a stopper element, or -1.
 func (x *htmlExtractor) find(a atom.Atom, name []byte, stoppers ...atom.Atom) int {
-	for k := len(x.stack) - 1; k >= 0; k-- {
+	for k := len(x.stack) - 1; k >= 0 && k >= len(x.stack)-maxHTMLSearch; k-- {
 		e := &x.stack[k]
 		if e.a == a && (a != 0 || e.name == string(name)) {
 			return k
@@ -248,24 +247,31 @@ func (x *htmlExtractor) extract(dst, b []byte, urls *urlSet) []byte {
 				x.writeText(z.Text())
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			a := atom.Lookup(name)
+			var ts tagScanner
+			name := ts.name(z.Raw())
+			a := lookupAtom(name, &x.lname)
 			x.implicitClose(a)
 			hidden := isNeverShown(a)
-			for hasAttr {
-				var key, val []byte
-				key, val, hasAttr = z.TagAttr()
-				switch string(key) {
-				case "style":
-					if !hidden && x.styleHidden(val) {
+			var seenStyle, seenHidden bool
+			for {
+				key, val, ok := ts.next()
+				if !ok {
+					break
+				}
+				switch {
+				case len(key) == 5 && equalFoldASCII(key, "style"):
+					if !seenStyle && !hidden && x.styleHidden(val) {
 						hidden = true
 					}
-				case "hidden":
-					hidden = true
-				case "href", "src", "background", "action":
-					if urls != nil {
-						urls.add(string(val))
+					seenStyle = true
+				case len(key) == 6 && equalFoldASCII(key, "hidden"):
+					if !seenHidden {
+						hidden = true
 					}
+					seenHidden = true
+				case urls != nil && (len(key) == 4 && equalFoldASCII(key, "href") || len(key) == 3 && equalFoldASCII(key, "src") ||
+					len(key) == 10 && equalFoldASCII(key, "background") || len(key) == 6 && equalFoldASCII(key, "action")):
+					urls.addBytes(val)
 				}
 			}
 			if k := blockKind(a); k != 0 && x.hidden == 0 {
@@ -276,12 +282,14 @@ func (x *htmlExtractor) extract(dst, b []byte, urls *urlSet) []byte {
 			}
 			e := htmlElem{a: a, hidden: hidden}
 			if a == 0 {
-				e.name = string(name)
+				e.name = string(x.lname)
 			}
 			x.push(e)
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
+			var ts tagScanner
+			name := ts.name(z.Raw())
+			a := lookupAtom(name, &x.lname)
+			name = x.lname
 			if k := blockKind(a); k != 0 && x.hidden == 0 {
 				x.sep(k)
 			}
@@ -387,4 +395,18 @@ func cssNumber(v []byte) (float64, string, bool) {
 		j++
 	}
 	return n, string(v[i:j]), true
+}
+
+// lookupAtom lower-cases name into *buf and returns its atom (0 for
+// unknown elements).
+func lookupAtom(name []byte, buf *[]byte) atom.Atom {
+	b := (*buf)[:0]
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	*buf = b
+	return atom.Lookup(b)
 }

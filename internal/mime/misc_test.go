@@ -137,3 +137,35 @@ func TestLookupCharset(t *testing.T) {
 		t.Error("unknown charset found")
 	}
 }
+
+// TestHostileInputs parses large adversarial inputs. It asserts nothing
+// about time (benchmarks do that); an accidentally quadratic code path
+// would make it run for hours instead of well under a second.
+func TestHostileInputs(t *testing.T) {
+	const n = 1 << 20
+	html := func(body string) string {
+		return "Content-Type: text/html\r\n\r\n" + body
+	}
+	tests := map[string]string{
+		"nested tags":         html(strings.Repeat("<div>", n/5) + "x"),
+		"hidden then nested":  html(strings.Repeat("<span style=\"display:none\">", n/30) + "x"),
+		"unmatched end tags":  html(strings.Repeat("<b>", 2000) + strings.Repeat("</zz>", n/5)),
+		"url with parens":     "\r\nhttp://x.example/" + strings.Repeat(")", n),
+		"encoded-word starts": "Subject: " + strings.Repeat("=?utf-8?q?", n/10) + "\r\n\r\nx",
+		"delimiters":          "Content-Type: multipart/mixed; boundary=b\r\n\r\n" + strings.Repeat("--b\r\n", n/5),
+		"near delimiters":     "Content-Type: multipart/mixed; boundary=b\r\n\r\n" + strings.Repeat("--bx\r\n", n/6),
+		"bad base64 lines":    "Content-Transfer-Encoding: base64\r\n\r\n" + strings.Repeat("!\r\n", n/3),
+		"long header":         "Subject: " + strings.Repeat("a ", n/2) + "\r\n\r\n",
+		"many header lines":   strings.Repeat("X-A: b\r\n", n/8) + "\r\n",
+		"long word":           "\r\n" + strings.Repeat("a", n),
+		"homoglyph words":     "\r\n" + strings.Repeat("pаypаl ", n/9),
+		"style attributes":    html(strings.Repeat("<p style=\"font-size:0.;font-size:;display:;height:0\">x", n/50)),
+	}
+	for name, raw := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := Parse([]byte(raw), Options{})
+			_ = UniqueTerms(Tokenize(d, TokenOptions{}))
+			_, _ = UnwrapARF([]byte(raw))
+		})
+	}
+}

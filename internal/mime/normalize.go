@@ -191,7 +191,7 @@ func isWordRune(r rune) bool {
 	if r < 0x80 {
 		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
+	return runeInfo(r)&rcClass != rcNone
 }
 
 // normalizer holds scratch buffers for normalizeAppend.
@@ -202,7 +202,8 @@ type normalizer struct {
 
 // normalizeAppend appends the normalized form of s to dst:
 //
-//  1. invisible characters (zero-width, soft hyphen, …) are removed;
+//  1. invisible characters (zero-width, soft hyphen, …) are removed and
+//     invalid UTF-8 becomes U+FFFD;
 //  2. the text is put in Unicode NFKC (fullwidth, mathematical and circled
 //     letters, ligatures, no-break spaces become plain ones);
 //  3. inside a word that contains at least one Latin letter, Cyrillic,
@@ -216,31 +217,88 @@ func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
 	if isASCII(s) {
 		return append(dst, s...)
 	}
-	// 1. invisible characters; invalid UTF-8 becomes U+FFFD.
+	tab := bmpInfo()
+	info := func(r rune) uint8 {
+		if r < 0x10000 {
+			return tab[r]
+		}
+		return computeRuneInfo(r)
+	}
+	// 1. invisible characters, invalid UTF-8; note whether steps 2 and 3
+	// can change anything.
 	c := nz.clean[:0]
+	inert, fold := true, false
+	// Step 3 is needed only for a word that mixes Latin letters with
+	// look-alikes or holds stray marks; track that per word here.
+	wordLatin, wordGlyph := false, false
+	endWord := func() {
+		if wordLatin && wordGlyph {
+			fold = true
+		}
+		wordLatin, wordGlyph = false, false
+	}
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
+			switch {
+			case 'a' <= b|0x20 && b|0x20 <= 'z':
+				wordLatin = true
+			case '0' <= b && b <= '9':
+			default:
+				endWord()
+			}
 			c = append(c, b)
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			c = append(c, "\uFFFD"...) // invalid UTF-8
-		case !isInvisible(r):
-			c = append(c, s[i:i+size]...)
+		if r == utf8.RuneError && size == 1 {
+			endWord()
+			c = append(c, "\uFFFD"...)
+			i++
+			continue
 		}
+		if r == 0xa0 { // no-break space, everywhere in HTML: NFKC maps it to a space
+			endWord()
+			c = append(c, ' ')
+			i += size
+			continue
+		}
+		f := info(r)
 		i += size
+		if f&rfInvisible != 0 {
+			continue
+		}
+		if f&rfInert == 0 {
+			inert = false
+		}
+		switch {
+		case f&rcClass == rcNone:
+			endWord()
+		case f&(rfHomoglyph|rfMn) != 0:
+			wordGlyph = true
+			if f&rfLatin != 0 {
+				wordLatin = true
+			}
+		case f&rfLatin != 0:
+			wordLatin = true
+		}
+		c = utf8.AppendRune(c, r)
 	}
+	endWord()
 	nz.clean = c
 	// 2. NFKC.
-	if !norm.NFKC.IsNormal(c) {
-		nz.nfkc = norm.NFKC.Append(nz.nfkc[:0], c...)
-		c = nz.nfkc
+	if !inert {
+		if n := norm.NFKC.QuickSpan(c); n < len(c) {
+			nz.nfkc = nfkcAppend(nz.nfkc[:0], c, n, info)
+			c = nz.nfkc
+			fold = true
+		}
 	}
-	// 3. homoglyphs, word by word.
+	if !fold {
+		return append(dst, c...)
+	}
+	// 3. homoglyphs and stray marks, word by word.
 	for i := 0; i < len(c); {
 		b := c[i]
 		if b < utf8.RuneSelf && !isWordRune(rune(b)) {
@@ -250,25 +308,27 @@ func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
 		}
 		// Find the word.
 		j := i
-		latin, glyph, marks := false, false, false
+		latin, glyph := false, false
 		for j < len(c) {
 			r, size := rune(c[j]), 1
 			if r >= utf8.RuneSelf {
 				r, size = utf8.DecodeRune(c[j:])
+			} else if !isWordRune(r) {
+				break
+			} else if r > '9' {
+				latin = true
+				j++
+				continue
 			}
-			if !isWordRune(r) {
+			f := info(r)
+			if f&rcClass == rcNone {
 				break
 			}
-			if r < utf8.RuneSelf {
-				if r > '9' {
-					latin = true
-				}
-			} else if homoglyph(r) != 0 {
-				glyph = true
-			} else if unicode.Is(unicode.Mn, r) {
-				marks = true
-			} else if !latin && unicode.Is(unicode.Latin, r) {
+			if f&rfLatin != 0 {
 				latin = true
+			}
+			if f&(rfHomoglyph|rfMn) != 0 {
+				glyph = true
 			}
 			j += size
 		}
@@ -278,7 +338,7 @@ func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
 			i += size
 			continue
 		}
-		if !latin || (!glyph && !marks) {
+		if !latin || !glyph {
 			dst = append(dst, c[i:j]...)
 			i = j
 			continue
@@ -286,11 +346,18 @@ func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
 		for k := i; k < j; {
 			r, size := utf8.DecodeRune(c[k:])
 			k += size
-			if g := homoglyph(r); g != 0 {
-				dst = append(dst, byte(g))
+			if r < utf8.RuneSelf {
+				dst = append(dst, byte(r))
 				continue
 			}
-			if r >= 0x300 && unicode.Is(unicode.Mn, r) {
+			f := info(r)
+			if f&rfHomoglyph != 0 {
+				if g := homoglyph(r); g != 0 {
+					dst = append(dst, byte(g))
+					continue
+				}
+			}
+			if f&rfMn != 0 {
 				continue
 			}
 			dst = utf8.AppendRune(dst, r)
@@ -298,4 +365,34 @@ func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
 		i = j
 	}
 	return dst
+}
+
+// nfkcAppend appends the NFKC form of c to dst, given that c[:n] is
+// already normalized. Only the stretches that need it go through the
+// normalizer: a stretch ends before a rune that NFKC leaves alone whatever
+// surrounds it.
+func nfkcAppend(dst, c []byte, n int, info func(rune) uint8) []byte {
+	for n < len(c) {
+		dst = append(dst, c[:n]...)
+		c = c[n:]
+		// c[0] starts a stretch that may change; find its end.
+		m := 0
+		_, size := utf8.DecodeRune(c)
+		m += size
+		for m < len(c) {
+			b := c[m]
+			if b < utf8.RuneSelf {
+				break // ASCII is inert
+			}
+			r, size := utf8.DecodeRune(c[m:])
+			if info(r)&rfInert != 0 {
+				break
+			}
+			m += size
+		}
+		dst = norm.NFKC.Append(dst, c[:m]...)
+		c = c[m:]
+		n = norm.NFKC.QuickSpan(c)
+	}
+	return append(dst, c...)
 }

@@ -240,7 +240,7 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		start++
 	}
 	p.text = p.nz.normalizeAppend(p.text, txt)
-	if indexURLStart(p.text, start) >= 0 {
+	if mayHoldURL(p.text[start:]) {
 		p.urls.scanText(string(p.text[start:]))
 	}
 }
@@ -494,4 +494,10 @@ func appendLF(dst, s []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// mayHoldURL is a fast filter for urlSet.scanText: whether b contains "://"
+// or a "www." in a common capitalization.
+func mayHoldURL(b []byte) bool {
+	return bytes.Contains(b, []byte("://")) || bytes.Contains(b, []byte("ww.")) || bytes.Contains(b, []byte("WW."))
 }

@@ -66,7 +66,7 @@ func (t *tokenizer) words(s string, inSubject bool) {
 			}
 		} else {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !isWordRune(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) {
+			if cl := runeInfo(r) & rcClass; cl == rcNone || cl == rcMark {
 				i += size
 				continue
 			}
@@ -80,7 +80,6 @@ func (t *tokenizer) words(s string, inSubject bool) {
 func (t *tokenizer) word(s string, i int, inSubject bool) int {
 	j := i
 	runes, digits, letters, upper := 0, 0, 0, 0
-	lowerOK := true // the word is already lower case ASCII
 	first := true
 	capitalized := false
 	for j < len(s) {
@@ -92,7 +91,6 @@ func (t *tokenizer) word(s string, i int, inSubject bool) int {
 			case 'A' <= c && c <= 'Z':
 				letters++
 				upper++
-				lowerOK = false
 				if first {
 					capitalized = true
 				}
@@ -107,20 +105,20 @@ func (t *tokenizer) word(s string, i int, inSubject bool) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[j:])
-		if !isWordRune(r) {
+		cl := runeInfo(r) & rcClass
+		if cl == rcNone {
 			break
 		}
-		lowerOK = false
-		switch {
-		case unicode.IsDigit(r):
+		switch cl {
+		case rcDigit:
 			digits++
-		case unicode.IsLetter(r):
+		case rcLetter:
 			letters++
-			if unicode.IsUpper(r) || unicode.IsTitle(r) {
-				upper++
-				if first {
-					capitalized = true
-				}
+		case rcUpper:
+			letters++
+			upper++
+			if first {
+				capitalized = true
 			}
 		}
 		j += size
@@ -137,8 +135,8 @@ done:
 		Capitalized: capitalized,
 		AllCaps:     letters > 1 && upper == letters,
 	}
-	if lowerOK {
-		tok.Term = s[i:j]
+	if upper == 0 {
+		tok.Term = s[i:j] // already lower case: share the document's memory
 	} else {
 		start := len(t.arena)
 		for k := i; k < j; {
@@ -152,7 +150,10 @@ done:
 				continue
 			}
 			r, size := utf8.DecodeRuneInString(s[k:])
-			t.arena = utf8.AppendRune(t.arena, unicode.ToLower(r))
+			if runeInfo(r)&rcClass == rcUpper {
+				r = unicode.ToLower(r)
+			}
+			t.arena = utf8.AppendRune(t.arena, r)
 			k += size
 		}
 		t.fix = append(t.fix, arenaRef{tok: len(t.toks), start: start, end: len(t.arena)})

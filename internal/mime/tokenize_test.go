@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestNormalize(t *testing.T) {
@@ -132,5 +134,35 @@ func TestObfuscatedSpamMatchesClean(t *testing.T) {
 		if _, ok := slices.BinarySearch(got, w); ok {
 			t.Errorf("hidden term %q present", w)
 		}
+	}
+}
+
+// TestNormalizeNFKCAgreesWithReference checks the piecewise NFKC of
+// normalizeAppend against golang.org/x/text on random strings drawn from
+// composing, compatibility and inert characters (no homoglyphs, so that
+// step 3 leaves the text alone).
+func TestNormalizeNFKCAgreesWithReference(t *testing.T) {
+	alphabet := []rune("ae Zé\u0301\u0323\u0308\u00a0\ufb01\uff21\u2026\u1100\u1161\u11a8\uac00\u0b47\u0b3e\u3099\u304b\u00bd\u2460\u4e00\u0627\u0653x1")
+	var nz normalizer
+	rnd := uint64(1)
+	compared := 0
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := 0; k < 1+n%12; k++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			b.WriteRune(alphabet[(rnd>>33)%uint64(len(alphabet))])
+		}
+		in := b.String()
+		want := norm.NFKC.String(in)
+		if strings.ContainsFunc(want, func(r rune) bool { return r > 0x7f && runeInfo(r)&(rfHomoglyph|rfMn) != 0 }) {
+			continue // step 3 may legitimately change these
+		}
+		if got := string(nz.normalizeAppend(nil, []byte(in))); got != want {
+			t.Fatalf("normalize(%+q) = %+q, want NFKC %+q", in, got, want)
+		}
+		compared++
+	}
+	if compared < 5000 {
+		t.Fatalf("only %d strings compared", compared)
 	}
 }

@@ -1,8 +1,11 @@
 package mime
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/html"
 )
 
 // urlSet collects distinct URLs and hosts in order of first appearance.
@@ -26,7 +29,25 @@ func (u *urlSet) reset(max int) {
 	u.max = max
 }
 
-// add records raw (an href/src value or a URL found in text) when it is a
+// addBytes is add for an attribute value still holding character
+// references.
+func (u *urlSet) addBytes(v []byte) {
+	if len(v) < 4 || len(u.urls) >= u.max {
+		return
+	}
+	v = bytes.TrimSpace(v)
+	if bytes.IndexByte(v, '&') >= 0 {
+		u.add(html.UnescapeString(string(v)))
+		return
+	}
+	if _, dup := u.seenU[string(v)]; dup {
+		return
+	}
+	u.add(string(v))
+}
+
+// add records raw (an href/src value or a URL found in text; the caller
+// owns its memory) when it is a
 // web URL: http, https, ftp, protocol-relative, or starting with "www.".
 // Other schemes (mailto, cid, data, javascript, …) are ignored.
 func (u *urlSet) add(raw string) {
@@ -39,7 +60,6 @@ func (u *urlSet) add(raw string) {
 		return
 	}
 	if _, dup := u.seenU[s]; !dup {
-		s = strings.Clone(s)
 		u.seenU[s] = struct{}{}
 		u.urls = append(u.urls, s)
 	}
@@ -131,23 +151,24 @@ func urlEnd(s string, i int) int {
 		}
 		j += size
 	}
-	// Trailing punctuation belongs to the sentence, not the URL.
+	// Trailing punctuation belongs to the sentence, not the URL; a closing
+	// bracket only when it has no opening partner inside the URL.
+	open := strings.Count(t[:j], "(") - strings.Count(t[:j], ")")
+	openSq := strings.Count(t[:j], "[") - strings.Count(t[:j], "]")
 	for j > n {
 		c := t[j-1]
-		if c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '*' {
-			j--
-			continue
+		switch {
+		case c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '*':
+		case c == ')' && open < 0:
+			open++
+		case c == ']' && openSq < 0:
+			openSq++
+		default:
+			goto trimmed
 		}
-		if c == ')' && strings.Count(t[:j], "(") < strings.Count(t[:j], ")") {
-			j--
-			continue
-		}
-		if c == ']' && strings.Count(t[:j], "[") < strings.Count(t[:j], "]") {
-			j--
-			continue
-		}
-		break
+		j--
 	}
+trimmed:
 	if j == n {
 		return -1
 	}
@@ -170,7 +191,9 @@ func (u *urlSet) scanText(text string) {
 			i = j + 1
 			continue
 		}
-		u.add(text[j:end])
+		if _, dup := u.seenU[text[j:end]]; !dup {
+			u.add(strings.Clone(text[j:end]))
+		}
 		i = end
 	}
 }

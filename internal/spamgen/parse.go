@@ -74,7 +74,10 @@ func parseMessage(raw []byte) (m *message) {
 	if addrs, err := mr.Header.AddressList("From"); err == nil && len(addrs) > 0 {
 		m.from = addrs[0].String()
 	}
-	var plain, htm []string
+	// Like internal/mime, every inline text part counts, text/plain and the
+	// visible text of text/html, in order: multipart/alternative spam often
+	// says different things in its two parts.
+	sawPlain := false
 	for i := 0; i < maxParts; i++ {
 		p, err := mr.NextPart()
 		if err == io.EOF {
@@ -86,11 +89,9 @@ func parseMessage(raw []byte) (m *message) {
 		if p == nil {
 			break
 		}
-		h, ok := p.Header.(*mail.InlineHeader)
-		if !ok {
-			continue // attachment
-		}
-		ct, _, _ := h.ContentType()
+		// Lenient: a malformed parameter list must not hide the type.
+		ct, _, _ := strings.Cut(strings.ToLower(p.Header.Get("Content-Type")), ";")
+		ct = strings.TrimSpace(ct)
 		if ct == "" {
 			ct = "text/plain"
 		}
@@ -100,20 +101,13 @@ func parseMessage(raw []byte) (m *message) {
 		b, _ := io.ReadAll(io.LimitReader(p.Body, maxPartBytes))
 		s := strings.ToValidUTF8(string(b), "\uFFFD")
 		if ct == "text/html" {
-			htm = append(htm, s)
+			m.paras = append(m.paras, htmlParagraphs(s)...)
 		} else {
-			plain = append(plain, s)
+			sawPlain = true
+			m.paras = append(m.paras, splitParagraphs(s)...)
 		}
 	}
-	switch {
-	case len(plain) > 0:
-		m.paras = splitParagraphs(strings.Join(plain, "\n\n"))
-	case len(htm) > 0:
-		m.html = true
-		for _, h := range htm {
-			m.paras = append(m.paras, htmlParagraphs(h)...)
-		}
-	}
+	m.html = !sawPlain && len(m.paras) > 0
 	return m
 }
 
@@ -205,7 +199,7 @@ func htmlParagraphs(src string) [][]string {
 			name, hasAttr := z.TagName()
 			tag := string(name)
 			switch tag {
-			case "script", "style", "head", "title":
+			case "script", "style", "title": // raw text elements: always closed by the tokenizer
 				if tt == html.StartTagToken {
 					skip++
 				} else if tt == html.EndTagToken && skip > 0 {

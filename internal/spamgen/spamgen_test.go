@@ -357,3 +357,15 @@ func FuzzMutate(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkMutate(b *testing.B) {
+	for _, k := range AllKinds() {
+		b.Run(string(k), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Mutate([]byte(sampleHTML), Options{Kinds: []Kind{k}, Seed: uint64(i), Strength: 0.2}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -122,6 +122,8 @@ type Badger struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	bgCtx     context.Context // cancelled by Close: stops background work
+	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
 }
 
@@ -174,6 +176,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		hits:   make(map[CampaignID]*pendingHit),
 		closed: make(chan struct{}),
 	}
+	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	if !opts.ReadOnly {
 		b.startLoops()
 	}
@@ -186,6 +189,7 @@ func (b *Badger) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		close(b.closed)
+		b.bgCancel()
 		b.wg.Wait()
 		if !b.opts.ReadOnly {
 			if ferr := b.flushHits(); ferr != nil {
@@ -258,8 +262,8 @@ func (b *Badger) startLoops() {
 	})
 	if b.opts.Expiry > 0 {
 		b.loop("expiry", b.opts.ExpiryInterval, func() {
-			n, err := b.Expire(context.Background(), time.Now().Add(-b.opts.Expiry))
-			if err != nil {
+			n, err := b.Expire(b.bgCtx, time.Now().Add(-b.opts.Expiry))
+			if err != nil && b.bgCtx.Err() == nil {
 				b.log.Warn("store: expiring campaigns", "err", err)
 			} else if n > 0 {
 				b.log.Info("store: expired campaigns", "count", n)

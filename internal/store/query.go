@@ -278,7 +278,7 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 			return w.del(campaignKey(id))
 		})
 		if err != nil {
-			return false, fmt.Errorf("campaign %d: %w", id, err)
+			return false, err
 		}
 		if deleted || stop {
 			if deleted {

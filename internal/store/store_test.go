@@ -792,3 +792,20 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestExpiryLoop(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: 24 * time.Hour, ExpiryInterval: 20 * time.Millisecond})
+	old := mustReport(t, s, spam("r", time.Now().Add(-48*time.Hour), "old")).Campaign
+	live := mustReport(t, s, spam("r", time.Now(), "live")).Campaign
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := s.Get(ctx, old); errors.Is(err, ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the expiry loop did not delete the old campaign")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mustGet(t, s, live)
+}

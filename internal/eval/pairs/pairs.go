@@ -132,14 +132,23 @@ type dict struct {
 	ids map[string]int32
 }
 
+// vec converts v, assigning ids to new terms in sorted order (so that ids,
+// and the summation order of dot products, do not depend on scheduling
+// when vec is called in a fixed order).
 func (d *dict) vec(v map[string]float64) sparse {
 	type tw struct {
 		id int32
 		w  float64
 	}
+	terms := make([]string, 0, len(v))
+	for t := range v {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
 	tws := make([]tw, 0, len(v))
 	d.mu.Lock()
-	for t, w := range v {
+	for _, t := range terms {
+		w := v[t]
 		id, ok := d.ids[t]
 		if !ok {
 			id = int32(len(d.ids))
@@ -159,6 +168,7 @@ func (d *dict) vec(v map[string]float64) sparse {
 
 // prepared holds every representation of one message.
 type prepared struct {
+	maps                             [4]map[string]float64 // until ids are assigned
 	anddCos, anddJacc, tfidf, binary sparse
 	skCos, skJacc, skChar            andd.Sketch
 	imatch                           imatchbag.Result
@@ -254,10 +264,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 				uniq := mime.UniqueTerms(toks)
 				p := &out.p[i]
 				vc := cosSigner.Weigh(doc, toks)
-				p.anddCos = d.vec(vc)
 				p.skCos = cosSigner.Sketch(vc)
 				vj := jacSigner.Weigh(doc, toks)
-				p.anddJacc = d.vec(vj)
 				p.skJacc = jacSigner.Sketch(vj)
 				p.skChar = charSigner.SketchDocument(doc, toks)
 				tf := map[string]float64{}
@@ -270,8 +278,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 					tf[t] = c * math.Log(float64(n+1)/float64(df+1))
 					bin[t] = 1
 				}
-				p.tfidf = d.vec(tf)
-				p.binary = d.vec(bin)
+				p.maps = [4]map[string]float64{vc, vj, tf, bin}
 				p.imatch = im.Sign(uniq)
 				if opts.Progress != nil {
 					done.Lock()
@@ -294,6 +301,12 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 	wg.Wait()
 	if cerr != nil {
 		return nil, cerr
+	}
+	for i := range out.p {
+		p := &out.p[i]
+		p.anddCos, p.anddJacc = d.vec(p.maps[0]), d.vec(p.maps[1])
+		p.tfidf, p.binary = d.vec(p.maps[2]), d.vec(p.maps[3])
+		p.maps = [4]map[string]float64{}
 	}
 	return out, nil
 }
@@ -466,6 +479,110 @@ func Markdown(w io.Writer, rows []Row) error {
 			bytes = fmt.Sprint(r.Bytes)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.3f | %.3f |\n", r.Method, bytes, r.F1, r.Precision, r.Recall, r.Threshold)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// BandConfig is one band layout: Bands keys of Bits bits each.
+type BandConfig struct{ Bands, Bits int }
+
+// BandRow is the measured and analytic behaviour of one band layout.
+type BandRow struct {
+	BandConfig
+	// Analytic is 1-(1-p^r)^b at the threshold cosine, p = 1-acos(θ)/π:
+	// the worst-case recall for a pair just at the threshold.
+	Analytic float64
+	// Recall is the share of near-duplicate pairs whose estimated cosine
+	// is at least the threshold that share at least one band key.
+	Recall float64
+	// Expected is the analytic recall averaged over those pairs, each at
+	// its raw ANDD cosine.
+	Expected float64
+	// Candidates is the share of all pairs that share at least one key:
+	// the fraction of the store a query has to verify.
+	Candidates float64
+	// FalseCandidates is the share of unrelated pairs that share a key
+	// (verification work spent on non-duplicates).
+	FalseCandidates float64
+	// KeyBytes is the index space per message: b keys of 3+⌈r/8⌉ bytes.
+	KeyBytes int
+}
+
+// Bands measures band layouts on the ANDD cosine sketches: for each
+// layout, the recall of the near-duplicate pairs above threshold and the
+// candidate rate over all pairs.
+func (pp *Prepared) Bands(threshold float64, configs []BandConfig) ([]BandRow, error) {
+	labels := pp.labels()
+	var out []BandRow
+	for _, c := range configs {
+		m := pp.opts.Cosine.Clone()
+		m.LSH.Bands, m.LSH.BandBits = c.Bands, c.Bits
+		s, err := andd.NewSigner(m, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bands %dx%d: %w", c.Bands, c.Bits, err)
+		}
+		keys := make([][]string, len(pp.p))
+		for i := range pp.p {
+			for _, k := range s.BandKeys(pp.p[i].skCos) {
+				keys[i] = append(keys[i], string(k))
+			}
+		}
+		n := len(pp.p)
+		above, hit, cand, k, neg, negCand := 0, 0, 0, 0, 0, 0
+		expected := 0.0
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				shared := false
+				for b := range keys[i] {
+					if b < len(keys[j]) && keys[i][b] == keys[j][b] {
+						shared = true
+						break
+					}
+				}
+				if shared {
+					cand++
+				}
+				if !labels[k] {
+					neg++
+					if shared {
+						negCand++
+					}
+				}
+				if labels[k] && andd.Cosine(pp.p[i].skCos, pp.p[j].skCos) >= threshold {
+					above++
+					expected += andd.BandRecall(cosine(&pp.p[i].anddCos, &pp.p[j].anddCos), c.Bands, c.Bits)
+					if shared {
+						hit++
+					}
+				}
+				k++
+			}
+		}
+		r := BandRow{BandConfig: c, Analytic: andd.BandRecall(threshold, c.Bands, c.Bits),
+			KeyBytes: c.Bands * (3 + (c.Bits+7)/8)}
+		if above > 0 {
+			r.Recall = float64(hit) / float64(above)
+			r.Expected = expected / float64(above)
+		}
+		if neg > 0 {
+			r.FalseCandidates = float64(negCand) / float64(neg)
+		}
+		if k > 0 {
+			r.Candidates = float64(cand) / float64(k)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// BandsMarkdown writes band rows as a Markdown table.
+func BandsMarkdown(w io.Writer, threshold float64, rows []BandRow) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| b × r | analytic recall at cos %.3f | analytic recall, mean over the pairs | measured recall (near-duplicate pairs ≥ threshold) | candidates (all pairs) | false candidates (unrelated pairs) | key bytes / message |\n", threshold)
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d × %d | %.3f | %.3f | %.3f | %.3f%% | %.3f%% | %d |\n", r.Bands, r.Bits, r.Analytic, r.Expected, r.Recall, 100*r.Candidates, 100*r.FalseCandidates, r.KeyBytes)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

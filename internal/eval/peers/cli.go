@@ -13,6 +13,58 @@ import (
 	"time"
 )
 
+// fileLists are the messages of a Setup as files, for tools that read
+// files: the reported and checked paths (corpus files, and the copies
+// written under workdir/copies), the index of each checked path in
+// Checked ++ Copies, and list files of both.
+type fileLists struct {
+	reported, checked         []string
+	pos                       map[string]int
+	reportedList, checkedList string
+}
+
+func writeFiles(s *Setup, workdir string) (*fileLists, error) {
+	copyDir := filepath.Join(workdir, "copies")
+	if err := os.MkdirAll(copyDir, 0o755); err != nil {
+		return nil, err
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	fl := &fileLists{pos: make(map[string]int)}
+	for _, i := range s.Split.Reported {
+		fl.reported = append(fl.reported, abs(s.Corpus[i].Path))
+	}
+	for k, i := range s.Split.Checked {
+		p := abs(s.Corpus[i].Path)
+		fl.checked = append(fl.checked, p)
+		fl.pos[p] = k
+	}
+	for k, c := range s.Copies {
+		p := filepath.Join(abs(copyDir), fmt.Sprintf("%05d-%s.eml", k, c.Kind))
+		if err := os.WriteFile(p, c.Raw, 0o644); err != nil {
+			return nil, fmt.Errorf("write copy: %w", err)
+		}
+		fl.checked = append(fl.checked, p)
+		fl.pos[p] = len(s.Split.Checked) + k
+	}
+	writeList := func(name string, paths []string) (string, error) {
+		p := filepath.Join(workdir, name)
+		return p, os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), 0o644)
+	}
+	var err error
+	if fl.reportedList, err = writeList("reported.txt", fl.reported); err != nil {
+		return nil, err
+	}
+	if fl.checkedList, err = writeList("checked.txt", fl.checked); err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
 // RunCLI runs the same detection pass through the nddmilter binary, the
 // way an administrator would: `nddmilter --store DIR report --reporter peers
 // --files-from LIST` for the reported spam, then `nddmilter --store DIR
@@ -26,46 +78,11 @@ func RunCLI(ctx context.Context, bin string, s *Setup, workdir string) (*Result,
 	if _, err := os.Stat(storeDir); err == nil {
 		return nil, fmt.Errorf("nddmilter cli: store %s already exists", storeDir)
 	}
-	copyDir := filepath.Join(workdir, "copies")
-	if err := os.MkdirAll(copyDir, 0o755); err != nil {
-		return nil, fmt.Errorf("nddmilter cli: %w", err)
-	}
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
-	}
-	var reported, checked []string
-	for _, i := range s.Split.Reported {
-		reported = append(reported, abs(s.Corpus[i].Path))
-	}
-	pos := make(map[string]int) // path → index in Checked ++ Copies
-	for k, i := range s.Split.Checked {
-		p := abs(s.Corpus[i].Path)
-		checked = append(checked, p)
-		pos[p] = k
-	}
-	for k, c := range s.Copies {
-		p := filepath.Join(abs(copyDir), fmt.Sprintf("%05d-%s.eml", k, c.Kind))
-		if err := os.WriteFile(p, c.Raw, 0o644); err != nil {
-			return nil, fmt.Errorf("nddmilter cli: write copy: %w", err)
-		}
-		checked = append(checked, p)
-		pos[p] = len(s.Split.Checked) + k
-	}
-	writeList := func(name string, paths []string) (string, error) {
-		p := filepath.Join(workdir, name)
-		return p, os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), 0o644)
-	}
-	repList, err := writeList("reported.txt", reported)
+	fl, err := writeFiles(s, workdir)
 	if err != nil {
 		return nil, fmt.Errorf("nddmilter cli: %w", err)
 	}
-	chkList, err := writeList("checked.txt", checked)
-	if err != nil {
-		return nil, fmt.Errorf("nddmilter cli: %w", err)
-	}
+	reported, checked, pos, repList, chkList := fl.reported, fl.checked, fl.pos, fl.reportedList, fl.checkedList
 
 	r := &Result{Name: "nddmilter (CLI)"}
 	var stderr bytes.Buffer

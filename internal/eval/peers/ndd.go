@@ -56,7 +56,7 @@ func OpenNDD(dir string, log *slog.Logger) (*NDD, error) {
 }
 
 // Name implements Detector.
-func (n *NDD) Name() string { return "nddmilter" }
+func (n *NDD) Name() string { return "nddmilter (in-process)" }
 
 // ErrSkipped is returned by NDD.Report when the engine could not use the
 // message (no signature: too few terms, no text).

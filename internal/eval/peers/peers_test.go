@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	gomilter "github.com/emersion/go-milter"
+
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
 
@@ -359,6 +361,107 @@ func TestRatio(t *testing.T) {
 	for _, tt := range tests {
 		if got := ratio(tt.a, tt.b, tt.higher); got != tt.want {
 			t.Errorf("ratio(%v, %v, %v) = %q, want %q", tt.a, tt.b, tt.higher, got, tt.want)
+		}
+	}
+}
+
+func TestSplitMessage(t *testing.T) {
+	raw := "Subject: hello\nX-Long: part one\n  part two\nnot a header line\nFrom:  a@b\n\nline 1\nline 2\r\n\nend"
+	fields, body := SplitMessage([]byte(raw))
+	want := [][2]string{{"Subject", "hello"}, {"X-Long", "part one\r\n  part two"}, {"From", " a@b"}}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields = %q, want %q", fields, want)
+	}
+	if string(body) != "line 1\r\nline 2\r\n\r\nend" {
+		t.Errorf("body = %q", body)
+	}
+	if f, b := SplitMessage([]byte("Subject: only headers\n")); len(f) != 1 || len(b) != 0 {
+		t.Errorf("headers only: %q %q", f, b)
+	}
+	if f, b := SplitMessage(nil); len(f) != 0 || len(b) != 0 {
+		t.Errorf("empty: %q %q", f, b)
+	}
+}
+
+// TestNDDMilterPath reports a message to nddmilter's real engine (Badger
+// store, embedded lexicon and model) and checks copies through its real
+// milter server with the same milter client that drives rspamd.
+func TestNDDMilterPath(t *testing.T) {
+	n, err := OpenNDD(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := ServeNDDMilter(n)
+	if err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	d := &MilterCheck{Label: "nddmilter (milter)", Addr: addr, Learner: n, Flagged: NDDFlagged, Closer: stop}
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	spam := spamgen.NewMessage("Exclusive investment opportunity",
+		"Dear friend, we offer an exclusive investment opportunity with guaranteed returns. "+
+			"Our financial advisors have selected premium commodities for discerning investors. "+
+			"Transfer your deposit today and watch your portfolio multiply within weeks. "+
+			"Contact our representatives immediately, because this remarkable offer expires soon.\n\n"+
+			"Remember that hesitation costs money: thousands of satisfied customers already enjoy "+
+			"their wealth. Reply with your banking details and telephone number.", false)
+	ham := spamgen.NewMessage("Minutes of the committee",
+		"The committee reviewed the quarterly budget, approved the hiring plan for the library "+
+			"and scheduled the next meeting for Thursday afternoon in the main building.", false)
+	ctx := context.Background()
+	if err := d.Report(ctx, spam); err != nil {
+		t.Fatalf("Report: %v", err)
+	}
+	if err := d.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	copy1, err := spamgen.Mutate(spam, spamgen.Options{Kinds: []spamgen.Kind{spamgen.Shuffle}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		raw  []byte
+		want bool
+	}{"reported": {spam, true}, "shuffled copy": {copy1, true}, "ham": {ham, false}} {
+		got, err := d.Check(ctx, tc.raw)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Check = %v, %v; want %v", name, got, err, tc.want)
+		}
+		direct, err := n.Check(ctx, tc.raw)
+		if err != nil || direct != got {
+			t.Errorf("%s: in-process Check = %v, %v; milter said %v", name, direct, err, got)
+		}
+	}
+}
+
+func TestFlaggedPredicates(t *testing.T) {
+	accept := &gomilter.Action{Code: gomilter.ActAccept}
+	hdr := func(name, value string) gomilter.ModifyAction {
+		return gomilter.ModifyAction{Code: gomilter.ActAddHeader, HeaderName: name, HeaderValue: value}
+	}
+	rs := RspamdFlagged("LOCAL_FUZZY_DENIED")
+	tests := []struct {
+		name string
+		f    func([]gomilter.ModifyAction, *gomilter.Action) bool
+		mods []gomilter.ModifyAction
+		act  *gomilter.Action
+		want bool
+	}{
+		{"rspamd fuzzy", rs, []gomilter.ModifyAction{hdr("X-Spamd-Result", "default: False [9.7 / 10000.0];\r\n\tLOCAL_FUZZY_DENIED(8.76)[11:796c0bff56:1.00:txt]")}, accept, true},
+		{"rspamd other symbols", rs, []gomilter.ModifyAction{hdr("X-Spamd-Result", "default: False [1.0 / 10000.0]; DATE_IN_PAST(1.00)")}, accept, false},
+		{"rspamd no header", rs, nil, accept, false},
+		{"ndd accept", NDDFlagged, []gomilter.ModifyAction{hdr("X-NDD-Verdict", "accept")}, accept, false},
+		{"ndd tag", NDDFlagged, []gomilter.ModifyAction{hdr("X-NDD-Verdict", "tag"), hdr("X-NDD-Campaign", "7")}, accept, true},
+		{"ndd quarantine", NDDFlagged, []gomilter.ModifyAction{{Code: gomilter.ActQuarantine, Reason: "x"}}, accept, true},
+		{"ndd reject", NDDFlagged, nil, &gomilter.Action{Code: gomilter.ActReplyCode, SMTPCode: 550}, true},
+	}
+	for _, tt := range tests {
+		if got := tt.f(tt.mods, tt.act); got != tt.want {
+			t.Errorf("%s: flagged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

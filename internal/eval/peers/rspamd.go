@@ -66,7 +66,7 @@ func NewRspamd(r Rspamd, conns int) *Rspamd {
 }
 
 // Name implements Detector.
-func (r *Rspamd) Name() string { return "rspamd fuzzy_check" }
+func (r *Rspamd) Name() string { return "rspamd (HTTP)" }
 
 // ErrNotHashable is returned by Rspamd.Report when rspamd computed no fuzzy
 // hash for the message (all text parts shorter than fuzzy_check's

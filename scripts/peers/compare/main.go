@@ -43,17 +43,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		share    = fs.Float64("share", 0.1, "share of the spam reported")
 		seed     = fs.Uint64("seed", 1, "seed of the split and of the randomized copies")
 		parallel = fs.Int("parallel", 4, "concurrent clients in the batch runs")
-		runs     = fs.Int("runs", 3, "speed repetitions (medians are quoted)")
+		runs     = fs.Int("runs", 5, "speed repetitions (medians are quoted)")
 		sample   = fs.Int("sample", 1000, "messages per throughput run")
 		latN     = fs.Int("latency-sample", 200, "messages per latency run (one client)")
 		kinds    = fs.String("kinds", "", "randomization kinds, comma-separated (default: all)")
-		tools    = fs.String("tools", "rspamd,nddmilter", "tools to run, in table order")
+		tools    = fs.String("tools", "rspamd-milter,nddmilter-milter,rspamd,nddmilter", "tools to run, in table order: rspamd-milter, nddmilter-milter (both through the milter protocol), rspamd (HTTP /checkv2), nddmilter (engine in-process)")
 		scanner  = fs.String("rspamd-scanner", os.Getenv("RSPAMD_NORMAL"), "rspamd scanner host:port")
 		ctrl     = fs.String("rspamd-controller", os.Getenv("RSPAMD_CONTROLLER"), "rspamd controller host:port")
+		rmilter  = fs.String("rspamd-milter", os.Getenv("RSPAMD_MILTER"), "rspamd milter (rspamd_proxy) host:port")
 		symbol   = fs.String("rspamd-symbol", envOr("RSPAMD_FUZZY_SYMBOL", "LOCAL_FUZZY_DENIED"), "rspamd fuzzy symbol of reported spam")
 		fflag    = fs.Int("rspamd-flag", envInt("RSPAMD_FUZZY_FLAG", 11), "rspamd fuzzy flag of reported spam")
 		workdir  = fs.String("workdir", "", "scratch directory for nddmilter stores (default: a temporary one, removed)")
 		cli      = fs.String("ndd-cli", "", "also run the detection pass through this nddmilter binary (report/check commands)")
+		pyzor    = fs.String("pyzor-server", os.Getenv("PYZOR_SERVER"), "also run the detection pass with Pyzor against this pyzord host:port")
+		pyScript = fs.String("pyzor-script", "scripts/peers/pyzor_batch.py", "the Pyzor batch client")
+		python   = fs.String("pyzor-python", "/usr/bin/python3", "the Python that has the pyzor module")
 		maxMsgs  = fs.Int("max", 0, "use at most this many corpus messages (0 = all; a seeded sample keeps class shares)")
 		verbose  = fs.Bool("v", false, "log progress")
 	)
@@ -109,24 +113,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var results []*peers.Result
 	for _, tool := range strings.Split(*tools, ",") {
 		var d peers.Detector
-		switch strings.TrimSpace(tool) {
-		case "rspamd":
+		newRspamd := func() (*peers.Rspamd, error) {
 			if *scanner == "" || *ctrl == "" {
-				return fmt.Errorf("rspamd: no address; run through scripts/peers/rspamd.sh or give -rspamd-scanner and -rspamd-controller")
+				return nil, fmt.Errorf("rspamd: no address; run through scripts/peers/rspamd.sh or give -rspamd-scanner and -rspamd-controller")
 			}
-			d = peers.NewRspamd(peers.Rspamd{Scanner: *scanner, Controller: *ctrl, Symbol: *symbol, Flag: *fflag}, *parallel)
-		case "nddmilter":
+			return peers.NewRspamd(peers.Rspamd{Scanner: *scanner, Controller: *ctrl, Symbol: *symbol, Flag: *fflag}, *parallel), nil
+		}
+		newNDD := func() (*peers.NDD, error) {
 			dir, err := os.MkdirTemp(wd, "store-")
 			if err != nil {
-				return fmt.Errorf("nddmilter store: %w", err)
+				return nil, fmt.Errorf("nddmilter store: %w", err)
 			}
-			n, err := peers.OpenNDD(dir, log)
+			return peers.OpenNDD(dir, log)
+		}
+		switch strings.TrimSpace(tool) {
+		case "rspamd":
+			r, err := newRspamd()
+			if err != nil {
+				return err
+			}
+			d = r
+		case "rspamd-milter":
+			r, err := newRspamd()
+			if err != nil {
+				return err
+			}
+			if *rmilter == "" {
+				return fmt.Errorf("rspamd-milter: no address; run through scripts/peers/rspamd.sh or give -rspamd-milter")
+			}
+			d = &peers.MilterCheck{Label: "rspamd (milter)", Addr: *rmilter, Learner: r, Flagged: peers.RspamdFlagged(*symbol)}
+		case "nddmilter":
+			n, err := newNDD()
 			if err != nil {
 				return err
 			}
 			d = n
+		case "nddmilter-milter":
+			n, err := newNDD()
+			if err != nil {
+				return err
+			}
+			addr, stop, err := peers.ServeNDDMilter(n)
+			if err != nil {
+				n.Close()
+				return err
+			}
+			d = &peers.MilterCheck{Label: "nddmilter (milter)", Addr: addr, Learner: n, Flagged: peers.NDDFlagged, Closer: stop}
 		default:
-			return fmt.Errorf("unknown tool %q (rspamd, nddmilter)", tool)
+			return fmt.Errorf("unknown tool %q (rspamd-milter, nddmilter-milter, rspamd, nddmilter)", tool)
 		}
 		r, err := peers.Run(ctx, setup, d)
 		if cerr := d.Close(); err == nil && cerr != nil {
@@ -155,17 +189,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	var pyzorResult *peers.Result
+	if *pyzor != "" {
+		dir, err := os.MkdirTemp(wd, "pyzor-")
+		if err != nil {
+			return fmt.Errorf("pyzor workdir: %w", err)
+		}
+		log.Info("detection pass", "tool", "Pyzor", "server", *pyzor)
+		pyzorResult, err = peers.RunPyzor(ctx, *python, *pyScript, *pyzor, setup, dir)
+		if err != nil {
+			return err
+		}
+		if pyzorResult.FirstError != nil {
+			log.Warn("errors during the Pyzor run", "count", pyzorResult.Errors, "first", pyzorResult.FirstError)
+		}
+	}
+
 	fmt.Fprintf(stdout, "## Detection\n\n")
-	det := results
-	if cliResult != nil {
-		det = append(det[:len(det):len(det)], cliResult)
+	det := results[:len(results):len(results)]
+	for _, r := range []*peers.Result{cliResult, pyzorResult} {
+		if r != nil {
+			det = append(det, r)
+		}
 	}
 	peers.WriteDetection(stdout, setup, det)
 	fmt.Fprintf(stdout, "## Speed\n\n")
-	peers.WriteSpeed(stdout, setup, results)
+	// Side by side in pairs that take the same path: milter against
+	// milter, direct against direct; anything else in one table.
+	byName := map[string]*peers.Result{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	pairs := [][2]string{{"rspamd (milter)", "nddmilter (milter)"}, {"rspamd (HTTP)", "nddmilter (in-process)"}}
+	shown := 0
+	for _, p := range pairs {
+		a, b := byName[p[0]], byName[p[1]]
+		if a == nil || b == nil {
+			continue
+		}
+		peers.WriteSpeed(stdout, setup, []*peers.Result{a, b})
+		shown++
+	}
+	if shown == 0 {
+		peers.WriteSpeed(stdout, setup, results)
+	}
 	if cliResult != nil {
 		fmt.Fprintf(stdout, "nddmilter CLI, one process per command (start-up and store opening included): `report` %.0f reports/s, `check --json` %.0f messages/s (one client).\n\n",
 			cliResult.Detection.LearnRate, cliResult.Detection.CheckRate)
+	}
+	if pyzorResult != nil {
+		fmt.Fprintf(stdout, "Pyzor (Python batch client, one process, one client; UDP to a local pyzord): report %.0f reports/s, check %.0f messages/s.\n\n",
+			pyzorResult.Detection.LearnRate, pyzorResult.Detection.CheckRate)
 	}
 	fmt.Fprintf(stdout, "Run: %s, %d cores, Go driver %s, total %s.\n", time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), filepath.Base(os.Args[0]), time.Since(t0).Round(time.Second))
 	return nil

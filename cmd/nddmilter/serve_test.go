@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	gomilter "github.com/emersion/go-milter"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The daemon as the administrator runs it: config file, milter and HTTP
+// listeners, metrics, reload on SIGHUP (a bad file keeps the running
+// configuration), clean stop when the context ends.
+func TestServeDaemon(t *testing.T) {
+	dir := t.TempDir()
+	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
+	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	writeCfg := func(extra string) {
+		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: s3cret\nstore:\n  dir: %s\n%s",
+			milterAddr, httpAddr, filepath.Join(dir, "store"), extra)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, &globalFlags{config: cfgPath}, serveFlags{}) }()
+
+	base := "http://" + httpAddr
+	ready := false
+	for i := 0; i < 300 && !ready; i++ {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v", err)
+		default:
+		}
+		code, _ := httpGet(t, base+"/readyz")
+		ready = code == 200
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ready {
+		t.Fatal("not ready")
+	}
+	if code, body := httpGet(t, base+"/healthz"); code != 200 || !strings.Contains(body, "ok") {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+
+	send := func() (map[string]string, *gomilter.Action) {
+		t.Helper()
+		c := gomilter.NewClientWithOptions("tcp", milterAddr, gomilter.ClientOptions{
+			ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+			ActionMask: gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
+		})
+		s, err := c.Session()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		s.Mail("a@example.net", nil)
+		s.Rcpt("b@example.org", nil)
+		s.HeaderField("Subject", "Minutes of the meeting")
+		s.HeaderEnd()
+		s.BodyChunk([]byte("The budget review moved to Thursday afternoon in the small room.\r\n"))
+		mods, act, err := s.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := map[string]string{}
+		for _, m := range mods {
+			if m.Code == gomilter.ActAddHeader {
+				h[m.HeaderName] = m.HeaderValue
+			}
+		}
+		return h, act
+	}
+	if h, act := send(); act.Code != gomilter.ActAccept || !strings.HasPrefix(h["X-NDD-Verdict"], "accept;") {
+		t.Fatalf("message: %c %v", act.Code, h)
+	}
+
+	// A report through the API is counted.
+	req, _ := http.NewRequest("POST", base+"/v1/reports?kind=spam&reporter=alice",
+		strings.NewReader("Subject: Cheap watches\r\n\r\nBuy cheap replica watches today, finest quality, discreet shipping worldwide, order now.\r\n"))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("report: %v %v", resp, err)
+	}
+
+	// A bad file on SIGHUP keeps the running configuration.
+	writeCfg("milter:\n  on_error: maybe\n")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitMetric(t, base, `nddmilter_reloads_total{result="error"} 1`)
+	// A good one is applied without dropping the listener.
+	writeCfg("milter:\n  header_prefix: X-Campaign-\n")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitMetric(t, base, `nddmilter_reloads_total{result="ok"} 1`)
+	if h, _ := send(); h["X-Campaign-Verdict"] == "" {
+		t.Errorf("reloaded header prefix not used: %v", h)
+	}
+
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		`nddmilter_messages_total{action="accept"} 2`,
+		`nddmilter_reports_total{kind="spam"} 1`,
+		`nddmilter_check_duration_seconds_count 2`,
+		`process_resident_memory_bytes`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func waitMetric(t *testing.T, base, want string) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if _, m := httpGet(t, base+"/metrics"); strings.Contains(m, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("metric %q never appeared", want)
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runStoreCmd(t *testing.T, gf *globalFlags, args ...string) (string, error) {
+	t.Helper()
+	var cmd = newStoreCmd(gf)
+	if args[0] == "bench" {
+		cmd = newBenchStoreCmd(gf)
+		args = args[1:]
+	}
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// TestStoreCommands builds a small store with bench store (2,200
+// signatures, plus 10 from the timed single reports), then runs
+// stats, verify, backup, restore and compact on it.
+func TestStoreCommands(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	out, err := runStoreCmd(t, &globalFlags{}, "bench", "--signatures", "2200", "--dir", src,
+		"--lookups", "200", "--single-reports", "10", "--progress", "0")
+	if err != nil {
+		t.Fatalf("bench store: %v\n%s", err, out)
+	}
+	for _, want := range []string{"ingestion", "bytes/signature", "lookup known", "p99", "report single"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench store output lacks %q:\n%s", want, out)
+		}
+	}
+	gf := &globalFlags{store: src}
+	steps := []struct {
+		gf   *globalFlags
+		args []string
+		want string
+	}{
+		{gf, []string{"stats"}, "signatures  2210"},
+		{gf, []string{"verify"}, "OK: no problems"},
+		{gf, []string{"backup", filepath.Join(tmp, "b.bak")}, "backed up"},
+		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"restore", filepath.Join(tmp, "b.bak")}, "2210 signatures"},
+		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"compact"}, "compacted"},
+		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"verify", "--json"}, `"Problems":0`},
+	}
+	for _, s := range steps {
+		out, err := runStoreCmd(t, s.gf, s.args...)
+		if err != nil {
+			t.Fatalf("store %v: %v\n%s", s.args, err, out)
+		}
+		if !strings.Contains(out, s.want) {
+			t.Errorf("store %v: output lacks %q:\n%s", s.args, s.want, out)
+		}
+	}
+	if _, err := runStoreCmd(t, &globalFlags{store: filepath.Join(tmp, "restored")}, "restore", filepath.Join(tmp, "b.bak")); err == nil {
+		t.Error("restore into a non-empty store succeeded")
+	}
+	if got := storeDir(&globalFlags{}); got != defaultStoreDir {
+		t.Errorf("storeDir default %q", got)
+	}
+}

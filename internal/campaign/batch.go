@@ -1,0 +1,146 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// ReportRequest is one report of a batch.
+type ReportRequest struct {
+	Raw      []byte
+	Kind     store.Kind
+	Reporter string
+}
+
+// batchStore is implemented by stores that apply many reports in one
+// transaction (store.Badger).
+type batchStore interface {
+	ReportBatch(ctx context.Context, ins []store.ReportInput) ([]store.ReportResult, error)
+}
+
+// ReportBatch applies many reports, for bulk ingestion: messages are
+// signed and matched in parallel, then applied in order in as few store
+// transactions (and fsyncs) as possible. Each report is still atomic, and
+// the outcomes are those Report would give one by one, except that a
+// message near-duplicate of an earlier message of the same batch joins its
+// campaign through shared signature keys only (its ANDD band keys are kept
+// only when the earlier sketch verifies). On error, the outcomes of the
+// reports applied before it are returned.
+func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	preps := make([]*preparedReport, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(reqs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				preps[i], errs[i] = e.prepareReport(ctx, reqs[i].Raw, reqs[i].Kind, reqs[i].Reporter)
+			}
+		}()
+	}
+	for i := range reqs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	outs := make([]ReportOutcome, 0, len(reqs))
+	for i, err := range errs {
+		if err != nil {
+			return outs, fmt.Errorf("report %d: %w", i, err)
+		}
+	}
+	e.dropUnverifiedInBatch(preps)
+	var ins []store.ReportInput
+	var idx []int // ins[k] is the report of preps[idx[k]]
+	for i, p := range preps {
+		if !p.skip {
+			ins = append(ins, p.in)
+			idx = append(idx, i)
+		}
+	}
+	var results []store.ReportResult
+	var err error
+	if bs, ok := e.st.(batchStore); ok && len(ins) > 1 {
+		results, err = bs.ReportBatch(ctx, ins)
+	} else {
+		for _, in := range ins {
+			var r store.ReportResult
+			r, err = e.st.Report(ctx, in)
+			if err != nil {
+				break
+			}
+			results = append(results, r)
+		}
+	}
+	for k, r := range results {
+		e.invalidateReport(preps[idx[k]], r)
+	}
+	// Outcomes in order, up to the first report not applied.
+	k := 0
+	for i, p := range preps {
+		if p.skip {
+			outs = append(outs, p.out)
+			continue
+		}
+		if k >= len(results) {
+			break
+		}
+		o, ferr := e.finishReport(ctx, p, results[k])
+		k++
+		outs = append(outs, o)
+		if ferr != nil {
+			return outs, fmt.Errorf("report %d: %w", i, ferr)
+		}
+	}
+	if err != nil {
+		if k < len(idx) {
+			e.invalidateReport(preps[idx[k]], store.ReportResult{})
+		}
+		return outs, fmt.Errorf("report %d: %w", len(outs), err)
+	}
+	return outs, nil
+}
+
+// dropUnverifiedInBatch removes from each report the band keys it shares
+// with an earlier report of the batch whose sketch it does not verify, so
+// that the store does not join them through an unverified LSH collision.
+func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
+	if e.andd == nil {
+		return
+	}
+	owners := map[string][]int{} // band key → earlier reports with it
+	for i, p := range preps {
+		if p.skip || !p.hasSk {
+			continue
+		}
+		keep := p.in.Keys[:p.nIM:p.nIM]
+		for _, k := range p.in.Keys[p.nIM:] {
+			ok := true
+			for _, j := range owners[string(k)] {
+				if !cosineOK(preps[j].sketch, p.sketch, e.threshold) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				keep = append(keep, k)
+			}
+			if p.in.Index {
+				owners[string(k)] = append(owners[string(k)], i)
+			}
+		}
+		p.in.Keys = keep
+	}
+}
+
+func cosineOK(a, b andd.Sketch, threshold float64) bool {
+	return andd.Cosine(a, b) >= threshold
+}

@@ -1,0 +1,82 @@
+package mime
+
+import (
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Per-rune properties used by normalization and tokenization, computed
+// once for the Basic Multilingual Plane so that the hot loops do one table
+// lookup per rune instead of several Unicode range searches. Runes above
+// the BMP use the same functions directly.
+const (
+	rcNone   = 0 // not part of a word
+	rcLetter = 1 // a letter that is not upper-case
+	rcUpper  = 2 // an upper- or title-case letter
+	rcDigit  = 3
+	rcMark   = 4 // a combining mark (Mn, Mc): continues a word
+	rcClass  = 7 // mask of the classes above
+
+	rfLatin     = 1 << 3 // a Latin letter
+	rfHomoglyph = 1 << 4 // homoglyph(r) != 0
+	rfInert     = 1 << 5 // NFKC leaves it alone whatever surrounds it
+	rfInvisible = 1 << 6 // isInvisible(r)
+	rfMn        = 1 << 7 // a non-spacing mark
+)
+
+var bmpInfo = sync.OnceValue(func() *[0x10000]uint8 {
+	var t [0x10000]uint8
+	for r := rune(0); r < 0x10000; r++ {
+		t[r] = computeRuneInfo(r)
+	}
+	return &t
+})
+
+func computeRuneInfo(r rune) uint8 {
+	var f uint8
+	switch {
+	case unicode.IsLetter(r):
+		f = rcLetter
+		if unicode.IsUpper(r) || unicode.IsTitle(r) {
+			f = rcUpper
+		}
+	case unicode.IsDigit(r):
+		f = rcDigit
+	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r):
+		f = rcMark
+	}
+	if unicode.Is(unicode.Latin, r) {
+		f |= rfLatin
+	}
+	if homoglyph(r) != 0 {
+		f |= rfHomoglyph
+	}
+	if isInvisible(r) {
+		f |= rfInvisible
+	}
+	if unicode.Is(unicode.Mn, r) {
+		f |= rfMn
+	}
+	if r < 0xd800 || r > 0xdfff {
+		var buf [utf8.UTFMax]byte
+		s := utf8.AppendRune(buf[:0], r)
+		if norm.NFKC.IsNormal(s) && norm.NFKC.Properties(s).BoundaryBefore() {
+			f |= rfInert
+		}
+	}
+	return f
+}
+
+// runeInfo returns the properties of r.
+func runeInfo(r rune) uint8 {
+	if r < 0x10000 {
+		if r < 0 {
+			return 0
+		}
+		return bmpInfo()[r]
+	}
+	return computeRuneInfo(r)
+}
