@@ -349,7 +349,7 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	fmt.Fprintf(out, "mix             %d messages: %d campaign copies, %d legitimate; %d sessions\n", f.messages, spamCount, f.messages-spamCount, f.sessions)
 
 	type result struct {
-		lat    time.Duration
+		lat     time.Duration
 		action  string
 		spam    bool
 		verdict string // X-NDD-Verdict, when added
@@ -546,4 +546,3 @@ func procMemory() (rss, hwm string) {
 	}
 	return rss, hwm
 }
-

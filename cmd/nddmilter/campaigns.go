@@ -166,7 +166,9 @@ func isLockError(err error) bool {
 }
 
 // openBackend opens the store, or the daemon's API when --api is given or
-// the store is locked by a running daemon and a token is known.
+// when the store is locked by a running daemon and an API token is known
+// (--token, NDDMILTER_API_TOKEN, or http.token / http.token_file of the
+// configuration; the URL is then that of http.listen).
 func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.Writer) (backend, error) {
 	if af.url != "" {
 		return remoteBackend{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, nil
@@ -178,17 +180,26 @@ func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.W
 	if !isLockError(err) {
 		return nil, err
 	}
-	dir := gf.store
-	if dir == "" {
-		dir = defaultStoreDir + " (default)"
+	dir, url, tok := gf.store, defaultAPIURL, af.tokenOrEnv()
+	if cfg, cerr := loadConfig(gf); cerr == nil {
+		dir = cfg.Store.Dir
+		if cfg.HTTP.Listen != "" {
+			url = "http://" + cfg.HTTP.Listen
+		}
+		if tok == "" {
+			tok, _ = cfg.HTTP.ReadToken()
+		}
 	}
-	if tok := af.tokenOrEnv(); tok != "" {
-		fmt.Fprintf(stderr, "nddmilter: store %s is locked by another process (the daemon?); using the API at %s\n", dir, defaultAPIURL)
-		return remoteBackend{&api.Client{BaseURL: defaultAPIURL, Token: tok}}, nil
+	if dir == "" {
+		dir = defaultStoreDir
+	}
+	if tok != "" {
+		fmt.Fprintf(stderr, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
+		return remoteBackend{&api.Client{BaseURL: url, Token: tok}}, nil
 	}
 	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
 		"(Badger allows one process at a time).\nGo through the daemon's API instead: --api %s --token TOKEN "+
-		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, defaultAPIURL, err)
+		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, url, err)
 }
 
 func newCampaignsCmd(gf *globalFlags) *cobra.Command {
@@ -240,6 +251,7 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
 				for _, c := range cs {
 					if err := enc.Encode(c); err != nil {
 						return err
@@ -311,8 +323,9 @@ func truncate(s string, n int) string {
 
 func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 	var (
-		af     apiFlags
-		asJSON bool
+		af      apiFlags
+		asJSON  bool
+		allKeys bool
 	)
 	cmd := &cobra.Command{
 		Use:   "show ID",
@@ -334,19 +347,24 @@ func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
 				return enc.Encode(d)
 			}
-			printDetail(cmd.OutOrStdout(), d)
+			printDetail(cmd.OutOrStdout(), d, allKeys)
 			return nil
 		},
 	}
 	af.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&allKeys, "keys", false, "print every signature key")
 	return cmd
 }
 
-func printDetail(w io.Writer, d api.Detail) {
+// maxKeysShown is how many signature keys campaigns show prints by default.
+const maxKeysShown = 12
+
+func printDetail(w io.Writer, d api.Detail, allKeys bool) {
 	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 	fmt.Fprintf(w, "campaign %d (%s)\n", d.ID, d.State)
 	fmt.Fprintf(w, "  first seen     %s\n", ts(d.FirstSeen))
@@ -355,7 +373,7 @@ func printDetail(w io.Writer, d api.Detail) {
 	fmt.Fprintf(w, "  spam reports   %d from %d distinct reporters\n", d.SpamReports, d.SpamReporters)
 	fmt.Fprintf(w, "  not-spam       %d from %d distinct reporters\n", d.HamReports, d.HamReporters)
 	fmt.Fprintf(w, "  reputation     %.4f (probability that the campaign is spam)\n", d.Reputation)
-	fmt.Fprintf(w, "  exact copy     %s: %s\n", d.Decision, d.DecisionRule)
+	fmt.Fprintf(w, "  exact copy     %s\n", d.DecisionRule)
 	fmt.Fprintf(w, "  sample from    %s\n", oneLine(d.SampleFrom))
 	fmt.Fprintf(w, "  sample subject %s\n", oneLine(d.SampleSubject))
 	if len(d.MergedFrom) > 0 {
@@ -366,7 +384,11 @@ func printDetail(w io.Writer, d api.Detail) {
 		fmt.Fprintf(w, "  merged from    %s\n", strings.Join(ids, ", "))
 	}
 	fmt.Fprintf(w, "  signatures     %d index keys, %d representative sketches\n", len(d.SignatureKeys), d.Sketches)
-	for _, k := range d.SignatureKeys {
+	for i, k := range d.SignatureKeys {
+		if i == maxKeysShown && !allKeys {
+			fmt.Fprintf(w, "    … %d more (--keys or --json for all)\n", len(d.SignatureKeys)-i)
+			break
+		}
 		fmt.Fprintf(w, "    %s\n", k)
 	}
 	fmt.Fprintln(w, "  timeline (UTC day: messages, spam reports, not-spam reports)")

@@ -185,4 +185,16 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	if _, _, err := runCLI(t, "campaigns", "show", "--api", srv.URL, "--token", "bad", "1"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("bad token: %v", err)
 	}
+	// With the daemon's configuration (http.listen and a token), the CLI
+	// goes through the API by itself.
+	t.Setenv("NDDMILTER_API_TOKEN", "")
+	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	cfg := fmt.Sprintf("store:\n  dir: %s\nhttp:\n  listen: %s\n  token: tok\n", stDir, strings.TrimPrefix(srv.URL, "http://"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCLI(t, "--config", cfgPath, "campaigns", "list")
+	if err != nil || !strings.Contains(out, "Refinance your mortgage") || !strings.Contains(errOut, "using its API") {
+		t.Fatalf("automatic API fallback: %v\n%s\n%s", err, out, errOut)
+	}
 }

@@ -55,6 +55,7 @@ campaigns' statistics as the milter does.`,
 			defer be.Close()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			enc := json.NewEncoder(out)
+			enc.SetEscapeHTML(false)
 			nerr, n := 0, 0
 			opts := mailbox.Options{OnSkip: func(path string, reason error) error {
 				fmt.Fprintf(errw, "%s: skipped: %v\n", path, reason)

@@ -35,6 +35,9 @@ key, its line and the allowed values; the exit status is then 1.`,
 			if gf.store != "" {
 				cfg.Store.Dir = gf.store
 			}
+			if cfg.HTTP.Token != "" {
+				cfg.HTTP.Token = "<redacted: set>"
+			}
 			b, err := cfg.Marshal()
 			if err != nil {
 				return err

@@ -115,7 +115,11 @@ func (c *corpusFlags) readCorpus(ctx context.Context, stderr io.Writer, paths []
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				results <- result{j.seq, corpusDoc{path: j.msg.Path, terms: c.terms(j.msg)}}
+				terms, err := c.safeTerms(j.msg)
+				if err != nil {
+					fmt.Fprintf(stderr, "skipped %s: %v\n", j.msg.Path, err)
+				}
+				results <- result{j.seq, corpusDoc{path: j.msg.Path, terms: terms}}
 			}
 		}()
 	}
@@ -166,6 +170,18 @@ func (c *corpusFlags) readCorpus(ctx context.Context, stderr io.Writer, paths []
 		return read, skipped, walkErr
 	}
 	return read, skipped, nil
+}
+
+// safeTerms is terms, turning a panic of the parser (a bug: mime.Parse
+// must never panic) into an error so that one bad message does not stop a
+// build over a whole mail archive.
+func (c *corpusFlags) safeTerms(m mailbox.Message) (terms []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			terms, err = nil, fmt.Errorf("parser panic (please report): %v", r)
+		}
+	}()
+	return c.terms(m), nil
 }
 
 // terms tokenizes one document according to the format.
@@ -383,9 +399,11 @@ func parseWindows(s string) ([][2]float64, error) {
 
 func newLexiconTuneCmd() *cobra.Command {
 	var (
-		cf      corpusFlags
-		topts   imatchbag.TuneOptions
-		windows string
+		cf        corpusFlags
+		topts     imatchbag.TuneOptions
+		windows   string
+		negatives []string
+		maxDocs   int
 	)
 	cmd := &cobra.Command{
 		Use:   "tune PATH...",
@@ -394,8 +412,11 @@ func newLexiconTuneCmd() *cobra.Command {
 then for each held-out document simulates near-duplicates (random word
 insertions, deletions and typos, an appended paragraph, shuffled order) and
 measures how many still share a signature with the original, and how many
-pairs of distinct held-out documents share one (false matches). It prints a
-Markdown table (the one in docs/LEXICON.md).`,
+pairs of distinct held-out documents share one (false matches). With
+--negatives, it also signs your legitimate mail with each lexicon and counts
+the pairs of messages sharing a signature, and among them the dissimilar ones
+(cosine of their words below 0.5): the false matches that matter. It prints a
+Markdown table (docs/LEXICON.md has the one of the default lexicon).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if windows != "" {
 				ws, err := parseWindows(windows)
@@ -405,12 +426,28 @@ Markdown table (the one in docs/LEXICON.md).`,
 				topts.Windows = ws
 			}
 			var docs [][]string
+			dropped := 0
 			if _, _, err := cf.readCorpus(cmd.Context(), cmd.ErrOrStderr(), args, "reading", func(d corpusDoc) {
-				if len(d.terms) > 0 {
+				switch {
+				case len(d.terms) == 0:
+				case len(docs) >= maxDocs:
+					dropped++
+				default:
 					docs = append(docs, d.terms)
 				}
 			}); err != nil {
 				return fmt.Errorf("lexicon tune: %w", err)
+			}
+			if dropped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "using the first %d documents (%d more ignored, see --max-docs)\n", maxDocs, dropped)
+			}
+			if len(negatives) > 0 {
+				nf := corpusFlags{format: "eml", maxBytes: cf.maxBytes, progress: cf.progress}
+				if _, _, err := nf.readCorpus(cmd.Context(), cmd.ErrOrStderr(), negatives, "reading negatives", func(d corpusDoc) {
+					topts.Negatives = append(topts.Negatives, d.terms)
+				}); err != nil {
+					return fmt.Errorf("lexicon tune: negatives: %w", err)
+				}
 			}
 			topts.Progress = func(done, total int) { fmt.Fprintf(cmd.ErrOrStderr(), "window %d/%d\n", done, total) }
 			rep, err := imatchbag.Tune(docs, topts)
@@ -432,6 +469,8 @@ Markdown table (the one in docs/LEXICON.md).`,
 	f.IntVar(&topts.Build.SecondaryMax, "secondary-max", 0, "secondary lexicon cap (0: default)")
 	f.IntVar(&topts.MaxEval, "max-eval", 0, "evaluate at most this many held-out documents (0: 2000)")
 	f.Uint64Var(&topts.Seed, "seed", 0, "perturbation seed (0: 1)")
+	f.IntVar(&maxDocs, "max-docs", 50000, "read at most this many corpus documents (they are held in memory)")
+	f.StringArrayVar(&negatives, "negatives", nil, "legitimate mail (file, directory, mbox; repeatable): count its pairs sharing a signature as false matches")
 	return cmd
 }
 
@@ -454,11 +493,15 @@ the signature of the original lexicon, and the K+1 signatures.`,
 				return fmt.Errorf("lexicon explain: %w", err)
 			}
 			var raw []byte
-			if args[0] == "-" {
-				raw, err = io.ReadAll(io.LimitReader(os.Stdin, mailbox.DefaultMaxBytes))
-			} else {
-				raw, err = os.ReadFile(args[0])
-			}
+			err = mailbox.Walk(cmd.Context(), args[:1], mailbox.Options{Mbox: mailbox.MboxNever, Stdin: cmd.InOrStdin(),
+				OnSkip: func(p string, reason error) error { return fmt.Errorf("%s: %w", p, reason) }},
+				func(m mailbox.Message) error {
+					if raw != nil {
+						return errors.New("give one message file, not a directory")
+					}
+					raw = m.Raw
+					return nil
+				})
 			if err != nil {
 				return fmt.Errorf("lexicon explain: %w", err)
 			}

@@ -132,11 +132,11 @@ func TestLexiconShowDefaultAndExplain(t *testing.T) {
 
 func TestLexiconTune(t *testing.T) {
 	dir := lexiconCorpus(t)
-	out, err := runLexiconCmd(t, "tune", "--windows", "0.1-0.5,0.2-0.6", "--min-terms", "3", filepath.Join(dir, "text"), filepath.Join(dir, "box.mbox"))
+	out, err := runLexiconCmd(t, "tune", "--windows", "0.1-0.5,0.2-0.6", "--min-terms", "3", "--negatives", filepath.Join(dir, "Maildir"), filepath.Join(dir, "text"), filepath.Join(dir, "box.mbox"))
 	if err != nil {
 		t.Fatalf("tune: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "| [0.1, 0.5] |") || !strings.Contains(out, "| [0.2, 0.6] |") {
+	if !strings.Contains(out, "| [0.1, 0.5] |") || !strings.Contains(out, "| [0.2, 0.6] |") || !strings.Contains(out, "of which dissimilar") {
 		t.Errorf("tune output:\n%s", out)
 	}
 }

@@ -196,6 +196,7 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
 				if err := enc.Encode(sum); err != nil {
 					return err
 				}

@@ -44,9 +44,9 @@ func TestServeDaemon(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
-	writeCfg := func(extra string) {
-		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: s3cret\nstore:\n  dir: %s\n%s",
-			milterAddr, httpAddr, filepath.Join(dir, "store"), extra)
+	writeCfg := func(milterExtra string) {
+		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\n%shttp:\n  listen: %s\n  token: s3cret\nstore:\n  dir: %s\n",
+			milterAddr, milterExtra, httpAddr, filepath.Join(dir, "store"))
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -117,11 +117,11 @@ func TestServeDaemon(t *testing.T) {
 	}
 
 	// A bad file on SIGHUP keeps the running configuration.
-	writeCfg("milter:\n  on_error: maybe\n")
+	writeCfg("  on_error: maybe\n")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitMetric(t, base, `nddmilter_reloads_total{result="error"} 1`)
 	// A good one is applied without dropping the listener.
-	writeCfg("milter:\n  header_prefix: X-Campaign-\n")
+	writeCfg("  header_prefix: X-Campaign-\n")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitMetric(t, base, `nddmilter_reloads_total{result="ok"} 1`)
 	if h, _ := send(); h["X-Campaign-Verdict"] == "" {

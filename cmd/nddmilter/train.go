@@ -22,29 +22,30 @@ import (
 )
 
 type trainFlags struct {
-	clusters   string
-	csv        string
-	negatives  []string
-	synthesize int
-	from       []string
-	copies     int
-	link       bool
-	synthNeg   int
-	strengths  []float64
-	out        string
-	seed       int64
-	pairs      int
-	l2         float64
-	scale      float64
-	sim        string
-	holdout    float64
-	maxIter    int
-	features   []string
-	ngram      int
-	lexicon    string
-	baseModel  string
-	lsh        andd.LSH
-	quiet      bool
+	clusters    string
+	csv         string
+	negatives   []string
+	synthesize  int
+	from        []string
+	copies      int
+	link        bool
+	synthNeg    int
+	strengths   []float64
+	varySubject float64
+	out         string
+	seed        int64
+	pairs       int
+	l2          float64
+	scale       float64
+	sim         string
+	holdout     float64
+	maxIter     int
+	features    []string
+	ngram       int
+	lexicon     string
+	baseModel   string
+	lsh         andd.LSH
+	quiet       bool
 }
 
 func newTrainCmd(gf *globalFlags) *cobra.Command {
@@ -80,6 +81,7 @@ given --seed.`,
 	fl.IntVar(&f.copies, "copies", 4, "randomized copies per synthetic campaign")
 	fl.IntVar(&f.synthNeg, "synth-negatives", 1000, "documents of --from (not used as campaigns) added as unrelated mail")
 	fl.Float64SliceVar(&f.strengths, "strengths", []float64{0.1, 0.3, 0.5}, "randomization strengths of the synthetic copies (cycled)")
+	fl.Float64Var(&f.varySubject, "vary-subject", 0.5, "share of synthetic copies whose subject line is replaced by unrelated words")
 	fl.BoolVar(&f.link, "link", true, "give plain-text synthetic campaigns a payload URL")
 	fl.StringVarP(&f.out, "output", "o", "", "model file to write (required)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of sampling, splitting and synthesis")
@@ -199,7 +201,7 @@ func anddTrainingItems(ctx context.Context, f *trainFlags) ([]pairs.Item, error)
 				}
 			}
 		}
-		items = pairs.Synthesize(bases, 0, pairs.SynthOptions{Copies: f.copies, Seed: uint64(f.seed), Paragraphs: paras, Strengths: f.strengths})
+		items = pairs.Synthesize(bases, 0, pairs.SynthOptions{Copies: f.copies, Seed: uint64(f.seed), Paragraphs: paras, Strengths: f.strengths, VarySubject: f.varySubject})
 		// Unused documents are unrelated mail.
 		for _, d := range docs[n:min(len(docs), n+f.synthNeg)] {
 			if !anddLooksLikeMail(d.Raw) {

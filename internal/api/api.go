@@ -103,7 +103,7 @@ type Summary struct {
 	Actions       map[string]int64   `json:"actions,omitempty"`
 	SampleSubject string             `json:"sample_subject"`
 	SampleFrom    string             `json:"sample_from"`
-	Keys          int                `json:"keys"`
+	Keys          int                `json:"keys,omitempty"` // not filled by listings
 	Sketches      int                `json:"sketches"`
 	MergedFrom    []store.CampaignID `json:"merged_from,omitempty"`
 }

@@ -357,6 +357,13 @@ func (e *Engine) prepareReport(ctx context.Context, raw []byte, kind store.Kind,
 			keys = append(keys, k)
 		}
 	}
+	if len(keys) == 0 && len(matched) == 0 {
+		// Only band keys, all owned by dissimilar campaigns: a campaign
+		// made of them could never be found again.
+		p.out.Skipped = "no usable signature (no I-Match signature; its ANDD band keys belong to other, dissimilar campaigns)"
+		p.skip = true
+		return p, nil
+	}
 	p.in = store.ReportInput{
 		Time:     e.now(),
 		Kind:     kind,

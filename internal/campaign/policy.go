@@ -483,3 +483,32 @@ func (p Policy) ShouldRevoke(c *store.Campaign) bool {
 	return c.HamReporters >= int64(p.RevokeHamReporters) &&
 		float64(c.HamReporters) >= p.RevokeRatio*float64(c.SpamReporters)
 }
+
+// DescribeThresholds returns one line per action telling for which p the
+// policy chooses it, e.g. "reject      p > 0.9989  (cost_fp 100, benefit 1)",
+// for `nddmilter config check` and logs.
+func (p Policy) DescribeThresholds() []string {
+	p = p.WithDefaults()
+	var lines []string
+	for _, t := range p.Thresholds() {
+		var rng string
+		switch {
+		case t.From >= t.To:
+			rng = "never (dominated by another action)"
+		case t.From == 0:
+			rng = fmt.Sprintf("p ≤ %.4f", t.To)
+		case t.To >= 1:
+			rng = fmt.Sprintf("p > %.4f", t.From)
+		default:
+			rng = fmt.Sprintf("%.4f < p ≤ %.4f", t.From, t.To)
+		}
+		line := fmt.Sprintf("%-10s  %s", t.Action, rng)
+		if t.Action != Accept {
+			line += fmt.Sprintf("  (cost_fp %g, benefit %g)", p.CostFP.of(t.Action), p.Benefit.of(t.Action))
+		}
+		lines = append(lines, line)
+	}
+	maxA, _ := ParseAction(p.MaxAction)
+	lines = append(lines, fmt.Sprintf("reject also needs ≥ %d distinct spam reporters; actions are capped at %s", p.RejectMinReporters, maxA))
+	return lines
+}

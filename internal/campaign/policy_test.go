@@ -208,3 +208,22 @@ func TestActionText(t *testing.T) {
 		t.Error("invalid action marshalled")
 	}
 }
+
+func TestDescribeThresholds(t *testing.T) {
+	got := strings.Join(DefaultPolicy().DescribeThresholds(), "\n")
+	for _, want := range []string{
+		"accept      p ≤ 0.6667",
+		"tag         0.6667 < p ≤ 0.9574  (cost_fp 1, benefit 0.5)",
+		"quarantine  0.9574 < p ≤ 0.9989  (cost_fp 10, benefit 0.9)",
+		"reject      p > 0.9989  (cost_fp 100, benefit 1)",
+		"≥ 3 distinct spam reporters",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	never := Policy{Benefit: Costs{Quarantine: 1}}.DescribeThresholds()
+	if !strings.Contains(never[Reject], "never") {
+		t.Errorf("dominated reject: %q", never[Reject])
+	}
+}

@@ -126,10 +126,11 @@ type Signatures struct {
 	// K is the number of bagged lexicons besides the original. Default 10;
 	// -1 for none.
 	K int `yaml:"k"`
-	// MinTerms is the minimum number of terms of a signature. Default 3.
+	// MinTerms is the minimum number of terms of a signature. Default
+	// imatchbag.DefaultMinTerms.
 	MinTerms int `yaml:"min_terms"`
 	// MinRatio is the minimum |S|/|U| before the secondary lexicon extends
-	// S. Default 0.1; negative disables the rule.
+	// S. Default imatchbag.DefaultMinRatio; negative disables the rule.
 	MinRatio float64 `yaml:"min_ratio"`
 	// MinUnique is the minimum number of unique terms of a document. Default 5.
 	MinUnique int `yaml:"min_unique"`

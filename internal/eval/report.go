@@ -224,21 +224,16 @@ func WritePlots(dir string, acc *AccuracyResult, adv *AdversarialResult, sp *Spe
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		ymax := 0.0
 		for _, n := range names {
-			q := sp.Latency[n]
 			s := Series{Name: n}
-			for _, p := range q {
-				s.X = append(s.X, p.Percentile)
+			for i, p := range sp.Latency[n] {
+				s.X = append(s.X, float64(i))
+				s.Labels = append(s.Labels, fmt.Sprintf("p%g", p.Percentile))
 				s.Y = append(s.Y, p.Millis)
-				ymax = max(ymax, p.Millis)
 			}
 			series = append(series, s)
 		}
-		if ymax <= 0 {
-			ymax = 1
-		}
-		if err := write("latency.svg", LinePlot("Latency distribution", "percentile", "milliseconds", 0, ymax*1.1, series)); err != nil {
+		if err := write("latency.svg", LogLinePlot("Latency distribution", "percentile", "milliseconds", series)); err != nil {
 			return written, err
 		}
 	}

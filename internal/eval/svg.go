@@ -12,6 +12,8 @@ type Series struct {
 	Name string
 	X    []float64 // line plots only
 	Y    []float64
+	// Labels optionally name the x ticks (line plots, first series).
+	Labels []string
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
@@ -71,8 +73,12 @@ func LinePlot(title, xlabel, ylabel string, ymin, ymax float64, series []Series)
 		return float64(marginT) + ih - ih*(y-ymin)/(ymax-ymin)
 	}
 	if len(series) > 0 {
-		for _, x := range series[0].X {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", px(x), plotH-marginB+16, x)
+		for i, x := range series[0].X {
+			label := fmt.Sprintf("%g", x)
+			if i < len(series[0].Labels) {
+				label = series[0].Labels[i]
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", px(x), plotH-marginB+16, html.EscapeString(label))
 		}
 	}
 	var names []string
@@ -126,4 +132,33 @@ func BarPlot(title, xlabel, ylabel string, ymin, ymax float64, categories []stri
 	legend(&b, names)
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// LogLinePlot is LinePlot with a logarithmic y axis (values must be > 0),
+// for latency distributions spanning orders of magnitude.
+func LogLinePlot(title, xlabel, ylabel string, series []Series) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	logged := make([]Series, len(series))
+	for i, s := range series {
+		logged[i] = Series{Name: s.Name, X: s.X, Labels: s.Labels}
+		for _, y := range s.Y {
+			y = math.Max(y, 1e-6)
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+			logged[i].Y = append(logged[i].Y, math.Log10(y))
+		}
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = 1, 10
+	}
+	ymin, ymax := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if ymax <= ymin {
+		ymax = ymin + 1
+	}
+	out := LinePlot(title, xlabel, ylabel+" (log scale)", ymin, ymax, logged)
+	// relabel the y ticks: the plot was drawn in log10 units
+	for i := 0; i <= 5; i++ {
+		v := ymin + (ymax-ymin)*float64(i)/5
+		out = strings.Replace(out, fmt.Sprintf(`text-anchor="end">%.2f</text>`, v), fmt.Sprintf(`text-anchor="end">%.3g</text>`, math.Pow(10, v)), 1)
+	}
+	return out
 }

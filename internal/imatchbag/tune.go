@@ -85,6 +85,9 @@ func edits(rng *rand.Rand, d, vocab []string, n int) []string {
 	return c
 }
 
+// maxTuneVocab bounds the word stream from which inserted words are drawn.
+const maxTuneVocab = 2 << 20
+
 // TuneRow is the measurement of one window.
 type TuneRow struct {
 	IdfMin, IdfMax float64
@@ -153,7 +156,9 @@ func Tune(docs [][]string, opts TuneOptions) (*TuneReport, error) {
 			continue
 		}
 		b.Add(unique(d))
-		vocab = append(vocab, d...)
+		if len(vocab) < maxTuneVocab {
+			vocab = append(vocab, d...)
+		}
 	}
 	if len(eval) < 2 || len(vocab) == 0 {
 		return nil, fmt.Errorf("tune: need more documents (have %d)", len(docs))
@@ -361,7 +366,7 @@ func (r *TuneReport) Markdown() string {
 	for i, n := range r.Perturbations {
 		fmt.Fprintf(&b, "- %s: %s\n", n, r.Descriptions[i])
 	}
-	b.WriteString("\n| nidf window | |L| | signed |")
+	b.WriteString("\n| nidf window | L terms | signed |")
 	for _, n := range r.Perturbations {
 		fmt.Fprintf(&b, " %s |", n)
 	}

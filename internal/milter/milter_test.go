@@ -651,3 +651,37 @@ func TestOverrideLookup(t *testing.T) {
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// A unix socket: a stale socket file is replaced, a live one is refused,
+// and the milter works over it.
+func TestUnixSocket(t *testing.T) {
+	path := t.TempDir() + "/milter.sock"
+	stale, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close() // leaves the file behind, nobody listening
+	ln, err := Listen("unix", path)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	if _, err := Listen("unix", path); err == nil {
+		t.Fatal("second listener on a live socket accepted")
+	}
+	srv, err := New(&scriptChecker{}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	c := gomilter.NewClientWithOptions("unix", path, gomilter.ClientOptions{ActionMask: negotiatedActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	s, err := c.Session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActReplyCode {
+		t.Fatalf("over unix socket: %c", act.Code)
+	}
+}

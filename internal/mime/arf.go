@@ -9,7 +9,7 @@ func unwrapARF(raw []byte) (out []byte, ok bool) {
 			out, ok = raw, false
 		}
 	}()
-	h, body := parseHeader(raw, func(string) {})
+	h, body := parseHeader(raw, func(string) {}, nil)
 	v, _ := h.get("Content-Type")
 	mt := parseMediaType(v)
 	if mt.typ != "multipart/report" || mt.reportType != "feedback-report" {
@@ -27,7 +27,7 @@ func unwrapARF(raw []byte) (out []byte, ok bool) {
 		}
 	}
 	for _, part := range parts {
-		ph, pb := parseHeader(part, func(string) {})
+		ph, pb := parseHeader(part, func(string) {}, nil)
 		pv, _ := ph.get("Content-Type")
 		pt := parseMediaType(pv).typ
 		switch pt {

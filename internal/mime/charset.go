@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
+	"golang.org/x/text/encoding/traditionalchinese"
 
 	// Registers every charset go-message knows for message.CharsetReader;
 	// the lookup below covers the same names.
@@ -42,7 +43,12 @@ func lookupCharset(name string) encoding.Encoding {
 		return e
 	}
 	// A few aliases seen in spam and old clients.
+	if base, ok := strings.CutSuffix(name, "_charset"); ok && base != "default" {
+		return lookupCharset(base)
+	}
 	switch strings.TrimPrefix(strings.TrimPrefix(name, "x-"), "cs") {
+	case "chinesebig5", "big5-hkscs":
+		return traditionalchinese.Big5
 	case "cp1251", "win-1251", "windows1251":
 		return charmap.Windows1251
 	case "cp1250", "windows1250":
@@ -111,7 +117,7 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 	}
 	if cm, ok := enc.(*charmap.Charmap); ok {
 		// Single-byte charsets: a table lookup per byte, no transformer.
-		out := make([]byte, 0, len(b)+len(b)/2)
+		out := p.csbuf[:0]
 		asciiOK := asciiCompatible(cs)
 		for _, c := range b {
 			if c < utf8.RuneSelf && asciiOK {
@@ -120,6 +126,7 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 			}
 			out = utf8.AppendRune(out, cm.DecodeByte(c))
 		}
+		p.csbuf = out
 		return out
 	}
 	out, err := enc.NewDecoder().Bytes(b)

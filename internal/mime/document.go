@@ -48,6 +48,9 @@ type Options struct {
 	MaxDepth int
 	// MaxParts bounds the number of MIME parts visited. Default 256.
 	MaxParts int
+
+	// testPanic makes Parse panic mid-message (tests of the recover path).
+	testPanic bool
 }
 
 // Document is the normalized content of one message.

@@ -117,9 +117,25 @@ func nextLine(b []byte, i int) (line []byte, next int) {
 // valid field is skipped with a warning; a malformed line followed by
 // anything else starts the body early (a missing blank line); a part whose
 // first line is not a field has an empty header.
-func parseHeader(raw []byte, warn func(string)) (header, []byte) {
-	var h header
-	h.fields = make([]headerField, 0, 16)
+//
+// Fields are appended to *arena (when not nil) so that one parser reuses
+// one backing array across messages; the returned header keeps a capped
+// sub-slice, which stays valid when the arena grows later.
+func parseHeader(raw []byte, warn func(string), arena *[]headerField) (header, []byte) {
+	if arena == nil {
+		return scanHeader(raw, warn, make([]headerField, 0, 16))
+	}
+	start := len(*arena)
+	h, body := scanHeader(raw, warn, (*arena)[start:start:cap(*arena)])
+	*arena = append((*arena)[:start], h.fields...)
+	n := len(*arena)
+	h.fields = (*arena)[start:n:n]
+	return h, body
+}
+
+// scanHeader is parseHeader appending fields to fields.
+func scanHeader(raw []byte, warn func(string), fields []headerField) (header, []byte) {
+	h := header{fields: fields}
 	i := 0
 	first := true
 	for i < len(raw) {

@@ -128,7 +128,8 @@ func TestUnwrapARF(t *testing.T) {
 func TestLookupCharset(t *testing.T) {
 	for _, cs := range []string{"iso-8859-1", "iso-8859-2", "iso-8859-15", "windows-1250", "windows-1251", "windows-1252",
 		"koi8-r", "koi8-u", "gb2312", "gbk", "gb18030", "big5", "shift_jis", "euc-jp", "iso-2022-jp", "euc-kr",
-		"ks_c_5601-1987", "utf-16", "utf-16le", "utf-16be", "cp1251", "x-cp1251", "ibm866", "macintosh", "tis-620"} {
+		"ks_c_5601-1987", "utf-16", "utf-16le", "utf-16be", "cp1251", "x-cp1251", "ibm866", "macintosh", "tis-620",
+		"chinesebig5", "gb2312_charset"} {
 		if lookupCharset(cs) == nil {
 			t.Errorf("charset %q unknown", cs)
 		}

@@ -1,7 +1,6 @@
 package mime
 
 import (
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -176,13 +175,6 @@ func homoglyph(r rune) rune {
 		return 'n'
 	}
 	return 0
-}
-
-func isLatinLetter(r rune) bool {
-	if r < 0x80 {
-		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
-	}
-	return unicode.Is(unicode.Latin, r)
 }
 
 // isWordRune reports whether r belongs to a word: a letter, a digit, or a

@@ -41,6 +41,8 @@ type parser struct {
 	nz       normalizer
 	dec      []byte // scratch: transfer-decoded leaf part
 	raw      []byte // scratch: visible text of an HTML part
+	csbuf    []byte // scratch: output of single-byte charset decoding
+	fields   []headerField
 	parts    int
 	charset  string // first non-UTF-8 charset declared by a text part
 	depthMsg bool
@@ -70,6 +72,7 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	p.text = p.text[:0]
 	p.urls.reset(defaultMaxURLs)
 	p.parts = 0
+	p.fields = p.fields[:0]
 	p.charset = ""
 	p.depthMsg, p.partsMsg = false, false
 	doc = new(Document)
@@ -78,7 +81,8 @@ func parse(raw []byte, opts Options) (doc *Document) {
 			p.warn(fmt.Sprintf("internal error while parsing: %v", r))
 			p.finish(doc)
 		}
-		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 {
+		clear(p.fields) // drop references to the message
+		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 {
 			parserPool.Put(p)
 		}
 	}()
@@ -88,23 +92,36 @@ func parse(raw []byte, opts Options) (doc *Document) {
 		doc.Truncated = true
 		p.warn("message longer than " + strconv.FormatInt(p.opts.MaxBytes, 10) + " bytes: the rest is ignored")
 	}
-	h, body := parseHeader(raw, p.warn)
+	h, body := parseHeader(raw, p.warn, &p.fields)
 	if len(h.fields) == 0 {
 		p.warn("message has no header")
 	}
-	p.entity(&h, body, 0, "text/plain")
-
-	subj, _ := h.get("Subject")
-	subj = p.decodeHeaderText(subj, "subject", p.charset)
-	doc.Subject = p.normalizeLine(subj)
 	if from, ok := h.get("From"); ok {
 		doc.From = addressOf(from)
 	}
 	if id, ok := h.get("Message-Id"); ok {
 		doc.MessageID = messageID(id)
 	}
+	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
+	p.safely("the subject", func() {
+		// After the body: an 8-bit subject is read in the body's charset.
+		subj, _ := h.get("Subject")
+		subj = p.decodeHeaderText(subj, "subject", p.charset)
+		doc.Subject = p.normalizeLine(subj)
+	})
 	p.finish(doc)
 	return doc
+}
+
+// safely runs f, turning a panic (a bug, here or in a library) into a
+// warning so that the rest of the message is still read.
+func (p *parser) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.warn(fmt.Sprintf("internal error while parsing %s: %v", what, r))
+		}
+	}()
+	f()
 }
 
 // finish copies the accumulated state of p into doc.
@@ -141,6 +158,9 @@ func (p *parser) normalizeLine(s string) string {
 
 // entity processes one MIME entity (the message or a part) with header h.
 func (p *parser) entity(h *header, body []byte, depth int, defType string) {
+	if p.opts.testPanic && p.parts > 0 {
+		panic("test panic")
+	}
 	p.parts++
 	if p.parts > p.opts.MaxParts {
 		if !p.partsMsg {
@@ -177,7 +197,7 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 			return
 		}
 		inner := p.transferDecode(nil, body, cte, mt.typ+" part")
-		ih, ib := parseHeader(inner, p.warn)
+		ih, ib := parseHeader(inner, p.warn, &p.fields)
 		p.entity(&ih, ib, depth+1, "text/plain")
 	case mt.typ == "text/plain" || mt.typ == "text/html" || mt.typ == "text/enriched" || mt.typ == "text/richtext":
 		if d, ok := h.get("Content-Disposition"); ok && depth > 0 {
@@ -306,7 +326,7 @@ func (p *parser) multipart(mt mediaType, body []byte, depth int) {
 	hs := make([]header, len(parts))
 	bodies := make([][]byte, len(parts))
 	for i, part := range parts {
-		hs[i], bodies[i] = parseHeader(part, p.warn)
+		hs[i], bodies[i] = parseHeader(part, p.warn, &p.fields)
 	}
 	if mt.typ != "multipart/alternative" || len(parts) < 2 {
 		for i := range parts {
@@ -436,9 +456,6 @@ func guessBoundary(body []byte) string {
 		}
 		b := bytes.TrimRight(line[2:], " \t")
 		if len(b) == 0 || len(b) > 200 || b[0] == '-' && len(bytes.Trim(b, "-")) == 0 {
-			continue
-		}
-		if bytes.ContainsAny(b, " \t") {
 			continue
 		}
 		return string(bytes.TrimSuffix(b, []byte("--")))

@@ -184,6 +184,8 @@ func TestParseMalformed(t *testing.T) {
 		{name: "bad quoted-printable", raw: "Content-Transfer-Encoding: quoted-printable\r\n\r\na=ZZb=3Dc=\r\nd =\r\n", text: "a=ZZb=cd "},
 		{name: "multipart without boundary param", raw: "Content-Type: multipart/mixed\r\n\r\n--zz\r\nContent-Type: text/plain\r\n\r\ninside\r\n--zz--\r\n",
 			text: "inside", warning: `multipart without boundary parameter: using "zz"`},
+		{name: "declared boundary differs by a space (seen in spam)", raw: "Content-Type: multipart/alternative; boundary=\"=Multipart Boundary 0925\"\r\n\r\n--= Multipart Boundary 0925\r\nContent-Type: text/plain\r\n\r\nrecovered\r\n--= Multipart Boundary 0925--\r\n",
+			text: "recovered", warning: `multipart boundary "=Multipart Boundary 0925" not found: using "= Multipart Boundary 0925"`},
 		{name: "multipart without any boundary", raw: "Content-Type: multipart/mixed; boundary=q\r\n\r\nplain words only\r\n",
 			text: "plain words only\n", warning: "multipart boundary not found: body read as text/plain"},
 		{name: "boundary prefix of another", raw: "Content-Type: multipart/mixed; boundary=ab\r\n\r\n--ab\r\n\r\none\r\n--abc\r\nstill one\r\n--ab--\r\n",
@@ -200,6 +202,7 @@ func TestParseMalformed(t *testing.T) {
 		{name: "html meta charset", raw: "Content-Type: text/html\r\n\r\n<meta charset=\"koi8-r\"><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>", text: "Привет"},
 		{name: "NUL bytes", raw: "Subject: a\x00b\r\n\r\nx\x00y", subject: "a b"},
 		{name: "base64 garbage only", raw: "Content-Transfer-Encoding: base64\r\n\r\n!!!!\r\n", text: "", warning: "bad base64"},
+		{name: "message-id without brackets", raw: "Message-ID: abc@example.com trailing\r\n\r\nx", text: "x"},
 		{name: "continuation first", raw: " leading continuation\r\nSubject: s\r\n\r\nb", subject: "s", warning: "continuation line"},
 	}
 	for _, tt := range tests {
@@ -254,5 +257,38 @@ func TestParseDeterministicAndReentrant(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestWarningsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Content-Type: multipart/mixed; boundary=b\r\n\r\n")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "--b\r\nContent-Type: text/plain; charset=x-cs%d\r\n\r\nna\xefve\r\n", i)
+	}
+	b.WriteString("--b--\r\n")
+	d := Parse([]byte(b.String()), Options{})
+	if len(d.Warnings) != maxWarnings+1 || d.Warnings[maxWarnings] != "too many warnings: the rest are dropped" {
+		t.Errorf("got %d warnings, last %q", len(d.Warnings), d.Warnings[len(d.Warnings)-1])
+	}
+	if d2 := Parse([]byte("Message-ID: abc@example.com trailing\r\n\r\nx"), Options{}); d2.MessageID != "abc@example.com" {
+		t.Errorf("MessageID = %q", d2.MessageID)
+	}
+}
+
+// TestParseRecoversFromPanic checks the defence in depth: a panic in the
+// middle of a message becomes a warning and what was parsed is kept.
+func TestParseRecoversFromPanic(t *testing.T) {
+	raw := readSample(t, "nested-mixed.eml")
+	d := Parse(raw, Options{testPanic: true})
+	if !slices.Equal(d.Warnings, []string{"internal error while parsing the body: test panic"}) {
+		t.Errorf("Warnings = %q, want the recovered panic", d.Warnings)
+	}
+	if d.Subject != "Invoice and travel plans" || d.From != "anna@example.pl" {
+		t.Errorf("header lost after a panic in the body: %q, %q", d.Subject, d.From)
+	}
+	// The pooled parser is still usable.
+	if d := Parse(raw, Options{}); !strings.Contains(d.Text, "seven fifteen") || len(d.Warnings) != 0 {
+		t.Errorf("parse after a recovered panic: %q, %q", d.Text, d.Warnings)
 	}
 }

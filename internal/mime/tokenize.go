@@ -2,6 +2,7 @@ package mime
 
 import (
 	"slices"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -37,7 +38,7 @@ type arenaRef struct {
 
 func tokenize(doc *Document, opts TokenOptions) []Token {
 	t := tokenizer{opts: opts.withDefaults()}
-	t.toks = make([]Token, 0, (len(doc.Subject)+len(doc.Text))/7+4)
+	t.toks = make([]Token, 0, (len(doc.Subject)+len(doc.Text))/10+8)
 	t.words(doc.Subject, true)
 	t.words(doc.Text, false)
 	if len(t.fix) > 0 {
@@ -49,12 +50,26 @@ func tokenize(doc *Document, opts TokenOptions) []Token {
 	return t.toks
 }
 
+// asciiClass holds the rune class (rcNone, rcLetter, rcUpper, rcDigit) of
+// each ASCII byte.
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = rcLetter
+		t[c-'a'+'A'] = rcUpper
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = rcDigit
+	}
+	return t
+}()
+
 // words appends the tokens of s.
 func (t *tokenizer) words(s string, inSubject bool) {
+	tab := bmpInfo()
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if !isWordRune(rune(c)) {
+			if asciiClass[c] == rcNone {
 				i++
 				continue
 			}
@@ -66,48 +81,47 @@ func (t *tokenizer) words(s string, inSubject bool) {
 			}
 		} else {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if cl := runeInfo(r) & rcClass; cl == rcNone || cl == rcMark {
+			var f uint8
+			if r < 0x10000 {
+				f = tab[r]
+			} else {
+				f = computeRuneInfo(r)
+			}
+			if cl := f & rcClass; cl == rcNone || cl == rcMark {
 				i += size
 				continue
 			}
 		}
-		i = t.word(s, i, inSubject)
+		i = t.word(s, i, inSubject, tab)
 	}
 }
 
 // word scans the word starting at s[i], appends it as a token when it
 // passes the filters, and returns the index after it.
-func (t *tokenizer) word(s string, i int, inSubject bool) int {
+func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) int {
 	j := i
 	runes, digits, letters, upper := 0, 0, 0, 0
-	first := true
 	capitalized := false
 	for j < len(s) {
 		c := s[j]
+		var cl uint8
 		if c < utf8.RuneSelf {
-			switch {
-			case 'a' <= c && c <= 'z':
-				letters++
-			case 'A' <= c && c <= 'Z':
-				letters++
-				upper++
-				if first {
-					capitalized = true
-				}
-			case '0' <= c && c <= '9':
-				digits++
-			default:
-				goto done
+			cl = asciiClass[c]
+			if cl == rcNone {
+				break
 			}
 			j++
-			runes++
-			first = false
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[j:])
-		cl := runeInfo(r) & rcClass
-		if cl == rcNone {
-			break
+		} else {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r < 0x10000 {
+				cl = tab[r] & rcClass
+			} else {
+				cl = computeRuneInfo(r) & rcClass
+			}
+			if cl == rcNone {
+				break
+			}
+			j += size
 		}
 		switch cl {
 		case rcDigit:
@@ -117,15 +131,12 @@ func (t *tokenizer) word(s string, i int, inSubject bool) int {
 		case rcUpper:
 			letters++
 			upper++
-			if first {
+			if runes == 0 {
 				capitalized = true
 			}
 		}
-		j += size
 		runes++
-		first = false
 	}
-done:
 	if runes < t.opts.MinLen || runes > t.opts.MaxLen || digits > t.opts.MaxDigits {
 		return j
 	}
@@ -162,11 +173,59 @@ done:
 	return j
 }
 
+// uniqueTerms sorts without comparing strings in the common case: each
+// term becomes a 64-bit key made of its first 6 bytes (byte order is
+// string order; terms hold no NUL, so a shorter term sorts first) and its
+// index in the low 16 bits. Integer sorting is about twice as fast as
+// string sorting; only terms sharing a 6-byte prefix are compared as
+// strings afterwards.
+var keyPool = sync.Pool{New: func() any { return new([]uint64) }}
+
 func uniqueTerms(toks []Token) []string {
-	terms := make([]string, len(toks))
-	for i := range toks {
-		terms[i] = toks[i].Term
+	n := len(toks)
+	if n == 0 {
+		return []string{}
 	}
-	slices.Sort(terms)
-	return slices.Compact(terms)
+	if n > 1<<16 {
+		terms := make([]string, n)
+		for i := range toks {
+			terms[i] = toks[i].Term
+		}
+		slices.Sort(terms)
+		return slices.Compact(terms)
+	}
+	kp := keyPool.Get().(*[]uint64)
+	defer keyPool.Put(kp)
+	if cap(*kp) < n {
+		*kp = make([]uint64, n)
+	}
+	keys := (*kp)[:n]
+	for i := range toks {
+		s := toks[i].Term
+		var k uint64
+		m := min(len(s), 6)
+		for j := 0; j < m; j++ {
+			k |= uint64(s[j]) << (56 - 8*j)
+		}
+		keys[i] = k | uint64(i)
+	}
+	slices.Sort(keys)
+	out := make([]string, 0, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && keys[j]>>16 == keys[i]>>16 {
+			j++
+		}
+		start := len(out)
+		for k := i; k < j; k++ {
+			out = append(out, toks[keys[k]&0xffff].Term)
+		}
+		if j-i > 1 {
+			run := out[start:]
+			slices.Sort(run)
+			out = out[:start+len(slices.Compact(run))]
+		}
+		i = j
+	}
+	return out
 }

@@ -117,6 +117,25 @@ func TestUniqueTerms(t *testing.T) {
 	if got := UniqueTerms(nil); len(got) != 0 {
 		t.Errorf("UniqueTerms(nil) = %q", got)
 	}
+	// Shared 6-byte prefixes, short terms, non-ASCII, many duplicates.
+	var toks2 []Token
+	words := strings.Fields("information informative inform informed info infor informa informative école écoles ab a zzzzzzzz zzzzzz zzzzzzza ü")
+	for i := 0; i < 5000; i++ {
+		toks2 = append(toks2, Token{Term: words[(i*7919)%len(words)]})
+	}
+	want = slices.Clone(words)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := UniqueTerms(toks2); !slices.Equal(got, want) {
+		t.Errorf("UniqueTerms = %q, want %q", got, want)
+	}
+	big := make([]Token, 70000)
+	for i := range big {
+		big[i].Term = words[i%len(words)]
+	}
+	if got := UniqueTerms(big); !slices.Equal(got, want) {
+		t.Errorf("UniqueTerms(70000 tokens) = %q, want %q", got, want)
+	}
 }
 
 // TestObfuscatedSpamMatchesClean checks the point of normalization: the

@@ -198,20 +198,57 @@ func (u *urlSet) scanText(text string) {
 	}
 }
 
-// indexURLStart returns the index of the next 'h', 'H', 'w' or 'W' at or
-// after i that could start a URL, or -1.
-func indexURLStart[S ~string | ~[]byte](s S, i int) int {
-	for ; i+4 < len(s); i++ {
-		switch s[i] {
-		case 'h', 'H':
-			if (s[i+1]|0x20) == 't' && (s[i+2]|0x20) == 't' && (s[i+3]|0x20) == 'p' {
-				return i
+// indexURLStart returns the index at or after i of the next "http" or
+// "www." (ASCII case-insensitive) that is followed by what could make a
+// URL, or -1. It looks for "://" and "ww." with the fast substring search
+// and checks what precedes them.
+func indexURLStart(s string, i int) int {
+	for i < len(s) {
+		best := -1
+		// "http://" or "https://"
+		if k := strings.Index(s[i:], "://"); k >= 0 {
+			p := i + k
+			switch {
+			case p-5 >= i && hasPrefixFold(s[p-5:], "https"):
+				best = p - 5
+			case p-4 >= i && hasPrefixFold(s[p-4:], "http"):
+				best = p - 4
 			}
-		case 'w', 'W':
-			if (s[i+1]|0x20) == 'w' && (s[i+2]|0x20) == 'w' && s[i+3] == '.' {
-				return i
+			if best < 0 {
+				// Not a web scheme: look again after it, unless a www.
+				// comes first.
+				if w := indexWWW(s[i:p]); w >= 0 {
+					return i + w
+				}
+				i = p + 3
+				continue
 			}
 		}
+		limit := len(s)
+		if best >= 0 {
+			limit = best
+		}
+		if w := indexWWW(s[i:limit]); w >= 0 {
+			return i + w
+		}
+		return best
+	}
+	return -1
+}
+
+// indexWWW returns the index of the first "www." in s (ASCII
+// case-insensitive), or -1.
+func indexWWW(s string) int {
+	for i := 0; i+4 <= len(s); {
+		k := strings.IndexByte(s[i:], '.')
+		if k < 0 {
+			return -1
+		}
+		p := i + k
+		if p-3 >= i && (s[p-1]|0x20) == 'w' && (s[p-2]|0x20) == 'w' && (s[p-3]|0x20) == 'w' {
+			return p - 3
+		}
+		i = p + 1
 	}
 	return -1
 }

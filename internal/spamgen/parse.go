@@ -12,6 +12,9 @@ import (
 	_ "github.com/emersion/go-message/charset" // decode non-UTF-8 charsets
 	"github.com/emersion/go-message/mail"
 	"golang.org/x/net/html"
+	htmlcharset "golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
 )
 
 // Limits on the work done while reading a base message.
@@ -62,53 +65,125 @@ func parseMessage(raw []byte) (m *message) {
 			m = fallbackMessage(raw)
 		}
 	}()
-	mr, err := mail.CreateReader(bytes.NewReader(raw))
-	if err != nil && !gomessage.IsUnknownCharset(err) {
+	e, err := gomessage.Read(bytes.NewReader(raw))
+	if err != nil && !gomessage.IsUnknownCharset(err) && !gomessage.IsUnknownEncoding(err) {
 		return fallbackMessage(raw)
 	}
-	if s, err := mr.Header.Subject(); err == nil {
+	h := mail.Header{Header: e.Header}
+	if s, err := h.Subject(); err == nil {
 		m.subject = cleanLine(s)
 	} else {
-		m.subject = cleanLine(mr.Header.Get("Subject"))
+		m.subject = cleanLine(h.Get("Subject"))
 	}
-	if addrs, err := mr.Header.AddressList("From"); err == nil && len(addrs) > 0 {
+	if addrs, err := h.AddressList("From"); err == nil && len(addrs) > 0 {
 		m.from = addrs[0].String()
 	}
-	// Like internal/mime, every inline text part counts, text/plain and the
-	// visible text of text/html, in order: multipart/alternative spam often
-	// says different things in its two parts.
-	sawPlain := false
-	for i := 0; i < maxParts; i++ {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil && !gomessage.IsUnknownCharset(err) && !gomessage.IsUnknownEncoding(err) {
-			break
-		}
-		if p == nil {
-			break
-		}
-		// Lenient: a malformed parameter list must not hide the type.
-		ct, _, _ := strings.Cut(strings.ToLower(p.Header.Get("Content-Type")), ";")
-		ct = strings.TrimSpace(ct)
-		if ct == "" {
-			ct = "text/plain"
-		}
-		if ct != "text/plain" && ct != "text/html" {
-			continue
-		}
-		b, _ := io.ReadAll(io.LimitReader(p.Body, maxPartBytes))
-		s := strings.ToValidUTF8(string(b), "\uFFFD")
-		if ct == "text/html" {
-			m.paras = append(m.paras, htmlParagraphs(s)...)
-		} else {
-			sawPlain = true
-			m.paras = append(m.paras, splitParagraphs(s)...)
-		}
-	}
-	m.html = !sawPlain && len(m.paras) > 0
+	parts := maxParts
+	t := entityText(e, 0, &parts)
+	m.paras, m.html = t.paras, t.html
 	return m
+}
+
+// partText is the text of one entity.
+type partText struct {
+	paras [][]string
+	html  bool // the text came from HTML only
+	multi bool // the entity was a multipart
+}
+
+func (t partText) empty() bool { return len(t.paras) == 0 }
+
+// entityText reads the visible text of an entity the way internal/mime
+// does, so that a copy carries the words the original's signatures were
+// computed from: every inline text part of a multipart/mixed or related,
+// and of a multipart/alternative only what a mail client shows (the HTML
+// alternative, else the last one with text).
+func entityText(e *gomessage.Entity, depth int, budget *int) partText {
+	ct := mediaType(e.Header.Get("Content-Type"))
+	if mr := e.MultipartReader(); mr != nil {
+		out := partText{multi: true}
+		if depth >= 16 {
+			return out
+		}
+		var kids []partText
+		for *budget > 0 {
+			p, err := mr.NextPart()
+			if err == io.EOF || p == nil {
+				break
+			}
+			if err != nil && !gomessage.IsUnknownCharset(err) && !gomessage.IsUnknownEncoding(err) {
+				break
+			}
+			*budget--
+			kids = append(kids, entityText(p, depth+1, budget))
+		}
+		if ct == "multipart/alternative" {
+			var pick *partText
+			for i := range kids {
+				if kids[i].html && !kids[i].empty() {
+					pick = &kids[i]
+					break
+				}
+			}
+			for i := len(kids) - 1; pick == nil && i >= 0; i-- {
+				if !kids[i].empty() {
+					pick = &kids[i]
+				}
+			}
+			if pick != nil {
+				out.paras, out.html = pick.paras, pick.html
+			}
+			return out
+		}
+		out.html = true
+		for _, k := range kids {
+			out.paras = append(out.paras, k.paras...)
+			out.html = out.html && (k.html || k.empty())
+		}
+		out.html = out.html && !out.empty()
+		return out
+	}
+	if disp := mediaType(e.Header.Get("Content-Disposition")); disp == "attachment" {
+		return partText{}
+	}
+	if ct == "" {
+		ct = "text/plain"
+	}
+	if ct != "text/plain" && ct != "text/html" {
+		return partText{}
+	}
+	b, _ := io.ReadAll(io.LimitReader(e.Body, maxPartBytes))
+	s := decodeText(b, ct)
+	if ct == "text/html" {
+		return partText{paras: htmlParagraphs(s), html: true}
+	}
+	return partText{paras: splitParagraphs(s)}
+}
+
+// mediaType returns the lower-cased value of a header before any
+// parameter, tolerating malformed parameter lists.
+func mediaType(v string) string {
+	t, _, _ := strings.Cut(strings.ToLower(v), ";")
+	return strings.TrimSpace(t)
+}
+
+// decodeText turns a part's body into UTF-8. go-message has already
+// decoded declared charsets it knows; bytes that are still not UTF-8 had no
+// (or an unknown) charset: HTML is sniffed for a <meta> charset, and
+// everything else is read as Windows-1252, as mail clients (and
+// internal/mime) do.
+func decodeText(b []byte, ct string) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	enc := encoding.Encoding(charmap.Windows1252)
+	if ct == "text/html" {
+		enc, _, _ = htmlcharset.DetermineEncoding(b, "text/html")
+	}
+	if out, err := enc.NewDecoder().Bytes(b); err == nil {
+		return strings.ToValidUTF8(string(out), "\uFFFD")
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 // fallbackMessage treats raw as a header block (if one is recognizable)
@@ -126,7 +201,7 @@ func fallbackMessage(raw []byte) *message {
 	if len(body) > maxPartBytes {
 		body = body[:maxPartBytes]
 	}
-	m.paras = splitParagraphs(strings.ToValidUTF8(string(body), "\uFFFD"))
+	m.paras = splitParagraphs(decodeText(body, "text/plain"))
 	return m
 }
 
@@ -167,6 +242,14 @@ func splitParagraphs(text string) [][]string {
 		}
 	}
 	return paras
+}
+
+// inlineTags are the elements that do not separate words when rendered.
+var inlineTags = map[string]bool{
+	"a": true, "b": true, "i": true, "u": true, "em": true, "strong": true, "span": true, "font": true,
+	"small": true, "big": true, "sub": true, "sup": true, "s": true, "strike": true, "abbr": true,
+	"code": true, "tt": true, "mark": true, "q": true, "cite": true, "dfn": true, "kbd": true,
+	"samp": true, "var": true, "bdi": true, "bdo": true, "ins": true, "del": true, "label": true, "wbr": true,
 }
 
 // htmlParagraphs extracts the visible text of an HTML document, one
@@ -224,8 +307,14 @@ func htmlParagraphs(src string) [][]string {
 						cur.WriteString(" <" + t + "> ")
 					}
 				}
-			case "p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "hr", "ul", "ol", "pre":
+			case "p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "hr", "ul", "ol", "pre", "dd", "dt", "form", "center", "body":
 				flush()
+			default:
+				// other non-inline elements (cells, options, images...)
+				// separate words; inline markup does not
+				if !inlineTags[tag] {
+					cur.WriteByte(' ')
+				}
 			}
 		}
 	}

@@ -369,3 +369,26 @@ func BenchmarkMutate(b *testing.B) {
 		})
 	}
 }
+
+func TestStructure(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      string
+		html      bool
+	}{
+		{"alternative reads the HTML", "Subject: s\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhidden plain words\r\n--b\r\nContent-Type: text/html\r\n\r\n<p>shown html words</p>\r\n--b--\r\n", "shown html words", true},
+		{"alternative falls back to plain", "Subject: s\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nplain words here\r\n--b\r\nContent-Type: text/html\r\n\r\n<img src=x>\r\n--b--\r\n", "plain words here", false},
+		{"mixed reads every inline part, skips attachments", "Subject: s\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\nfirst part\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=a.txt\r\n\r\nattached\r\n--b\r\nContent-Type: text/plain\r\n\r\nsecond part\r\n--b--\r\n", "first part second part", false},
+		{"undeclared 8-bit text is Windows-1252", "Subject: s\r\nContent-Type: text/plain\r\n\r\nk\xfclt\xfcr caf\xe9\r\n", "kültür café", false},
+		{"HTML meta charset", "Subject: s\r\nContent-Type: text/html\r\n\r\n<meta charset=\"koi8-r\"><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>\r\n", "Привет", true},
+		{"malformed content type", "Subject: s\r\nContent-Type: text/html ; ; ;\r\n\r\n<p>a<b>b</b>c <select><option>one<option>two</select></p>\r\n", "abc one two", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, body, html := words(t, []byte(tt.raw))
+			if got := strings.Join(body, " "); got != tt.want || html != tt.html {
+				t.Errorf("text %q html %v, want %q %v", got, html, tt.want, tt.html)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -67,7 +68,8 @@ type Options struct {
 	MaxSketches int
 	// ReadOnly opens the store read-only (no background loops; writes fail
 	// with ErrReadOnly). Another process may not hold the store open
-	// read-write at the same time.
+	// read-write at the same time. A store left by a crash is first
+	// recovered (its write-ahead log replayed) by a short read-write open.
 	ReadOnly bool
 	// InMemory keeps everything in memory (tests only); dir is ignored.
 	InMemory bool
@@ -161,6 +163,22 @@ func Open(dir string, opts Options) (*Badger, error) {
 		}
 	}
 	db, err := badger.Open(badgerOptions(dir, opts))
+	if err != nil && opts.ReadOnly && (errors.Is(err, badger.ErrTruncateNeeded) ||
+		strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())) { // badger's y.Wrapf does not wrap
+		// The store was not closed cleanly (crash, kill -9): its
+		// write-ahead log must be replayed and trimmed, which a read-only
+		// open cannot do. Recover it with a short read-write open (as
+		// the daemon would on start), then open it read-only.
+		opts.Logger.Warn("store: recovering a store that was not closed cleanly", "dir", dir)
+		rw := opts
+		rw.ReadOnly = false
+		if rdb, rerr := badger.Open(badgerOptions(dir, rw)); rerr == nil {
+			if cerr := rdb.Close(); cerr != nil {
+				return nil, fmt.Errorf("recover store %s: %w", dir, cerr)
+			}
+			db, err = badger.Open(badgerOptions(dir, opts))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
 	}
@@ -342,7 +360,14 @@ func (a slogAdapter) Errorf(f string, v ...any) {
 	a.l.Error("badger: " + trimNL(fmt.Sprintf(f, v...)))
 }
 func (a slogAdapter) Warningf(f string, v ...any) {
-	a.l.Warn("badger: " + trimNL(fmt.Sprintf(f, v...)))
+	msg := trimNL(fmt.Sprintf(f, v...))
+	if strings.Contains(msg, "Unable to fill tables") {
+		// A compaction that found nothing to do, typically while
+		// Flatten runs: harmless.
+		a.l.Debug("badger: " + msg)
+		return
+	}
+	a.l.Warn("badger: " + msg)
 }
 func (a slogAdapter) Infof(f string, v ...any) {
 	a.l.Debug("badger: " + trimNL(fmt.Sprintf(f, v...)))

@@ -116,6 +116,15 @@ func TestKill9(t *testing.T) {
 		}
 		t.Logf("round %d: killed after %d acknowledged reports", round, acked+1-start)
 
+		// The store is readable as it was left (read-only: the
+		// backup, stats and verify commands), then reopened read-write.
+		ro := openTest(t, dir, Options{ReadOnly: true})
+		if id := lookupOne(t, ro, fmt.Sprintf("kill-%d", acked)); id == 0 {
+			t.Errorf("read-only open after kill: last acknowledged report %d missing", acked)
+		}
+		if err := ro.Close(); err != nil {
+			t.Fatal(err)
+		}
 		s := openTest(t, dir, Options{})
 		for _, i := range all {
 			k := fmt.Sprintf("kill-%d", i)

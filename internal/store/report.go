@@ -65,11 +65,12 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 	if in.Time.IsZero() {
 		in.Time = time.Now()
 	}
+	var drained []CampaignID
 	for {
 		var res ReportResult
 		err := b.update(ctx, func(w *wtx) error {
 			var err error
-			res, err = b.applyReport(w, &in)
+			res, err = b.applyReport(w, &in, drained)
 			return err
 		})
 		var dn *drainNeed
@@ -80,6 +81,7 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 			// The drained campaign may no longer be reachable through
 			// in.Keys: name it so that the retry merges its record.
 			in.Join = append(slices.Clip(in.Join), dn.from)
+			drained = append(drained, dn.from)
 			continue
 		}
 		if err != nil {
@@ -119,10 +121,12 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 				if in.Time.IsZero() {
 					in.Time = now
 				}
+				var dr []CampaignID
 				if j == len(results) && len(drained) > 0 {
 					in.Join = append(slices.Clip(in.Join), drained...)
+					dr = drained
 				}
-				r, err := b.applyReport(w, &in)
+				r, err := b.applyReport(w, &in, dr)
 				if errors.Is(err, errTxnFull) {
 					break
 				}
@@ -169,8 +173,10 @@ func mergeEstimate(src *record) int {
 }
 
 // applyReport is Report inside a transaction. It reads everything first
-// and returns errTxnFull or *drainNeed before writing anything.
-func (b *Badger) applyReport(w *wtx, in *ReportInput) (ReportResult, error) {
+// and returns errTxnFull or *drainNeed before writing anything. Campaigns
+// in drained were just drained: they are merged whatever their estimate
+// (which may overstate what is left), so that a merge always progresses.
+func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (ReportResult, error) {
 	txn := w.txn
 	// Phase 1: reads.
 	keyIDs := make([]CampaignID, len(in.Keys))
@@ -234,20 +240,20 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput) (ReportResult, error) {
 		res.Created = true
 	} else {
 		dst = recs[0]
-		largest := 0
-		for i, r := range recs[1:] {
+		largest, largestEst := CampaignID(0), 0
+		for _, r := range recs[1:] {
 			e := mergeEstimate(r)
 			need += e
-			if e > mergeEstimate(recs[1+largest]) {
-				largest = i
+			if e > largestEst && !slices.Contains(drained, r.ID) {
+				largest, largestEst = r.ID, e
 			}
 		}
 		if need > w.room() {
 			if w.entries > 0 {
 				return ReportResult{}, errTxnFull
 			}
-			if len(recs) > 1 {
-				return ReportResult{}, &drainNeed{from: recs[1+largest].ID, to: dst.ID}
+			if largest != 0 {
+				return ReportResult{}, &drainNeed{from: largest, to: dst.ID}
 			}
 		}
 	}
@@ -316,13 +322,15 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput) (ReportResult, error) {
 	}
 	// Index.
 	if in.Index {
+		seen := make(map[string]struct{}, len(in.Keys))
 		for i, k := range in.Keys {
 			if len(k) == 0 || (keyIDs[i] != 0 && merged(keyIDs[i])) {
 				continue
 			}
-			if i > 0 && slices.ContainsFunc(in.Keys[:i], func(p []byte) bool { return bytes.Equal(p, k) }) {
+			if _, dup := seen[string(k)]; dup {
 				continue
 			}
+			seen[string(k)] = struct{}{}
 			if err := w.set(indexKey(k), idValue(dst.ID)); err != nil {
 				return ReportResult{}, err
 			}

@@ -809,3 +809,44 @@ func TestExpiryLoop(t *testing.T) {
 	}
 	mustGet(t, s, live)
 }
+
+func TestEdgeCases(t *testing.T) {
+	s := openTest(t, "", Options{})
+	if _, err := s.Get(ctx, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(0): %v", err)
+	}
+	// Empty, nil and over-long keys are ignored by Lookup, refused by Report.
+	if hits, err := s.Lookup(ctx, [][]byte{nil, {}, make([]byte, MaxKeyLen+1)}); err != nil || len(hits) != 0 {
+		t.Errorf("Lookup of odd keys: %v %v", hits, err)
+	}
+	if _, err := s.Report(ctx, spam("r", t0, strings.Repeat("x", MaxKeyLen+1))); err == nil {
+		t.Error("over-long key accepted")
+	}
+	// A report without keys can still create a campaign (e.g. a sketch only).
+	r := mustReport(t, s, ReportInput{Kind: KindSpam, Create: true, Sketch: []byte{1}})
+	if c := mustGet(t, s, r.Campaign); len(c.Keys) != 0 || len(c.Sketches) != 1 || c.FirstSeen.IsZero() {
+		t.Errorf("keyless campaign %+v", c)
+	}
+	dup := mustReport(t, s, spam("r", t0, "d", "d", "e", "d"))
+	if c := mustGet(t, s, dup.Campaign); len(c.Keys) != 2 {
+		t.Errorf("duplicate keys indexed twice: %q", c.Keys)
+	}
+	verifyClean(t, s)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Report(cctx, spam("r", t0, "a")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Report with a cancelled context: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.Report(ctx, spam("r", t0, "a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Report after Close: %v", err)
+	}
+	if _, err := s.Lookup(ctx, keys("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Lookup after Close: %v", err)
+	}
+}

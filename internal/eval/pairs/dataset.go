@@ -1,6 +1,7 @@
 package pairs
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -120,6 +121,10 @@ type SynthOptions struct {
 	// Paragraphs is the pool of innocent text appended by spamgen's Append.
 	// Default: spamgen's built-in pool.
 	Paragraphs []string
+	// VarySubject is the share of copies whose subject is replaced by
+	// random words of Paragraphs (spammers rotate subject lines; without
+	// this a model learns to trust the subject too much). Default 0.
+	VarySubject float64
 }
 
 // Synthesize turns every base message into a campaign: the base plus
@@ -153,6 +158,17 @@ func Synthesize(bases []Item, first int, opts SynthOptions) []Item {
 			if err != nil {
 				break
 			}
+			if opts.VarySubject > 0 && len(opts.Paragraphs) > 0 {
+				r := rand.New(rand.NewPCG(opts.Seed, uint64(i)*1009+uint64(c)))
+				if r.Float64() < opts.VarySubject {
+					words := strings.Fields(opts.Paragraphs[r.IntN(len(opts.Paragraphs))])
+					if len(words) > 0 {
+						k := 3 + r.IntN(5)
+						start := r.IntN(len(words))
+						raw = replaceSubject(raw, strings.Join(words[start:min(len(words), start+k)], " "))
+					}
+				}
+			}
 			copies = append(copies, Item{Name: fmt.Sprintf("%s~copy%d", b.Name, c+1), Raw: raw, Cluster: cluster})
 		}
 		if len(copies) == 0 {
@@ -162,6 +178,41 @@ func Synthesize(bases []Item, first int, opts SynthOptions) []Item {
 		out = append(out, copies...)
 	}
 	return out
+}
+
+// replaceSubject replaces the Subject field of the header of raw (or adds
+// one) with subj, plain ASCII.
+func replaceSubject(raw []byte, subj string) []byte {
+	subj = strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return -1
+		}
+		return r
+	}, subj)
+	end := bytes.Index(raw, []byte("\r\n\r\n"))
+	nl := "\r\n"
+	if e2 := bytes.Index(raw, []byte("\n\n")); end < 0 || (e2 >= 0 && e2 < end) {
+		end, nl = e2, "\n"
+	}
+	if end < 0 {
+		return raw
+	}
+	lines := strings.Split(string(raw[:end]), nl)
+	var out []string
+	skip := false
+	for _, l := range lines {
+		if skip && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
+			continue // folded continuation of the old subject
+		}
+		skip = false
+		if len(l) >= 8 && strings.EqualFold(l[:8], "subject:") {
+			skip = true
+			continue
+		}
+		out = append(out, l)
+	}
+	out = append(out, "Subject: "+subj)
+	return append([]byte(strings.Join(out, nl)), raw[end:]...)
 }
 
 // BaseFromText makes a base message of a plain text document: the subject

@@ -33,6 +33,11 @@ type Rspamd struct {
 	SettleTime time.Duration
 	// Timeout bounds one request. Default 30 s.
 	Timeout time.Duration
+	// Settings, if set, is sent as the Settings header of every check
+	// (rspamd's per-request settings), e.g. FuzzyOnly.
+	Settings string
+	// Label overrides Name. Default "rspamd (HTTP)".
+	Label string
 
 	client *http.Client
 }
@@ -66,7 +71,17 @@ func NewRspamd(r Rspamd, conns int) *Rspamd {
 }
 
 // Name implements Detector.
-func (r *Rspamd) Name() string { return "rspamd (HTTP)" }
+func (r *Rspamd) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return "rspamd (HTTP)"
+}
+
+// FuzzyOnly is a Settings value that restricts a scan to the fuzzy group:
+// rspamd then does what nddmilter does and nothing else (no regexp rules,
+// no header and MIME heuristics).
+const FuzzyOnly = `{groups_enabled = ["fuzzy"]}`
 
 // ErrNotHashable is returned by Rspamd.Report when rspamd computed no fuzzy
 // hash for the message (all text parts shorter than fuzzy_check's
@@ -116,6 +131,9 @@ func (r *Rspamd) Check(ctx context.Context, raw []byte) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.Scanner+"/checkv2", bytes.NewReader(raw))
 	if err != nil {
 		return false, fmt.Errorf("rspamd checkv2: %w", err)
+	}
+	if r.Settings != "" {
+		req.Header.Set("Settings", r.Settings)
 	}
 	body, status, err := r.do(req)
 	if err != nil {

@@ -3,6 +3,7 @@ package peers
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -200,5 +201,35 @@ func ratio(a, b float64, higherBetter bool) string {
 		return fmt.Sprintf("%.2f× (slower)", x)
 	default:
 		return fmt.Sprintf("%.1f× (slower)", x)
+	}
+}
+
+// WriteFalsePositives lists, per tool, the ham messages it flagged (at
+// most limit per tool), with their best cosine to a reported spam.
+func WriteFalsePositives(w io.Writer, s *Setup, rs []*Result, limit int) {
+	listed := false
+	for _, r := range rs {
+		var lines []string
+		for k, i := range s.Split.Checked {
+			if r.Checked[k] && !s.Corpus[i].IsSpam() {
+				lines = append(lines, fmt.Sprintf("%s (best cosine to a report %.2f)", filepath.Base(s.Corpus[i].Path), s.BestCosine[k]))
+			}
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		if !listed {
+			fmt.Fprintf(w, "Ham flagged:\n\n")
+			listed = true
+		}
+		more := ""
+		if len(lines) > limit {
+			more = fmt.Sprintf(", … %d more", len(lines)-limit)
+			lines = lines[:limit]
+		}
+		fmt.Fprintf(w, "- %s: %s%s\n", r.Name, strings.Join(lines, ", "), more)
+	}
+	if listed {
+		fmt.Fprintln(w)
 	}
 }

@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sample   = fs.Int("sample", 1000, "messages per throughput run")
 		latN     = fs.Int("latency-sample", 200, "messages per latency run (one client)")
 		kinds    = fs.String("kinds", "", "randomization kinds, comma-separated (default: all)")
-		tools    = fs.String("tools", "rspamd-milter,nddmilter-milter,rspamd,nddmilter", "tools to run, in table order: rspamd-milter, nddmilter-milter (both through the milter protocol), rspamd (HTTP /checkv2), nddmilter (engine in-process)")
+		tools    = fs.String("tools", "rspamd-milter,nddmilter-milter,rspamd,nddmilter,rspamd-fuzzy", "tools to run, in table order: rspamd-milter, nddmilter-milter (both through the milter protocol), rspamd (HTTP /checkv2, full scan), nddmilter (engine in-process), rspamd-fuzzy (HTTP, fuzzy group only)")
 		scanner  = fs.String("rspamd-scanner", os.Getenv("RSPAMD_NORMAL"), "rspamd scanner host:port")
 		ctrl     = fs.String("rspamd-controller", os.Getenv("RSPAMD_CONTROLLER"), "rspamd controller host:port")
 		rmilter  = fs.String("rspamd-milter", os.Getenv("RSPAMD_MILTER"), "rspamd milter (rspamd_proxy) host:port")
@@ -113,11 +113,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var results []*peers.Result
 	for _, tool := range strings.Split(*tools, ",") {
 		var d peers.Detector
-		newRspamd := func() (*peers.Rspamd, error) {
+		newRspamd := func(label, settings string) (*peers.Rspamd, error) {
 			if *scanner == "" || *ctrl == "" {
 				return nil, fmt.Errorf("rspamd: no address; run through scripts/peers/rspamd.sh or give -rspamd-scanner and -rspamd-controller")
 			}
-			return peers.NewRspamd(peers.Rspamd{Scanner: *scanner, Controller: *ctrl, Symbol: *symbol, Flag: *fflag}, *parallel), nil
+			return peers.NewRspamd(peers.Rspamd{Scanner: *scanner, Controller: *ctrl, Symbol: *symbol, Flag: *fflag,
+				Label: label, Settings: settings}, *parallel), nil
 		}
 		newNDD := func() (*peers.NDD, error) {
 			dir, err := os.MkdirTemp(wd, "store-")
@@ -128,13 +129,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		switch strings.TrimSpace(tool) {
 		case "rspamd":
-			r, err := newRspamd()
+			r, err := newRspamd("", "")
+			if err != nil {
+				return err
+			}
+			d = r
+		case "rspamd-fuzzy":
+			r, err := newRspamd("rspamd (HTTP, fuzzy only)", peers.FuzzyOnly)
 			if err != nil {
 				return err
 			}
 			d = r
 		case "rspamd-milter":
-			r, err := newRspamd()
+			r, err := newRspamd("", "")
 			if err != nil {
 				return err
 			}
@@ -160,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			d = &peers.MilterCheck{Label: "nddmilter (milter)", Addr: addr, Learner: n, Flagged: peers.NDDFlagged, Closer: stop}
 		default:
-			return fmt.Errorf("unknown tool %q (rspamd-milter, nddmilter-milter, rspamd, nddmilter)", tool)
+			return fmt.Errorf("unknown tool %q (rspamd-milter, nddmilter-milter, rspamd, nddmilter, rspamd-fuzzy)", tool)
 		}
 		r, err := peers.Run(ctx, setup, d)
 		if cerr := d.Close(); err == nil && cerr != nil {
@@ -213,6 +220,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	peers.WriteDetection(stdout, setup, det)
+	peers.WriteFalsePositives(stdout, setup, det, 10)
 	fmt.Fprintf(stdout, "## Speed\n\n")
 	// Side by side in pairs that take the same path: milter against
 	// milter, direct against direct; anything else in one table.
@@ -220,7 +228,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, r := range results {
 		byName[r.Name] = r
 	}
-	pairs := [][2]string{{"rspamd (milter)", "nddmilter (milter)"}, {"rspamd (HTTP)", "nddmilter (in-process)"}}
+	pairs := [][2]string{{"rspamd (milter)", "nddmilter (milter)"}, {"rspamd (HTTP)", "nddmilter (in-process)"},
+		{"rspamd (HTTP, fuzzy only)", "nddmilter (in-process)"}}
 	shown := 0
 	for _, p := range pairs {
 		a, b := byName[p[0]], byName[p[1]]

@@ -3,6 +3,7 @@ package imatchbag
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -73,5 +74,40 @@ func TestTuneCorpus(t *testing.T) {
 		if row.NegDissimilar > 0 {
 			fmt.Printf("[%g, %g] example dissimilar pair: %s %s\n", row.IdfMin, row.IdfMax, negNames[row.NegExample[0]], negNames[row.NegExample[1]])
 		}
+	}
+}
+
+func TestTuneSynthetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var docs [][]string
+	for range 400 {
+		var d []string
+		for range 80 {
+			d = append(d, fmt.Sprintf("w%03d", int(rng.ExpFloat64()*150)))
+		}
+		docs = append(docs, d)
+	}
+	rep, err := Tune(docs, TuneOptions{Windows: [][2]float64{{0.1, 0.4}, {0.2, 0.6}}, Negatives: docs[:50], Signer: Options{MinTerms: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Eval != 80 || len(rep.Rows) != 2 {
+		t.Fatalf("eval %d rows %d", rep.Eval, len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		for i := range r.Recall {
+			if r.Recall[i] < r.RecallPlain[i] || r.Recall[i] > 1 {
+				t.Errorf("window [%g, %g] %s: bagged recall %.3f below the original lexicon's %.3f", r.IdfMin, r.IdfMax, rep.Perturbations[i], r.Recall[i], r.RecallPlain[i])
+			}
+		}
+		if r.Signed <= 0 || r.NegDissimilar > r.NegFalsePairs || r.FalsePairsPlain > r.FalsePairs {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "| [0.1, 0.4] |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	if _, err := Tune(docs[:3], TuneOptions{}); err == nil {
+		t.Error("3 documents: want an error")
 	}
 }
