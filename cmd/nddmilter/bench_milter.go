@@ -208,21 +208,13 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 	if dir == "" {
 		dir = filepath.Join(".cache", fmt.Sprintf("bench-milter-v2-%d-%d", f.campaigns, f.templates))
 	}
-	cfg.Store.Dir = dir
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	marker := filepath.Join(dir, "BENCH-COMPLETE")
-	_, statErr := os.Stat(marker)
-	if statErr != nil {
-		os.RemoveAll(dir)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("bench milter: %w", err)
+	if _, err := os.Stat(filepath.Join(dir, "BENCH-COMPLETE")); err == nil {
+		cfg.Store.Dir = dir
+		rt, err := openRuntimeWith(cfg, log)
+		if err != nil {
+			return nil, err
 		}
-	}
-	rt, err := openRuntimeWith(cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	if statErr == nil {
 		s, err := rt.Store.Stats(ctx)
 		if err != nil {
 			rt.Close()
@@ -231,17 +223,33 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 		fmt.Fprintf(out, "store           %s (reused: %d campaigns, %d keys)\n", dir, s.Campaigns, s.Keys)
 		return rt, nil
 	}
+	// Build in a private directory and move it into place when complete,
+	// so that concurrent or interrupted runs never share or reuse a
+	// half-built store.
+	build := fmt.Sprintf("%s.building-%d", dir, os.Getpid())
+	if err := os.MkdirAll(build, 0o755); err != nil {
+		return nil, fmt.Errorf("bench milter: %w", err)
+	}
+	cfg.Store.Dir = build
+	rt, err := openRuntimeWith(cfg, log)
+	if err != nil {
+		os.RemoveAll(build)
+		return nil, err
+	}
+	fail := func(err error) (*runtimeEnv, error) {
+		rt.Close()
+		os.RemoveAll(build)
+		return nil, err
+	}
 	t0 := time.Now()
 	for i, tmpl := range templates {
 		for j, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
 			m, err := campaignCopy(tmpl, uint64(1_000_000+i*10+j), i)
 			if err != nil {
-				rt.Close()
-				return nil, err
+				return fail(err)
 			}
 			if _, err := rt.Engine.Report(ctx, m.raw(), store.KindSpam, user+"@example.org"); err != nil {
-				rt.Close()
-				return nil, fmt.Errorf("bench milter: report: %w", err)
+				return fail(fmt.Errorf("bench milter: report: %w", err))
 			}
 		}
 	}
@@ -268,20 +276,28 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 			})
 		}
 		if _, err := rt.Store.ReportBatch(ctx, ins); err != nil {
-			rt.Close()
-			return nil, fmt.Errorf("bench milter: build store: %w", err)
+			return fail(fmt.Errorf("bench milter: build store: %w", err))
 		}
 		if (c/batch)%50 == 0 {
 			fmt.Fprintf(os.Stderr, "\rbuilding store: %d/%d campaigns", c+len(ins)+len(templates), f.campaigns)
 		}
 	}
 	fmt.Fprintln(os.Stderr)
-	if err := os.WriteFile(marker, []byte("complete\n"), 0o644); err != nil {
-		rt.Close()
+	if err := rt.Close(); err != nil {
+		os.RemoveAll(build)
+		return nil, fmt.Errorf("bench milter: build store: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(build, "BENCH-COMPLETE"), []byte("complete\n"), 0o644); err != nil {
+		os.RemoveAll(build)
 		return nil, err
 	}
+	if err := os.Rename(build, dir); err != nil {
+		fmt.Fprintf(os.Stderr, "bench milter: %v; using %s\n", err, build)
+		dir = build
+	}
 	fmt.Fprintf(out, "store           %s (built %d campaigns in %s)\n", dir, f.campaigns, time.Since(t0).Round(time.Second))
-	return rt, nil
+	cfg.Store.Dir = dir
+	return openRuntimeWith(cfg, log)
 }
 
 func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, out io.Writer) error {

@@ -375,6 +375,13 @@ func newLexiconShowCmd() *cobra.Command {
 			fmt.Fprintf(w, "secondary |B|:   %d terms (cap %d)\n", st.Secondary, st.SecondaryMax)
 			fmt.Fprintf(w, "recorded terms:  %d (df >= %d)\n", st.Terms, st.MinDF)
 			fmt.Fprintf(w, "bagging seed:    %d\n", st.Seed)
+			if s, err := imatchbag.NewSigner(lex, imatchbag.Options{}); err == nil && st.Primary > 0 {
+				lo, hi := 1.0, 0.0
+				for b := 1; b <= s.Options().K; b++ {
+					lo, hi = min(lo, s.BagShare(b)), max(hi, s.BagShare(b))
+				}
+				fmt.Fprintf(w, "bagged lexicons: K = %d (default), each holding %.1f–%.1f%% of L\n", s.Options().K, 100*lo, 100*hi)
+			}
 			return nil
 		},
 	}

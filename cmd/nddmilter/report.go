@@ -33,9 +33,10 @@ type reportSummary struct {
 func (s *reportSummary) add(o api.Outcome) {
 	switch {
 	case o.Skipped != "":
+		// Group by the reason's category, before its details.
 		reason := o.Skipped
-		if i := strings.Index(reason, " ("); i > 0 {
-			reason = reason[:i]
+		if i := strings.IndexAny(reason, "(:;"); i > 0 {
+			reason = strings.TrimSpace(reason[:i])
 		}
 		s.Skipped[reason]++
 	case o.Created:
@@ -163,7 +164,7 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 						fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
 					}
 				}
-				if err != nil {
+				if err != nil && len(outs) < len(raws) {
 					// The batch stopped at message len(outs): report the rest one by one.
 					fmt.Fprintf(errw, "%s: %v\n", names[len(outs)], err)
 					sum.Errors++
@@ -179,6 +180,10 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 							fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
 						}
 					}
+				}
+				if err != nil && len(outs) >= len(raws) {
+					fmt.Fprintf(errw, "nddmilter: %v\n", err)
+					sum.Errors++
 				}
 				raws, names = raws[:0], names[:0]
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -32,6 +33,8 @@ type trainFlags struct {
 	synthNeg    int
 	strengths   []float64
 	varySubject float64
+	maxFPR      float64
+	minRecall   float64
 	out         string
 	seed        int64
 	pairs       int
@@ -81,6 +84,8 @@ given --seed.`,
 	fl.IntVar(&f.copies, "copies", 4, "randomized copies per synthetic campaign")
 	fl.IntVar(&f.synthNeg, "synth-negatives", 1000, "documents of --from (not used as campaigns) added as unrelated mail")
 	fl.Float64SliceVar(&f.strengths, "strengths", []float64{0.1, 0.3, 0.5}, "randomization strengths of the synthetic copies (cycled)")
+	fl.Float64Var(&f.minRecall, "min-recall", 0.9, "raise the threshold as long as this share of held-out near-duplicate pairs stays above it (0: Max F1 point)")
+	fl.Float64Var(&f.maxFPR, "max-fpr", 1e-4, "highest share of unrelated held-out pairs allowed above the model's threshold")
 	fl.Float64Var(&f.varySubject, "vary-subject", 0.5, "share of synthetic copies whose subject line is replaced by unrelated words")
 	fl.BoolVar(&f.link, "link", true, "give plain-text synthetic campaigns a payload URL")
 	fl.StringVarP(&f.out, "output", "o", "", "model file to write (required)")
@@ -352,6 +357,31 @@ func runTrain(ctx context.Context, stdout io.Writer, f *trainFlags) error {
 			}
 		}
 		fmt.Fprintf(stdout, "\nheld-out Max F1 (ANDD-LSH-Cos): %.3f at estimated cosine %.3f\n", m.Training.HeldOutMaxF1, m.Threshold)
+		// Blocking mail is costlier than missing a copy: raise the
+		// threshold until at most --max-fpr of the unrelated pairs pass.
+		scores, labels := pp.Scores(pairs.MethodANDDLSHCos), pp.Labels()
+		var neg, pos []float64
+		for i, s := range scores {
+			if !labels[i] {
+				neg = append(neg, s)
+			} else {
+				pos = append(pos, s)
+			}
+		}
+		// Precision first: the highest threshold that still keeps
+		// --min-recall of the held-out near-duplicate pairs.
+		slices.Sort(pos)
+		slices.Reverse(pos)
+		if k := int(math.Ceil(f.minRecall*float64(len(pos)))) - 1; k >= 0 && k < len(pos) && pos[k]-1e-6 > m.Threshold {
+			m.Threshold = pos[k] - 1e-6
+			fmt.Fprintf(stdout, "threshold raised to %.3f: keeps %.0f%% of the held-out near-duplicate pairs\n", m.Threshold, 100*f.minRecall)
+		}
+		slices.Sort(neg)
+		slices.Reverse(neg)
+		if k := int(f.maxFPR * float64(len(neg))); k < len(neg) && neg[k]+1e-6 > m.Threshold {
+			m.Threshold = min(neg[k]+1e-6, 0.999)
+			fmt.Fprintf(stdout, "threshold raised to %.3f: at most %g of the unrelated held-out pairs above it\n", m.Threshold, f.maxFPR)
+		}
 	}
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
@@ -499,6 +529,11 @@ func runCompare(ctx context.Context, stdout io.Writer, f *compareFlags) error {
 	}
 	if err := pairs.Markdown(stdout, rows); err != nil {
 		return err
+	}
+	if slices.Contains(pp.Methods(), pairs.MethodANDDLSHCos) {
+		at := andd.AtThreshold(pp.Scores(pairs.MethodANDDLSHCos), pp.Labels(), cm.Threshold)
+		fmt.Fprintf(stdout, "\nANDD-LSH-Cos at the model's threshold %.3f (what the daemon uses): F1 %.3f, precision %.3f, recall %.3f\n",
+			cm.Threshold, at.F1, at.Precision, at.Recall)
 	}
 	if len(f.bands) > 0 {
 		var cfgs []pairs.BandConfig

@@ -62,3 +62,28 @@ func MaxF1(scores []float64, labels []bool) PRF {
 	}
 	return best
 }
+
+// AtThreshold returns precision, recall and F1 when pairs scoring at least
+// threshold are predicted positive.
+func AtThreshold(scores []float64, labels []bool, threshold float64) PRF {
+	tp, fp, pos := 0, 0, 0
+	for i := range min(len(scores), len(labels)) {
+		if labels[i] {
+			pos++
+		}
+		if scores[i] >= threshold {
+			if labels[i] {
+				tp++
+			} else {
+				fp++
+			}
+		}
+	}
+	r := PRF{Threshold: threshold, Positives: pos}
+	if tp > 0 {
+		r.Precision = float64(tp) / float64(tp+fp)
+		r.Recall = float64(tp) / float64(pos)
+		r.F1 = 2 * r.Precision * r.Recall / (r.Precision + r.Recall)
+	}
+	return r
+}

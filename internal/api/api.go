@@ -7,7 +7,7 @@
 //
 //	POST   /v1/reports?kind=spam|ham&reporter=ID  raw message (ARF accepted) → Outcome
 //	POST   /v1/check[?dry_run=1]                  raw message → campaign.Verdict
-//	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary
+//	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary (limit default 100, 0 = all)
 //	GET    /v1/campaigns/{id}                     → Detail
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary

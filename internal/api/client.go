@@ -119,7 +119,8 @@ func (c *Client) Check(ctx context.Context, raw []byte, record bool) (campaign.V
 	return v, err
 }
 
-// List lists campaigns; since is a look-back window (0 for all).
+// List lists campaigns; since is a look-back window (0 for all), limit
+// the maximum number returned (0 for all).
 func (c *Client) List(ctx context.Context, since time.Duration, sort string, limit int) ([]Summary, error) {
 	q := url.Values{}
 	if since > 0 {
@@ -128,9 +129,7 @@ func (c *Client) List(ctx context.Context, since time.Duration, sort string, lim
 	if sort != "" {
 		q.Set("sort", sort)
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+	q.Set("limit", strconv.Itoa(limit)) // 0: all
 	var out []Summary
 	err := c.do(ctx, http.MethodGet, "/v1/campaigns", q, nil, &out)
 	return out, err

@@ -20,6 +20,10 @@ import (
 // DefaultMaxBody is the default bound on an uploaded message (32 MiB).
 const DefaultMaxBody = 32 << 20
 
+// DefaultListLimit is the number of campaigns GET /v1/campaigns returns
+// without ?limit= (limit=0 returns them all).
+const DefaultListLimit = 100
+
 // Options configure the handler. Zero values select the defaults.
 type Options struct {
 	// Token is the bearer token every /v1 request must carry. Empty: the
@@ -159,7 +163,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	limit := 0
+	limit := DefaultListLimit
 	if s := q.Get("limit"); s != "" {
 		limit, err = strconv.Atoi(s)
 		if err != nil || limit < 0 {

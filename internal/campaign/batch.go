@@ -29,8 +29,12 @@ type batchStore interface {
 // the outcomes are those Report would give one by one, except that a
 // message near-duplicate of an earlier message of the same batch joins its
 // campaign through shared signature keys only (its ANDD band keys are kept
-// only when the earlier sketch verifies). On error, the outcomes of the
-// reports applied before it are returned.
+// only when the earlier sketch verifies), and that not-spam reports are
+// checked for revocation after the whole batch.
+//
+// On error, outs holds the outcomes of reqs[:len(outs)], which are
+// applied; reqs[len(outs)] failed and the reports after it were not
+// applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
 	preps := make([]*preparedReport, len(reqs))
 	errs := make([]error, len(reqs))
@@ -52,9 +56,13 @@ func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Repor
 	wg.Wait()
 
 	outs := make([]ReportOutcome, 0, len(reqs))
+	// A report that cannot be prepared stops the batch there: the reports
+	// before it are applied, it and the rest are not.
+	var prepErr error
 	for i, err := range errs {
 		if err != nil {
-			return outs, fmt.Errorf("report %d: %w", i, err)
+			preps, prepErr = preps[:i], fmt.Errorf("report %d: %w", i, err)
+			break
 		}
 	}
 	e.dropUnverifiedInBatch(preps)
@@ -85,7 +93,7 @@ func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Repor
 	}
 	// Outcomes in order, up to the first report not applied.
 	k := 0
-	for i, p := range preps {
+	for _, p := range preps {
 		if p.skip {
 			outs = append(outs, p.out)
 			continue
@@ -95,10 +103,11 @@ func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Repor
 		}
 		o, ferr := e.finishReport(ctx, p, results[k])
 		k++
-		outs = append(outs, o)
 		if ferr != nil {
-			return outs, fmt.Errorf("report %d: %w", i, ferr)
+			// The report is applied; only the revocation check failed.
+			e.log.Warn("report batch: after report", "campaign", o.Campaign, "err", ferr)
 		}
+		outs = append(outs, o)
 	}
 	if err != nil {
 		if k < len(idx) {
@@ -106,7 +115,7 @@ func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Repor
 		}
 		return outs, fmt.Errorf("report %d: %w", len(outs), err)
 	}
-	return outs, nil
+	return outs, prepErr
 }
 
 // dropUnverifiedInBatch removes from each report the band keys it shares
@@ -138,6 +147,10 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			}
 		}
 		p.in.Keys = keep
+		if len(keep) == 0 && len(p.in.Join) == 0 && len(p.matched) == 0 {
+			p.out.Skipped = "no usable signature (no I-Match signature; its ANDD band keys belong to other, dissimilar reports of the batch)"
+			p.skip = true
+		}
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
@@ -119,13 +121,15 @@ func (s *signed) allKeys() [][]byte {
 
 func (s *signed) empty() bool { return len(s.imKeys) == 0 && !s.hasSketch }
 
-// skipReason says why a message without signatures cannot be used.
+// skipReason says why a message without signatures cannot be used:
+// "too short for a signature (N unique words)", or the signer's reason.
 func (s *signed) skipReason() string {
-	r := fmt.Sprintf("too short for a signature (%d unique words)", s.unique)
-	if s.reason != "" {
-		r = fmt.Sprintf("too short for a signature (%d unique words: %s)", s.unique, s.reason)
+	switch {
+	case s.reason == "", strings.HasPrefix(s.reason, "too short for a signature"):
+		return fmt.Sprintf("too short for a signature (%d unique words)", s.unique)
+	default:
+		return fmt.Sprintf("too short for a signature (%d unique words; %s)", s.unique, s.reason)
 	}
-	return r
 }
 
 // sign parses and signs a raw message.
@@ -142,17 +146,14 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 		s.imKeys = append(s.imKeys, sig.Key())
 	}
 	if e.andd != nil && len(terms) >= e.opts.ANDDMinTerms {
-		v := e.andd.Weigh(doc, toks)
-		if len(v) > 0 {
-			sk := e.andd.Sketch(v)
-			if len(sk.Bits) > 0 || len(sk.MinHash) > 0 {
-				b, err := sk.MarshalBinary()
-				if err != nil {
-					return nil, fmt.Errorf("encode sketch: %w", err)
-				}
-				s.sketch, s.hasSketch, s.sketchRaw = sk, true, b
-				s.bandKeys = e.andd.BandKeys(sk)
+		sk := e.andd.SketchDocument(doc, toks)
+		if len(sk.Bits) > 0 || len(sk.MinHash) > 0 {
+			b, err := sk.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("encode sketch: %w", err)
 			}
+			s.sketch, s.hasSketch, s.sketchRaw = sk, true, b
+			s.bandKeys = e.andd.BandKeys(sk)
 		}
 	}
 	return s, nil
@@ -220,6 +221,14 @@ func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, un
 					best = cos
 				}
 			}
+			if best < e.threshold {
+				// The campaign keeps a few representative sketches only:
+				// a message sharing most of its band keys with the
+				// campaign is near-identical to members no longer kept.
+				if est := bandEstimate(s, len(c.bandKeys)); est >= e.threshold {
+					best = est
+				}
+			}
 			if best >= e.threshold {
 				var key []byte
 				if len(c.bandKeys) > 0 {
@@ -239,6 +248,31 @@ func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, un
 		matched = append(matched, c)
 	}
 	return matched, unverified, nil
+}
+
+// bandQuorum is the share of a message's band keys that must point at a
+// campaign for the band agreement alone to verify the match.
+const bandQuorum = 0.5
+
+// bandEstimate estimates the cosine between a message and a campaign from
+// the share of the message's band keys that point at the campaign: with b
+// bands of r bits, a band agrees with probability (1 − θ/π)^r, so a share
+// q of agreeing bands gives θ ≈ π(1 − q^(1/r)). It returns -1 below
+// bandQuorum (too few bands to say) or when the sketch has no bits.
+func bandEstimate(s *signed, shared int) float64 {
+	b := len(s.bandKeys)
+	if b == 0 || len(s.sketch.Bits) == 0 {
+		return -1
+	}
+	q := float64(shared) / float64(b)
+	if q < bandQuorum {
+		return -1
+	}
+	r := float64(64*len(s.sketch.Bits)) / float64(b)
+	if r < 1 {
+		r = 1
+	}
+	return math.Cos(math.Pi * (1 - math.Pow(math.Min(q, 1), 1/r)))
 }
 
 // Check decides what to do with a raw message and, when a campaign

@@ -585,3 +585,67 @@ func TestEngineConcurrent(t *testing.T) {
 		t.Errorf("check: %+v", v)
 	}
 }
+
+// benchReports returns n randomized copies of the test campaigns, each
+// with its own reporter among 50.
+func benchReports(b *testing.B, n int) []ReportRequest {
+	reqs := make([]ReportRequest, n)
+	for i := range reqs {
+		reqs[i] = ReportRequest{Raw: copyOf(b, i%len(campaignTexts), uint64(i), spamgen.Combo), Kind: store.KindSpam, Reporter: fmt.Sprint("r", i%50)}
+	}
+	return reqs
+}
+
+// BenchmarkReport is one report at a time (each durable on its own).
+func BenchmarkReport(b *testing.B) {
+	f := newFixture(b, Options{})
+	reqs := benchReports(b, 512)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		r := reqs[i%len(reqs)]
+		if _, err := f.eng.Report(f.ctx, r.Raw, r.Kind, r.Reporter); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkReportBatch is bulk ingestion (nddmilter report): ns/op is per
+// message, in batches of 256.
+func BenchmarkReportBatch(b *testing.B) {
+	f := newFixture(b, Options{})
+	reqs := benchReports(b, 256)
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		if _, err := f.eng.ReportBatch(f.ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+		n += len(reqs)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/msg")
+}
+
+// A report that fails stops the batch: the ones before it are applied.
+func TestEngineReportBatchError(t *testing.T) {
+	f := newFixture(t, Options{})
+	reqs := []ReportRequest{
+		{Raw: baseMessage(0), Kind: store.KindSpam, Reporter: "a"},
+		{Raw: []byte("Subject: x\r\n\r\nshort\r\n"), Kind: store.KindSpam, Reporter: "a"},
+		{Raw: baseMessage(1), Kind: store.KindSpam, Reporter: "a"},
+		{Raw: baseMessage(2), Kind: store.Kind(9), Reporter: "a"},
+		{Raw: baseMessage(2), Kind: store.KindSpam, Reporter: "a"},
+	}
+	outs, err := f.eng.ReportBatch(f.ctx, reqs)
+	if err == nil || !strings.Contains(err.Error(), "report 3") || len(outs) != 3 {
+		t.Fatalf("outs %+v, err %v", outs, err)
+	}
+	if !outs[0].Created || outs[1].Skipped == "" || !outs[2].Created {
+		t.Errorf("outcomes %+v", outs)
+	}
+	if cs, _ := f.st.List(f.ctx, store.Query{}); len(cs) != 2 {
+		t.Errorf("%d campaigns, want 2", len(cs))
+	}
+}

@@ -1,9 +1,12 @@
 package mime
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/net/html"
 )
 
 // FuzzParse checks that Parse never panics (the recover in Parse turns a
@@ -46,5 +49,61 @@ func FuzzHTML(f *testing.F) {
 				t.Fatalf("non-web URL %q collected", u)
 			}
 		}
+		checkTagScanner(t, html)
 	})
+}
+
+// checkTagScanner compares tagScanner with the tokenizer's own TagName
+// and TagAttr on every tag of b.
+func checkTagScanner(t *testing.T, b []byte) {
+	z := html.NewTokenizer(bytes.NewReader(b))
+	fix := func(v []byte) string { return strings.ReplaceAll(string(v), "\x00", "\uFFFD") }
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken && tt != html.EndTagToken {
+			continue
+		}
+		var ts tagScanner
+		raw := bytes.Clone(z.Raw())
+		name := ts.name(raw)
+		var lname []byte
+		lookupAtom(name, &lname)
+		wantName, hasAttr := z.TagName()
+		if fix(lname) != string(wantName) {
+			t.Fatalf("tag %q: name %q, tokenizer says %q", raw, lname, wantName)
+		}
+		if tt == html.EndTagToken {
+			continue
+		}
+		seen := map[string]bool{}
+		for hasAttr {
+			var k, v []byte
+			k, v, hasAttr = z.TagAttr()
+			// The tokenizer keeps the first of duplicate attributes.
+			var key, val []byte
+			for {
+				var ok bool
+				key, val, ok = ts.next()
+				if !ok {
+					t.Fatalf("tag %q: scanner ends before attribute %q", raw, k)
+				}
+				var lk []byte
+				lookupAtom(key, &lk)
+				if !seen[string(lk)] {
+					break
+				}
+			}
+			var lk []byte
+			lookupAtom(key, &lk)
+			seen[string(lk)] = true
+			var lkey []byte
+			lookupAtom(key, &lkey) // ASCII lower-casing, as the tokenizer does
+			if fix(lkey) != string(k) || html.UnescapeString(fix(val)) != string(v) {
+				t.Fatalf("tag %q: attribute %q=%q, tokenizer says %q=%q", raw, key, val, k, v)
+			}
+		}
+	}
 }

@@ -195,6 +195,8 @@ type mediaType struct {
 	boundary   string
 	reportType string // lower-case
 	filename   bool   // a name or filename parameter is present
+	flowed     bool   // format=flowed (RFC 3676)
+	delsp      bool   // delsp=yes
 }
 
 // parseMediaType parses a Content-Type or Content-Disposition value
@@ -273,6 +275,10 @@ func parseMediaType(v string) mediaType {
 			}
 		case "report-type":
 			mt.reportType = strings.ToLower(val)
+		case "format":
+			mt.flowed = strings.EqualFold(val, "flowed")
+		case "delsp":
+			mt.delsp = strings.EqualFold(val, "yes")
 		case "name", "filename", "name*", "filename*", "filename*0", "filename*0*", "name*0", "name*0*":
 			mt.filename = true
 		}

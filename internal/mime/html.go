@@ -40,10 +40,17 @@ type htmlExtractor struct {
 
 // VisibleTextFromHTML returns the normalized visible text of an HTML
 // document (as Parse puts it in Document.Text) and the distinct web URLs
-// found in its href/src attributes and in its text.
+// found in its href/src attributes and in its text. It never panics: a
+// panic from a library yields the empty result.
 func VisibleTextFromHTML(b []byte) (text string, urls []string) {
 	p := parserPool.Get().(*parser)
-	defer parserPool.Put(p)
+	defer func() {
+		if recover() != nil {
+			text, urls = "", nil
+			return // do not pool a parser in an unknown state
+		}
+		parserPool.Put(p)
+	}()
 	p.urls.reset(defaultMaxURLs)
 	if !utf8.Valid(b) {
 		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))

@@ -250,6 +250,9 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	if isHTML {
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
 		txt = p.raw
+	} else if mt.flowed {
+		p.raw = appendUnflowed(p.raw[:0], txt, mt.delsp)
+		txt = p.raw
 	} else if bytes.IndexByte(txt, '\r') >= 0 {
 		p.raw = appendLF(p.raw[:0], txt)
 		txt = p.raw
@@ -517,4 +520,29 @@ func appendLF(dst, s []byte) []byte {
 // or a "www." in a common capitalization.
 func mayHoldURL(b []byte) bool {
 	return bytes.Contains(b, []byte("://")) || bytes.Contains(b, []byte("ww.")) || bytes.Contains(b, []byte("WW."))
+}
+
+// appendUnflowed appends format=flowed text (RFC 3676) to dst as the
+// paragraphs it stands for: a line ending in a space continues on the next
+// line (without that space when delsp is set, which rejoins words split
+// across lines), stuffed leading spaces are removed, and the signature
+// separator "-- " stays a hard break. Line breaks become LF.
+func appendUnflowed(dst, s []byte, delsp bool) []byte {
+	for len(s) > 0 {
+		line, next := nextLine(s, 0)
+		hadBreak := next > len(line)
+		s = s[next:]
+		if len(line) > 0 && line[0] == ' ' {
+			line = line[1:] // space-stuffing
+		}
+		soft := len(line) > 0 && line[len(line)-1] == ' ' && string(line) != "-- "
+		if soft && delsp {
+			line = line[:len(line)-1]
+		}
+		dst = append(dst, line...)
+		if !soft && hadBreak {
+			dst = append(dst, '\n')
+		}
+	}
+	return dst
 }

@@ -203,6 +203,8 @@ func TestParseMalformed(t *testing.T) {
 		{name: "NUL bytes", raw: "Subject: a\x00b\r\n\r\nx\x00y", subject: "a b"},
 		{name: "base64 garbage only", raw: "Content-Transfer-Encoding: base64\r\n\r\n!!!!\r\n", text: "", warning: "bad base64"},
 		{name: "message-id without brackets", raw: "Message-ID: abc@example.com trailing\r\n\r\nx", text: "x"},
+		{name: "format=flowed", raw: "Content-Type: text/plain; format=flowed\r\n\r\nA long line \r\ncontinues here.\r\n Stuffed line\r\n-- \r\nsig\r\n", text: "A long line continues here.\nStuffed line\n-- \nsig\n"},
+		{name: "format=flowed delsp", raw: "Content-Type: text/plain; format=flowed; delsp=yes\r\n\r\ninfor \r\nmation\r\n", text: "information\n"},
 		{name: "continuation first", raw: " leading continuation\r\nSubject: s\r\n\r\nb", subject: "s", warning: "continuation line"},
 	}
 	for _, tt := range tests {

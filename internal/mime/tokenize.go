@@ -38,7 +38,7 @@ type arenaRef struct {
 
 func tokenize(doc *Document, opts TokenOptions) []Token {
 	t := tokenizer{opts: opts.withDefaults()}
-	t.toks = make([]Token, 0, (len(doc.Subject)+len(doc.Text))/10+8)
+	t.toks = make([]Token, 0, (len(doc.Subject)+len(doc.Text))/8+8)
 	t.words(doc.Subject, true)
 	t.words(doc.Text, false)
 	if len(t.fix) > 0 {
@@ -104,6 +104,17 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	capitalized := false
 	for j < len(s) {
 		c := s[j]
+		if 'a' <= c && c <= 'z' {
+			// Fast path: a run of lower-case ASCII letters.
+			k := j + 1
+			for k < len(s) && 'a' <= s[k] && s[k] <= 'z' {
+				k++
+			}
+			letters += k - j
+			runes += k - j
+			j = k
+			continue
+		}
 		var cl uint8
 		if c < utf8.RuneSelf {
 			cl = asciiClass[c]

@@ -850,3 +850,30 @@ func TestEdgeCases(t *testing.T) {
 		t.Errorf("Lookup after Close: %v", err)
 	}
 }
+
+// TestMergeLongLivedCampaign merges a campaign whose size estimate
+// (based on its 15-year span) exceeds a transaction although it holds
+// little: the merge must still complete.
+func TestMergeLongLivedCampaign(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: -1})
+	a := mustReport(t, s, spam("r", t0, "a")).Campaign
+	b := mustReport(t, s, spam("r", t0.AddDate(-15, 0, 0), "b")).Campaign
+	mustReport(t, s, spam("r2", t0, "b"))
+	done := make(chan ReportResult, 1)
+	go func() {
+		r, err := s.Report(ctx, spam("r3", t0, "a", "b"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Campaign != a || !slices.Equal(r.Merged, []CampaignID{b}) {
+			t.Errorf("merge: %+v", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("merge of a long-lived campaign does not terminate")
+	}
+	verifyClean(t, s)
+}

@@ -33,8 +33,8 @@ install_pyzor() {
 }
 
 free_udp_port() {
-	local p i
-	for i in $(seq 1 200); do
+	local p
+	for _ in $(seq 1 200); do
 		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
 		if [ -z "$(ss -Hlnu "sport = :$p" 2>/dev/null)" ]; then
 			echo "$p"
@@ -70,8 +70,7 @@ cmd_run() {
 	local rc=$?
 	set -e
 	kill -TERM "$pid" 2>/dev/null || true
-	local i
-	for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	pid=

@@ -58,13 +58,12 @@ install_rspamd() {
 	command -v rspamd >/dev/null || die "rspamd still missing after apt-get install"
 }
 
-# free_port PROTO picks a free loopback port (PROTO t or u) from a random start.
+# free_port picks a port free for both TCP and UDP, from a random start.
 free_port() {
-	local proto=$1 p i
-	for i in $(seq 1 200); do
+	local p
+	for _ in $(seq 1 200); do
 		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		if [ -z "$(ss -Hln"$proto" "sport = :$p" 2>/dev/null)" ] &&
-			[ -z "$(ss -Hlnt "sport = :$p" 2>/dev/null)" ] &&
+		if [ -z "$(ss -Hlnt "sport = :$p" 2>/dev/null)" ] &&
 			[ -z "$(ss -Hlnu "sport = :$p" 2>/dev/null)" ]; then
 			echo "$p"
 			return 0
@@ -230,12 +229,12 @@ start_rspamd() {
 		rm -f "$dir"/db/fuzzy.db* "$dir"/db/rspamd.history "$dir"/log/rspamd.log
 	fi
 	local normal controller fuzzy count minbytes proxy
-	normal=$(free_port t)
-	controller=$(free_port t)
-	while [ "$controller" = "$normal" ]; do controller=$(free_port t); done
-	proxy=$(free_port t)
-	while [ "$proxy" = "$normal" ] || [ "$proxy" = "$controller" ]; do proxy=$(free_port t); done
-	fuzzy=$(free_port u)
+	normal=$(free_port)
+	controller=$(free_port)
+	while [ "$controller" = "$normal" ]; do controller=$(free_port); done
+	proxy=$(free_port)
+	while [ "$proxy" = "$normal" ] || [ "$proxy" = "$controller" ]; do proxy=$(free_port); done
+	fuzzy=$(free_port)
 	count=${RSPAMD_WORKER_COUNT:-$(nproc)}
 	minbytes=${RSPAMD_FUZZY_MIN_BYTES:-1k}
 	write_config "$normal" "$controller" "$fuzzy" "$count" "$minbytes" "$proxy"

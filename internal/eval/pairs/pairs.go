@@ -378,8 +378,13 @@ func (pp *Prepared) bytes(m string) int {
 	return 0
 }
 
-// Labels returns, for every pair i<j in row-major order, whether it is
-// positive.
+// Methods returns the methods selected by the options.
+func (pp *Prepared) Methods() []string { return slices.Clone(pp.opts.Methods) }
+
+// Labels returns, for every pair i<j in row-major order (the order of
+// Scores), whether it is positive.
+func (pp *Prepared) Labels() []bool { return pp.labels() }
+
 func (pp *Prepared) labels() []bool {
 	n := len(pp.items)
 	out := make([]bool, 0, n*(n-1)/2)

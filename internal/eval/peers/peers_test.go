@@ -215,10 +215,14 @@ func fakeRspamd(t *testing.T) *httptest.Server {
 			known[string(body)] = true
 			io.WriteString(w, `{"success":true,"hashes":["796c0bff56eb"]}`)
 		case "/checkv2":
-			sym := `"DATE_IN_PAST":{"name":"DATE_IN_PAST","score":1.0}`
-			if known[string(body)] {
-				sym += `,"LOCAL_FUZZY_DENIED":{"name":"LOCAL_FUZZY_DENIED","score":8.76,"options":["11:796c0bff56:1.00:txt"]}`
+			var syms []string
+			if r.Header.Get("Settings") != FuzzyOnly {
+				syms = append(syms, `"DATE_IN_PAST":{"name":"DATE_IN_PAST","score":1.0}`)
 			}
+			if known[string(body)] {
+				syms = append(syms, `"LOCAL_FUZZY_DENIED":{"name":"LOCAL_FUZZY_DENIED","score":8.76,"options":["11:796c0bff56:1.00:txt"]}`)
+			}
+			sym := strings.Join(syms, ",")
 			io.WriteString(w, `{"is_skipped":false,"score":9.76,"action":"no action","symbols":{`+sym+`}}`)
 		default:
 			http.NotFound(w, r)
@@ -247,6 +251,10 @@ func TestRspamdClient(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("Check(%q) = %v, %v; want %v", msg, got, err, want)
 		}
+	}
+	fo := NewRspamd(Rspamd{Scanner: addr, Controller: addr, Settings: FuzzyOnly, Label: "fuzzy only"}, 1)
+	if got, err := fo.Check(ctx, []byte("spam one")); err != nil || !got || fo.Name() != "fuzzy only" {
+		t.Errorf("fuzzy-only Check = %v, %v (%s)", got, err, fo.Name())
 	}
 	bad := NewRspamd(Rspamd{Scanner: addr, Controller: addr, Flag: 3}, 1)
 	if err := bad.Report(ctx, []byte("x")); err == nil || errors.Is(err, ErrNotHashable) {

@@ -222,6 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	peers.WriteDetection(stdout, setup, det)
 	peers.WriteFalsePositives(stdout, setup, det, 10)
 	fmt.Fprintf(stdout, "## Speed\n\n")
+	peers.WriteSpeedIntro(stdout, setup)
 	// Side by side in pairs that take the same path: milter against
 	// milter, direct against direct; anything else in one table.
 	byName := map[string]*peers.Result{}

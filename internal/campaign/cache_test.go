@@ -1,0 +1,47 @@
+package campaign
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+func TestRecordCache(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(id store.CampaignID) *cachedRecord { return &cachedRecord{rec: &store.Campaign{ID: id}} }
+	c := newRecordCache(2, time.Second)
+	c.put(1, rec(1), t0)
+	c.put(2, rec(2), t0)
+	if c.get(1, t0) == nil { // 1 becomes most recent
+		t.Fatal("miss on 1")
+	}
+	c.put(3, rec(3), t0) // evicts 2, the least recently used
+	tests := []struct {
+		id   store.CampaignID
+		at   time.Time
+		want bool
+	}{
+		{2, t0, false},
+		{1, t0.Add(500 * time.Millisecond), true},
+		{3, t0.Add(time.Second), true},
+		{3, t0.Add(1001 * time.Millisecond), false}, // expired (and dropped)
+		{3, t0, false},
+		{1, t0.Add(-time.Second), false}, // clock went back: not trusted
+	}
+	for i, tt := range tests {
+		if got := c.get(tt.id, tt.at) != nil; got != tt.want {
+			t.Errorf("%d: get(%d) hit=%v, want %v", i, tt.id, got, tt.want)
+		}
+	}
+	c.put(4, rec(4), t0)
+	c.remove(4)
+	if c.get(4, t0) != nil {
+		t.Error("removed entry still cached")
+	}
+	c.put(5, rec(5), t0)
+	c.purge()
+	if c.get(5, t0) != nil || c.ll.Len() != 0 || len(c.items) != 0 {
+		t.Error("purge left entries")
+	}
+}
