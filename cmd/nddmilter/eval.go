@@ -38,6 +38,7 @@ type evalFlags struct {
 	minDuration time.Duration
 	children    []string
 	noChildren  bool
+	speedFrom   string
 }
 
 func defaultCorpusDir() string {
@@ -145,7 +146,7 @@ type results struct {
 
 func (f *evalFlags) output(w io.Writer, r *results) error {
 	r.Date = time.Now().UTC().Format("2006-01-02 15:04 UTC")
-	r.Command = "nddmilter " + strings.Join(os.Args[1:], " ")
+	r.Command = "nddmilter " + shellJoin(os.Args[1:])
 	r.Machine = eval.DescribeMachine()
 	if f.plots != "" {
 		p, err := eval.WritePlots(f.plots, r.Accuracy, r.Adversarial, r.Speed)
@@ -285,8 +286,12 @@ prints docs/RESULTS.md).`,
 			if err != nil {
 				return fmt.Errorf("eval adversarial: %w", err)
 			}
-			sp, err := eval.RunSpeed(cmd.Context(), c, fl.speedOptions())
-			if err != nil {
+			var sp *eval.SpeedResult
+			if fl.speedFrom != "" {
+				if sp, err = readSpeed(fl.speedFrom); err != nil {
+					return err
+				}
+			} else if sp, err = eval.RunSpeed(cmd.Context(), c, fl.speedOptions()); err != nil {
 				return fmt.Errorf("eval speed: %w", err)
 			}
 			return fl.output(cmd.OutOrStdout(), &results{Accuracy: acc, Adversarial: adv, Speed: sp})
@@ -296,9 +301,40 @@ prints docs/RESULTS.md).`,
 	fl.accuracyFlags(all)
 	fl.adversarialFlags(all)
 	fl.speedFlags(all)
+	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
 	cmd.AddCommand(adv, speed, all)
 	return cmd
+}
+
+// readSpeed reads the speed result saved by `nddmilter eval speed --json`.
+func readSpeed(path string) (*eval.SpeedResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read speed results: %w", err)
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read speed results %s: %w", path, err)
+	}
+	if r.Speed == nil {
+		return nil, fmt.Errorf("read speed results %s: no speed section", path)
+	}
+	r.Speed.Measured = r.Date + " by `" + r.Command + "`"
+	return r.Speed, nil
+}
+
+// shellJoin quotes the arguments that need it, so that the printed command
+// can be pasted into a shell.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 // writeResultsMarkdown prints the whole of docs/RESULTS.md.

@@ -84,7 +84,7 @@ given --seed.`,
 	fl.IntVar(&f.copies, "copies", 4, "randomized copies per synthetic campaign")
 	fl.IntVar(&f.synthNeg, "synth-negatives", 1000, "documents of --from (not used as campaigns) added as unrelated mail")
 	fl.Float64SliceVar(&f.strengths, "strengths", []float64{0.1, 0.3, 0.5}, "randomization strengths of the synthetic copies (cycled)")
-	fl.Float64Var(&f.minRecall, "min-recall", 0.9, "raise the threshold as long as this share of held-out near-duplicate pairs stays above it (0: Max F1 point)")
+	fl.Float64Var(&f.minRecall, "min-recall", 0.8, "raise the threshold as long as this share of held-out near-duplicate pairs stays above it (0: Max F1 point)")
 	fl.Float64Var(&f.maxFPR, "max-fpr", 1e-4, "highest share of unrelated held-out pairs allowed above the model's threshold")
 	fl.Float64Var(&f.varySubject, "vary-subject", 0.5, "share of synthetic copies whose subject line is replaced by unrelated words")
 	fl.BoolVar(&f.link, "link", true, "give plain-text synthetic campaigns a payload URL")

@@ -45,3 +45,28 @@ func TestRecordCache(t *testing.T) {
 		t.Error("purge left entries")
 	}
 }
+
+func TestBandEstimate(t *testing.T) {
+	keys := make([][]byte, 32)
+	withBits := &signed{bandKeys: keys}
+	withBits.sketch.Bits = make([]uint64, 6) // 384 bits, 12 per band
+	tests := []struct {
+		s        *signed
+		shared   int
+		min, max float64
+	}{
+		{withBits, 32, 1, 1},
+		{withBits, 16, 0.98, 0.99},
+		{withBits, 24, 0.99, 1},
+		{withBits, 15, -1, -1},
+		{withBits, 0, -1, -1},
+		{&signed{bandKeys: keys}, 32, -1, -1}, // no bits (min-hash only)
+		{&signed{}, 0, -1, -1},
+	}
+	for i, tt := range tests {
+		got := bandEstimate(tt.s, tt.shared)
+		if got < tt.min-1e-9 || got > tt.max+1e-9 {
+			t.Errorf("%d: bandEstimate(shared %d) = %v, want [%v, %v]", i, tt.shared, got, tt.min, tt.max)
+		}
+	}
+}

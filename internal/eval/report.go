@@ -39,7 +39,7 @@ func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
 			num(row.SpamFlagged), num(row.SpamChecked), pct(row.SpamFlagged, row.SpamChecked),
 			num(row.HamFlagged), num(row.HamChecked), row.Utility, row.QueryUtility)
 	}
-	fmt.Fprintf(w, "\nUtility = spam flagged − %g × ham flagged. Near-dup recall counts a neighbour of a reported message as found when it shares a signature with it (I-Match, ANDD rows) or is flagged as a member of the same campaign (engine rows); \"neighbours flagged\" counts it when it is flagged at all.\n", r.Cost)
+	fmt.Fprintf(w, "\nRecall is given ± its standard deviation over the seeds. Utility = spam flagged − %g × ham flagged. Near-dup recall counts a neighbour of a reported message as found when it shares a signature with it (I-Match, ANDD rows) or is flagged as a member of the same campaign (engine rows); \"neighbours flagged\" counts it when it is flagged at all.\n", r.Cost)
 	var eng []Row
 	for _, row := range r.Rows {
 		if row.Actions != nil {
@@ -148,8 +148,19 @@ func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	for _, p := range r.FalsePos {
-		fmt.Fprintf(w, "- false positive: `%s`\n", rel(r.Corpus, p))
+	if len(r.FalsePos) > 0 {
+		fmt.Fprint(w, "\nHam flagged with that store:")
+		for i, p := range r.FalsePos {
+			if i == 12 {
+				fmt.Fprintf(w, " and %d more (--json lists them all)", len(r.FalsePos)-i)
+				break
+			}
+			if i > 0 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprintf(w, " `%s`", rel(r.Corpus, p))
+		}
+		fmt.Fprintln(w, ".")
 	}
 }
 

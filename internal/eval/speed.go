@@ -144,6 +144,9 @@ type SpeedResult struct {
 	// message, and those parsed from the children's output.
 	Latency  map[string][]LatencyPoint `json:"latency"`
 	Children []ChildResult             `json:"children"`
+	// Measured says when and by which command, when the result was read
+	// from an earlier run rather than measured now.
+	Measured string `json:"measured,omitempty"`
 }
 
 // RunSpeed measures the signature pipeline in process on one core, then
@@ -337,6 +340,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 // WriteMarkdown prints the speed table as Markdown.
 func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "Machine: %s.\n\n", r.Machine)
+	if r.Measured != "" {
+		fmt.Fprintf(w, "Measured %s.\n\n", r.Measured)
+	}
 	fmt.Fprintln(w, "| measurement | result |")
 	fmt.Fprintln(w, "| --- | --- |")
 	fmt.Fprintf(w, "| signature pipeline, 1 core (GOMAXPROCS=1), %d messages × %d passes | **%.0f messages/s per CPU-second** (%.1f MB/s); %.0f messages/s of wall-clock time at load average %s |\n",

@@ -12,15 +12,16 @@ type Series struct {
 	Name string
 	X    []float64 // line plots only
 	Y    []float64
-	// Labels optionally name the x ticks (line plots, first series).
+	// Labels optionally name the x ticks (line plots; the ticks are those
+	// of the series with the most points).
 	Labels []string
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
 
 const (
-	plotW, plotH                       = 720, 400
-	marginL, marginR, marginT, marginB = 70, 200, 40, 60
+	plotW, plotH                       = 860, 420
+	marginL, marginR, marginT, marginB = 70, 290, 40, 80
 )
 
 func svgHeader(b *strings.Builder, title string) {
@@ -39,7 +40,7 @@ func axes(b *strings.Builder, xlabel, ylabel string, ymin, ymax float64, yfmt st
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", marginL, marginL+iw, y, y)
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", marginL-6, y+4, fmt.Sprintf(yfmt, v))
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", marginL+iw/2, plotH-15, html.EscapeString(xlabel))
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", marginL+iw/2, plotH-10, html.EscapeString(xlabel))
 	fmt.Fprintf(b, `<text transform="translate(18,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", marginT+ih/2, html.EscapeString(ylabel))
 }
 
@@ -47,6 +48,9 @@ func legend(b *strings.Builder, names []string) {
 	for i, n := range names {
 		y := marginT + 10 + 20*i
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", plotW-marginR+15, y, palette[i%len(palette)])
+		if r := []rune(n); len(r) > 40 {
+			n = string(r[:39]) + "…"
+		}
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", plotW-marginR+32, y+10, html.EscapeString(n))
 	}
 }
@@ -73,10 +77,16 @@ func LinePlot(title, xlabel, ylabel string, ymin, ymax float64, series []Series)
 		return float64(marginT) + ih - ih*(y-ymin)/(ymax-ymin)
 	}
 	if len(series) > 0 {
-		for i, x := range series[0].X {
+		ticks := series[0]
+		for _, s := range series {
+			if len(s.X) > len(ticks.X) {
+				ticks = s
+			}
+		}
+		for i, x := range ticks.X {
 			label := fmt.Sprintf("%g", x)
-			if i < len(series[0].Labels) {
-				label = series[0].Labels[i]
+			if i < len(ticks.Labels) {
+				label = ticks.Labels[i]
 			}
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", px(x), plotH-marginB+16, html.EscapeString(label))
 		}

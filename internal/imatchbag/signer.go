@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -22,10 +23,13 @@ type termInfo struct {
 
 // Signer computes signatures with one lexicon. It is safe for concurrent use.
 type Signer struct {
-	lex   *Lexicon
-	opts  Options
-	terms map[string]termInfo
-	pool  sync.Pool // *scratch
+	lex  *Lexicon
+	opts Options
+	// primary holds the terms of L, secondary those of B: L is small and
+	// stays in cache; B, a hundred times larger, is only consulted for
+	// documents whose L terms do not reach the threshold in every bag.
+	primary, secondary map[string]termInfo
+	pool               sync.Pool // *scratch
 }
 
 type hit struct {
@@ -50,28 +54,35 @@ func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Signer{lex: lex, opts: o, terms: make(map[string]termInfo, len(lex.primary)+len(lex.secondary))}
-	for _, t := range lex.primary {
-		s.terms[t] = termInfo{rank: -1, primary: true, mask: 1}
+	s := &Signer{lex: lex, opts: o,
+		primary:   make(map[string]termInfo, len(lex.primary)),
+		secondary: make(map[string]termInfo, len(lex.secondary)),
 	}
-	for i, t := range lex.secondary {
-		s.terms[t] = termInfo{rank: int32(i), mask: 1}
+	pm := make([]uint32, len(lex.primary))
+	sm := make([]uint32, len(lex.secondary))
+	for i := range pm {
+		pm[i] = 1
+	}
+	for i := range sm {
+		sm[i] = 1
 	}
 	for b := 1; b <= o.K; b++ {
 		for i, in := range bootstrap(lex.seed, b, streamPrimary, len(lex.primary)) {
 			if in {
-				ti := s.terms[lex.primary[i]]
-				ti.mask |= 1 << b
-				s.terms[lex.primary[i]] = ti
+				pm[i] |= 1 << b
 			}
 		}
 		for i, in := range bootstrap(lex.seed, b, streamSecondary, len(lex.secondary)) {
 			if in {
-				ti := s.terms[lex.secondary[i]]
-				ti.mask |= 1 << b
-				s.terms[lex.secondary[i]] = ti
+				sm[i] |= 1 << b
 			}
 		}
+	}
+	for i, t := range lex.primary {
+		s.primary[t] = termInfo{rank: -1, primary: true, mask: pm[i]}
+	}
+	for i, t := range lex.secondary {
+		s.secondary[t] = termInfo{rank: int32(i), mask: sm[i]}
 	}
 	s.pool.New = func() any { return new(scratch) }
 	return s, nil
@@ -91,7 +102,7 @@ func (s *Signer) BagShare(b int) float64 {
 	}
 	n := 0
 	for _, t := range s.lex.primary {
-		if s.terms[t].mask&(1<<b) != 0 {
+		if s.primary[t].mask&(1<<b) != 0 {
 			n++
 		}
 	}
@@ -101,8 +112,18 @@ func (s *Signer) BagShare(b int) float64 {
 // Class reports whether term is in the primary lexicon L or in the
 // secondary lexicon B.
 func (s *Signer) Class(term string) (primary, secondary bool) {
-	ti, ok := s.terms[term]
-	return ok && ti.primary, ok && !ti.primary
+	_, primary = s.primary[term]
+	_, secondary = s.secondary[term]
+	return primary, secondary
+}
+
+// lookup returns what the signer knows of term.
+func (s *Signer) lookup(term string) (termInfo, bool) {
+	if ti, ok := s.primary[term]; ok {
+		return ti, true
+	}
+	ti, ok := s.secondary[term]
+	return ti, ok
 }
 
 // InBag reports whether term belongs to lexicon b (L or B of the original
@@ -111,7 +132,8 @@ func (s *Signer) InBag(term string, b int) bool {
 	if b < 0 || b > s.opts.K {
 		return false
 	}
-	return s.terms[term].mask&(1<<b) != 0
+	ti, _ := s.lookup(term)
+	return ti.mask&(1<<b) != 0
 }
 
 // Sign signs a document given its sorted unique terms (mime.UniqueTerms).
@@ -126,19 +148,28 @@ func (s *Signer) Sign(terms []string) Result {
 		return res
 	}
 	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
+	var perBag [MaxK + 1]int
 	for i, t := range terms {
-		ti, ok := s.terms[t]
-		if !ok {
-			continue
-		}
-		h := hit{idx: int32(i), rank: ti.rank, mask: ti.mask}
-		if ti.primary {
-			sc.prim = append(sc.prim, h)
-		} else {
-			sc.sec = append(sc.sec, h)
+		if ti, ok := s.primary[t]; ok {
+			sc.prim = append(sc.prim, hit{idx: int32(i), rank: ti.rank, mask: ti.mask})
+			for m := ti.mask; m != 0; m &= m - 1 {
+				perBag[bits.TrailingZeros32(m)]++
+			}
 		}
 	}
 	need := s.need(len(terms))
+	short := false
+	for b := 0; b <= s.opts.K; b++ {
+		short = short || perBag[b] < need
+	}
+	if short {
+		// Some bag needs terms of B: look them up (terms of L are not in B).
+		for i, t := range terms {
+			if ti, ok := s.secondary[t]; ok {
+				sc.sec = append(sc.sec, hit{idx: int32(i), rank: ti.rank, mask: ti.mask})
+			}
+		}
+	}
 	secSorted := false
 	res.Signatures = make([]Signature, 0, s.opts.K+1)
 	for b := 0; b <= s.opts.K; b++ {
@@ -225,7 +256,7 @@ func (s *Signer) SignatureTerms(terms []string, b int) []string {
 	var sel []string
 	var sec []hit
 	for i, t := range sorted {
-		ti, ok := s.terms[t]
+		ti, ok := s.lookup(t)
 		if !ok || ti.mask&bit == 0 {
 			continue
 		}

@@ -685,3 +685,15 @@ func TestUnixSocket(t *testing.T) {
 		t.Fatalf("over unix socket: %c", act.Code)
 	}
 }
+
+func TestSanitize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"p = match 0.93 × reputation 0.99 (≥ 3)", "p = match 0.93 x reputation 0.99 (>= 3)"},
+		{"a%b\r\nc\x00é", "a_b__c__"},
+	}
+	for _, tt := range tests {
+		if got := sanitize(tt.in); got != tt.want {
+			t.Errorf("sanitize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -467,17 +467,23 @@ func expand(tmpl string, v campaign.Verdict) string {
 // sanitize keeps printable ASCII (no '%', which some MTAs interpret in
 // reply texts), so that a value can go into a header or an SMTP reply.
 func sanitize(s string) string {
+	s = asciiReplacer.Replace(s)
 	var b strings.Builder
-	for i := 0; i < len(s) && b.Len() < 200; i++ {
-		c := s[i]
-		if c >= ' ' && c <= '~' && c != '%' {
-			b.WriteByte(c)
+	for _, r := range s {
+		if b.Len() >= 200 {
+			break
+		}
+		if r >= ' ' && r <= '~' && r != '%' {
+			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
 	}
 	return b.String()
 }
+
+// asciiReplacer spells out the symbols the policy's rules use.
+var asciiReplacer = strings.NewReplacer("×", "x", "≥", ">=", "≤", "<=", "≈", "~", "→", "->", "…", "...", "−", "-")
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)

@@ -87,3 +87,15 @@ func BenchmarkCorpusParseTokenize(b *testing.B) {
 	}
 	m.stop(b)
 }
+
+// BenchmarkCorpusParse is Parse alone over NDD_CORPUS.
+func BenchmarkCorpusParse(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	b.SetBytes(int64(total / len(msgs)))
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		Parse(msgs[i%len(msgs)], Options{})
+	}
+	m.stop(b)
+}

@@ -1,6 +1,7 @@
 package mime
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -204,11 +205,31 @@ type normalizer struct {
 //     Cyrillic а becomes "paypal", "v̲i̲a̲" becomes "via"), while words with
 //     no Latin letter (genuine Russian or Greek text) are left untouched.
 //
-// Case is kept. Pure ASCII input is copied as is.
+// Case is kept. Pure ASCII input is copied as is: the text is processed in
+// chunks of about 64 bytes cut after a space (a space ends a word and
+// NFKC never joins it with what follows, so chunks are independent), and
+// chunks without a non-ASCII byte are copied in bulk.
 func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
-	if isASCII(s) {
-		return append(dst, s...)
+	const chunk = 64
+	for len(s) > 0 {
+		n := len(s)
+		if n > 2*chunk {
+			if k := bytes.IndexByte(s[chunk:], ' '); k >= 0 {
+				n = chunk + k + 1
+			}
+		}
+		if isASCII(s[:n]) {
+			dst = append(dst, s[:n]...)
+		} else {
+			dst = nz.normalizeSlow(dst, s[:n])
+		}
+		s = s[n:]
 	}
+	return dst
+}
+
+// normalizeSlow is normalizeAppend for a chunk holding non-ASCII bytes.
+func (nz *normalizer) normalizeSlow(dst, s []byte) []byte {
 	tab := bmpInfo()
 	info := func(r rune) uint8 {
 		if r < 0x10000 {

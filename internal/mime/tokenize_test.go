@@ -185,3 +185,24 @@ func TestNormalizeNFKCAgreesWithReference(t *testing.T) {
 		t.Fatalf("only %d strings compared", compared)
 	}
 }
+
+// TestNormalizeChunksAgree checks that chunked normalization of long text
+// equals normalizing it in one piece.
+func TestNormalizeChunksAgree(t *testing.T) {
+	alphabet := []rune("ae Zé\u0301\u0323 \u00a0\ufb01\uff21\u2026\u1100\u1161 \u11a8\uac00\u0430\u0440 x1pq\u200b\u00ad \n")
+	var nz, whole normalizer
+	rnd := uint64(7)
+	for n := 0; n < 300; n++ {
+		var b strings.Builder
+		for k := 0; k < 200+n*7; k++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			b.WriteRune(alphabet[(rnd>>33)%uint64(len(alphabet))])
+		}
+		in := []byte(b.String())
+		got := string(nz.normalizeAppend(nil, in))
+		want := string(whole.normalizeSlow(nil, in))
+		if got != want {
+			t.Fatalf("chunked %+q\n   whole %+q", got, want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package mime
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
 
 // base64 decoding table: 0..63 for the alphabet, 0xfe for white space,
 // 0xfd for '=', 0xff for anything else. The URL-safe "-" and "_" are
@@ -120,56 +123,52 @@ func unhex(c byte) byte {
 	}
 }
 
-// decodeQPAppend decodes quoted-printable leniently, appending to dst:
-// "=" followed by a line break is a soft break, "=XX" a byte, trailing
-// white space before a line break is removed, and an "=" that starts
-// neither is kept literally.
+// decodeQPAppend decodes quoted-printable leniently, appending to dst,
+// line by line: trailing white space is removed, a line ending in "=" is
+// joined to the next (soft break), "=XX" is a byte, an "=" that starts
+// neither is kept literally, and line breaks become LF.
 func decodeQPAppend(dst, src []byte) []byte {
 	if cap(dst)-len(dst) < len(src) {
 		n := make([]byte, len(dst), len(dst)+len(src))
 		copy(n, dst)
 		dst = n
 	}
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch c {
-		case '=':
-			if i+2 < len(src) && isHex(src[i+1]) && isHex(src[i+2]) {
-				dst = append(dst, unhex(src[i+1])<<4|unhex(src[i+2]))
-				i += 2
-				continue
+	for len(src) > 0 {
+		var line []byte
+		nl := bytes.IndexByte(src, '\n')
+		if nl >= 0 {
+			line, src = src[:nl], src[nl+1:]
+		} else {
+			line, src = src, nil
+		}
+		for len(line) > 0 {
+			c := line[len(line)-1]
+			if c != ' ' && c != '\t' && c != '\r' {
+				break
 			}
-			// Soft line break, possibly with trailing blanks.
-			j := i + 1
-			for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
-				j++
+			line = line[:len(line)-1]
+		}
+		soft := len(line) > 0 && line[len(line)-1] == '='
+		if soft {
+			line = line[:len(line)-1]
+		}
+		for len(line) > 0 {
+			k := bytes.IndexByte(line, '=')
+			if k < 0 {
+				dst = append(dst, line...)
+				break
 			}
-			if j < len(src) && src[j] == '\r' {
-				j++
-			}
-			if j < len(src) && src[j] == '\n' {
-				i = j
-				continue
-			}
-			if j == len(src) {
-				i = j
+			dst = append(dst, line[:k]...)
+			if k+2 < len(line) && isHex(line[k+1]) && isHex(line[k+2]) {
+				dst = append(dst, unhex(line[k+1])<<4|unhex(line[k+2]))
+				line = line[k+3:]
 				continue
 			}
 			dst = append(dst, '=')
-		case ' ', '\t':
-			// Drop trailing white space at the end of a line.
-			j := i + 1
-			for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
-				j++
-			}
-			if j < len(src) && (src[j] == '\r' || src[j] == '\n') {
-				i = j - 1
-				continue
-			}
-			dst = append(dst, src[i:j]...)
-			i = j - 1
-		default:
-			dst = append(dst, c)
+			line = line[k+1:]
+		}
+		if nl >= 0 && !soft {
+			dst = append(dst, '\n')
 		}
 	}
 	return dst

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		pyScript = fs.String("pyzor-script", "scripts/peers/pyzor_batch.py", "the Pyzor batch client")
 		python   = fs.String("pyzor-python", "/usr/bin/python3", "the Python that has the pyzor module")
 		maxMsgs  = fs.Int("max", 0, "use at most this many corpus messages (0 = all; a seeded sample keeps class shares)")
+		record   = fs.Bool("ndd-record", false, "in-process nddmilter checks record hits like the milter (Engine.Check) instead of the dry run of `nddmilter check` (Engine.Evaluate)")
 		verbose  = fs.Bool("v", false, "log progress")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -154,6 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
+			n.Record = *record
 			d = n
 		case "nddmilter-milter":
 			n, err := newNDD()
