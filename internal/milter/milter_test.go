@@ -248,11 +248,17 @@ func TestActions(t *testing.T) {
 			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
 		{name: "header prefix", opts: Options{HeaderPrefix: "X-Campaign-"}, m: simple("tag"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-Campaign-Verdict": "tag; score=0.700; rule=reports>=1", "X-Campaign-Campaign": "42"}},
-		{name: "error fails open", m: simple("error"), code: gomilter.ActAccept, noHeader: []string{"X-NDD-Verdict"}},
+		{name: "error fails open", m: simple("error"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=check"}, noHeader: []string{"X-NDD-Campaign"}},
+		{name: "error fails open without header", opts: Options{NoAcceptHeader: true}, m: simple("error"), code: gomilter.ActAccept,
+			noHeader: []string{"X-NDD-Verdict"}},
 		{name: "error tempfails", opts: Options{OnError: ActTempfail}, m: simple("error"), code: gomilter.ActTempFail},
-		{name: "panic fails open", m: simple("panic"), code: gomilter.ActAccept},
-		{name: "timeout fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("slow"), code: gomilter.ActAccept},
-		{name: "hung engine fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("hang"), code: gomilter.ActAccept},
+		{name: "panic fails open", m: simple("panic"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=panic"}},
+		{name: "timeout fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("slow"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=timeout"}},
+		{name: "hung engine fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("hang"), code: gomilter.ActAccept,
+			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=timeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

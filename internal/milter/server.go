@@ -301,13 +301,17 @@ func (s *Server) track(c net.Conn) net.Conn {
 }
 
 // trackedConn buffers reads (go-milter reads each packet's length and
-// body with separate unbuffered reads: one syscall each without a
-// buffer), sets a read deadline before each read from the socket (the idle
-// timeout) and unregisters itself on Close.
+// body with separate unbuffered reads: one syscall each without a buffer)
+// and writes (the modifications and the final reply at end of message go
+// out in one write: the buffer is flushed before any read that could
+// block, so the MTA always has every reply it waits for), applies the
+// idle timeout to socket reads and writes, and unregisters itself on
+// Close. A session uses its connection from one goroutine.
 type trackedConn struct {
 	net.Conn
 	srv  *Server
 	br   *bufio.Reader
+	wbuf []byte
 	once sync.Once
 }
 
@@ -315,18 +319,49 @@ type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-func (c *trackedConn) Read(p []byte) (int, error) { return c.br.Read(p) }
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.br.Buffered() == 0 {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return c.br.Read(p)
+}
+
+func (c *trackedConn) idle() time.Duration {
+	if g := time.Duration(c.srv.grace.Load()); g > 0 {
+		return g
+	}
+	return c.srv.current().opts.IdleTimeout
+}
 
 func (c *trackedConn) readConn(p []byte) (int, error) {
-	idle := c.srv.current().opts.IdleTimeout
-	if g := time.Duration(c.srv.grace.Load()); g > 0 {
-		idle = g
-	}
-	c.Conn.SetReadDeadline(time.Now().Add(idle))
+	c.Conn.SetReadDeadline(time.Now().Add(c.idle()))
 	return c.Conn.Read(p)
 }
 
+func (c *trackedConn) Write(p []byte) (int, error) {
+	c.wbuf = append(c.wbuf, p...)
+	if len(c.wbuf) >= 64<<10 {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (c *trackedConn) flush() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	c.Conn.SetWriteDeadline(time.Now().Add(c.idle()))
+	_, err := c.Conn.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	return err
+}
+
 func (c *trackedConn) Close() error {
+	c.flush()
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.srv.mu.Lock()

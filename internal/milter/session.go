@@ -194,11 +194,17 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 		o.Metrics.Message(o.OnError, nil, checkTime, s.bodyLen, 0)
 		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
 			"err", err, "action", o.OnError, "duration_ms", ms(elapsed))
+		if o.OnError == ActTempfail {
+			return gomilter.RespTempFail, nil
+		}
 		if err := s.deleteForged(m); err != nil {
 			return nil, err
 		}
-		if o.OnError == ActTempfail {
-			return gomilter.RespTempFail, nil
+		if !o.NoAcceptHeader {
+			// Say that the message passed unchecked, and why.
+			if err := m.AddHeader(o.HeaderPrefix+"Verdict", "unchecked; error="+stage); err != nil {
+				return nil, fmt.Errorf("add header: %w", err)
+			}
 		}
 		return gomilter.RespAccept, nil
 	}

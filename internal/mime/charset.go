@@ -88,13 +88,16 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 		if isASCII(b) || utf8.Valid(b) {
 			return b
 		}
-		if cs == "" {
-			p.warn("undeclared 8-bit charset in " + what + ": decoded as windows-1252")
-		} else {
-			p.warn("8-bit bytes in " + cs + " " + what + ": decoded as windows-1252")
+		guess := guessSingleByte(b)
+		if p.charset == "" && guess != "windows-1252" {
+			p.charset = guess // for 8-bit headers too
 		}
-		out, _ := charmap.Windows1252.NewDecoder().Bytes(b)
-		return out
+		if cs == "" {
+			p.warn("undeclared 8-bit charset in " + what + ": decoded as " + guess)
+		} else {
+			p.warn("8-bit bytes in " + cs + " " + what + ": decoded as " + guess)
+		}
+		return p.decodeCharset(b, guess, what)
 	case isUTF8Name(cs):
 		if isASCII(b) || utf8.Valid(b) {
 			return b
@@ -164,4 +167,33 @@ func asciiCompatible(cs string) bool {
 	return !strings.HasPrefix(cs, "utf-16") && !strings.HasPrefix(cs, "utf-32") &&
 		!strings.HasPrefix(cs, "iso-2022") && cs != "utf-7" && cs != "hz-gb-2312" &&
 		!strings.HasPrefix(cs, "ibm") && !strings.HasPrefix(cs, "cp0") && !strings.Contains(cs, "ebcdic")
+}
+
+// guessSingleByte guesses the charset of undeclared 8-bit text that is not
+// UTF-8: Russian text (most letters are 8-bit, nearly all in 0xC0-0xFF)
+// is windows-1251 when its lower-case letters sit in 0xE0-0xFF and KOI8-R
+// when they sit in 0xC0-0xDF (the two charsets swap the cases); anything
+// else is windows-1252, the latin-1 superset of Western mail.
+func guessSingleByte(b []byte) string {
+	var ascii, high, c0, e0 int
+	for _, c := range b {
+		switch {
+		case 'a' <= c|0x20 && c|0x20 <= 'z':
+			ascii++
+		case c >= 0xe0:
+			e0++
+		case c >= 0xc0:
+			c0++
+		case c >= 0x80:
+			high++
+		}
+	}
+	letters := c0 + e0
+	if letters >= 4 && letters > ascii && high*10 < letters {
+		if e0 >= c0 {
+			return "windows-1251"
+		}
+		return "koi8-r"
+	}
+	return "windows-1252"
 }

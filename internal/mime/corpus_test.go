@@ -99,3 +99,20 @@ func BenchmarkCorpusParse(b *testing.B) {
 	}
 	m.stop(b)
 }
+
+// BenchmarkCorpusTokenize is Tokenize + UniqueTerms over the parsed
+// NDD_CORPUS.
+func BenchmarkCorpusTokenize(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	docs := make([]*Document, len(msgs))
+	for i, m := range msgs {
+		docs[i] = Parse(m, Options{})
+	}
+	b.SetBytes(int64(total / len(msgs)))
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		UniqueTerms(Tokenize(docs[i%len(docs)], TokenOptions{}))
+	}
+	m.stop(b)
+}

@@ -17,7 +17,9 @@
 //     skipped. Charsets are those of github.com/emersion/go-message/charset
 //     (golang.org/x/text), looked up WHATWG-first as mail clients do; RFC
 //     2047 encoded-words in the same charset are joined before decoding, so
-//     CJK characters split across words survive.
+//     CJK characters split across words survive. Undeclared 8-bit text that
+//     is not UTF-8 is read as windows-1252, or as windows-1251 / KOI8-R
+//     when it looks Russian; an 8-bit Subject uses the body's charset.
 //   - In multipart/alternative only what a mail client shows is read: the
 //     HTML alternative (or the last, richest one), falling back to the next
 //     when it has no text. Text hidden in an unseen alternative, in

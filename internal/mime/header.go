@@ -406,8 +406,8 @@ func (p *parser) header8bit(s, what, fallback string) string {
 	if s == "" || utf8.ValidString(s) {
 		return s
 	}
-	if fallback == "" || fallback == "utf-8" || fallback == "us-ascii" {
-		fallback = "windows-1252"
+	if fallback == "" || isUTF8Name(fallback) || isASCIIName(fallback) {
+		fallback = guessSingleByte([]byte(s))
 	}
 	p.warn("8-bit " + what + " decoded as " + fallback)
 	return string(p.decodeCharset([]byte(s), fallback, what))

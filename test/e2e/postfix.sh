@@ -269,11 +269,19 @@ else
 fi
 
 # (b) report the campaign through the API (five users: the default policy
-# rejects only well-reported campaigns), then a randomized copy is rejected.
+# rejects only well-reported campaigns; four with curl, one with `nddmilter
+# report --api`), then a randomized copy is rejected.
 for i in 1 2 3 4 5; do
 	user=$(echo alice bob carol dave erin | cut -d' ' -f$i)
 	printf 'From: Investments <offers@invest.example>\nTo: %s@example.org\nSubject: Exclusive investment opportunity\n\n%s\n' \
 		"$user" "$(campaign_copy $i)" >"$T/report-$i.eml"
+	if [ $i = 5 ]; then
+		# The administrator's way: the CLI through the daemon's API.
+		"$T/nddmilter" report --api "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" --reporter "$user" \
+			"$T/report-$i.eml" >"$T/report-$i.json" 2>&1 ||
+			fail "(b) nddmilter report --api: $(cat "$T/report-$i.json")"
+		continue
+	fi
 	code=$(curl -s -o "$T/report-$i.json" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
 		--data-binary @"$T/report-$i.eml" "http://127.0.0.1:$HTTP_PORT/v1/reports?kind=spam&reporter=$user")
 	[ "$code" = 200 ] || fail "(b) report $i through the API: HTTP $code $(cat "$T/report-$i.json")"
