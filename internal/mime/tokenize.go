@@ -1,6 +1,7 @@
 package mime
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 	"unicode"
@@ -38,7 +39,12 @@ type arenaRef struct {
 
 func tokenize(doc *Document, opts TokenOptions) []Token {
 	t := tokenizer{opts: opts.withDefaults()}
-	t.toks = make([]Token, 0, (len(doc.Subject)+len(doc.Text))/8+8)
+	// Capacities from the SpamAssassin corpus: ~12 bytes of text per kept
+	// token, a quarter of the tokens capitalized, 13% of the text in them.
+	n := len(doc.Subject) + len(doc.Text)
+	t.toks = make([]Token, 0, n/8+8)
+	t.fix = make([]arenaRef, 0, n/32+4)
+	t.arena = make([]byte, 0, n/6+16)
 	t.words(doc.Subject, true)
 	t.words(doc.Text, false)
 	if len(t.fix) > 0 {
@@ -184,14 +190,13 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	return j
 }
 
-// uniqueTerms sorts without comparing strings in the common case: each
-// term becomes a 64-bit key made of its first 6 bytes (byte order is
-// string order; terms hold no NUL, so a shorter term sorts first) and its
-// index in the low 16 bits. Integer sorting is about twice as fast as
-// string sorting; only terms sharing a 6-byte prefix are compared as
-// strings afterwards.
-var keyPool = sync.Pool{New: func() any { return new([]uint64) }}
-
+// uniqueTerms avoids string comparisons in the common case: each term
+// becomes a 64-bit key made of its first 6 bytes (byte order is string
+// order; terms hold no NUL, so a shorter term sorts first) and its index in
+// the low 16 bits. Duplicates are removed first with an open-addressing
+// table hashed on the prefix (a message repeats about half of its words),
+// then the distinct keys are sorted as integers; only distinct terms
+// sharing a 6-byte prefix are compared as strings.
 func uniqueTerms(toks []Token) []string {
 	n := len(toks)
 	if n == 0 {
@@ -205,12 +210,17 @@ func uniqueTerms(toks []Token) []string {
 		slices.Sort(terms)
 		return slices.Compact(terms)
 	}
-	kp := keyPool.Get().(*[]uint64)
-	defer keyPool.Put(kp)
-	if cap(*kp) < n {
-		*kp = make([]uint64, n)
+	sc := uniqPool.Get().(*uniqScratch)
+	defer uniqPool.Put(sc)
+	shift := 64 - bits.Len(uint(2*n-1)) // table size: a power of two >= 2n
+	size := 1 << (64 - shift)
+	if cap(sc.table) < size {
+		sc.table = make([]int32, size)
 	}
-	keys := (*kp)[:n]
+	table := sc.table[:size]
+	clear(table)
+	mask := uint64(size - 1)
+	keys := sc.keys[:0]
 	for i := range toks {
 		s := toks[i].Term
 		var k uint64
@@ -218,25 +228,44 @@ func uniqueTerms(toks []Token) []string {
 		for j := 0; j < m; j++ {
 			k |= uint64(s[j]) << (56 - 8*j)
 		}
-		keys[i] = k | uint64(i)
+		h := (k * 0x9e3779b97f4a7c15) >> shift
+		for {
+			e := table[h]
+			if e == 0 {
+				table[h] = int32(len(keys) + 1)
+				keys = append(keys, k|uint64(i))
+				break
+			}
+			u := keys[e-1]
+			if u>>16 == k>>16 && (len(s) <= 6 && len(toks[u&0xffff].Term) == len(s) || toks[u&0xffff].Term == s) {
+				break // a duplicate
+			}
+			h = (h + 1) & mask
+		}
 	}
+	sc.keys = keys
 	slices.Sort(keys)
-	out := make([]string, 0, n)
-	for i := 0; i < n; {
+	out := make([]string, len(keys))
+	for i := range keys {
+		out[i] = toks[keys[i]&0xffff].Term
+	}
+	// Distinct terms with the same 6-byte prefix are not yet in order.
+	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < n && keys[j]>>16 == keys[i]>>16 {
+		for j < len(keys) && keys[j]>>16 == keys[i]>>16 {
 			j++
 		}
-		start := len(out)
-		for k := i; k < j; k++ {
-			out = append(out, toks[keys[k]&0xffff].Term)
-		}
 		if j-i > 1 {
-			run := out[start:]
-			slices.Sort(run)
-			out = out[:start+len(slices.Compact(run))]
+			slices.Sort(out[i:j])
 		}
 		i = j
 	}
 	return out
 }
+
+type uniqScratch struct {
+	table []int32
+	keys  []uint64
+}
+
+var uniqPool = sync.Pool{New: func() any { return new(uniqScratch) }}

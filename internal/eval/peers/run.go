@@ -49,7 +49,7 @@ type Options struct {
 	// run. Default 1000.
 	SpeedSample int
 	// LatencySample is the number of messages checked one at a time in
-	// each latency run. Default 200.
+	// each latency run, the first of the throughput sample. Default 1000.
 	LatencySample int
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
@@ -78,7 +78,7 @@ func (o Options) withDefaults() Options {
 		o.SpeedSample = 1000
 	}
 	if o.LatencySample <= 0 {
-		o.LatencySample = 200
+		o.LatencySample = 1000
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -180,6 +180,7 @@ type Speed struct {
 	LearnRate float64       // reports per second (Parallel clients)
 	CheckRate float64       // checks per second (Parallel clients)
 	P50, P99  time.Duration // latency of one check, one client
+	Max       time.Duration // the slowest check, one client
 }
 
 // Result is what one Detector did.
@@ -199,6 +200,10 @@ type Result struct {
 	// Detection is the throughput of the detection pass (all checks).
 	Detection Speed
 	Speeds    []Speed
+	// Slowest is the corpus path of the slowest message of the last
+	// latency run, SlowestBytes its size.
+	Slowest      string
+	SlowestBytes int
 }
 
 // Run measures d on s: the detection pass (report all, settle, check all
@@ -294,6 +299,18 @@ func Run(ctx context.Context, s *Setup, d Detector) (*Result, error) {
 		}
 		return out
 	}
+	slowest := func(lats []time.Duration) {
+		k := 0
+		for i, l := range lats {
+			if l > lats[k] {
+				k = i
+			}
+		}
+		if len(lats) > 0 {
+			m := &s.Corpus[s.Split.Checked[perm[k]]]
+			r.Slowest, r.SlowestBytes = m.Path, len(m.Raw)
+		}
+	}
 	speedSample, latSample := sample(o.SpeedSample), sample(o.LatencySample)
 	for run := range o.SpeedRuns {
 		o.Log.Info("speed run", "tool", d.Name(), "run", run+1)
@@ -306,11 +323,13 @@ func Run(ctx context.Context, s *Setup, d Detector) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		slowest(lats)
 		r.Speeds = append(r.Speeds, Speed{
 			LearnRate: lr,
 			CheckRate: rate(len(speedSample), el),
 			P50:       percentile(lats, 0.50),
 			P99:       percentile(lats, 0.99),
+			Max:       percentile(lats, 1),
 		})
 	}
 	return r, nil

@@ -159,6 +159,7 @@ func WriteSpeed(w io.Writer, s *Setup, rs []*Result) {
 		{fmt.Sprintf("check: messages/s (%d clients, %d messages)", o.Parallel, min(o.SpeedSample, len(s.Split.Checked))), func(v Speed) float64 { return v.CheckRate }, rateFmt, true},
 		{"check latency, median (1 client)", func(v Speed) float64 { return ms(v.P50) }, msFmt, false},
 		{"check latency, 99th percentile (1 client)", func(v Speed) float64 { return ms(v.P99) }, msFmt, false},
+		{"check latency, slowest message (1 client)", func(v Speed) float64 { return ms(v.Max) }, msFmt, false},
 	}
 	for _, m := range metrics {
 		fmt.Fprintf(w, "| %s |", m.label)
@@ -186,6 +187,12 @@ func WriteSpeed(w io.Writer, s *Setup, rs []*Result) {
 		fmt.Fprintf(w, " %s |", ratio(rs[1].Detection.CheckRate, rs[0].Detection.CheckRate, true))
 	}
 	fmt.Fprintf(w, "\n\n")
+	for _, r := range rs {
+		if r.Slowest != "" {
+			fmt.Fprintf(w, "Slowest message for %s (last run): %s, %d bytes.\n", r.Name, filepath.Base(r.Slowest), r.SlowestBytes)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // ratio formats a/b, saying which way is better.

@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		parallel = fs.Int("parallel", 4, "concurrent clients in the batch runs")
 		runs     = fs.Int("runs", 5, "speed repetitions (medians are quoted)")
 		sample   = fs.Int("sample", 1000, "messages per throughput run")
-		latN     = fs.Int("latency-sample", 200, "messages per latency run (one client)")
+		latN     = fs.Int("latency-sample", 1000, "messages per latency run (one client; the first of the throughput sample)")
 		kinds    = fs.String("kinds", "", "randomization kinds, comma-separated (default: all)")
 		tools    = fs.String("tools", "rspamd-milter,nddmilter-milter,rspamd,nddmilter,rspamd-fuzzy", "tools to run, in table order: rspamd-milter, nddmilter-milter (both through the milter protocol), rspamd (HTTP /checkv2, full scan), nddmilter (engine in-process), rspamd-fuzzy (HTTP, fuzzy group only)")
 		scanner  = fs.String("rspamd-scanner", os.Getenv("RSPAMD_NORMAL"), "rspamd scanner host:port")
