@@ -95,7 +95,7 @@ func TestWeighFeatures(t *testing.T) {
 	// Features themselves.
 	ex := newExtractor(testDF(), 1, true)
 	got := map[string][numFeatures]float64{}
-	ex.extract(doc, toks, func(term string, phi *[numFeatures]float64) { got[term] = *phi })
+	ex.extract(doc, toks, nil, func(term string, phi *[numFeatures]float64, _ float64) { got[term] = *phi })
 	tests := []struct {
 		term string
 		f    int
@@ -199,6 +199,23 @@ func TestGoldenTestModel(t *testing.T) {
 		"c9316d08b75d349cd8f1085aa02eb06c",
 	}
 	checkGolden(t, mustSigner(t, testModel()), want)
+}
+
+// TestGoldenDefaultModel pins the sketches and band keys of the shipped
+// model (with the test df table): retraining the model changes them, and
+// the change must be deliberate (bump SketchVersion if stores must not mix
+// old and new sketches).
+func TestGoldenDefaultModel(t *testing.T) {
+	m, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"e5a5cb6b73c40f70abdb681fec3f8da7",
+		"3dd04491122a7e2d92391a923aaefe75",
+		"6cb026480bbd3ea2217c9ee91bbf3fe3",
+	}
+	checkGolden(t, mustSigner(t, m), want)
 }
 
 func checkGolden(t *testing.T, s *Signer, want []string) {
@@ -430,6 +447,33 @@ func TestBandLayout(t *testing.T) {
 		slices.Sort(s)
 		if len(slices.Compact(s)) != 16 {
 			t.Fatalf("band with repeated positions: %v", band)
+		}
+	}
+}
+
+// TestWeighMatchesFeatures checks the fast weighting path (pruned df
+// look-ups, fused linear combination) against the plain definition
+// w = max(0, Σ λj φj) over the full feature vectors used in training.
+func TestWeighMatchesFeatures(t *testing.T) {
+	for _, m := range []*Model{testModel(), func() *Model { m, _ := DefaultModel(); return m }()} {
+		s := mustSigner(t, m)
+		ex := newExtractor(testDF(), m.NGram, true)
+		for _, d := range synthCampaigns(5, 4, 3, 10) {
+			want := Vector{}
+			ex.extract(d.Doc, d.Toks, nil, func(term string, phi *[numFeatures]float64, _ float64) {
+				if w := s.weight(phi); w > 0 {
+					want[term] = w
+				}
+			})
+			got := s.Weigh(d.Doc, d.Toks)
+			if len(got) != len(want) {
+				t.Fatalf("%d weighted terms, want %d", len(got), len(want))
+			}
+			for term, w := range want {
+				if math.Abs(got[term]-w) > 1e-12 {
+					t.Errorf("w(%q) = %v, want %v", term, got[term], w)
+				}
+			}
 		}
 	}
 }

@@ -82,10 +82,12 @@ type extractor struct {
 	logN1 float64
 	// idfTab[df] caches the normalized idf of small document frequencies.
 	idfTab []float64
-	// prune, if set, is called with the features that do not depend on
-	// the df table (fIDF, fIDF2 and fUnseen are zero); when it returns
-	// true the term is skipped without a df look-up.
-	prune func(phi *[numFeatures]float64) bool
+	// lam, if set, holds the weight of every feature: extract then passes
+	// the linear combination z = Σ lam·φ to fn, and skips without a df
+	// look-up every term whose z cannot be positive: the features that do
+	// not depend on the df table sum to at most -idfMax.
+	lam    *[numFeatures]float64
+	idfMax float64
 }
 
 // tfTab[tf] = log(1+tf)/log(17) for small tf.
@@ -198,7 +200,19 @@ func registeredHost(host string) string {
 // extract calls fn once per distinct term of the document, in order of
 // first occurrence, with the term's full feature vector (len numFeatures).
 // phi is reused between calls.
-func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term string, phi *[numFeatures]float64)) {
+// scratch holds the buffers of one extraction, reused through a pool.
+type scratch struct {
+	slots []int32
+	stats []termStat
+	terms []string
+	ws    []float64
+	lanes []uint64
+}
+
+func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
+	if sc == nil {
+		sc = &scratch{}
+	}
 	n := len(toks)
 	// Open-addressing index of the terms seen so far: slots hold
 	// 1 + the index into stats, probed linearly from an FNV-1a hash.
@@ -206,9 +220,14 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 	for size < 2*n {
 		size *= 2
 	}
-	slots := make([]int32, size)
+	if cap(sc.slots) < size {
+		sc.slots = make([]int32, size)
+	}
+	slots := sc.slots[:size]
+	clear(slots)
 	mask := uint64(size - 1)
-	stats := make([]termStat, 0, n+8)
+	stats := sc.stats[:0]
+	defer func() { clear(stats); sc.stats = stats[:0] }()
 	var sb strings.Builder
 	k := e.ngram
 	for i := 0; i+k <= n; i++ {
@@ -224,12 +243,8 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 			}
 			term = sb.String()
 		}
-		h := uint64(fnvOffset)
-		for j := 0; j < len(term); j++ {
-			h ^= uint64(term[j])
-			h *= fnvPrime
-		}
-		slot := (h ^ h>>29) & mask
+		h := indexHash(term)
+		slot := h & mask
 		var idx int
 		for {
 			v := slots[slot]
@@ -284,12 +299,21 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 		phi[fCap] = float64(s.caps) / float64(s.tf)
 		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
 		phi[fSubject] = b2f(s.subject)
-		phi[fInURL] = b2f(!s.host && inURL != nil && inURL[firstWord(s.term)])
+		phi[fInURL] = 0
+		if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
+			phi[fInURL] = 1
+		}
 		phi[fHost] = b2f(s.host)
 		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
 		phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
-		if e.prune != nil && e.prune(&phi) {
-			continue
+		z := 0.0
+		if lam := e.lam; lam != nil {
+			for f := range numFeatures {
+				z += lam[f] * phi[f]
+			}
+			if z+e.idfMax <= 0 {
+				continue
+			}
 		}
 		if s.host {
 			phi[fIDF], phi[fUnseen] = 1, 0
@@ -299,8 +323,31 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, fn func(term 
 			phi[fUnseen] = b2f(unseen)
 		}
 		phi[fIDF2] = phi[fIDF] * phi[fIDF]
-		fn(s.term, &phi)
+		if lam := e.lam; lam != nil {
+			z += lam[fIDF]*phi[fIDF] + lam[fIDF2]*phi[fIDF2] + lam[fUnseen]*phi[fUnseen]
+		}
+		fn(s.term, &phi, z)
 	}
+}
+
+// indexHash is a fast string hash for the term index (not part of any
+// wire format): 8 bytes per multiply.
+func indexHash(s string) uint64 {
+	const m = 0x9fb21c651e98df25
+	h := uint64(len(s)) * golden
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = (h ^ w) * m
+		h ^= h >> 32
+		s = s[8:]
+	}
+	var w uint64
+	for i := 0; i < len(s); i++ {
+		w |= uint64(s[i]) << (8 * i)
+	}
+	h = (h ^ w) * m
+	return h ^ h>>29
 }
 
 func firstWord(term string) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
@@ -18,8 +19,12 @@ type Signer struct {
 	lambda  []float64
 	featIdx []int
 	ex      *extractor
+	// lam[f] is the weight of feature f (0 for features the model lacks).
+	lam [numFeatures]float64
 	// bandPos[i] lists the sketch bit positions of band i.
 	bandPos [][]uint16
+	// pool recycles extraction buffers between messages.
+	pool sync.Pool
 }
 
 // NewSigner returns a Signer for model m and document frequencies df. A nil
@@ -38,12 +43,13 @@ func NewSigner(m *Model, df DocFreq) (*Signer, error) {
 	for _, f := range m.Features {
 		j := featureIndex(f)
 		s.featIdx = append(s.featIdx, j)
+		s.lam[j] = m.Lambda[len(s.featIdx)-1]
 		hosts = hosts || j == fHost
 	}
 	s.ex = newExtractor(df, m.NGram, hosts)
 	// A term whose weight stays ≤ 0 whatever its df needs no df look-up.
-	idfMax := s.idfGroupMax()
-	s.ex.prune = func(phi *[numFeatures]float64) bool { return s.z(phi)+idfMax <= 0 }
+	s.ex.lam = &s.lam
+	s.ex.idfMax = s.idfGroupMax()
 	s.bandPos = bandLayout(m.LSH.Bits, m.LSH.Bands, m.LSH.BandBits, m.LSH.Seed)
 	return s, nil
 }
@@ -83,14 +89,21 @@ func bandLayout(m, b, r int, seed uint64) [][]uint16 {
 	return out
 }
 
+func (s *Signer) getScratch() *scratch {
+	if sc, ok := s.pool.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{}
+}
+
 // Model returns (a copy of) the signer's model.
 func (s *Signer) Model() *Model { return s.model.Clone() }
 
 // z is the linear combination of the features.
 func (s *Signer) z(phi *[numFeatures]float64) float64 {
 	z := 0.0
-	for j, f := range s.featIdx {
-		z += s.lambda[j] * phi[f]
+	for f := range numFeatures {
+		z += s.lam[f] * phi[f]
 	}
 	return z
 }
@@ -128,9 +141,11 @@ func (s *Signer) idfGroupMax() float64 {
 // weight max(0, Σ λj φj) is positive.
 func (s *Signer) Weigh(doc *mime.Document, toks []mime.Token) Vector {
 	v := make(Vector, len(toks)/2+1)
-	s.ex.extract(doc, toks, func(term string, phi *[numFeatures]float64) {
-		if w := s.weight(phi); w > 0 {
-			v[term] = w
+	sc := s.getScratch()
+	defer s.pool.Put(sc)
+	s.ex.extract(doc, toks, sc, func(term string, _ *[numFeatures]float64, z float64) {
+		if z > 0 {
+			v[term] = z
 		}
 	})
 	return v
@@ -138,27 +153,35 @@ func (s *Signer) Weigh(doc *mime.Document, toks []mime.Token) Vector {
 
 // Sketch returns the sketch of a weighted vector (empty if v is empty).
 func (s *Signer) Sketch(v Vector) Sketch {
-	terms := make([]string, 0, len(v))
-	ws := make([]float64, 0, len(v))
+	sc := s.getScratch()
+	defer s.pool.Put(sc)
+	terms, ws := sc.terms[:0], sc.ws[:0]
 	for t, w := range v {
 		terms = append(terms, t)
 		ws = append(ws, w)
 	}
-	return s.sketchTerms(terms, ws)
+	sk := s.sketchTerms(terms, ws, sc)
+	clear(terms)
+	sc.terms, sc.ws = terms[:0], ws[:0]
+	return sk
 }
 
 // SketchDocument weighs a document and sketches it in one pass, without
 // building the Vector map; the sketch equals Sketch(Weigh(doc, toks)).
 func (s *Signer) SketchDocument(doc *mime.Document, toks []mime.Token) Sketch {
-	terms := make([]string, 0, len(toks)/2+1)
-	ws := make([]float64, 0, len(toks)/2+1)
-	s.ex.extract(doc, toks, func(term string, phi *[numFeatures]float64) {
-		if w := s.weight(phi); w > 0 {
+	sc := s.getScratch()
+	defer s.pool.Put(sc)
+	terms, ws := sc.terms[:0], sc.ws[:0]
+	s.ex.extract(doc, toks, sc, func(term string, _ *[numFeatures]float64, z float64) {
+		if z > 0 {
 			terms = append(terms, term)
-			ws = append(ws, w)
+			ws = append(ws, z)
 		}
 	})
-	return s.sketchTerms(terms, ws)
+	sk := s.sketchTerms(terms, ws, sc)
+	clear(terms) // do not keep the message's strings alive in the pool
+	sc.terms, sc.ws = terms[:0], ws[:0]
+	return sk
 }
 
 // BandKeys returns the keys under which the store indexes a sketch; two

@@ -171,7 +171,7 @@ const flushEvery = 257
 // sums are kept in 16-bit lanes packed four to a uint64 (SWAR): one table
 // look-up, multiply and add per 8 bits of hash. Integer arithmetic makes
 // the result independent of the order of the terms.
-func (s *Signer) sketchTerms(terms []string, ws []float64) Sketch {
+func (s *Signer) sketchTerms(terms []string, ws []float64, sc *scratch) Sketch {
 	maxW := 0.0
 	for _, w := range ws {
 		if w > maxW && !math.IsInf(w, 1) {
@@ -183,7 +183,11 @@ func (s *Signer) sketchTerms(terms []string, ws []float64) Sketch {
 	}
 	words := s.model.LSH.Bits / 64
 	// lanes[wi*16+j] holds the lanes of bits 4j..4j+3 of word wi.
-	lanes := make([]uint64, words*16)
+	if cap(sc.lanes) < words*16 {
+		sc.lanes = make([]uint64, words*16)
+	}
+	lanes := sc.lanes[:words*16]
+	clear(lanes)
 	var totals []uint32 // allocated on the first flush
 	total := uint64(0)
 	pending := 0

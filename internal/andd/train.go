@@ -145,7 +145,7 @@ func prepare(docs []TrainDoc, df DocFreq, features []string, ngram int) ([]tdoc,
 	}
 	for d, td := range docs {
 		var rows []row
-		ex.extract(td.Doc, td.Toks, func(term string, phi *[numFeatures]float64) {
+		ex.extract(td.Doc, td.Toks, nil, func(term string, phi *[numFeatures]float64, _ float64) {
 			id, ok := dict[term]
 			if !ok {
 				id = int32(len(dict))

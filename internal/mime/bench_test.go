@@ -106,3 +106,20 @@ before the first weekend of April.</p><p>Our annual plant sale takes place on Ma
 in the parking lot behind the library. Members receive a discount on perennials.</p>
 <ul><li>Pruning fruit trees</li><li>Growing tomatoes on a balcony</li></ul>
 </td></tr></table></body></html>`
+
+// BenchmarkUniqueTermsOf is BenchmarkTokenize's work (the sorted unique
+// terms of a parsed document) through UniqueTermsOf.
+func BenchmarkUniqueTermsOf(b *testing.B) {
+	msgs, total := benchMix(b)
+	docs := make([]*Document, len(msgs))
+	for i, m := range msgs {
+		docs[i] = Parse(m, Options{})
+	}
+	b.SetBytes(int64(total / len(msgs)))
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		UniqueTermsOf(docs[i%len(docs)], TokenOptions{})
+	}
+	m.stop(b)
+}

@@ -116,3 +116,20 @@ func BenchmarkCorpusTokenize(b *testing.B) {
 	}
 	m.stop(b)
 }
+
+// BenchmarkCorpusUniqueTermsOf is BenchmarkCorpusTokenize through
+// UniqueTermsOf.
+func BenchmarkCorpusUniqueTermsOf(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	docs := make([]*Document, len(msgs))
+	for i, m := range msgs {
+		docs[i] = Parse(m, Options{})
+	}
+	b.SetBytes(int64(total / len(msgs)))
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		UniqueTermsOf(docs[i%len(docs)], TokenOptions{})
+	}
+	m.stop(b)
+}

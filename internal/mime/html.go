@@ -114,12 +114,13 @@ func (x *htmlExtractor) sep(kind int) {
 }
 
 // writeText appends text, collapsing white space (outside pre) and
-// emitting pending separators only between visible content.
+// emitting pending separators only between visible content. Runs of words
+// separated by single spaces are copied in one piece.
 func (x *htmlExtractor) writeText(t []byte) {
 	for len(t) > 0 {
 		// Leading white space.
 		i := 0
-		for i < len(t) && isHTMLSpace(t[i]) {
+		for i < len(t) && htmlSpace[t[i]] {
 			if x.pre > 0 && t[i] == '\n' {
 				x.pendNewline = true
 			}
@@ -133,8 +134,12 @@ func (x *htmlExtractor) writeText(t []byte) {
 			}
 		}
 		j := 0
-		for j < len(t) && !isHTMLSpace(t[j]) {
-			j++
+		for j < len(t) {
+			if !htmlSpace[t[j]] || t[j] == ' ' && j+1 < len(t) && !htmlSpace[t[j+1]] {
+				j++
+				continue
+			}
+			break
 		}
 		if len(x.out) > x.start {
 			if x.pendNewline {
@@ -149,9 +154,8 @@ func (x *htmlExtractor) writeText(t []byte) {
 	}
 }
 
-func isHTMLSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f'
-}
+// htmlSpace marks the bytes HTML treats as white space.
+var htmlSpace = [256]bool{' ': true, '\n': true, '\t': true, '\r': true, '\f': true}
 
 func (x *htmlExtractor) push(e htmlElem) {
 	if len(x.stack) >= maxHTMLStack {

@@ -1,6 +1,8 @@
 package mime
 
 import (
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -203,6 +205,59 @@ func TestNormalizeChunksAgree(t *testing.T) {
 		want := string(whole.normalizeSlow(nil, in))
 		if got != want {
 			t.Fatalf("chunked %+q\n   whole %+q", got, want)
+		}
+	}
+}
+
+func TestSortKeys(t *testing.T) {
+	rnd := uint64(3)
+	for _, n := range []int{0, 1, 2, 31, 33, 100, 1000, 5000} {
+		for _, spread := range []uint{8, 64} { // keys in few buckets, or all over
+			keys := make([]uint64, n)
+			for i := range keys {
+				rnd = rnd*6364136223846793005 + 1442695040888963407
+				keys[i] = rnd >> (spread - 8) // spread 8: top byte is 0
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			if got := sortKeys(keys, make([]uint64, n)); !slices.Equal(got, want) {
+				t.Fatalf("sortKeys(n=%d, spread=%d) not sorted", n, spread)
+			}
+		}
+	}
+}
+
+// TestUniqueTermsOf checks UniqueTermsOf against UniqueTerms(Tokenize())
+// on every sample, on random text and with custom options.
+func TestUniqueTermsOf(t *testing.T) {
+	var docs []*Document
+	files, _ := filepath.Glob("testdata/*.eml")
+	for _, f := range files {
+		docs = append(docs, Parse(readSample(t, filepath.Base(f)), Options{}))
+	}
+	words := strings.Fields("Information informative INFORM informed info infor informa école ÉCOLE Écoles ab a zzzzzzzz zzzzzz zzzzzzzA ü İstanbul ΣΟΦΙΑ straße x1y2 mp3s")
+	rnd := uint64(11)
+	for n := 0; n < 50; n++ {
+		var b strings.Builder
+		for k := 0; k < n*n*3; k++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			b.WriteString(words[(rnd>>33)%uint64(len(words))])
+			b.WriteByte(" \n,"[(rnd>>20)%3])
+		}
+		docs = append(docs, &Document{Subject: words[n%len(words)], Text: b.String()})
+	}
+	// More distinct terms than the table's first size and than 16 bits.
+	var big strings.Builder
+	for i := 0; i < 70000; i++ {
+		fmt.Fprintf(&big, "w%c%c%c%c ", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26, 'a'+i/17576%26)
+	}
+	docs = append(docs, &Document{Text: big.String()})
+	for _, opts := range []TokenOptions{{}, {MinLen: 1, MaxDigits: 5, MaxLen: 6}} {
+		for i, d := range docs {
+			want := UniqueTerms(Tokenize(d, opts))
+			if got := UniqueTermsOf(d, opts); !slices.Equal(got, want) {
+				t.Fatalf("doc %d, %+v: UniqueTermsOf = %d terms %q…, want %d %q…", i, opts, len(got), got[:min(5, len(got))], len(want), want[:min(5, len(want))])
+			}
 		}
 	}
 }

@@ -32,10 +32,13 @@ install_pyzor() {
 	timeout 900 apt-get install -y -qq --no-install-recommends pyzor python3-gdbm >/dev/null
 }
 
+# free_udp_port picks a random free UDP port below the ephemeral range.
 free_udp_port() {
-	local p
+	local p lo=32768
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	[ "$lo" -gt 11000 ] || lo=32768
 	for _ in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000)))
 		if [ -z "$(ss -Hlnu "sport = :$p" 2>/dev/null)" ]; then
 			echo "$p"
 			return 0

@@ -58,12 +58,16 @@ install_rspamd() {
 	command -v rspamd >/dev/null || die "rspamd still missing after apt-get install"
 }
 
-# free_port picks a port free for both TCP and UDP, from a random start.
+# free_port picks a random port below the kernel's ephemeral range (so that
+# no outgoing connection can take it meanwhile) that no TCP socket in any
+# state and no UDP socket uses.
 free_port() {
-	local p
+	local p lo=32768
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	[ "$lo" -gt 11000 ] || lo=32768
 	for _ in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		if [ -z "$(ss -Hlnt "sport = :$p" 2>/dev/null)" ] &&
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000)))
+		if [ -z "$(ss -Hant "sport = :$p" 2>/dev/null)" ] &&
 			[ -z "$(ss -Hlnu "sport = :$p" 2>/dev/null)" ]; then
 			echo "$p"
 			return 0
@@ -217,17 +221,34 @@ export RSPAMD_FUZZY_SYMBOL=$fuzzy_symbol
 EOF
 }
 
-# start_rspamd writes the configuration, starts rspamd in the foreground mode
-# as a background job and waits until scanner and controller answer.
+# start_rspamd starts rspamd, trying new ports when one was taken between
+# the choice and the bind (up to 3 attempts).
 start_rspamd() {
+	local attempt
+	for attempt in 1 2 3; do
+		if start_once; then
+			return 0
+		fi
+		grep -q 'Address already in use' "$dir/log/rspamd.log" 2>/dev/null ||
+			die "rspamd exited during start: $(tail -5 "$dir/log/stdout.log" "$dir/log/rspamd.log" 2>/dev/null)"
+		log "a port was taken meanwhile (attempt $attempt); retrying with new ports"
+	done
+	die "rspamd could not bind its ports after 3 attempts"
+}
+
+# start_once writes the configuration, starts rspamd in the foreground mode
+# as a background job and waits until scanner and controller answer. It
+# returns 1 when rspamd exits during the start (the log tells why).
+start_once() {
 	install_rspamd
 	mkdir -p "$dir"
 	if [ -f "$dir/run/rspamd.pid" ] && kill -0 "$(cat "$dir/run/rspamd.pid")" 2>/dev/null; then
 		die "an rspamd already runs from $dir (pid $(cat "$dir/run/rspamd.pid")); stop it first"
 	fi
 	if [ "$fresh" = 1 ]; then
-		rm -f "$dir"/db/fuzzy.db* "$dir"/db/rspamd.history "$dir"/log/rspamd.log
+		rm -f "$dir"/db/fuzzy.db* "$dir"/db/rspamd.history
 	fi
+	rm -f "$dir/log/rspamd.log"
 	local normal controller fuzzy count minbytes proxy
 	normal=$(free_port)
 	controller=$(free_port)
@@ -255,8 +276,10 @@ start_rspamd() {
 	local deadline=$((SECONDS + ${RSPAMD_START_TIMEOUT:-60}))
 	until curl -fs -m 2 "http://127.0.0.1:$normal/ping" 2>/dev/null | grep -q pong &&
 		curl -fs -m 2 "http://127.0.0.1:$controller/ping" 2>/dev/null | grep -q pong; do
-		if ! kill -0 "$rspamd_pid" 2>/dev/null; then
-			die "rspamd exited during start: $(tail -5 "$dir/log/stdout.log" "$dir/log/rspamd.log" 2>/dev/null)"
+		if ! alive "$rspamd_pid"; then
+			wait "$rspamd_pid" 2>/dev/null || true
+			rspamd_pid=
+			return 1
 		fi
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			stop_pid "$rspamd_pid"
