@@ -187,11 +187,14 @@ func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.W
 			url = "http://" + cfg.HTTP.Listen
 		}
 		if tok == "" {
-			tok, _ = cfg.HTTP.ReadToken()
+			tok, _, _ = resolveAPIToken(cfg, false)
 		}
 	}
 	if dir == "" {
 		dir = defaultStoreDir
+	}
+	if u := runningAPIURL(dir); u != "" {
+		url = u
 	}
 	if tok != "" {
 		fmt.Fprintf(stderr, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)

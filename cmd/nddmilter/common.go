@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
@@ -186,4 +191,55 @@ func describeSource(gf *globalFlags) string {
 		return "embedded defaults"
 	}
 	return strings.TrimSpace(gf.config)
+}
+
+// apiTokenFile is the file, inside the store directory, holding the API
+// token that `serve` generates when the configuration sets none. The CLI
+// reads it to reach a running daemon without any configuration.
+const apiTokenFile = "api-token"
+
+// apiAddressFile, inside the store directory, holds the URL of the running
+// daemon's HTTP API; `serve` writes it at start and removes it at exit.
+const apiAddressFile = "api-address"
+
+// runningAPIURL returns the URL recorded by a daemon serving the store in
+// dir, or "".
+func runningAPIURL(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, apiAddressFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// resolveAPIToken returns the token of the /v1 API: http.token or
+// http.token_file when set, else the token kept in the store directory.
+// With generate, a missing token file is created (32 random bytes, hex,
+// mode 0600) and generated reports it.
+func resolveAPIToken(cfg *config.Config, generate bool) (tok string, generated bool, err error) {
+	tok, err = cfg.HTTP.ReadToken()
+	if err != nil || tok != "" {
+		return tok, false, err
+	}
+	path := filepath.Join(cfg.Store.Dir, apiTokenFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if tok = strings.TrimSpace(string(b)); tok != "" {
+			return tok, false, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, fmt.Errorf("read API token: %w", err)
+	}
+	if !generate {
+		return "", false, nil
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", false, fmt.Errorf("generate API token: %w", err)
+	}
+	tok = hex.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", false, fmt.Errorf("write API token %s: %w", path, err)
+	}
+	return tok, true, nil
 }

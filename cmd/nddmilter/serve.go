@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -141,9 +142,13 @@ func (s *statusRecorder) WriteHeader(code int) {
 }
 
 func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st store.Store, log *slog.Logger) (http.Handler, error) {
-	tok, err := cfg.HTTP.ReadToken()
+	tok, generated, err := resolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
+	}
+	if generated {
+		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
+			"file", filepath.Join(cfg.Store.Dir, apiTokenFile))
 	}
 	return api.NewHandler(eng, st, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
 }
@@ -212,6 +217,12 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 			ln.Close()
 			return fmt.Errorf("listen http %s: %w", cfg.HTTP.Listen, err)
 		}
+		// Tell the CLI where the API of this store's daemon is.
+		addrFile := filepath.Join(cfg.Store.Dir, apiAddressFile)
+		if err := os.WriteFile(addrFile, []byte("http://"+hln.Addr().String()+"\n"), 0o644); err != nil {
+			log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
+		}
+		defer os.Remove(addrFile)
 		httpSrv = &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -222,9 +233,6 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 				log.Error("http server", "err", err)
 			}
 		}()
-		if tok, _ := cfg.HTTP.ReadToken(); tok == "" {
-			log.Warn("the /v1 report API is disabled until http.token or http.token_file is set")
-		}
 	}
 
 	bg, stopBG := context.WithCancel(context.Background())
