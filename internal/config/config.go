@@ -100,7 +100,8 @@ type Milter struct {
 type HTTP struct {
 	// Listen is HOST:PORT; empty disables the listener. Default 127.0.0.1:8898.
 	Listen string `yaml:"listen"`
-	// Token is the bearer token the /v1 API requires. Empty: no token.
+	// Token is the bearer token the /v1 API requires. Empty (and no
+	// TokenFile): serve generates one into STORE_DIR/api-token.
 	Token string `yaml:"token"`
 	// TokenFile reads the token from a file instead (first line).
 	TokenFile string `yaml:"token_file"`
