@@ -42,9 +42,16 @@ key, its line and the allowed values; the exit status is then 1.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "# %s: OK; effective configuration:\n", path)
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "# %s: OK; effective configuration:\n", path)
+			if _, err := out.Write(b); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "# policy: action chosen for an estimated campaign-spam probability p")
+			for _, line := range cfg.Policy.DescribeThresholds() {
+				fmt.Fprintf(out, "#   %s\n", line)
+			}
+			return nil
 		},
 	}
 	def := &cobra.Command{
