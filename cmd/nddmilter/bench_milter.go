@@ -24,6 +24,7 @@ import (
 	gomilter "github.com/emersion/go-milter"
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/milter"
@@ -41,6 +42,8 @@ type benchMilterFlags struct {
 	addr      string
 	seed      uint64
 	profile   string
+	memprof   string
+	network   string
 }
 
 func newBenchMilterCmd(gf *globalFlags) *cobra.Command {
@@ -78,6 +81,8 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.StringVar(&f.addr, "addr", "", "drive a running milter at inet:HOST:PORT or unix:/path instead (its store is used as is)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the message mix")
 	fl.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
+	fl.StringVar(&f.memprof, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")
+	fl.StringVar(&f.network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
 	return cmd
 }
 
@@ -320,6 +325,7 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	}
 
 	network, addr := "", ""
+	var cacheStats func() campaign.CacheStats // in-process runs only
 	if f.addr != "" {
 		var err error
 		network, addr, err = config.SplitListen(f.addr)
@@ -332,11 +338,25 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 			return err
 		}
 		defer rt.Close()
+		cacheStats = rt.Engine.CacheStats
 		srv, err := milter.New(rt.Engine, milter.Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}
-		ln, err := milter.Listen("tcp", "127.0.0.1:0")
+		var ln net.Listener
+		switch f.network {
+		case "tcp":
+			ln, err = milter.Listen("tcp", "127.0.0.1:0")
+		case "unix":
+			sockDir, derr := os.MkdirTemp("", "nddmilter-bench-")
+			if derr != nil {
+				return fmt.Errorf("bench milter: %w", derr)
+			}
+			defer os.RemoveAll(sockDir)
+			ln, err = milter.Listen("unix", filepath.Join(sockDir, "milter.sock"))
+		default:
+			return fmt.Errorf("bench milter: --network %q: want tcp or unix", f.network)
+		}
 		if err != nil {
 			return err
 		}
@@ -346,7 +366,7 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 			defer cancel()
 			srv.Shutdown(sctx)
 		}()
-		network, addr = "tcp", ln.Addr().String()
+		network, addr = f.network, ln.Addr().String()
 	}
 
 	msgs := make([]benchMsg, f.messages)
@@ -396,6 +416,10 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var cache0 campaign.CacheStats
+	if cacheStats != nil {
+		cache0 = cacheStats()
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	for s := 0; s < f.sessions; s++ {
 		wg.Add(1)
@@ -426,6 +450,11 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	}
 	wg.Wait()
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	if f.memprof != "" {
+		if err := writeHeapProfile(f.memprof); err != nil {
+			return err
+		}
+	}
 	close(errs)
 	if err := <-errs; err != nil {
 		return fmt.Errorf("bench milter: %w", err)
@@ -467,6 +496,12 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 		if v, ok := samples[a]; ok {
 			fmt.Fprintf(out, "sample %-10s X-NDD-Verdict: %s\n", a, v)
 		}
+	}
+	if cacheStats != nil {
+		c := cacheStats()
+		c.Hits -= cache0.Hits
+		c.Misses -= cache0.Misses
+		fmt.Fprintf(out, "record cache    %d hits, %d misses (hit rate %.1f%%)\n", c.Hits, c.Misses, 100*c.HitRate())
 	}
 	if f.addr == "" {
 		rss, hwm := procMemory()
@@ -544,6 +579,20 @@ func benchSend(s *gomilter.ClientSession, m benchMsg, i int, verdict *string) (s
 		}
 	}
 	return "accept", nil
+}
+
+// writeHeapProfile writes the allocation profile (go tool pprof
+// -sample_index=alloc_space shows what the run allocated).
+func writeHeapProfile(path string) error {
+	mf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	defer mf.Close()
+	if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return mf.Close()
 }
 
 // bufferedDialer dials connections that buffer reads and writes the way

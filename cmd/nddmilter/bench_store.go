@@ -30,6 +30,7 @@ type benchStoreFlags struct {
 	signatures    int
 	dir           string
 	reuse         bool
+	appendSigs    int
 	imatchKeys    int
 	anddKeys      int
 	batch         int
@@ -40,6 +41,7 @@ type benchStoreFlags struct {
 	singleReports int
 	compact       bool
 	cpuProfile    string
+	ingestProfile string
 	warm          bool
 	noSync        bool
 	progressEvery time.Duration
@@ -71,6 +73,7 @@ Without --dir the store is built in a temporary directory and removed.`,
 	fl.IntVar(&f.signatures, "signatures", 10_000_000, "number of index keys (signatures) to build")
 	fl.StringVar(&f.dir, "dir", "", "store directory (default: a temporary directory, removed afterwards)")
 	fl.BoolVar(&f.reuse, "reuse", false, "measure an existing store built earlier by this command in --dir, skip ingestion")
+	fl.IntVar(&f.appendSigs, "append", 0, "with --reuse: first ingest this many more signatures (new campaigns numbered after the --signatures ones) into the existing store")
 	fl.IntVar(&f.imatchKeys, "imatch-keys", 6, "I-Match keys (22 bytes) per campaign")
 	fl.IntVar(&f.anddKeys, "andd-keys", 5, "ANDD band keys (12 bytes) per campaign")
 	fl.IntVar(&f.batch, "batch", 1000, "reports per ReportBatch call")
@@ -81,6 +84,7 @@ Without --dir the store is built in a temporary directory and removed.`,
 	fl.IntVar(&f.singleReports, "single-reports", 500, "single atomic reports to time")
 	fl.BoolVar(&f.warm, "warm", true, "read the table files into the page cache before timing lookups")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the lookup phase to FILE")
+	fl.StringVar(&f.ingestProfile, "ingest-cpuprofile", "", "write a CPU profile of the ingestion phase to FILE")
 	fl.BoolVar(&f.compact, "compact", false, "compact the store after building it (and measure its size again)")
 	fl.BoolVar(&f.noSync, "no-sync", false, "do not fsync commits (faster, not crash-safe)")
 	fl.DurationVar(&f.progressEvery, "progress", 10*time.Second, "progress report period on stderr (0: none)")
@@ -155,10 +159,16 @@ func warmFiles(dir string) (int64, error) {
 	var n int64
 	buf := make([]byte, 1<<20)
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".sst" {
 			return err
 		}
 		fh, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed by a compaction meanwhile
+		}
 		if err != nil {
 			return err
 		}
@@ -231,6 +241,8 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 	fmt.Fprintf(out, "shape           %d campaigns × %d keys (%d I-Match 22 B + %d ANDD 12 B) = %d signatures\n",
 		campaigns, perCampaign, f.imatchKeys, f.anddKeys, campaigns*perCampaign)
 
+	// Ingestion creates the campaigns base..base+count-1.
+	base, count := 0, campaigns
 	if f.reuse {
 		s, err := st.Stats(ctx)
 		if err != nil {
@@ -239,7 +251,23 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 		if s.Keys < int64(campaigns*perCampaign) {
 			return fmt.Errorf("bench store: --reuse: %s holds %d signatures, want %d", dir, s.Keys, campaigns*perCampaign)
 		}
-	} else {
+		base, count = campaigns, (max(f.appendSigs, 0)+perCampaign-1)/perCampaign
+		if count > 0 {
+			fmt.Fprintf(out, "append          %d campaigns (%d signatures) to the %d signatures in the store\n",
+				count, count*perCampaign, s.Keys)
+		}
+	}
+	if count > 0 {
+		if f.ingestProfile != "" {
+			pf, err := os.Create(f.ingestProfile)
+			if err != nil {
+				return fmt.Errorf("bench store: %w", err)
+			}
+			defer pf.Close()
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return fmt.Errorf("bench store: %w", err)
+			}
+		}
 		start, cpu0 := time.Now(), cpuTime()
 		var reports, created atomic.Int64
 		at := time.Now().Add(-time.Hour)
@@ -256,16 +284,16 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(1, uint64(w)))
 				mine := 0
-				total := (campaigns - w + workers - 1) / workers
+				total := (count - w + workers - 1) / workers
 				batch := make([]store.ReportInput, 0, f.batch)
 				for mine < total {
 					batch = batch[:0]
 					for len(batch) < f.batch && mine < total {
 						var c int
 						if mine > 0 && rng.Float64() < f.repeat {
-							c = w + workers*rng.IntN(mine) // a copy of a known campaign
+							c = base + w + workers*rng.IntN(mine) // a copy of a known campaign
 						} else {
-							c = w + workers*mine
+							c = base + w + workers*mine
 							mine++
 							created.Add(1)
 						}
@@ -295,7 +323,7 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 			case <-tick.C:
 				if f.progressEvery > 0 {
 					fmt.Fprintf(os.Stderr, "  ingested %d reports, %d/%d campaigns, %.0f reports/s\n",
-						reports.Load(), created.Load(), campaigns, float64(reports.Load())/time.Since(start).Seconds())
+						reports.Load(), created.Load(), count, float64(reports.Load())/time.Since(start).Seconds())
 				}
 			}
 		}
@@ -309,14 +337,18 @@ func runBenchStore(ctx context.Context, f *benchStoreFlags, out io.Writer) error
 		}
 		nrep := reports.Load()
 		el, cpu := time.Since(start), cpuTime()-cpu0
+		if f.ingestProfile != "" {
+			pprof.StopCPUProfile()
+		}
 		fmt.Fprintf(out, "ingestion       %d reports in %v: %.0f reports/s, %.0f signatures/s (ReportBatch of %d, fsync %v)\n",
 			nrep, el.Round(time.Millisecond), float64(nrep)/el.Seconds(),
-			float64(campaigns*perCampaign)/el.Seconds(), f.batch, !f.noSync)
+			float64(count*perCampaign)/el.Seconds(), f.batch, !f.noSync)
 		fmt.Fprintf(out, "ingestion       %d concurrent writers\n", workers)
 		fmt.Fprintf(out, "ingestion CPU   %v: %.1f µs CPU per report (%.0f reports/s per busy core), %.0f%% of %d cores\n",
 			cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(nrep),
 			float64(nrep)/cpu.Seconds(), 100*cpu.Seconds()/el.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	}
+	campaigns = base + count
 	sigs := int64(campaigns * perCampaign)
 	// Disk use is measured with the store closed (memtables flushed, no
 	// preallocated log files).

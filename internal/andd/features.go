@@ -2,6 +2,7 @@ package andd
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -72,6 +73,10 @@ type termStat struct {
 	allCaps int32
 	subject bool
 	host    bool
+	// hasDF says df is the term's document frequency, given by the caller
+	// (no look-up needed).
+	hasDF bool
+	df    int32
 }
 
 // extractor computes feature vectors; it is configured once per Signer.
@@ -136,7 +141,14 @@ func (e *extractor) idf(term string) (float64, bool) {
 }
 
 func (e *extractor) idf1(term string) (float64, bool) {
-	df := e.df.DF(term)
+	return e.idfDF(e.df.DF(term))
+}
+
+// idfDF is idf for a unigram of document frequency df.
+func (e *extractor) idfDF(df int) (float64, bool) {
+	if e.df == nil || e.logN1 == 0 {
+		return 0.5, false
+	}
 	if df <= 0 {
 		return 1, true
 	}
@@ -227,7 +239,7 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, 
 	clear(slots)
 	mask := uint64(size - 1)
 	stats := sc.stats[:0]
-	defer func() { clear(stats); sc.stats = stats[:0] }()
+	defer func() { clear(sc.stats); sc.stats = sc.stats[:0] }()
 	var sb strings.Builder
 	k := e.ngram
 	for i := 0; i+k <= n; i++ {
@@ -272,6 +284,41 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, 
 			s.subject = true
 		}
 	}
+	sc.stats = stats
+	e.features(doc, sc, n, fn)
+}
+
+// extractTerms is extract over the analysis of a document (unigrams
+// only): the statistics are those of mime.Analyze, so no token is indexed
+// again. fn is called in sorted term order, then for the host terms.
+//
+// When df is not nil, df[i] is the document frequency of t.Sorted[i].
+func (e *extractor) extractTerms(doc *mime.Document, t *mime.Terms, df []int32, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
+	stats := sc.stats[:0]
+	defer func() { clear(sc.stats); sc.stats = sc.stats[:0] }()
+	stats = slices.Grow(stats, len(t.Sorted))
+	for i, term := range t.Sorted {
+		st := &t.Stats[i]
+		if st.TF <= 0 {
+			continue // not from Analyze: no occurrence
+		}
+		ts := termStat{term: term, tf: st.TF, first: st.First,
+			caps: st.Capitalized, allCaps: st.AllCaps, subject: st.InSubject}
+		if df != nil {
+			ts.hasDF, ts.df = true, df[i]
+		}
+		stats = append(stats, ts)
+	}
+	sc.stats = stats
+	e.features(doc, sc, t.Tokens, fn)
+}
+
+// features computes the feature vector of every term of sc.stats, of a
+// document of n tokens, plus the host terms of doc, and passes it to fn.
+// It may append to sc.stats.
+func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(term string, phi *[numFeatures]float64, z float64)) {
+	stats := sc.stats
+	defer func() { sc.stats = stats }()
 	var inURL map[string]bool
 	var hostTerms []string
 	if doc != nil {
@@ -317,6 +364,10 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, 
 		}
 		if s.host {
 			phi[fIDF], phi[fUnseen] = 1, 0
+		} else if s.hasDF {
+			idf, unseen := e.idfDF(int(s.df))
+			phi[fIDF] = idf
+			phi[fUnseen] = b2f(unseen)
 		} else {
 			idf, unseen := e.idf(s.term)
 			phi[fIDF] = idf

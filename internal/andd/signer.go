@@ -96,6 +96,10 @@ func (s *Signer) getScratch() *scratch {
 	return &scratch{}
 }
 
+// DocFreq returns the document frequencies the Signer was made with (nil
+// if none).
+func (s *Signer) DocFreq() DocFreq { return s.ex.df }
+
 // Model returns (a copy of) the signer's model.
 func (s *Signer) Model() *Model { return s.model.Clone() }
 
@@ -182,6 +186,72 @@ func (s *Signer) SketchDocument(doc *mime.Document, toks []mime.Token) Sketch {
 	clear(terms) // do not keep the message's strings alive in the pool
 	sc.terms, sc.ws = terms[:0], ws[:0]
 	return sk
+}
+
+// SketchTerms is SketchDocument for a document analyzed by mime.Analyze:
+// the sketch equals SketchDocument(doc, mime.Tokenize(doc, t.Options)),
+// but the terms and their statistics are not recomputed from tokens. A
+// model of k-grams (k > 1) needs the token order, so the document is then
+// tokenized again.
+func (s *Signer) SketchTerms(doc *mime.Document, t *mime.Terms) Sketch {
+	return s.SketchTermsDF(doc, t, nil)
+}
+
+// SketchTermsDF is SketchTerms with the document frequencies of the terms
+// given: df[i] is that of t.Sorted[i], as the Signer's DocFreq (see
+// DocFreq) reports it, 0 for an unseen term. It saves a look-up per term
+// when the caller already has them (imatchbag.Signer.SignDF reads them in
+// the look-up of the I-Match lexicon classes). A df of another length
+// than t.Sorted is ignored.
+func (s *Signer) SketchTermsDF(doc *mime.Document, t *mime.Terms, df []int32) Sketch {
+	if t == nil {
+		return Sketch{}
+	}
+	if len(df) != len(t.Sorted) {
+		df = nil
+	}
+	if s.ex.ngram > 1 {
+		if doc == nil {
+			return Sketch{}
+		}
+		return s.SketchDocument(doc, mime.Tokenize(doc, t.Options))
+	}
+	sc := s.getScratch()
+	defer s.pool.Put(sc)
+	terms, ws := sc.terms[:0], sc.ws[:0]
+	s.ex.extractTerms(doc, t, df, sc, func(term string, _ *[numFeatures]float64, z float64) {
+		if z > 0 {
+			terms = append(terms, term)
+			ws = append(ws, z)
+		}
+	})
+	sk := s.sketchTerms(terms, ws, sc)
+	clear(terms)
+	sc.terms, sc.ws = terms[:0], ws[:0]
+	return sk
+}
+
+// WeighTerms is Weigh for a document analyzed by mime.Analyze; it equals
+// Weigh(doc, mime.Tokenize(doc, t.Options)).
+func (s *Signer) WeighTerms(doc *mime.Document, t *mime.Terms) Vector {
+	if t == nil {
+		return Vector{}
+	}
+	if s.ex.ngram > 1 {
+		if doc == nil {
+			return Vector{}
+		}
+		return s.Weigh(doc, mime.Tokenize(doc, t.Options))
+	}
+	v := make(Vector, len(t.Sorted)/2+1)
+	sc := s.getScratch()
+	defer s.pool.Put(sc)
+	s.ex.extractTerms(doc, t, nil, sc, func(term string, _ *[numFeatures]float64, z float64) {
+		if z > 0 {
+			v[term] = z
+		}
+	})
+	return v
 }
 
 // BandKeys returns the keys under which the store indexes a sketch; two

@@ -3,6 +3,7 @@ package campaign
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/store"
@@ -17,6 +18,23 @@ type recordCache struct {
 	ttl   time.Duration
 	ll    *list.List // front = most recent
 	items map[store.CampaignID]*list.Element
+
+	hits, misses atomic.Int64
+}
+
+// CacheStats counts the lookups of the engine's cache of decoded campaign
+// records since the engine started.
+type CacheStats struct {
+	Hits   int64 // records served from the cache
+	Misses int64 // records read and decoded from the store
+}
+
+// HitRate is Hits / (Hits + Misses), 0 before any lookup.
+func (s CacheStats) HitRate() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
 }
 
 type cacheEntry struct {
@@ -34,15 +52,18 @@ func (c *recordCache) get(id store.CampaignID, now time.Time) *cachedRecord {
 	defer c.mu.Unlock()
 	el, ok := c.items[id]
 	if !ok {
+		c.misses.Add(1)
 		return nil
 	}
 	ent := el.Value.(*cacheEntry)
 	if now.Sub(ent.at) > c.ttl || now.Before(ent.at) {
 		c.ll.Remove(el)
 		delete(c.items, id)
+		c.misses.Add(1)
 		return nil
 	}
 	c.ll.MoveToFront(el)
+	c.hits.Add(1)
 	return ent.rec
 }
 

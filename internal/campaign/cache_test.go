@@ -1,9 +1,12 @@
 package campaign
 
 import (
+	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -68,5 +71,41 @@ func TestBandEstimate(t *testing.T) {
 		if got < tt.min-1e-9 || got > tt.max+1e-9 {
 			t.Errorf("%d: bandEstimate(shared %d) = %v, want [%v, %v]", i, tt.shared, got, tt.min, tt.max)
 		}
+	}
+}
+
+// The record cache serves repeated copies of a campaign: the first check
+// reads the record, the next ones hit the cache.
+func TestEngineCacheStats(t *testing.T) {
+	f := newFixture(t, Options{})
+	for j := range 3 {
+		f.report(t, copyOf(t, 0, uint64(j), spamgen.Combo), store.KindSpam, fmt.Sprint("r", j))
+	}
+	before := f.eng.CacheStats()
+	for i := range 4 {
+		v, err := f.eng.Check(f.ctx, copyOf(t, 0, uint64(100+i), spamgen.Typos))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Campaign == 0 {
+			t.Fatalf("copy %d matched no campaign: %s", i, v.Rule)
+		}
+		for _, ev := range v.Evidence {
+			if _, err := hex.DecodeString(ev.Key); err != nil || ev.Key == "" {
+				t.Errorf("evidence %+v: key is not hex", ev)
+			}
+		}
+	}
+	st := f.eng.CacheStats()
+	hits, misses := st.Hits-before.Hits, st.Misses-before.Misses
+	if misses < 1 || hits < 3 {
+		t.Errorf("cache: %d hits, %d misses over 4 copies; want ≥ 3 hits, ≥ 1 miss", hits, misses)
+	}
+	if r := st.HitRate(); r <= 0 || r > 1 {
+		t.Errorf("hit rate %v", r)
+	}
+	off := newFixture(t, Options{CacheTTL: -1})
+	if (off.eng.CacheStats() != CacheStats{}) {
+		t.Errorf("disabled cache has stats %+v", off.eng.CacheStats())
 	}
 }

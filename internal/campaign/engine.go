@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -106,14 +108,19 @@ type signed struct {
 	unique    int
 	reason    string
 	imatch    []imatchbag.Signature
-	imKeys    [][]byte
+	imKeys    [][]byte // keys[:len(imKeys)]
+	keys      [][]byte // I-Match keys then band keys
 	sketch    andd.Sketch
 	hasSketch bool
 	sketchRaw []byte
 	bandKeys  [][]byte
 }
 
+// allKeys is the I-Match keys then the band keys, for one store lookup.
 func (s *signed) allKeys() [][]byte {
+	if len(s.keys) == len(s.imKeys)+len(s.bandKeys) {
+		return s.keys
+	}
 	keys := make([][]byte, 0, len(s.imKeys)+len(s.bandKeys))
 	keys = append(keys, s.imKeys...)
 	return append(keys, s.bandKeys...)
@@ -142,9 +149,13 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 	if s.unique == 0 {
 		s.unique = len(terms)
 	}
+	// One slice for all keys, band keys appended below: the store lookup
+	// takes them in one call without another copy.
+	s.keys = make([][]byte, 0, len(res.Signatures)+32)
 	for _, sig := range res.Signatures {
-		s.imKeys = append(s.imKeys, sig.Key())
+		s.keys = append(s.keys, sig.Key())
 	}
+	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
 	if e.andd != nil && len(terms) >= e.opts.ANDDMinTerms {
 		sk := e.andd.SketchDocument(doc, toks)
 		if len(sk.Bits) > 0 || len(sk.MinHash) > 0 {
@@ -154,6 +165,7 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 			}
 			s.sketch, s.hasSketch, s.sketchRaw = sk, true, b
 			s.bandKeys = e.andd.BandKeys(sk)
+			s.keys = append(s.keys, s.bandKeys...)
 		}
 	}
 	return s, nil
@@ -161,17 +173,58 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 
 // candidate is one campaign found through the index.
 type candidate struct {
+	id       store.CampaignID
 	rec      *cachedRecord
 	evidence []Evidence
+	evKeys   [][]byte // evidence[i]'s key, hex-encoded by hexKeys when needed
 	bandKeys [][]byte // band keys that found it
 	decision Decision
 }
 
+// addEvidence appends evidence whose Key is filled later by hexKeys (only
+// the verdict's campaign needs its keys spelled out).
+func (c *candidate) addEvidence(ev Evidence, key []byte) {
+	c.evidence = append(c.evidence, ev)
+	c.evKeys = append(c.evKeys, key)
+}
+
+// hexKeys fills the evidence keys, hex, in one allocation.
+func (c *candidate) hexKeys() {
+	n := 0
+	for _, k := range c.evKeys {
+		n += hex.EncodedLen(len(k))
+	}
+	buf := make([]byte, 0, n)
+	for _, k := range c.evKeys {
+		buf = hex.AppendEncode(buf, k)
+	}
+	all := string(buf)
+	off := 0
+	for i, k := range c.evKeys {
+		l := hex.EncodedLen(len(k))
+		c.evidence[i].Key = all[off : off+l]
+		off += l
+	}
+}
+
+// imatchBag returns the bag of an I-Match key of s, or -1 when k is not
+// one of them (it is a band key). A message has one I-Match key per
+// lexicon, a handful: a scan beats building a map per message.
+func (s *signed) imatchBag(k []byte) int {
+	for i, ik := range s.imKeys {
+		if bytes.Equal(ik, k) {
+			return int(s.imatch[i].Bag)
+		}
+	}
+	return -1
+}
+
 // match looks up a signed message and returns the campaigns it matches,
 // with evidence (I-Match keys are exact evidence; band hits are verified
-// against the campaign's sketches). The band keys through which only
-// unverified campaigns were found are returned in unverified.
-func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, unverified map[string]bool, err error) {
+// against the campaign's sketches). When wantUnverified is set, the band
+// keys through which only unverified campaigns were found are returned in
+// unverified (reports need them; Check does not).
+func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (matched []*candidate, unverified map[string]bool, err error) {
 	keys := s.allKeys()
 	if len(keys) == 0 {
 		return nil, nil, nil
@@ -183,30 +236,29 @@ func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, un
 	if len(hits) == 0 {
 		return nil, nil, nil
 	}
-	imBag := make(map[string]int, len(s.imatch))
-	for i, k := range s.imKeys {
-		imBag[string(k)] = int(s.imatch[i].Bag)
-	}
-	byID := map[store.CampaignID]*candidate{}
-	var order []store.CampaignID
+	// A message hits few campaigns: a slice searched linearly is cheaper
+	// than a map.
+	cands := make([]candidate, 0, min(len(hits), 8))
 	for _, h := range hits {
-		c := byID[h.Campaign]
-		if c == nil {
-			c = &candidate{}
-			byID[h.Campaign] = c
-			order = append(order, h.Campaign)
+		i := slices.IndexFunc(cands, func(c candidate) bool { return c.id == h.Campaign })
+		if i < 0 {
+			cands = append(cands, candidate{id: h.Campaign})
+			i = len(cands) - 1
 		}
-		if bag, ok := imBag[string(h.Key)]; ok {
-			c.evidence = append(c.evidence, Evidence{Family: FamilyIMatch, Bag: bag, Key: hex.EncodeToString(h.Key), Similarity: 1})
+		c := &cands[i]
+		if bag := s.imatchBag(h.Key); bag >= 0 {
+			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
 	}
-	slices.Sort(order)
-	unverified = map[string]bool{}
-	for _, id := range order {
-		c := byID[id]
-		rec, err := e.record(ctx, id)
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.id, b.id) })
+	if wantUnverified {
+		unverified = map[string]bool{}
+	}
+	for i := range cands {
+		c := &cands[i]
+		rec, err := e.record(ctx, c.id)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // deleted or expired meanwhile
 		}
@@ -236,12 +288,14 @@ func (e *Engine) match(ctx context.Context, s *signed) (matched []*candidate, un
 				} else if len(s.bandKeys) > 0 {
 					key = s.bandKeys[0]
 				}
-				c.evidence = append(c.evidence, Evidence{Family: FamilyANDD, Key: hex.EncodeToString(key), Similarity: best})
+				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best}, key)
 			}
 		}
 		if len(c.evidence) == 0 {
-			for _, k := range c.bandKeys {
-				unverified[string(k)] = true
+			if wantUnverified {
+				for _, k := range c.bandKeys {
+					unverified[string(k)] = true
+				}
 			}
 			continue
 		}
@@ -294,12 +348,17 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool) (Verdict, e
 	if err != nil {
 		return Verdict{Action: Accept, Rule: "accept: " + err.Error()}, fmt.Errorf("check: %w", err)
 	}
+	return e.decideSigned(ctx, s, record)
+}
+
+// decideSigned is check after signing: lookup, verification, policy.
+func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool) (Verdict, error) {
 	v := Verdict{Action: Accept, Warnings: s.doc.Warnings}
 	if s.empty() {
 		v.Rule = "accept: no signature, " + s.skipReason()
 		return v, nil
 	}
-	matched, _, err := e.match(ctx, s)
+	matched, _, err := e.match(ctx, s, false)
 	if err != nil {
 		v.Rule = "accept: store error"
 		return v, fmt.Errorf("check: %w", err)
@@ -316,6 +375,7 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool) (Verdict, e
 			best = c
 		}
 	}
+	best.hexKeys()
 	v.Action = best.decision.Action
 	v.Campaign = best.rec.rec.ID
 	v.Score = best.decision.P
@@ -378,7 +438,7 @@ func (e *Engine) prepareReport(ctx context.Context, raw []byte, kind store.Kind,
 		p.skip = true
 		return p, nil
 	}
-	matched, unverified, err := e.match(ctx, s)
+	matched, unverified, err := e.match(ctx, s, true)
 	if err != nil {
 		return p, err
 	}
@@ -521,6 +581,15 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 		e.cache.put(id, r, e.now())
 	}
 	return r, nil
+}
+
+// CacheStats returns the hit and miss counts of the record cache (zero
+// when the cache is disabled).
+func (e *Engine) CacheStats() CacheStats {
+	if e.cache == nil {
+		return CacheStats{}
+	}
+	return CacheStats{Hits: e.cache.hits.Load(), Misses: e.cache.misses.Load()}
 }
 
 func (e *Engine) invalidate(id store.CampaignID) {

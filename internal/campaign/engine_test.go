@@ -501,6 +501,43 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckSigned is Check without parsing and signing (the mime,
+// imatchbag and andd packages have their own benchmarks): the store
+// lookup, the verification of band hits, the policy and the verdict, on a
+// campaign copy (allocations and CPU of the engine's own path).
+func BenchmarkCheckSigned(b *testing.B) {
+	f := newFixture(b, Options{})
+	for i := range campaignTexts {
+		for j := range 5 {
+			f.report(b, copyOf(b, i, uint64(j), spamgen.Combo), store.KindSpam, fmt.Sprint("r", j))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"copy", copyOf(b, 0, 1234, spamgen.Typos)},
+		{"legitimate", spamgen.NewMessage("Minutes of the Tuesday meeting",
+			"Dear team, attached are the minutes of Tuesday's planning meeting. We agreed to move the "+
+				"release review to Thursday afternoon, Maria will prepare the budget figures for the third "+
+				"quarter and Tom will check the contract renewal with the landlord before the end of the month. "+
+				"Please send corrections by Friday so that the final version can go to the board.", false)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, err := f.eng.sign(tc.msg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.eng.decideSigned(f.ctx, s, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func TestEngineReportBatch(t *testing.T) {
 	f := newFixture(t, Options{})
 	var reqs []ReportRequest

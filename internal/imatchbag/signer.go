@@ -29,7 +29,50 @@ type Signer struct {
 	// stays in cache; B, a hundred times larger, is only consulted for
 	// documents whose L terms do not reach the threshold in every bag.
 	primary, secondary map[string]termInfo
-	pool               sync.Pool // *scratch
+	// all holds every term of the lexicon's df table (a superset of L and
+	// B) with its document frequency: SignDF's single look-up per term.
+	all map[string]dfInfo
+	// mayBePrimary has the bit filterKey(t) set for every term t of L: a
+	// clear bit proves a term is not in L without a map look-up (most
+	// words of a message are not in L).
+	mayBePrimary *bitFilter
+	pool         sync.Pool // *scratch
+}
+
+// bitFilter is a one-hash Bloom filter of 2^16 bits (8 KiB, in L1 cache).
+type bitFilter [1 << 10]uint64
+
+// filterKey hashes the length and the first four and last two bytes of t
+// to 16 bits: no full pass over the term, unlike the map's hash.
+func filterKey(t string) uint32 {
+	n := len(t)
+	x := uint64(n)
+	if n >= 4 {
+		x |= uint64(t[0])<<8 | uint64(t[1])<<16 | uint64(t[2])<<24 | uint64(t[3])<<32 |
+			uint64(t[n-2])<<40 | uint64(t[n-1])<<48
+	} else {
+		for i := 0; i < n; i++ {
+			x |= uint64(t[i]) << (8 + 8*i)
+		}
+	}
+	return uint32((x * 0x9e3779b97f4a7c15) >> 48)
+}
+
+func (f *bitFilter) add(t string) {
+	k := filterKey(t)
+	f[k>>6] |= 1 << (k & 63)
+}
+
+func (f *bitFilter) has(t string) bool {
+	k := filterKey(t)
+	return f[k>>6]&(1<<(k&63)) != 0
+}
+
+// dfInfo is a term's lexicon classes (mask 0 for a term of neither L nor
+// B) and its document frequency.
+type dfInfo struct {
+	termInfo
+	df int32
 }
 
 type hit struct {
@@ -78,11 +121,23 @@ func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
 			}
 		}
 	}
+	s.mayBePrimary = new(bitFilter)
 	for i, t := range lex.primary {
 		s.primary[t] = termInfo{rank: -1, primary: true, mask: pm[i]}
+		s.mayBePrimary.add(t)
 	}
 	for i, t := range lex.secondary {
 		s.secondary[t] = termInfo{rank: int32(i), mask: sm[i]}
+	}
+	s.all = make(map[string]dfInfo, len(lex.df))
+	for t, df := range lex.df {
+		ti, _ := s.lookup(t)
+		s.all[t] = dfInfo{termInfo: ti, df: df}
+	}
+	for _, m := range []map[string]termInfo{s.primary, s.secondary} {
+		for t, ti := range m {
+			s.all[t] = dfInfo{termInfo: ti, df: lex.df[t]}
+		}
 	}
 	s.pool.New = func() any { return new(scratch) }
 	return s, nil
@@ -150,6 +205,9 @@ func (s *Signer) Sign(terms []string) Result {
 	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
 	var perBag [MaxK + 1]int
 	for i, t := range terms {
+		if !s.mayBePrimary.has(t) {
+			continue
+		}
 		if ti, ok := s.primary[t]; ok {
 			sc.prim = append(sc.prim, hit{idx: int32(i), rank: ti.rank, mask: ti.mask})
 			for m := ti.mask; m != 0; m &= m - 1 {
@@ -157,12 +215,64 @@ func (s *Signer) Sign(terms []string) Result {
 			}
 		}
 	}
+	return s.sign(terms, sc, &perBag, false, res)
+}
+
+// SignDF is Sign that also sets df[i] to the lexicon's document frequency
+// of terms[i] (Lexicon.DF: 0 when unseen), read in the same table look-up
+// as the term's lexicon classes: a caller that needs both, such as the
+// ANDD weights (andd.Signer.SketchTermsDF), looks each term up once. A
+// df shorter than terms is ignored.
+func (s *Signer) SignDF(terms []string, df []int32) Result {
+	if len(df) < len(terms) {
+		return s.Sign(terms)
+	}
+	if !sortedUnique(terms) {
+		// Sign works on a sorted copy: look the frequencies up apart.
+		for i, t := range terms {
+			df[i] = s.all[t].df
+		}
+		return s.Sign(terms)
+	}
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	res := Result{Unique: len(terms)}
+	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
+	var perBag [MaxK + 1]int
+	for i, t := range terms {
+		e, ok := s.all[t]
+		if !ok {
+			df[i] = 0
+			continue
+		}
+		df[i] = e.df
+		switch {
+		case e.primary:
+			sc.prim = append(sc.prim, hit{idx: int32(i), rank: e.rank, mask: e.mask})
+			for m := e.mask; m != 0; m &= m - 1 {
+				perBag[bits.TrailingZeros32(m)]++
+			}
+		case e.mask != 0:
+			sc.sec = append(sc.sec, hit{idx: int32(i), rank: e.rank, mask: e.mask})
+		}
+	}
+	if len(terms) < s.opts.MinUnique {
+		res.Reason = fmt.Sprintf("too short for a signature: %d unique words (minimum %d)", len(terms), s.opts.MinUnique)
+		return res
+	}
+	return s.sign(terms, sc, &perBag, true, res)
+}
+
+// sign completes Sign once the primary hits of the sorted unique terms
+// are in sc.prim and counted in perBag; secDone says that sc.sec already
+// holds the secondary hits.
+func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, secDone bool, res Result) Result {
 	need := s.need(len(terms))
 	short := false
 	for b := 0; b <= s.opts.K; b++ {
 		short = short || perBag[b] < need
 	}
-	if short {
+	if short && !secDone {
 		// Some bag needs terms of B: look them up (terms of L are not in B).
 		for i, t := range terms {
 			if ti, ok := s.secondary[t]; ok {
@@ -284,20 +394,23 @@ func (s *Signer) SignatureTerms(terms []string, b int) []string {
 // normalize returns terms if sorted and unique, else a sorted unique copy
 // held in the scratch space.
 func (sc *scratch) normalize(terms []string) []string {
-	ok := true
-	for i := 1; i < len(terms); i++ {
-		if terms[i-1] >= terms[i] {
-			ok = false
-			break
-		}
-	}
-	if ok {
+	if sortedUnique(terms) {
 		return terms
 	}
 	sc.sorted = append(sc.sorted[:0], terms...)
 	slices.Sort(sc.sorted)
 	sc.sorted = slices.Compact(sc.sorted)
 	return sc.sorted
+}
+
+// sortedUnique reports whether terms are in strictly increasing order.
+func sortedUnique(terms []string) bool {
+	for i := 1; i < len(terms); i++ {
+		if terms[i-1] >= terms[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // HashTerms is the signature hash of a sorted list of terms: the first 16

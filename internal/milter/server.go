@@ -13,6 +13,7 @@ package milter
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -156,6 +157,28 @@ type Server struct {
 	wg        sync.WaitGroup
 	closing   atomic.Bool
 	grace     atomic.Int64 // idle timeout during shutdown, ns (0: normal)
+
+	// bufs recycles the sessions' message buffers (*bytes.Buffer): a
+	// message is assembled in one and handed to the checker without a copy.
+	bufs sync.Pool
+}
+
+// maxPooledBuffer is the largest message buffer kept for reuse; bigger
+// ones (rare, huge messages) are left to the garbage collector.
+const maxPooledBuffer = 4 << 20
+
+func (s *Server) getBuffer() *bytes.Buffer {
+	if b, ok := s.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (s *Server) putBuffer(b *bytes.Buffer) {
+	if b != nil && b.Cap() <= maxPooledBuffer {
+		s.bufs.Put(b)
+	}
 }
 
 // Actions the milter negotiates: add and change (delete) headers, and

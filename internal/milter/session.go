@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/textproto"
 	"runtime/debug"
@@ -36,8 +37,9 @@ type session struct {
 	queueID   string
 	from      string
 	rcpts     []string
-	raw       bytes.Buffer // headers then body, CRLF line ends
+	raw       *bytes.Buffer // headers then body, CRLF line ends; from srv.bufs
 	headerLen int
+	eoh       bool  // the end of headers was seen
 	bodyLen   int64 // all body bytes seen, scanned or not
 	forged    []forgedHeader
 }
@@ -51,10 +53,23 @@ func (s *session) reset() {
 	s.st = s.srv.current()
 	s.queueID, s.from = "", ""
 	s.rcpts = s.rcpts[:0]
-	s.raw.Reset()
+	if s.raw != nil {
+		s.raw.Reset()
+	}
 	s.headerLen = 0
+	s.eoh = false
 	s.bodyLen = 0
 	s.forged = s.forged[:0]
+}
+
+// buf is the message buffer, taken from the server's pool when the
+// session has none (at the start, and after a check handed its buffer to
+// the checker).
+func (s *session) buf() *bytes.Buffer {
+	if s.raw == nil {
+		s.raw = s.srv.getBuffer()
+	}
+	return s.raw
 }
 
 func (s *session) state() *state {
@@ -120,12 +135,13 @@ func (s *session) Header(name, value string, m *gomilter.Modifier) (gomilter.Res
 	if s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
 		return gomilter.RespContinue, nil
 	}
-	n := s.raw.Len()
-	s.raw.WriteString(name)
-	s.raw.WriteString(": ")
-	writeCRLF(&s.raw, value)
-	s.raw.WriteString("\r\n")
-	s.headerLen += s.raw.Len() - n
+	b := s.buf()
+	n := b.Len()
+	b.WriteString(name)
+	b.WriteString(": ")
+	writeCRLF(b, value)
+	b.WriteString("\r\n")
+	s.headerLen += b.Len() - n
 	return gomilter.RespContinue, nil
 }
 
@@ -147,19 +163,20 @@ func writeCRLF(b *bytes.Buffer, v string) {
 func (s *session) Headers(h textproto.MIMEHeader, m *gomilter.Modifier) (gomilter.Response, error) {
 	s.state()
 	s.macros(m)
-	s.raw.WriteString("\r\n")
+	s.buf().WriteString("\r\n")
+	s.eoh = true
 	return gomilter.RespContinue, nil
 }
 
 func (s *session) BodyChunk(chunk []byte, m *gomilter.Modifier) (gomilter.Response, error) {
 	st := s.state()
 	s.bodyLen += int64(len(chunk))
-	room := st.opts.MaxBodyBytes - (int64(s.raw.Len()) - int64(s.headerLen) - 2)
+	room := st.opts.MaxBodyBytes - (int64(s.buf().Len()) - int64(s.headerLen) - 2)
 	if room > 0 {
 		if int64(len(chunk)) > room {
 			chunk = chunk[:room]
 		}
-		s.raw.Write(chunk)
+		s.buf().Write(chunk)
 	}
 	return gomilter.RespContinue, nil
 }
@@ -174,13 +191,13 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 	st := s.state()
 	s.macros(m)
 	o := st.opts
-	if s.headerLen == 0 && s.raw.Len() == 0 {
+	if s.headerLen == 0 && s.buf().Len() == 0 {
 		// Nothing arrived (e.g. the MTA skipped headers): nothing to judge.
 		return gomilter.RespAccept, nil
 	}
-	if !bytes.Contains(s.raw.Bytes(), []byte("\r\n\r\n")) && s.raw.Len() > 0 {
+	if b := s.buf(); b.Len() > 0 && !s.eoh {
 		// No end-of-headers callback (protocol step skipped).
-		s.raw.WriteString("\r\n")
+		b.WriteString("\r\n")
 	}
 	truncated := s.bodyLen > o.MaxBodyBytes
 
@@ -217,24 +234,31 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 	}
 	families := familiesOf(v.Evidence)
 	o.Metrics.Message(reply, families, checkTime, s.bodyLen, len(v.Warnings))
-	attrs := []any{
-		"queue_id", s.queueID, "from", s.from, "rcpts", len(s.rcpts),
-		"action", reply, "campaign", uint64(v.Campaign), "score", round3(v.Score), "rule", v.Rule,
-		"evidence", evidenceShort(v.Evidence), "body_bytes", s.bodyLen, "duration_ms", ms(elapsed),
+	evidence := evidenceShort(v.Evidence)
+	if o.Logger.Enabled(context.Background(), slog.LevelInfo) {
+		// Typed attributes: no boxing of each value into an interface,
+		// and nothing at all is built when info is off.
+		attrs := make([]slog.Attr, 0, 15)
+		attrs = append(attrs,
+			slog.String("queue_id", s.queueID), slog.String("from", s.from), slog.Int("rcpts", len(s.rcpts)),
+			slog.String("action", reply), slog.Uint64("campaign", uint64(v.Campaign)),
+			slog.Float64("score", round3(v.Score)), slog.String("rule", v.Rule),
+			slog.String("evidence", evidence), slog.Int64("body_bytes", s.bodyLen),
+			slog.Float64("duration_ms", ms(elapsed)))
+		if s.client != "" {
+			attrs = append(attrs, slog.String("client", s.client))
+		}
+		if reply != verdictAction {
+			attrs = append(attrs, slog.String("verdict", verdictAction))
+		}
+		if truncated {
+			attrs = append(attrs, slog.Bool("truncated", true))
+		}
+		if len(v.Warnings) > 0 {
+			attrs = append(attrs, slog.Int("warnings", len(v.Warnings)))
+		}
+		o.Logger.LogAttrs(context.Background(), slog.LevelInfo, "message", attrs...)
 	}
-	if s.client != "" {
-		attrs = append(attrs, "client", s.client)
-	}
-	if reply != verdictAction {
-		attrs = append(attrs, "verdict", verdictAction)
-	}
-	if truncated {
-		attrs = append(attrs, "truncated", true)
-	}
-	if len(v.Warnings) > 0 {
-		attrs = append(attrs, "warnings", len(v.Warnings))
-	}
-	o.Logger.Info("message", attrs...)
 
 	switch reply {
 	case ActReject:
@@ -254,8 +278,8 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 		if err := m.AddHeader(o.HeaderPrefix+"Campaign", strconv.FormatUint(uint64(v.Campaign), 10)); err != nil {
 			return nil, fmt.Errorf("add header: %w", err)
 		}
-		if ev := evidenceShort(v.Evidence); ev != "" {
-			if err := m.AddHeader(o.HeaderPrefix+"Evidence", ev); err != nil {
+		if evidence != "" {
+			if err := m.AddHeader(o.HeaderPrefix+"Evidence", evidence); err != nil {
 				return nil, fmt.Errorf("add header: %w", err)
 			}
 		}
@@ -279,16 +303,19 @@ func (s *session) check(st *state) (v campaign.Verdict, stage string, err error)
 		panic bool
 	}
 	ch := make(chan result, 1)
-	// A checker that times out keeps running on its own copy: the session
-	// buffer is reused by the next message.
-	raw := append([]byte(nil), s.raw.Bytes()...)
+	// The checker owns the message buffer until it returns, then gives it
+	// back to the pool: one that times out keeps running on it while the
+	// session goes on with a fresh buffer.
+	buf := s.buf()
+	s.raw = nil // the next message takes another one (see buf)
 	go func() {
+		defer s.srv.putBuffer(buf)
 		defer func() {
 			if p := recover(); p != nil {
 				ch <- result{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack()), panic: true}
 			}
 		}()
-		v, err := st.checker.Check(ctx, raw)
+		v, err := st.checker.Check(ctx, buf.Bytes())
 		ch <- result{v: v, err: err}
 	}()
 	select {

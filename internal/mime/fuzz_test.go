@@ -34,6 +34,7 @@ func FuzzParse(f *testing.F) {
 		if want, got := UniqueTerms(toks), UniqueTermsOf(d, TokenOptions{}); !slices.Equal(got, want) {
 			t.Fatalf("UniqueTermsOf = %q, want %q", got, want)
 		}
+		checkAnalyze(t, d, toks, TokenOptions{})
 		_, _ = UnwrapARF(raw)
 	})
 }

@@ -33,7 +33,9 @@ type termSet struct {
 	terms  []string
 	keys   []uint64 // scratch for sorted
 	tmp    []uint64
-	lower  []byte // scratch: a term being lower-cased
+	lower  []byte      // scratch: a term being lower-cased
+	stats  []TermStats // scratch for Analyze
+	perm   []int32     // scratch for order
 	shift  uint
 }
 
@@ -87,8 +89,8 @@ func (ts *termSet) grow() {
 }
 
 // add inserts s, a string the caller keeps alive (a slice of the
-// document).
-func (ts *termSet) add(s string) {
+// document), and returns its index in ts.terms.
+func (ts *termSet) add(s string) int {
 	k := prefixKey(s)
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(k, len(s))
@@ -98,7 +100,7 @@ func (ts *termSet) add(s string) {
 			break
 		}
 		if ts.prefix[e-1] == k && ts.terms[e-1] == s {
-			return
+			return int(e - 1)
 		}
 		h = (h + 1) & mask
 	}
@@ -108,10 +110,12 @@ func (ts *termSet) add(s string) {
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
+	return len(ts.terms) - 1
 }
 
-// addBytes inserts the term in b, copying it only when it is new.
-func (ts *termSet) addBytes(b []byte) {
+// addBytes inserts the term in b, copying it only when it is new, and
+// returns its index in ts.terms.
+func (ts *termSet) addBytes(b []byte) int {
 	k := prefixKey(string(b)) // no allocation: the conversion does not escape
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(k, len(b))
@@ -121,7 +125,7 @@ func (ts *termSet) addBytes(b []byte) {
 			break
 		}
 		if ts.prefix[e-1] == k && ts.terms[e-1] == string(b) {
-			return
+			return int(e - 1)
 		}
 		h = (h + 1) & mask
 	}
@@ -131,6 +135,7 @@ func (ts *termSet) addBytes(b []byte) {
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
+	return len(ts.terms) - 1
 }
 
 // sorted returns the terms in order, in a new slice.

@@ -29,7 +29,8 @@ type tokenizer struct {
 	toks  []Token
 	arena []byte
 	fix   []arenaRef
-	set   *termSet // when set, terms go to the set instead of toks
+	set   *termSet  // when set, terms go to the set instead of toks
+	an    *analysis // when set (with set), per-term statistics are kept
 }
 
 type arenaRef struct {
@@ -160,11 +161,15 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 		return j
 	}
 	if t.set != nil {
+		var idx int
 		if upper == 0 {
-			t.set.add(s[i:j])
+			idx = t.set.add(s[i:j])
 		} else {
 			t.set.lower = lowerAppend(t.set.lower[:0], s[i:j])
-			t.set.addBytes(t.set.lower)
+			idx = t.set.addBytes(t.set.lower)
+		}
+		if t.an != nil {
+			t.an.note(idx, inSubject, capitalized, letters > 1 && upper == letters)
 		}
 		return j
 	}

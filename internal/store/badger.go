@@ -36,7 +36,7 @@ const (
 // ~100–1,000 bytes, an index entry 8 bytes), so everything lives in the LSM
 // tree and the value log is only the write-ahead log.
 const (
-	memTableSize     = 16 << 20 // Badger default 64 MiB
+	memTableSize     = 64 << 20 // Badger default 64 MiB
 	numMemtables     = 3        // default 5
 	blockCacheSize   = 0        // default 256 MiB; uncompressed tables are read through mmap and the page cache
 	valueLogFileSize = 64 << 20 // default 1 GiB
@@ -44,10 +44,15 @@ const (
 )
 
 // Write budgets per transaction, well below Badger's limits for the
-// memtable size above (15% of it, 2.4 MiB, and 2.4 MiB/96 ≈ 26,000 entries).
+// memtable size above (15% of it, 9.6 MiB, and 9.6 MiB/96 ≈ 100,000
+// entries). One report (with its merges) stays within txnBudget*; bigger
+// merges are drained first in several transactions. ReportBatch packs
+// many reports into one transaction (and one fsync) up to batchBudget*.
 const (
-	txnBudgetEntries = 10000
-	txnBudgetBytes   = 1 << 20
+	txnBudgetEntries   = 10000
+	txnBudgetBytes     = 1 << 20
+	batchBudgetEntries = 40000
+	batchBudgetBytes   = 4 << 20
 )
 
 // Options configure the Badger store. Zero values select defaults.
@@ -248,14 +253,20 @@ func (b *Badger) writable() error {
 	return nil
 }
 
+// idLease is how many campaign ids the Badger sequence leases at a time.
+// Each lease is a synced commit of its own, so a small lease costs bulk
+// ingestion an fsync every few campaigns; a crash skips at most
+// idLease-1 ids (of 2^64).
+const idLease = 4096
+
 // nextID returns a new campaign id. IDs come from a Badger sequence leased
-// 64 at a time: a crash loses at most the unused rest of a lease, ids are
-// never reused.
+// idLease at a time: a crash loses at most the unused rest of a lease, ids
+// are never reused.
 func (b *Badger) nextID() (CampaignID, error) {
 	b.seqMu.Lock()
 	defer b.seqMu.Unlock()
 	if b.seq == nil {
-		seq, err := b.db.GetSequence([]byte{pfxSeq}, 64)
+		seq, err := b.db.GetSequence([]byte{pfxSeq}, idLease)
 		if err != nil {
 			return 0, fmt.Errorf("campaign id sequence: %w", err)
 		}

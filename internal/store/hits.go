@@ -92,7 +92,7 @@ func (b *Badger) flushHits() error {
 				}
 				r.LastSeen = maxTime(r.LastSeen, p.lastSeen)
 				for day, c := range p.days {
-					if err := addDay(w, id, day, dayCounts{messages: c}); err != nil {
+					if err := addDay(w, id, day, dayCounts{messages: c}, false); err != nil {
 						return err
 					}
 				}

@@ -113,7 +113,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 			part []ReportResult
 			dn   *drainNeed
 		)
-		err := b.update(ctx, func(w *wtx) error {
+		err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 			part = part[:0]
 			dn = nil
 			for j := len(results); j < len(ins); j++ {
@@ -248,7 +248,10 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 				largest, largestEst = r.ID, e
 			}
 		}
-		if need > w.room() {
+		// One report and its merges stay within the per-report budget
+		// (a batch transaction may have more room): beyond it, the
+		// largest campaign is drained first in bounded transactions.
+		if need > w.room() || need > txnBudgetEntries {
 			if w.entries > 0 {
 				return ReportResult{}, errTxnFull
 			}
@@ -271,7 +274,13 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	// Reporter.
 	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
 	first, last := in.Time, in.Time
-	item, err := txn.Get(rk)
+	// A campaign created by this report has no entries yet: skip the
+	// reads (misses that would search every level of the tree).
+	var item *badger.Item
+	err := badger.ErrKeyNotFound
+	if !res.Created {
+		item, err = txn.Get(rk)
+	}
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
 		if in.Kind == KindSpam {
@@ -305,7 +314,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		dst.HamReports++
 		dc.ham = 1
 	}
-	if err := addDay(w, dst.ID, dayNumber(in.Time), dc); err != nil {
+	if err := addDay(w, dst.ID, dayNumber(in.Time), dc, res.Created); err != nil {
 		return ReportResult{}, err
 	}
 	dst.FirstSeen = minTime(dst.FirstSeen, in.Time)
@@ -360,10 +369,16 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-func addDay(w *wtx, id CampaignID, day uint32, add dayCounts) error {
+// addDay adds to a day counter; fresh says the campaign was just created
+// (no counter to read).
+func addDay(w *wtx, id CampaignID, day uint32, add dayCounts, fresh bool) error {
 	k := dayKey(id, day)
 	var cur dayCounts
-	item, err := w.txn.Get(k)
+	var item *badger.Item
+	err := badger.ErrKeyNotFound
+	if !fresh {
+		item, err = w.txn.Get(k)
+	}
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
 	case err != nil:
@@ -474,7 +489,7 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 			}
 			day := binary.BigEndian.Uint32(e.k)
 			c, _ := decodeDay(e.v)
-			if err := addDay(w, dst.ID, day, c); err != nil {
+			if err := addDay(w, dst.ID, day, c, false); err != nil {
 				return false, err
 			}
 			if err := w.del(dayKey(src.ID, day)); err != nil {

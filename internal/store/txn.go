@@ -20,6 +20,10 @@ type wtx struct {
 	txn     *badger.Txn
 	entries int
 	bytes   int
+	// maxEntries and maxBytes bound the whole transaction; zero selects
+	// txnBudgetEntries and txnBudgetBytes. ReportBatch raises them so
+	// that a batch of reports shares one commit.
+	maxEntries, maxBytes int
 }
 
 func (w *wtx) set(k, v []byte) error {
@@ -42,8 +46,15 @@ func (w *wtx) del(k []byte) error {
 
 // room is how many more entries the transaction may take within budget.
 func (w *wtx) room() int {
-	r := txnBudgetEntries - w.entries
-	if br := (txnBudgetBytes - w.bytes) / 48; br < r {
+	me, mb := w.maxEntries, w.maxBytes
+	if me <= 0 {
+		me = txnBudgetEntries
+	}
+	if mb <= 0 {
+		mb = txnBudgetBytes
+	}
+	r := me - w.entries
+	if br := (mb - w.bytes) / 48; br < r {
 		r = br
 	}
 	return max(r, 0)
@@ -52,6 +63,12 @@ func (w *wtx) room() int {
 // update runs f in a read-write transaction and commits it, retrying on
 // write conflicts with a short randomized back-off.
 func (b *Badger) update(ctx context.Context, f func(w *wtx) error) error {
+	return b.updateBudget(ctx, 0, 0, f)
+}
+
+// updateBudget is update with a transaction budget of maxEntries entries
+// and maxBytes bytes (zero: the default budget).
+func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f func(w *wtx) error) error {
 	if b.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -60,7 +77,7 @@ func (b *Badger) update(ctx context.Context, f func(w *wtx) error) error {
 			return err
 		}
 		txn := b.db.NewTransaction(true)
-		w := &wtx{txn: txn}
+		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes}
 		err := f(w)
 		if err == nil {
 			err = txn.Commit()

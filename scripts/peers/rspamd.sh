@@ -188,8 +188,8 @@ skip_local = false;
 skip_authenticated = false;
 EOF
 	cat >"$dir/local.d/actions.conf" <<EOF
-reject = 10000;
-add_header = 10000;
+reject = 10002;
+add_header = 10001;
 greylist = 10000;
 EOF
 	cat >"$dir/local.d/groups.conf" <<EOF

@@ -473,3 +473,21 @@ func TestFlaggedPredicates(t *testing.T) {
 		}
 	}
 }
+
+func TestParseReportSummary(t *testing.T) {
+	tests := []struct {
+		out        string
+		used, lost int
+	}{
+		{`{"kind":"spam","messages_read":10,"skipped":{"no signature":2},"errors":1}`, 7, 3},
+		{`{"kind":"spam","messages_read":5,"skipped":{},"errors":0}` + "\n", 5, 0},
+		{`not json`, 4, 0},
+		{``, 4, 0},
+	}
+	for _, tt := range tests {
+		used, lost := parseReportSummary([]byte(tt.out), 4)
+		if used != tt.used || lost != tt.lost {
+			t.Errorf("parseReportSummary(%q) = %d, %d; want %d, %d", tt.out, used, lost, tt.used, tt.lost)
+		}
+	}
+}

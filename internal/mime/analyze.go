@@ -1,0 +1,137 @@
+package mime
+
+import (
+	"slices"
+	"strings"
+)
+
+// Terms is the word analysis of a document that every signature family
+// needs, computed in one pass over its text by Analyze: the distinct terms
+// in sorted order (what I-Match hashes) and, for each, the statistics of
+// its occurrences (what ANDD's term features are made of). Neither family
+// then needs the token list or a second hashing of the words.
+type Terms struct {
+	// Sorted holds the distinct terms in increasing order: exactly
+	// UniqueTerms(Tokenize(doc, Options)).
+	Sorted []string
+	// Stats[i] describes the occurrences of Sorted[i].
+	Stats []TermStats
+	// Tokens is the number of tokens, len(Tokenize(doc, Options)).
+	Tokens int
+	// Options are the token options used, defaults filled in.
+	Options TokenOptions
+}
+
+// TermStats are the statistics of one distinct term over the tokens of a
+// document (see Token).
+type TermStats struct {
+	// TF is the number of occurrences.
+	TF int32
+	// First is the Pos of the first occurrence.
+	First int32
+	// Capitalized and AllCaps count the occurrences with Token.Capitalized
+	// and Token.AllCaps set.
+	Capitalized int32
+	AllCaps     int32
+	// InSubject is true when some occurrence is in the subject.
+	InSubject bool
+}
+
+// Analyze tokenizes doc under opts and returns its distinct terms with
+// their statistics. It equals, term for term, what UniqueTerms and a walk
+// over Tokenize(doc, opts) give, without building the token list. A nil doc
+// has no terms.
+func Analyze(doc *Document, opts TokenOptions) *Terms {
+	o := opts.withDefaults()
+	out := &Terms{Options: o}
+	if doc == nil {
+		out.Sorted = []string{}
+		return out
+	}
+	ts := termSetPool.Get().(*termSet)
+	defer func() {
+		clear(ts.terms) // do not retain the document
+		ts.terms = ts.terms[:0]
+		termSetPool.Put(ts)
+	}()
+	ts.reset(len(doc.Subject) + len(doc.Text))
+	an := analysis{stats: ts.stats[:0]}
+	t := tokenizer{opts: o, set: ts, an: &an}
+	t.words(doc.Subject, true)
+	t.words(doc.Text, false)
+	ts.stats = an.stats[:0]
+	perm := ts.order()
+	out.Sorted = make([]string, len(perm))
+	out.Stats = make([]TermStats, len(perm))
+	for i, p := range perm {
+		out.Sorted[i] = ts.terms[p]
+		out.Stats[i] = an.stats[p]
+	}
+	out.Tokens = int(an.n)
+	return out
+}
+
+// analysis accumulates TermStats while a tokenizer fills a termSet:
+// stats[i] belongs to the set's terms[i].
+type analysis struct {
+	stats []TermStats
+	n     int32 // tokens so far
+}
+
+// note records one occurrence of the set's term idx.
+func (a *analysis) note(idx int, inSubject, capitalized, allCaps bool) {
+	if idx == len(a.stats) {
+		a.stats = append(a.stats, TermStats{First: a.n})
+	}
+	st := &a.stats[idx]
+	st.TF++
+	if capitalized {
+		st.Capitalized++
+	}
+	if allCaps {
+		st.AllCaps++
+	}
+	st.InSubject = st.InSubject || inSubject
+	a.n++
+}
+
+// order returns the indices of ts.terms in increasing order of the terms
+// (a scratch slice, valid until the next use of ts).
+func (ts *termSet) order() []int32 {
+	n := len(ts.terms)
+	if cap(ts.perm) < n {
+		ts.perm = make([]int32, n)
+	}
+	perm := ts.perm[:n]
+	if n > 1<<16 {
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		slices.SortFunc(perm, func(a, b int32) int { return strings.Compare(ts.terms[a], ts.terms[b]) })
+		return perm
+	}
+	if cap(ts.keys) < n {
+		ts.keys = make([]uint64, n)
+		ts.tmp = make([]uint64, n)
+	}
+	keys := ts.keys[:n]
+	for i, k := range ts.prefix {
+		keys[i] = k | uint64(i)
+	}
+	keys = sortKeys(keys, ts.tmp[:n])
+	for i, k := range keys {
+		perm[i] = int32(k & 0xffff)
+	}
+	// Distinct terms with the same 6-byte prefix are not yet in order.
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && keys[j]>>16 == keys[i]>>16 {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(perm[i:j], func(a, b int32) int { return strings.Compare(ts.terms[a], ts.terms[b]) })
+		}
+		i = j
+	}
+	return perm
+}

@@ -1,0 +1,126 @@
+// Package pipeline computes every signature of one message in one pass:
+// the message is parsed once (mime.Parse), its words are analyzed once
+// (mime.Analyze: distinct terms, sorted, with per-term statistics), and
+// that one analysis feeds both signature families — the bagged I-Match
+// signatures (imatchbag) and the ANDD sketch with its band keys (andd).
+// Neither family tokenizes the text again or builds a token list.
+//
+// The results are, bit for bit, those of the separate calls
+//
+//	doc := mime.Parse(raw, opts.Mime)
+//	toks := mime.Tokenize(doc, opts.Tokens)
+//	res := imatch.Sign(mime.UniqueTerms(toks))
+//	sk := andd.SketchDocument(doc, toks)
+//	keys := andd.BandKeys(sk)
+//
+// (tested beside the code), at about half their cost: see docs/LEXICON.md
+// and docs/ANDD.md for the figures and the commands that measure them.
+package pipeline
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// Options configure a Pipeline. The zero value selects the defaults of each
+// package.
+type Options struct {
+	// Mime bounds the parsing of a message (mime.Options defaults).
+	Mime mime.Options
+	// Tokens selects the words that become terms (mime.TokenOptions
+	// defaults: the preprocessing of Kolcz & Chowdhury).
+	Tokens mime.TokenOptions
+	// ANDDMinTerms is the minimum number of distinct terms a document needs
+	// for an ANDD sketch. Default 0: any document with a weighted term.
+	ANDDMinTerms int
+}
+
+// Pipeline computes the signatures of messages. It is safe for concurrent
+// use (the signers are).
+type Pipeline struct {
+	imatch *imatchbag.Signer
+	andd   *andd.Signer
+	opts   Options
+	// sharedDF is true when the ANDD signer's document frequencies are the
+	// I-Match lexicon's: each term is then looked up once, by
+	// imatchbag.Signer.SignDF, for both families.
+	sharedDF bool
+	dfPool   sync.Pool // *[]int32
+}
+
+// ErrNoSigner is returned by New without any signer.
+var ErrNoSigner = errors.New("pipeline: no I-Match signer and no ANDD signer")
+
+// New returns a Pipeline for the given signers; either may be nil to skip
+// its family, not both.
+func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipeline, error) {
+	if imatch == nil && anddSigner == nil {
+		return nil, ErrNoSigner
+	}
+	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
+	if imatch != nil && anddSigner != nil {
+		lex, ok := anddSigner.DocFreq().(*imatchbag.Lexicon)
+		p.sharedDF = ok && lex == imatch.Lexicon()
+	}
+	return p, nil
+}
+
+// Result holds everything computed for one message.
+type Result struct {
+	// Doc is the parsed message.
+	Doc *mime.Document
+	// Terms is the word analysis of Doc; Terms.Sorted are the unique terms
+	// (mime.UniqueTerms of the tokens).
+	Terms *mime.Terms
+	// IMatch is the I-Match result (zero without an I-Match signer).
+	IMatch imatchbag.Result
+	// Sketch is the ANDD sketch; it is empty without an ANDD signer, when
+	// the document has fewer than Options.ANDDMinTerms distinct terms, or
+	// when no term has a positive weight.
+	Sketch andd.Sketch
+	// BandKeys are the store keys of Sketch (nil when it is empty).
+	BandKeys [][]byte
+}
+
+// Analyze parses raw and computes its signatures. It never fails and never
+// panics on malformed input (see mime.Parse).
+func (p *Pipeline) Analyze(raw []byte) *Result {
+	return p.AnalyzeDocument(mime.Parse(raw, p.opts.Mime))
+}
+
+// AnalyzeDocument computes the signatures of a parsed document. A nil doc
+// is an empty document.
+func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
+	if doc == nil {
+		doc = &mime.Document{}
+	}
+	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens)}
+	terms := r.Terms.Sorted
+	sketch := p.andd != nil && len(terms) >= p.opts.ANDDMinTerms
+	var df []int32
+	switch {
+	case p.sharedDF && sketch:
+		dp, _ := p.dfPool.Get().(*[]int32)
+		if dp == nil {
+			dp = new([]int32)
+		}
+		defer p.dfPool.Put(dp)
+		df = slices.Grow((*dp)[:0], len(terms))[:len(terms)]
+		*dp = df
+		r.IMatch = p.imatch.SignDF(terms, df)
+	case p.imatch != nil:
+		r.IMatch = p.imatch.Sign(terms)
+	}
+	if sketch {
+		r.Sketch = p.andd.SketchTermsDF(doc, r.Terms, df)
+		if !r.Sketch.IsEmpty() {
+			r.BandKeys = p.andd.BandKeys(r.Sketch)
+		}
+	}
+	return r
+}
