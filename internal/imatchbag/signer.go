@@ -31,7 +31,7 @@ type Signer struct {
 	primary, secondary map[string]termInfo
 	// all holds every term of the lexicon's df table (a superset of L and
 	// B) with its document frequency: SignDF's single look-up per term.
-	all map[string]dfInfo
+	all *termTable
 	// mayBePrimary has the bit filterKey(t) set for every term t of L: a
 	// clear bit proves a term is not in L without a map look-up (most
 	// words of a message are not in L).
@@ -66,13 +66,6 @@ func (f *bitFilter) add(t string) {
 func (f *bitFilter) has(t string) bool {
 	k := filterKey(t)
 	return f[k>>6]&(1<<(k&63)) != 0
-}
-
-// dfInfo is a term's lexicon classes (mask 0 for a term of neither L nor
-// B) and its document frequency.
-type dfInfo struct {
-	termInfo
-	df int32
 }
 
 type hit struct {
@@ -129,16 +122,19 @@ func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
 	for i, t := range lex.secondary {
 		s.secondary[t] = termInfo{rank: int32(i), mask: sm[i]}
 	}
-	s.all = make(map[string]dfInfo, len(lex.df))
-	for t, df := range lex.df {
-		ti, _ := s.lookup(t)
-		s.all[t] = dfInfo{termInfo: ti, df: df}
-	}
-	for _, m := range []map[string]termInfo{s.primary, s.secondary} {
-		for t, ti := range m {
-			s.all[t] = dfInfo{termInfo: ti, df: lex.df[t]}
+	s.all = newTermTable(len(lex.df)+len(s.primary)+len(s.secondary), func(yield func(string, tval)) {
+		for t, df := range lex.df {
+			ti, _ := s.lookup(t)
+			yield(t, tval{df: df, rank: ti.rank, mask: ti.mask})
 		}
-	}
+		for _, m := range []map[string]termInfo{s.primary, s.secondary} {
+			for t, ti := range m {
+				if _, ok := lex.df[t]; !ok {
+					yield(t, tval{rank: ti.rank, mask: ti.mask})
+				}
+			}
+		}
+	})
 	s.pool.New = func() any { return new(scratch) }
 	return s, nil
 }
@@ -230,7 +226,8 @@ func (s *Signer) SignDF(terms []string, df []int32) Result {
 	if !sortedUnique(terms) {
 		// Sign works on a sorted copy: look the frequencies up apart.
 		for i, t := range terms {
-			df[i] = s.all[t].df
+			v, _ := s.all.get(t)
+			df[i] = v.df
 		}
 		return s.Sign(terms)
 	}
@@ -240,14 +237,14 @@ func (s *Signer) SignDF(terms []string, df []int32) Result {
 	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
 	var perBag [MaxK + 1]int
 	for i, t := range terms {
-		e, ok := s.all[t]
+		e, ok := s.all.get(t)
 		if !ok {
 			df[i] = 0
 			continue
 		}
 		df[i] = e.df
 		switch {
-		case e.primary:
+		case e.rank < 0 && e.mask != 0: // a term of L
 			sc.prim = append(sc.prim, hit{idx: int32(i), rank: e.rank, mask: e.mask})
 			for m := e.mask; m != 0; m &= m - 1 {
 				perBag[bits.TrailingZeros32(m)]++
