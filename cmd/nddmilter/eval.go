@@ -54,7 +54,7 @@ func (f *evalFlags) common(cmd *cobra.Command) {
 	fl.IntVar(&f.workers, "workers", 0, "parallel checks (default GOMAXPROCS)")
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown section (for docs/RESULTS.md)")
-	fl.StringVar(&f.plots, "plots", "", "write SVG plots into this folder")
+	fl.StringVar(&f.plots, "plots", "", "write SVG plots (and results.json, the raw figures) into this folder")
 	fl.StringVar(&f.docsDir, "docs-dir", "docs", "folder of the Markdown document (plot links are relative to it)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 }
@@ -154,6 +154,14 @@ func (f *evalFlags) output(w io.Writer, r *results) error {
 			return err
 		}
 		r.Plots = p
+		// the raw figures beside the plots, for --speed-from and scripts
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode results: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(f.plots, "results.json"), append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
 	}
 	switch {
 	case f.json:

@@ -276,7 +276,7 @@ func TestRunAdversarial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &SpeedResult{Latency: map[string][]LatencyPoint{"x": {{50, 1}, {99, 3}}}}
+	sp := &SpeedResult{Latency: map[string][]LatencyPoint{"signature pipeline (1 core)": {{50, 1}, {99, 3}}, "store noise probe": {{50, 1}}}}
 	files, err := WritePlots(t.TempDir(), acc, res, sp)
 	if err != nil {
 		t.Fatal(err)

@@ -43,9 +43,8 @@ type Lexicon struct {
 	description  string
 
 	df        map[string]int32
-	tab       *termTable // df, for the per-word look-ups of DF
-	primary   []string   // L, sorted by term
-	secondary []string   // B, by increasing idf (decreasing df, then term)
+	primary   []string // L, sorted by term
+	secondary []string // B, by increasing idf (decreasing df, then term)
 	// ranked holds every recorded term by decreasing df, then term: the
 	// order of the file.
 	ranked []rankedTerm
@@ -70,13 +69,7 @@ func (l *Lexicon) N() int { return l.n }
 // DF is the document frequency of term in that corpus (0 if unseen, or if
 // rarer than the lexicon's minimum recorded document frequency, 2 by
 // default).
-func (l *Lexicon) DF(term string) int {
-	if l.tab != nil {
-		v, _ := l.tab.get(term)
-		return int(v.df)
-	}
-	return int(l.df[term])
-}
+func (l *Lexicon) DF(term string) int { return int(l.df[term]) }
 
 // Seed is the bagging seed from which the K bagged lexicons are derived.
 func (l *Lexicon) Seed() uint64 { return l.seed }
@@ -564,11 +557,6 @@ func parseLexicon(data []byte) (*Lexicon, error) {
 		return nil, fmt.Errorf("secondary lexicon has %d terms, more than secondary-max %d", len(l.secondary), l.secondaryMax)
 	}
 	slices.Sort(l.primary)
-	l.tab = newTermTable(len(l.df), func(yield func(string, tval)) {
-		for t, df := range l.df {
-			yield(t, tval{df: df})
-		}
-	})
 	return l, nil
 }
 

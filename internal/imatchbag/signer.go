@@ -29,9 +29,6 @@ type Signer struct {
 	// stays in cache; B, a hundred times larger, is only consulted for
 	// documents whose L terms do not reach the threshold in every bag.
 	primary, secondary map[string]termInfo
-	// all holds every term of the lexicon's df table (a superset of L and
-	// B) with its document frequency: SignDF's single look-up per term.
-	all *termTable
 	// mayBePrimary has the bit filterKey(t) set for every term t of L: a
 	// clear bit proves a term is not in L without a map look-up (most
 	// words of a message are not in L).
@@ -122,19 +119,6 @@ func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
 	for i, t := range lex.secondary {
 		s.secondary[t] = termInfo{rank: int32(i), mask: sm[i]}
 	}
-	s.all = newTermTable(len(lex.df)+len(s.primary)+len(s.secondary), func(yield func(string, tval)) {
-		for t, df := range lex.df {
-			ti, _ := s.lookup(t)
-			yield(t, tval{df: df, rank: ti.rank, mask: ti.mask})
-		}
-		for _, m := range []map[string]termInfo{s.primary, s.secondary} {
-			for t, ti := range m {
-				if _, ok := lex.df[t]; !ok {
-					yield(t, tval{rank: ti.rank, mask: ti.mask})
-				}
-			}
-		}
-	})
 	s.pool.New = func() any { return new(scratch) }
 	return s, nil
 }
@@ -211,65 +195,18 @@ func (s *Signer) Sign(terms []string) Result {
 			}
 		}
 	}
-	return s.sign(terms, sc, &perBag, false, res)
-}
-
-// SignDF is Sign that also sets df[i] to the lexicon's document frequency
-// of terms[i] (Lexicon.DF: 0 when unseen), read in the same table look-up
-// as the term's lexicon classes: a caller that needs both, such as the
-// ANDD weights (andd.Signer.SketchTermsDF), looks each term up once. A
-// df shorter than terms is ignored.
-func (s *Signer) SignDF(terms []string, df []int32) Result {
-	if len(df) < len(terms) {
-		return s.Sign(terms)
-	}
-	if !sortedUnique(terms) {
-		// Sign works on a sorted copy: look the frequencies up apart.
-		for i, t := range terms {
-			v, _ := s.all.get(t)
-			df[i] = v.df
-		}
-		return s.Sign(terms)
-	}
-	sc := s.pool.Get().(*scratch)
-	defer s.pool.Put(sc)
-	res := Result{Unique: len(terms)}
-	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
-	var perBag [MaxK + 1]int
-	for i, t := range terms {
-		e, ok := s.all.get(t)
-		if !ok {
-			df[i] = 0
-			continue
-		}
-		df[i] = e.df
-		switch {
-		case e.rank < 0 && e.mask != 0: // a term of L
-			sc.prim = append(sc.prim, hit{idx: int32(i), rank: e.rank, mask: e.mask})
-			for m := e.mask; m != 0; m &= m - 1 {
-				perBag[bits.TrailingZeros32(m)]++
-			}
-		case e.mask != 0:
-			sc.sec = append(sc.sec, hit{idx: int32(i), rank: e.rank, mask: e.mask})
-		}
-	}
-	if len(terms) < s.opts.MinUnique {
-		res.Reason = fmt.Sprintf("too short for a signature: %d unique words (minimum %d)", len(terms), s.opts.MinUnique)
-		return res
-	}
-	return s.sign(terms, sc, &perBag, true, res)
+	return s.sign(terms, sc, &perBag, res)
 }
 
 // sign completes Sign once the primary hits of the sorted unique terms
-// are in sc.prim and counted in perBag; secDone says that sc.sec already
-// holds the secondary hits.
-func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, secDone bool, res Result) Result {
+// are in sc.prim and counted in perBag.
+func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, res Result) Result {
 	need := s.need(len(terms))
 	short := false
 	for b := 0; b <= s.opts.K; b++ {
 		short = short || perBag[b] < need
 	}
-	if short && !secDone {
+	if short {
 		// Some bag needs terms of B: look them up (terms of L are not in B).
 		for i, t := range terms {
 			if ti, ok := s.secondary[t]; ok {

@@ -60,6 +60,7 @@ func Analyze(doc *Document, opts TokenOptions) *Terms {
 	t.words(doc.Subject, true)
 	t.words(doc.Text, false)
 	ts.stats = an.stats[:0]
+	ts.finish()
 	perm := ts.order()
 	out.Sorted = make([]string, len(perm))
 	out.Stats = make([]TermStats, len(perm))

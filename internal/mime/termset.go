@@ -22,18 +22,27 @@ func UniqueTermsOf(doc *Document, opts TokenOptions) []string {
 	t := tokenizer{opts: opts.withDefaults(), set: ts}
 	t.words(doc.Subject, true)
 	t.words(doc.Text, false)
+	ts.finish()
 	return ts.sorted()
 }
 
 // termSet is an open-addressing set of terms keyed by their 6-byte prefix
 // (see prefixKey) and length.
+//
+// Terms that are slices of the document are kept as such. Lower-cased
+// copies of capitalized words are written to one arena while the text is
+// scanned (terms[i] is then "" and aoff[i] ≥ 0 its offset), and become
+// slices of a single string in finish: one allocation per document, not
+// one per distinct capitalized word.
 type termSet struct {
 	table  []int32  // 1 + index into terms; 0 is empty
 	prefix []uint64 // prefixKey of terms[i]
 	terms  []string
+	aoff   []int32 // offset of terms[i] in arena, -1 for document slices
+	alen   []int32 // length of terms[i] when in the arena
+	arena  []byte
 	keys   []uint64 // scratch for sorted
 	tmp    []uint64
-	lower  []byte      // scratch: a term being lower-cased
 	stats  []TermStats // scratch for Analyze
 	perm   []int32     // scratch for order
 	shift  uint
@@ -46,6 +55,29 @@ func (ts *termSet) reset(textLen int) {
 	ts.resize(max(64, textLen/12))
 	ts.prefix = ts.prefix[:0]
 	ts.terms = ts.terms[:0]
+	ts.aoff, ts.alen, ts.arena = ts.aoff[:0], ts.alen[:0], ts.arena[:0]
+}
+
+// length is the length of term i.
+func (ts *termSet) length(i int) int {
+	if ts.aoff[i] >= 0 {
+		return int(ts.alen[i])
+	}
+	return len(ts.terms[i])
+}
+
+// finish makes every term a string: the arena terms become slices of one
+// copy of the arena.
+func (ts *termSet) finish() {
+	if len(ts.arena) == 0 {
+		return
+	}
+	all := string(ts.arena)
+	for i, o := range ts.aoff {
+		if o >= 0 {
+			ts.terms[i] = all[o : o+ts.alen[i]]
+		}
+	}
 }
 
 // resize makes an empty table for at least 2n entries.
@@ -79,8 +111,8 @@ func (ts *termSet) slot(k uint64, n int) uint64 {
 func (ts *termSet) grow() {
 	ts.resize(len(ts.terms) * 2)
 	mask := uint64(len(ts.table) - 1)
-	for i, s := range ts.terms {
-		h := ts.slot(ts.prefix[i], len(s))
+	for i := range ts.terms {
+		h := ts.slot(ts.prefix[i], ts.length(i))
 		for ts.table[h] != 0 {
 			h = (h + 1) & mask
 		}
@@ -99,13 +131,21 @@ func (ts *termSet) add(s string) int {
 		if e == 0 {
 			break
 		}
-		if ts.prefix[e-1] == k && ts.terms[e-1] == s {
-			return int(e - 1)
+		if i := e - 1; ts.prefix[i] == k {
+			if o := ts.aoff[i]; o >= 0 {
+				if string(ts.arena[o:o+ts.alen[i]]) == s {
+					return int(i)
+				}
+			} else if ts.terms[i] == s {
+				return int(i)
+			}
 		}
 		h = (h + 1) & mask
 	}
 	ts.table[h] = int32(len(ts.terms) + 1)
 	ts.terms = append(ts.terms, s)
+	ts.aoff = append(ts.aoff, -1)
+	ts.alen = append(ts.alen, 0)
 	ts.prefix = append(ts.prefix, k)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
@@ -113,9 +153,12 @@ func (ts *termSet) add(s string) int {
 	return len(ts.terms) - 1
 }
 
-// addBytes inserts the term in b, copying it only when it is new, and
-// returns its index in ts.terms.
-func (ts *termSet) addBytes(b []byte) int {
+// addLower inserts the lower-case form of the word w, written to the
+// arena only when it is new, and returns its index in ts.terms.
+func (ts *termSet) addLower(w string) int {
+	start := len(ts.arena)
+	ts.arena = lowerAppend(ts.arena, w)
+	b := ts.arena[start:]
 	k := prefixKey(string(b)) // no allocation: the conversion does not escape
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(k, len(b))
@@ -124,13 +167,23 @@ func (ts *termSet) addBytes(b []byte) int {
 		if e == 0 {
 			break
 		}
-		if ts.prefix[e-1] == k && ts.terms[e-1] == string(b) {
-			return int(e - 1)
+		if i := e - 1; ts.prefix[i] == k {
+			if o := ts.aoff[i]; o >= 0 {
+				if string(ts.arena[o:o+ts.alen[i]]) == string(b) {
+					ts.arena = ts.arena[:start]
+					return int(i)
+				}
+			} else if ts.terms[i] == string(b) {
+				ts.arena = ts.arena[:start]
+				return int(i)
+			}
 		}
 		h = (h + 1) & mask
 	}
 	ts.table[h] = int32(len(ts.terms) + 1)
-	ts.terms = append(ts.terms, string(b))
+	ts.terms = append(ts.terms, "")
+	ts.aoff = append(ts.aoff, int32(start))
+	ts.alen = append(ts.alen, int32(len(b)))
 	ts.prefix = append(ts.prefix, k)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()

@@ -165,8 +165,7 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 		if upper == 0 {
 			idx = t.set.add(s[i:j])
 		} else {
-			t.set.lower = lowerAppend(t.set.lower[:0], s[i:j])
-			idx = t.set.addBytes(t.set.lower)
+			idx = t.set.addLower(s[i:j])
 		}
 		if t.an != nil {
 			t.an.note(idx, inSubject, capitalized, letters > 1 && upper == letters)

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -102,20 +101,13 @@ func BenchmarkStages(b *testing.B) {
 	}
 	stage("Parse", func(i int) { mime.Parse(msgs[i], mime.Options{}) })
 	stage("Analyze", func(i int) { mime.Analyze(docs[i], mime.TokenOptions{}) })
+	stage("UniqueTermsOf", func(i int) { mime.UniqueTermsOf(docs[i], mime.TokenOptions{}) })
 	stage("Sign", func(i int) { im.Sign(ans[i].Sorted) })
 	stage("SketchTerms", func(i int) { ad.SketchTerms(docs[i], ans[i]) })
 	stage("BandKeys", func(i int) { ad.BandKeys(sks[i]) })
-	// The two families on one analysis, with two look-ups per term (one
-	// per family) and with SignDF's single shared look-up.
 	stage("Sign+SketchTerms", func(i int) {
 		im.Sign(ans[i].Sorted)
 		ad.SketchTerms(docs[i], ans[i])
-	})
-	df := make([]int32, 0, 1024)
-	stage("SignDF+SketchTermsDF", func(i int) {
-		df = slices.Grow(df[:0], len(ans[i].Sorted))[:len(ans[i].Sorted)]
-		im.SignDF(ans[i].Sorted, df)
-		ad.SketchTermsDF(docs[i], ans[i], df)
 	})
 	_ = imatchbag.SignatureVersion
 }

@@ -19,8 +19,6 @@ package pipeline
 
 import (
 	"errors"
-	"slices"
-	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -46,11 +44,6 @@ type Pipeline struct {
 	imatch *imatchbag.Signer
 	andd   *andd.Signer
 	opts   Options
-	// sharedDF is true when the ANDD signer's document frequencies are the
-	// I-Match lexicon's: each term is then looked up once, by
-	// imatchbag.Signer.SignDF, for both families.
-	sharedDF bool
-	dfPool   sync.Pool // *[]int32
 }
 
 // ErrNoSigner is returned by New without any signer.
@@ -62,12 +55,7 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 	if imatch == nil && anddSigner == nil {
 		return nil, ErrNoSigner
 	}
-	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
-	if imatch != nil && anddSigner != nil {
-		lex, ok := anddSigner.DocFreq().(*imatchbag.Lexicon)
-		p.sharedDF = ok && lex == imatch.Lexicon()
-	}
-	return p, nil
+	return &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}, nil
 }
 
 // Result holds everything computed for one message.
@@ -100,24 +88,11 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 		doc = &mime.Document{}
 	}
 	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens)}
-	terms := r.Terms.Sorted
-	sketch := p.andd != nil && len(terms) >= p.opts.ANDDMinTerms
-	var df []int32
-	switch {
-	case p.sharedDF && sketch:
-		dp, _ := p.dfPool.Get().(*[]int32)
-		if dp == nil {
-			dp = new([]int32)
-		}
-		defer p.dfPool.Put(dp)
-		df = slices.Grow((*dp)[:0], len(terms))[:len(terms)]
-		*dp = df
-		r.IMatch = p.imatch.SignDF(terms, df)
-	case p.imatch != nil:
-		r.IMatch = p.imatch.Sign(terms)
+	if p.imatch != nil {
+		r.IMatch = p.imatch.Sign(r.Terms.Sorted)
 	}
-	if sketch {
-		r.Sketch = p.andd.SketchTermsDF(doc, r.Terms, df)
+	if p.andd != nil && len(r.Terms.Sorted) >= p.opts.ANDDMinTerms {
+		r.Sketch = p.andd.SketchTerms(doc, r.Terms)
 		if !r.Sketch.IsEmpty() {
 			r.BandKeys = p.andd.BandKeys(r.Sketch)
 		}

@@ -36,23 +36,24 @@ const (
 // ~100–1,000 bytes, an index entry 8 bytes), so everything lives in the LSM
 // tree and the value log is only the write-ahead log.
 const (
-	memTableSize     = 64 << 20 // Badger default 64 MiB
+	memTableSize     = 32 << 20 // Badger default 64 MiB
 	numMemtables     = 3        // default 5
 	blockCacheSize   = 0        // default 256 MiB; uncompressed tables are read through mmap and the page cache
 	valueLogFileSize = 64 << 20 // default 1 GiB
 	numCompactors    = 2        // default 4; this runs beside a mail server
 )
 
-// Write budgets per transaction, well below Badger's limits for the
-// memtable size above (15% of it, 9.6 MiB, and 9.6 MiB/96 ≈ 100,000
-// entries). One report (with its merges) stays within txnBudget*; bigger
-// merges are drained first in several transactions. ReportBatch packs
-// many reports into one transaction (and one fsync) up to batchBudget*.
+// Write budgets per transaction, below Badger's limits for the memtable
+// size above (15% of it, 4.8 MiB, and 4.8 MiB/96 ≈ 52,000 entries). One
+// report (with its merges) stays within txnBudget*; bigger merges are
+// drained first in several transactions. ReportBatch packs many reports
+// into one transaction (one commit, one fsync) up to batchBudget*: a
+// batch of 1,000 typical reports (~25,000 entries, ~1.2 MB) is one commit.
 const (
 	txnBudgetEntries   = 10000
 	txnBudgetBytes     = 1 << 20
 	batchBudgetEntries = 40000
-	batchBudgetBytes   = 4 << 20
+	batchBudgetBytes   = 3 << 20
 )
 
 // Options configure the Badger store. Zero values select defaults.
