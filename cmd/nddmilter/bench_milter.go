@@ -481,8 +481,11 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	fmt.Fprintf(out, "throughput      %.0f messages/s (%d in %s, CPU %.0f%% of %d cores)\n",
 		float64(f.messages)/elapsed.Seconds(), f.messages, elapsed.Round(time.Millisecond),
 		100*cpu.Seconds()/elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
-	fmt.Fprintf(out, "cpu             %.0f µs per message (whole process: milter server, engine, store and the go-milter clients)\n",
-		float64(cpu.Microseconds())/float64(f.messages))
+	who := "whole process: milter server, engine, store and the go-milter clients"
+	if f.addr != "" {
+		who = "this process: the go-milter clients only"
+	}
+	fmt.Fprintf(out, "cpu             %.0f µs per message (%s)\n", float64(cpu.Microseconds())/float64(f.messages), who)
 	fmt.Fprintf(out, "latency         p50 %s  p90 %s  p99 %s  max %s (MAIL FROM to final reply)\n",
 		pct(lats, 0.50), pct(lats, 0.90), pct(lats, 0.99), lats[len(lats)-1].Round(time.Microsecond))
 	var acts []string
