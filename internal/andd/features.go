@@ -93,6 +93,11 @@ type extractor struct {
 	// not depend on the df table sum to at most -idfMax.
 	lam    *[numFeatures]float64
 	idfMax float64
+	// vocab, if set, indexes df's vocabulary with the sketch hash of each
+	// term under seed: it replaces the DocFreq.DF calls of unigrams, and
+	// features reports each term's hash in scratch.hash.
+	vocab *vocab
+	seed  uint64
 }
 
 // tfTab[tf] = log(1+tf)/log(17) for small tf.
@@ -141,6 +146,10 @@ func (e *extractor) idf(term string) (float64, bool) {
 }
 
 func (e *extractor) idf1(term string) (float64, bool) {
+	if e.vocab != nil {
+		df, _ := e.vocab.lookup(term)
+		return e.idfDF(int(df))
+	}
 	return e.idfDF(e.df.DF(term))
 }
 
@@ -219,6 +228,11 @@ type scratch struct {
 	terms []string
 	ws    []float64
 	lanes []uint64
+	// hash is termHash(term, seed) of the term passed to the callback of
+	// features when hashOK (set only with a vocab); hashes collects them.
+	hash   uint64
+	hashOK bool
+	hashes []uint64
 }
 
 func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
@@ -353,6 +367,7 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 		phi[fHost] = b2f(s.host)
 		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
 		phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
+		sc.hashOK = false
 		z := 0.0
 		if lam := e.lam; lam != nil {
 			for f := range numFeatures {
@@ -366,6 +381,14 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 			phi[fIDF], phi[fUnseen] = 1, 0
 		} else if s.hasDF {
 			idf, unseen := e.idfDF(int(s.df))
+			phi[fIDF] = idf
+			phi[fUnseen] = b2f(unseen)
+		} else if e.vocab != nil && e.ngram == 1 {
+			df, h := e.vocab.lookup(s.term)
+			if df > 0 {
+				sc.hash, sc.hashOK = h, true
+			}
+			idf, unseen := e.idfDF(int(df))
 			phi[fIDF] = idf
 			phi[fUnseen] = b2f(unseen)
 		} else {

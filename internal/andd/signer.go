@@ -50,6 +50,10 @@ func NewSigner(m *Model, df DocFreq) (*Signer, error) {
 	// A term whose weight stays ≤ 0 whatever its df needs no df look-up.
 	s.ex.lam = &s.lam
 	s.ex.idfMax = s.idfGroupMax()
+	if df != nil {
+		s.ex.vocab = newVocab(df, m.LSH.Seed)
+		s.ex.seed = m.LSH.Seed
+	}
 	s.bandPos = bandLayout(m.LSH.Bits, m.LSH.Bands, m.LSH.BandBits, m.LSH.Seed)
 	return s, nil
 }
@@ -94,6 +98,15 @@ func (s *Signer) getScratch() *scratch {
 		return sc
 	}
 	return &scratch{}
+}
+
+// hashOf is termHash(term, seed), read from the vocabulary when features
+// found the term there.
+func (s *Signer) hashOf(term string, sc *scratch) uint64 {
+	if sc.hashOK {
+		return sc.hash
+	}
+	return termHash(term, s.model.LSH.Seed)
 }
 
 // DocFreq returns the document frequencies the Signer was made with (nil
@@ -164,7 +177,7 @@ func (s *Signer) Sketch(v Vector) Sketch {
 		terms = append(terms, t)
 		ws = append(ws, w)
 	}
-	sk := s.sketchTerms(terms, ws, sc)
+	sk := s.sketchTerms(terms, ws, nil, sc)
 	clear(terms)
 	sc.terms, sc.ws = terms[:0], ws[:0]
 	return sk
@@ -175,14 +188,16 @@ func (s *Signer) Sketch(v Vector) Sketch {
 func (s *Signer) SketchDocument(doc *mime.Document, toks []mime.Token) Sketch {
 	sc := s.getScratch()
 	defer s.pool.Put(sc)
-	terms, ws := sc.terms[:0], sc.ws[:0]
+	terms, ws, hs := sc.terms[:0], sc.ws[:0], sc.hashes[:0]
 	s.ex.extract(doc, toks, sc, func(term string, _ *[numFeatures]float64, z float64) {
 		if z > 0 {
 			terms = append(terms, term)
 			ws = append(ws, z)
+			hs = append(hs, s.hashOf(term, sc))
 		}
 	})
-	sk := s.sketchTerms(terms, ws, sc)
+	sk := s.sketchTerms(terms, ws, hs, sc)
+	sc.hashes = hs[:0]
 	clear(terms) // do not keep the message's strings alive in the pool
 	sc.terms, sc.ws = terms[:0], ws[:0]
 	return sk
@@ -218,14 +233,16 @@ func (s *Signer) SketchTermsDF(doc *mime.Document, t *mime.Terms, df []int32) Sk
 	}
 	sc := s.getScratch()
 	defer s.pool.Put(sc)
-	terms, ws := sc.terms[:0], sc.ws[:0]
+	terms, ws, hs := sc.terms[:0], sc.ws[:0], sc.hashes[:0]
 	s.ex.extractTerms(doc, t, df, sc, func(term string, _ *[numFeatures]float64, z float64) {
 		if z > 0 {
 			terms = append(terms, term)
 			ws = append(ws, z)
+			hs = append(hs, s.hashOf(term, sc))
 		}
 	})
-	sk := s.sketchTerms(terms, ws, sc)
+	sk := s.sketchTerms(terms, ws, hs, sc)
+	sc.hashes = hs[:0]
 	clear(terms)
 	sc.terms, sc.ws = terms[:0], ws[:0]
 	return sk

@@ -162,7 +162,8 @@ var laneTable = func() (t [256][2]uint64) {
 // grow by at most 255 per term, are flushed into the 32-bit totals.
 const flushEvery = 257
 
-// sketchTerms computes the sketch of the terms with positive weights ws.
+// sketchTerms computes the sketch of the terms with positive weights ws;
+// hs, if not nil, holds termHash(terms[i], seed) for every term.
 //
 // Cosine family: bit i is set when Σ_t q_t·r_ti > 0, with r_ti = ±1 the
 // i-th bit of the term's hash stream (bit set = +1) and q_t the weight
@@ -171,7 +172,7 @@ const flushEvery = 257
 // sums are kept in 16-bit lanes packed four to a uint64 (SWAR): one table
 // look-up, multiply and add per 8 bits of hash. Integer arithmetic makes
 // the result independent of the order of the terms.
-func (s *Signer) sketchTerms(terms []string, ws []float64, sc *scratch) Sketch {
+func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scratch) Sketch {
 	maxW := 0.0
 	for _, w := range ws {
 		if w > maxW && !math.IsInf(w, 1) {
@@ -210,7 +211,12 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, sc *scratch) Sketch {
 		}
 		w = min(w, maxW)
 		any = true
-		h := termHash(term, seed)
+		var h uint64
+		if hs != nil {
+			h = hs[i]
+		} else {
+			h = termHash(term, seed)
+		}
 		q := uint64(w/maxW*255 + 0.5)
 		if q > 0 {
 			total += q

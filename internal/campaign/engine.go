@@ -16,6 +16,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -34,6 +35,7 @@ type Engine struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache
+	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -90,6 +92,10 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		e.andd = as
 		e.threshold = as.Threshold()
 	}
+	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms})
+	if err != nil {
+		return nil, fmt.Errorf("campaign engine: %w", err)
+	}
 	return e, nil
 }
 
@@ -139,34 +145,30 @@ func (s *signed) skipReason() string {
 	}
 }
 
-// sign parses and signs a raw message.
+// sign parses and signs a raw message (internal/pipeline: one parse, one
+// word analysis for both signature families).
 func (e *Engine) sign(raw []byte) (*signed, error) {
-	doc := mime.Parse(raw, e.opts.Mime)
-	toks := mime.Tokenize(doc, e.opts.Tokens)
-	terms := mime.UniqueTerms(toks)
-	res := e.imatch.Sign(terms)
-	s := &signed{doc: doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures}
+	r := e.pipe.Analyze(raw)
+	res := r.IMatch
+	s := &signed{doc: r.Doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures}
 	if s.unique == 0 {
-		s.unique = len(terms)
+		s.unique = len(r.Terms.Sorted)
 	}
 	// One slice for all keys, band keys appended below: the store lookup
 	// takes them in one call without another copy.
-	s.keys = make([][]byte, 0, len(res.Signatures)+32)
+	s.keys = make([][]byte, 0, len(res.Signatures)+len(r.BandKeys))
 	for _, sig := range res.Signatures {
 		s.keys = append(s.keys, sig.Key())
 	}
 	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
-	if e.andd != nil && len(terms) >= e.opts.ANDDMinTerms {
-		sk := e.andd.SketchDocument(doc, toks)
-		if len(sk.Bits) > 0 || len(sk.MinHash) > 0 {
-			b, err := sk.MarshalBinary()
-			if err != nil {
-				return nil, fmt.Errorf("encode sketch: %w", err)
-			}
-			s.sketch, s.hasSketch, s.sketchRaw = sk, true, b
-			s.bandKeys = e.andd.BandKeys(sk)
-			s.keys = append(s.keys, s.bandKeys...)
+	if !r.Sketch.IsEmpty() {
+		b, err := r.Sketch.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("encode sketch: %w", err)
 		}
+		s.sketch, s.hasSketch, s.sketchRaw = r.Sketch, true, b
+		s.bandKeys = r.BandKeys
+		s.keys = append(s.keys, s.bandKeys...)
 	}
 	return s, nil
 }

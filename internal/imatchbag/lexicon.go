@@ -71,6 +71,17 @@ func (l *Lexicon) N() int { return l.n }
 // default).
 func (l *Lexicon) DF(term string) int { return int(l.df[term]) }
 
+// RangeDF calls fn with every term of positive document frequency and that
+// frequency (DF is 0 for every other term), in no particular order, until
+// fn returns false. andd.NewSigner uses it to index the vocabulary once.
+func (l *Lexicon) RangeDF(fn func(term string, df int) bool) {
+	for t, d := range l.df {
+		if d > 0 && !fn(t, int(d)) {
+			return
+		}
+	}
+}
+
 // Seed is the bagging seed from which the K bagged lexicons are derived.
 func (l *Lexicon) Seed() uint64 { return l.seed }
 
