@@ -357,8 +357,13 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 		}
 		phi[fLoc] = min(float64(s.first)/den, 1)
 		phi[fLen] = lenF
-		phi[fCap] = float64(s.caps) / float64(s.tf)
-		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
+		phi[fCap], phi[fAllCaps] = 0, 0
+		if s.caps != 0 { // most terms: no division
+			phi[fCap] = float64(s.caps) / float64(s.tf)
+		}
+		if s.allCaps != 0 {
+			phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
+		}
 		phi[fSubject] = b2f(s.subject)
 		phi[fInURL] = 0
 		if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
@@ -370,7 +375,11 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 		sc.hashOK = false
 		z := 0.0
 		if lam := e.lam; lam != nil {
-			for f := range numFeatures {
+			// Σ λf·φf in feature order, leaving out the df-dependent
+			// features, still 0 here (adding ±0 changes no sum).
+			z += lam[fBias] * phi[fBias]
+			z += lam[fTF] * phi[fTF]
+			for f := fLoc; f < numFeatures; f++ {
 				z += lam[f] * phi[f]
 			}
 			if z+e.idfMax <= 0 {
