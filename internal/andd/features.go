@@ -108,6 +108,35 @@ var tfTab = func() (t [64]float64) {
 	return t
 }()
 
+// termLenTab[r] = min(r, 20)/20, the termlen feature of a term of r runes.
+var termLenTab = func() (t [21]float64) {
+	for r := range t {
+		t[r] = min(float64(r), 20) / 20
+	}
+	return t
+}()
+
+// termRunes is min(utf8.RuneCountInString(t), 20), without decoding ASCII
+// terms.
+func termRunes(t string) int {
+	if len(t) >= 80 { // a rune has at most 4 bytes
+		return 20
+	}
+	if len(t) <= 20 {
+		ascii := true
+		for i := 0; i < len(t); i++ {
+			if t[i] >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			return len(t)
+		}
+	}
+	return min(utf8.RuneCountInString(t), 20)
+}
+
 func newExtractor(df DocFreq, ngram int, hosts bool) *extractor {
 	e := &extractor{df: df, ngram: ngram, hosts: hosts}
 	if df != nil && df.N() > 0 {
@@ -227,7 +256,10 @@ type scratch struct {
 	stats []termStat
 	terms []string
 	ws    []float64
-	lanes []uint64
+	// sketch buffers: quantized weights, hashes, hash words and bit
+	// totals of the weighted terms.
+	qs, hq, xs []uint64
+	totals     []uint32
 	// hash is termHash(term, seed) of the term passed to the callback of
 	// features when hashOK (set only with a vocab); hashes collects them.
 	hash   uint64
@@ -370,7 +402,7 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 			phi[fInURL] = 1
 		}
 		phi[fHost] = b2f(s.host)
-		phi[fTermLen] = min(float64(utf8.RuneCountInString(s.term)), 20) / 20
+		phi[fTermLen] = termLenTab[termRunes(s.term)]
 		phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
 		sc.hashOK = false
 		z := 0.0

@@ -159,7 +159,8 @@ var laneTable = func() (t [256][2]uint64) {
 }()
 
 // flushEvery is the number of terms after which the 16-bit lanes, which
-// grow by at most 255 per term, are flushed into the 32-bit totals.
+// grow by at most 255 per term, are flushed into the 32-bit totals
+// (257·255 = 65535 fits, but accumulate flushes after 256 terms).
 const flushEvery = 257
 
 // sketchTerms computes the sketch of the terms with positive weights ws;
@@ -168,10 +169,9 @@ const flushEvery = 257
 // Cosine family: bit i is set when Σ_t q_t·r_ti > 0, with r_ti = ±1 the
 // i-th bit of the term's hash stream (bit set = +1) and q_t the weight
 // quantized to 8 bits relative to the largest weight (q = round(255·w/max)).
-// Equivalently Σ_t q_t·b_ti > ⌊Q/2⌋ with b_ti ∈ {0,1} and Q = Σ_t q_t. The
-// sums are kept in 16-bit lanes packed four to a uint64 (SWAR): one table
-// look-up, multiply and add per 8 bits of hash. Integer arithmetic makes
-// the result independent of the order of the terms.
+// Equivalently Σ_t q_t·b_ti > ⌊Q/2⌋ with b_ti ∈ {0,1} and Q = Σ_t q_t.
+// Integer arithmetic makes the result independent of the order of the
+// terms (see accumulate for how the sums are computed).
 func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scratch) Sketch {
 	maxW := 0.0
 	for _, w := range ws {
@@ -183,16 +183,6 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 		return Sketch{}
 	}
 	words := s.model.LSH.Bits / 64
-	// lanes[wi*16+j] holds the lanes of bits 4j..4j+3 of word wi.
-	if cap(sc.lanes) < words*16 {
-		sc.lanes = make([]uint64, words*16)
-	}
-	lanes := sc.lanes[:words*16]
-	clear(lanes)
-	var totals []uint32 // allocated on the first flush
-	total := uint64(0)
-	pending := 0
-	var sk Sketch
 	nmh := s.model.LSH.MinHashes
 	var mins []uint64
 	if nmh > 0 {
@@ -203,6 +193,11 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 	}
 	seed := s.model.LSH.Seed
 	quant := float64(s.model.LSH.Quant)
+	// First pass: the quantized weights and hash words of the terms with
+	// q > 0 (xs word-major: xs[wi*n+k] is word wi of the k-th such term),
+	// and the min-hashes.
+	qs := sc.qs[:0]
+	hq := sc.hq[:0]
 	any := false
 	for i, term := range terms {
 		w := ws[i]
@@ -217,23 +212,9 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 		} else {
 			h = termHash(term, seed)
 		}
-		q := uint64(w/maxW*255 + 0.5)
-		if q > 0 {
-			total += q
-			for wi := range words {
-				x := splitmix64(h + uint64(wi)*golden)
-				l := lanes[wi*16 : wi*16+16 : wi*16+16]
-				for j := 0; j < 16; j += 2 {
-					e := &laneTable[byte(x)]
-					l[j] += e[0] * q
-					l[j+1] += e[1] * q
-					x >>= 8
-				}
-			}
-			if pending++; pending == flushEvery-1 {
-				totals = flushLanes(lanes, totals)
-				pending = 0
-			}
+		if q := uint64(w/maxW*255 + 0.5); q > 0 {
+			qs = append(qs, q)
+			hq = append(hq, h)
 		}
 		if nmh > 0 {
 			k := max(1, int(w/maxW*quant+0.5))
@@ -248,24 +229,36 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 			}
 		}
 	}
+	sc.qs, sc.hq = qs, hq
 	if !any {
 		return Sketch{}
 	}
-	t := total / 2
-	sk.Bits = make([]uint64, words)
+	n := len(qs)
+	if cap(sc.xs) < words*n {
+		sc.xs = make([]uint64, words*n)
+	}
+	xs := sc.xs[:words*n]
+	total := uint64(0)
+	for k, h := range hq {
+		total += qs[k]
+		for wi := range words {
+			xs[wi*n+k] = splitmix64(h + uint64(wi)*golden)
+		}
+	}
+	if cap(sc.totals) < words*64 {
+		sc.totals = make([]uint32, words*64)
+	}
+	totals := sc.totals[:words*64]
+	clear(totals)
 	for wi := range words {
-		for j := range 16 {
-			v := lanes[wi*16+j]
-			for k := range 4 {
-				bit := wi*64 + 4*j + k
-				c := v >> (16 * k) & 0xffff
-				if totals != nil {
-					c += uint64(totals[bit])
-				}
-				if c > t {
-					sk.Bits[wi] |= 1 << uint(bit%64)
-				}
-			}
+		accumulate(xs[wi*n:(wi+1)*n], qs, totals[wi*64:(wi+1)*64])
+	}
+	t := total / 2
+	var sk Sketch
+	sk.Bits = make([]uint64, words)
+	for bit, c := range totals {
+		if uint64(c) > t {
+			sk.Bits[bit/64] |= 1 << uint(bit%64)
 		}
 	}
 	if nmh > 0 {
@@ -274,18 +267,49 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 	return sk
 }
 
-// flushLanes adds the 16-bit lanes into 32-bit totals and clears them.
-func flushLanes(lanes []uint64, totals []uint32) []uint32 {
-	if totals == nil {
-		totals = make([]uint32, len(lanes)*4)
-	}
-	for i, v := range lanes {
-		for k := range 4 {
-			totals[4*i+k] += uint32(v >> (16 * k) & 0xffff)
+// accumulate adds Σ_k qs[k]·(bit i of xs[k]) to totals[i] for the 64 bits
+// of one sketch word. The sums are kept in 16-bit lanes packed four to a
+// uint64 (SWAR) in registers: one table look-up, two multiplies and two
+// adds per term and 8 bits of hash, one pass over the terms per 32 bits
+// of the word. With q ≤ 255 a lane takes 257 terms before it could
+// overflow; the lanes are then flushed into totals.
+func accumulate(xs, qs []uint64, totals []uint32) {
+	for start := 0; start < len(xs); start += flushEvery - 1 {
+		end := min(start+flushEvery-1, len(xs))
+		bx, bq := xs[start:end], qs[start:end]
+		bq = bq[:len(bx)]
+		for sh := 0; sh < 64; sh += 32 {
+			var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+			for k, x := range bx {
+				q := bq[k]
+				x >>= sh
+				e := &laneTable[byte(x)]
+				f := &laneTable[byte(x>>8)]
+				a0 += e[0] * q
+				a1 += e[1] * q
+				a2 += f[0] * q
+				a3 += f[1] * q
+				e = &laneTable[byte(x>>16)]
+				f = &laneTable[byte(x>>24)]
+				a4 += e[0] * q
+				a5 += e[1] * q
+				a6 += f[0] * q
+				a7 += f[1] * q
+			}
+			tt := totals[sh : sh+32 : sh+32]
+			for l := range 4 {
+				s := 16 * l
+				tt[l] += uint32(a0 >> s & 0xffff)
+				tt[4+l] += uint32(a1 >> s & 0xffff)
+				tt[8+l] += uint32(a2 >> s & 0xffff)
+				tt[12+l] += uint32(a3 >> s & 0xffff)
+				tt[16+l] += uint32(a4 >> s & 0xffff)
+				tt[20+l] += uint32(a5 >> s & 0xffff)
+				tt[24+l] += uint32(a6 >> s & 0xffff)
+				tt[28+l] += uint32(a7 >> s & 0xffff)
+			}
 		}
-		lanes[i] = 0
 	}
-	return totals
 }
 
 // densify fills the empty bins of a one-permutation min-hash by borrowing

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
@@ -150,5 +151,15 @@ func BenchmarkSketchTermsVocab(b *testing.B) {
 				b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})
+	}
+}
+
+func TestTermRunes(t *testing.T) {
+	for _, s := range []string{"", "a", "hello", "exactlytwentyletters", "twentyoneletterswords",
+		"été", "naïveté", "日本語のテキスト", "\xff\xfe", "a\xffb", strings.Repeat("é", 30),
+		strings.Repeat("x", 79), strings.Repeat("x", 80), strings.Repeat("\xff", 90)} {
+		if got, want := termLenTab[termRunes(s)], min(float64(utf8.RuneCountInString(s)), 20)/20; got != want {
+			t.Errorf("termlen(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

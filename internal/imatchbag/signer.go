@@ -76,6 +76,10 @@ type scratch struct {
 	sel       []int32
 	buf       []byte
 	sorted    []string
+	// all holds "term\n" of every primary hit, in order; ends[k] is the
+	// end of hit k's bytes in all.
+	all  []byte
+	ends []int32
 }
 
 // NewSigner prepares the K bagged lexicons of lex.
@@ -176,7 +180,21 @@ func (s *Signer) InBag(term string, b int) bool {
 func (s *Signer) Sign(terms []string) Result {
 	sc := s.pool.Get().(*scratch)
 	defer s.pool.Put(sc)
-	terms = sc.normalize(terms)
+	return s.signSorted(sc.normalize(terms), sc)
+}
+
+// SignSorted is Sign for terms known to be sorted and unique (strictly
+// increasing), such as mime.Terms.Sorted and mime.UniqueTerms: it skips
+// Sign's check of the order. Other input does not panic but gives
+// signatures that are not Sign's.
+func (s *Signer) SignSorted(terms []string) Result {
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	return s.signSorted(terms, sc)
+}
+
+// signSorted signs sorted unique terms.
+func (s *Signer) signSorted(terms []string, sc *scratch) Result {
 	res := Result{Unique: len(terms)}
 	if len(terms) < s.opts.MinUnique {
 		res.Reason = fmt.Sprintf("too short for a signature: %d unique words (minimum %d)", len(terms), s.opts.MinUnique)
@@ -216,8 +234,42 @@ func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, res Re
 	}
 	secSorted := false
 	res.Signatures = make([]Signature, 0, s.opts.K+1)
+	sc.all, sc.ends = sc.all[:0], sc.ends[:0]
 	for b := 0; b <= s.opts.K; b++ {
 		bit := uint32(1) << b
+		if perBag[b] >= need {
+			// Only terms of L: hash the runs of consecutive primary hits
+			// of the bag, copied from all (the same bytes as below).
+			if len(sc.ends) == 0 {
+				for _, h := range sc.prim {
+					sc.all = append(sc.all, terms[h.idx]...)
+					sc.all = append(sc.all, '\n')
+					sc.ends = append(sc.ends, int32(len(sc.all)))
+				}
+			}
+			buf := sc.buf[:0]
+			prim, ends := sc.prim, sc.ends[:len(sc.prim)]
+			for k := 0; k < len(prim); {
+				if prim[k].mask&bit == 0 {
+					k++
+					continue
+				}
+				start := int32(0)
+				if k > 0 {
+					start = ends[k-1]
+				}
+				for k < len(prim) && prim[k].mask&bit != 0 {
+					k++
+				}
+				buf = append(buf, sc.all[start:ends[k-1]]...)
+			}
+			sc.buf = buf
+			if b == 0 {
+				res.Terms, res.Secondary = perBag[b], 0
+			}
+			res.Signatures = append(res.Signatures, s.signature(b, buf))
+			continue
+		}
 		sel := sc.sel[:0]
 		for _, h := range sc.prim {
 			if h.mask&bit != 0 {
@@ -256,15 +308,21 @@ func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, res Re
 			buf = append(buf, '\n')
 		}
 		sc.buf = buf
-		sum := sha256.Sum256(buf)
-		sig := Signature{Lexicon: s.lex.id, Bag: uint8(b)}
-		copy(sig.Hash[:], sum[:16])
-		res.Signatures = append(res.Signatures, sig)
+		res.Signatures = append(res.Signatures, s.signature(b, buf))
 	}
 	if len(res.Signatures) == 0 {
 		res.Signatures = nil
 	}
 	return res
+}
+
+// signature is the signature of bag b over the hashed bytes buf (see
+// HashTerms).
+func (s *Signer) signature(b int, buf []byte) Signature {
+	sum := sha256.Sum256(buf)
+	sig := Signature{Lexicon: s.lex.id, Bag: uint8(b)}
+	copy(sig.Hash[:], sum[:16])
+	return sig
 }
 
 // need is the size S must reach for a document of u unique terms.

@@ -297,3 +297,44 @@ func TestStabilityLaw(t *testing.T) {
 		}
 	}
 }
+
+// TestSignMatchesSignatureTerms checks Sign and SignSorted against the
+// explanation path (SignatureTerms + HashTerms) on documents where every
+// bag, some bags or no bag reach the threshold with terms of L alone.
+func TestSignMatchesSignatureTerms(t *testing.T) {
+	lex := synthLexicon(t, 1000, 300, 500, BuildOptions{Seed: 3})
+	s := mustSigner(t, lex, Options{})
+	tests := []struct {
+		name string
+		d    []string
+	}{
+		{"primary only", doc(words("l", 0, 60))},
+		{"primary and secondary", doc(words("l", 0, 12), words("b", 0, 40), words("x", 0, 10))},
+		{"mostly unknown", doc(words("l", 0, 8), words("b", 0, 8), words("x", 0, 60))},
+		{"one primary run", doc(words("l", 0, 1), words("b", 0, 30))},
+		{"empty", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rs := s.Sign(tc.d), s.SignSorted(tc.d)
+			if !slices.Equal(r.Signatures, rs.Signatures) || r.Terms != rs.Terms ||
+				r.Secondary != rs.Secondary || r.Reason != rs.Reason || r.Unique != rs.Unique {
+				t.Fatalf("SignSorted = %+v, Sign = %+v", rs, r)
+			}
+			got := map[int][16]byte{}
+			for _, sig := range r.Signatures {
+				got[int(sig.Bag)] = sig.Hash
+			}
+			for b := 0; b <= s.Options().K; b++ {
+				terms := s.SignatureTerms(tc.d, b)
+				h, ok := got[b]
+				if (terms != nil) != ok {
+					t.Fatalf("bag %d: signature %v, SignatureTerms %d terms", b, ok, len(terms))
+				}
+				if ok && HashTerms(terms) != h {
+					t.Errorf("bag %d: hash differs from HashTerms(SignatureTerms)", b)
+				}
+			}
+		})
+	}
+}

@@ -53,14 +53,28 @@ func BenchmarkFull(b *testing.B) {
 }
 
 // BenchmarkIMatch is the I-Match part alone (issue #2's target: parse →
-// text → terms → K+1 signatures), through the pipeline (Analyze) and
-// through the separate calls (Tokenize, UniqueTerms).
+// text → terms → K+1 signatures): through Analyze, through a Pipeline
+// without ANDD signer (Analyze + SignSorted), through UniqueTermsOf (with
+// Sign or SignSorted) and through the separate calls (Tokenize,
+// UniqueTerms).
 func BenchmarkIMatch(b *testing.B) {
 	im, _, lex := signers(b)
 	msgs := messages(b, lex)
 	b.Run("Analyze", func(b *testing.B) {
 		benchLoop(b, msgs, func(raw []byte) {
 			im.Sign(mime.Analyze(mime.Parse(raw, mime.Options{}), mime.TokenOptions{}).Sorted)
+		})
+	})
+	only, err := New(im, nil, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Pipeline", func(b *testing.B) {
+		benchLoop(b, msgs, func(raw []byte) { only.Analyze(raw) })
+	})
+	b.Run("UniqueTermsOfSorted", func(b *testing.B) {
+		benchLoop(b, msgs, func(raw []byte) {
+			im.SignSorted(mime.UniqueTermsOf(mime.Parse(raw, mime.Options{}), mime.TokenOptions{}))
 		})
 	})
 	b.Run("UniqueTermsOf", func(b *testing.B) {

@@ -118,6 +118,19 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 			part = part[:0]
 			dn = nil
+			// Resolve the keys of the reports that may fit in this
+			// transaction in sorted order first (see prefetchIndex).
+			var pre [][]byte
+			for j := len(results); j < len(ins) && len(pre) < batchBudgetEntries/2; j++ {
+				for _, k := range ins[j].Keys {
+					if len(k) > 0 {
+						pre = append(pre, k)
+					}
+				}
+			}
+			if err := w.prefetchIndex(pre); err != nil {
+				return err
+			}
 			for j := len(results); j < len(ins); j++ {
 				in := ins[j]
 				if in.Time.IsZero() {
@@ -187,24 +200,15 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		if len(k) == 0 {
 			continue
 		}
-		item, err := txn.Get(indexKey(k))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return ReportResult{}, fmt.Errorf("index lookup: %w", err)
-		}
-		err = item.Value(func(v []byte) error {
-			if id, ok := idFromValue(v); ok {
-				keyIDs[i] = id
-				if !slices.Contains(ids, id) {
-					ids = append(ids, id)
-				}
-			}
-			return nil
-		})
+		id, err := w.lookupIndex(k)
 		if err != nil {
 			return ReportResult{}, err
+		}
+		if id != 0 {
+			keyIDs[i] = id
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	for _, id := range in.Join {
@@ -342,7 +346,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 				continue
 			}
 			seen[string(k)] = struct{}{}
-			if err := w.set(indexKey(k), idValue(dst.ID)); err != nil {
+			if err := w.setIndex(k, dst.ID); err != nil {
 				return ReportResult{}, err
 			}
 			if err := w.set(keyListKey(dst.ID, k), nil); err != nil {
@@ -416,7 +420,7 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 			return false, fmt.Errorf("list keys of campaign %d: %w", src.ID, err)
 		}
 		for _, e := range keys {
-			if err := w.set(indexKey(e.k), idValue(dst.ID)); err != nil {
+			if err := w.setIndex(e.k, dst.ID); err != nil {
 				return false, err
 			}
 			if err := w.set(keyListKey(dst.ID, e.k), nil); err != nil {
