@@ -98,6 +98,57 @@ type extractor struct {
 	// features reports each term's hash in scratch.hash.
 	vocab *vocab
 	seed  uint64
+	// zt holds the products λf·φf that depend only on a term's table
+	// features, precomputed by setLambda (nil when lam is nil).
+	zt *zTables
+}
+
+// zTables caches products of the linear combination z = Σ λf·φf whose
+// factors take few values, so that features computes each with one load.
+// Each entry is the very product (or, for df, the very sum of products)
+// that the plain computation evaluates, and features adds them to z in
+// the same order, so z is bit-identical to Σ λf·φf summed in feature
+// order (TestWeighMatchesFeatures, the golden tests).
+type zTables struct {
+	tf      [64]float64 // λtf·tfTab[tf]
+	termLen [21]float64 // λtermlen·termLenTab[r]
+	// df[d] is the df-dependent part λidf·idf + λidf2·idf² + λunseen·unseen
+	// for a unigram of document frequency d < len(df) (d = 0: unseen).
+	df []float64
+	// noDF is that part when there is no df table (idf 0.5, seen); host
+	// when the term is a host pseudo-term (idf 1, seen).
+	noDF, host float64
+}
+
+// dfPart is λidf·idf + λidf2·idf² + λunseen·unseen, evaluated exactly as
+// features evaluates it.
+func dfPart(lam *[numFeatures]float64, idf, unseen float64) float64 {
+	idf2 := idf * idf
+	return float64(float64(lam[fIDF]*idf)+float64(lam[fIDF2]*idf2)) + float64(lam[fUnseen]*unseen)
+}
+
+// setLambda sets the feature weights and precomputes the z tables.
+func (e *extractor) setLambda(lam *[numFeatures]float64, idfMax float64) {
+	e.lam, e.idfMax = lam, idfMax
+	if lam == nil {
+		e.zt = nil
+		return
+	}
+	zt := &zTables{}
+	for i := range zt.tf {
+		zt.tf[i] = lam[fTF] * tfTab[i]
+	}
+	for r := range zt.termLen {
+		zt.termLen[r] = lam[fTermLen] * termLenTab[r]
+	}
+	zt.df = make([]float64, max(len(e.idfTab), 1))
+	for d := range zt.df {
+		idf, unseen := e.idfDF(d)
+		zt.df[d] = dfPart(lam, idf, b2f(unseen))
+	}
+	zt.noDF = dfPart(lam, 0.5, 0)
+	zt.host = dfPart(lam, 1, 0)
+	e.zt = zt
 }
 
 // tfTab[tf] = log(1+tf)/log(17) for small tf.
@@ -249,7 +300,9 @@ func registeredHost(host string) string {
 
 // extract calls fn once per distinct term of the document, in order of
 // first occurrence, with the term's full feature vector (len numFeatures).
-// phi is reused between calls.
+// phi is reused between calls. When the extractor has feature weights
+// (setLambda), fn gets only z and a nil phi, and terms whose z cannot be
+// positive are skipped.
 // scratch holds the buffers of one extraction, reused through a pool.
 type scratch struct {
 	slots []int32
@@ -378,46 +431,15 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 	}
 	lenF := math.Log1p(float64(n)) / math.Log1p(4096)
 	den := float64(max(n, 1))
+	if e.zt != nil {
+		e.featuresZ(sc, stats, inURL, lenF, den, fn)
+		return
+	}
 	var phi [numFeatures]float64
 	for i := range stats {
 		s := &stats[i]
-		phi[fBias] = 1
-		if int(s.tf) < len(tfTab) {
-			phi[fTF] = tfTab[s.tf]
-		} else {
-			phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
-		}
-		phi[fLoc] = min(float64(s.first)/den, 1)
-		phi[fLen] = lenF
-		phi[fCap], phi[fAllCaps] = 0, 0
-		if s.caps != 0 { // most terms: no division
-			phi[fCap] = float64(s.caps) / float64(s.tf)
-		}
-		if s.allCaps != 0 {
-			phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
-		}
-		phi[fSubject] = b2f(s.subject)
-		phi[fInURL] = 0
-		if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
-			phi[fInURL] = 1
-		}
-		phi[fHost] = b2f(s.host)
-		phi[fTermLen] = termLenTab[termRunes(s.term)]
-		phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
+		e.termFeatures(s, &phi, inURL, lenF, den)
 		sc.hashOK = false
-		z := 0.0
-		if lam := e.lam; lam != nil {
-			// Σ λf·φf in feature order, leaving out the df-dependent
-			// features, still 0 here (adding ±0 changes no sum).
-			z += lam[fBias] * phi[fBias]
-			z += lam[fTF] * phi[fTF]
-			for f := fLoc; f < numFeatures; f++ {
-				z += lam[f] * phi[f]
-			}
-			if z+e.idfMax <= 0 {
-				continue
-			}
-		}
 		if s.host {
 			phi[fIDF], phi[fUnseen] = 1, 0
 		} else if s.hasDF {
@@ -438,10 +460,113 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 			phi[fUnseen] = b2f(unseen)
 		}
 		phi[fIDF2] = phi[fIDF] * phi[fIDF]
-		if lam := e.lam; lam != nil {
-			z += lam[fIDF]*phi[fIDF] + lam[fIDF2]*phi[fIDF2] + lam[fUnseen]*phi[fUnseen]
+		fn(s.term, &phi, 0)
+	}
+}
+
+// termFeatures fills phi with the features of s that do not depend on the
+// df table, and zeroes the others.
+func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL map[string]bool, lenF, den float64) {
+	phi[fBias] = 1
+	if int(s.tf) < len(tfTab) {
+		phi[fTF] = tfTab[s.tf]
+	} else {
+		phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
+	}
+	phi[fLoc] = min(float64(s.first)/den, 1)
+	phi[fLen] = lenF
+	phi[fCap], phi[fAllCaps] = 0, 0
+	if s.caps != 0 { // most terms: no division
+		phi[fCap] = float64(s.caps) / float64(s.tf)
+	}
+	if s.allCaps != 0 {
+		phi[fAllCaps] = float64(s.allCaps) / float64(s.tf)
+	}
+	phi[fSubject] = b2f(s.subject)
+	phi[fInURL] = 0
+	if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
+		phi[fInURL] = 1
+	}
+	phi[fHost] = b2f(s.host)
+	phi[fTermLen] = termLenTab[termRunes(s.term)]
+	phi[fIDF], phi[fIDF2], phi[fUnseen] = 0, 0, 0
+}
+
+// featuresZ is the loop of features when the feature weights are set
+// (Signer): it computes only z = Σ λf·φf, in feature order but for the
+// df-dependent features added last as one group, as the plain
+// computation (see zReference in the tests) does, from the tables of
+// e.zt, leaving out the products whose feature is 0 (adding ±0 changes no
+// sum but the sign of a zero z, and only z > 0 matters). It skips every
+// term whose z cannot be positive before looking up its df, and passes a
+// nil phi to fn.
+func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL map[string]bool, lenF, den float64, fn func(term string, phi *[numFeatures]float64, z float64)) {
+	lam, zt := e.lam, e.zt
+	lenZ := lam[fLen] * lenF
+	idfMax := e.idfMax
+	plainDF := e.df == nil || e.logN1 == 0
+	useVocab := e.vocab != nil && e.ngram == 1
+	for i := range stats {
+		s := &stats[i]
+		sc.hashOK = false
+		// Σ λf·φf in feature order, leaving out the df-dependent
+		// features.
+		z := lam[fBias]
+		if int(s.tf) < len(zt.tf) {
+			z += zt.tf[s.tf]
+		} else {
+			z += float64(lam[fTF] * (math.Log1p(float64(s.tf)) / math.Log1p(16)))
 		}
-		fn(s.term, &phi, z)
+		z += float64(lam[fLoc] * min(float64(s.first)/den, 1))
+		z += lenZ
+		if s.caps != 0 {
+			z += float64(lam[fCap] * (float64(s.caps) / float64(s.tf)))
+		}
+		if s.allCaps != 0 {
+			z += float64(lam[fAllCaps] * (float64(s.allCaps) / float64(s.tf)))
+		}
+		if s.subject {
+			z += lam[fSubject]
+		}
+		if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
+			z += lam[fInURL]
+		}
+		if s.host {
+			z += lam[fHost]
+		}
+		z += zt.termLen[termRunes(s.term)]
+		if z+idfMax <= 0 {
+			continue
+		}
+		var dz float64
+		switch {
+		case s.host:
+			dz = zt.host
+		case plainDF:
+			dz = zt.noDF
+		default:
+			var df int32
+			if s.hasDF {
+				df = s.df
+			} else if useVocab {
+				var h uint64
+				df, h = e.vocab.lookup(s.term)
+				if df > 0 {
+					sc.hash, sc.hashOK = h, true
+				}
+			} else {
+				idf, unseen := e.idf(s.term)
+				dz = dfPart(lam, idf, b2f(unseen))
+				break
+			}
+			if d := int(max(df, 0)); d < len(zt.df) {
+				dz = zt.df[d]
+			} else {
+				idf, _ := e.idfDF(d)
+				dz = dfPart(lam, idf, 0)
+			}
+		}
+		fn(s.term, nil, z+dz)
 	}
 }
 

@@ -47,13 +47,12 @@ func NewSigner(m *Model, df DocFreq) (*Signer, error) {
 		hosts = hosts || j == fHost
 	}
 	s.ex = newExtractor(df, m.NGram, hosts)
-	// A term whose weight stays ≤ 0 whatever its df needs no df look-up.
-	s.ex.lam = &s.lam
-	s.ex.idfMax = s.idfGroupMax()
 	if df != nil {
 		s.ex.vocab = newVocab(df, m.LSH.Seed)
 		s.ex.seed = m.LSH.Seed
 	}
+	// A term whose weight stays ≤ 0 whatever its df needs no df look-up.
+	s.ex.setLambda(&s.lam, s.idfGroupMax())
 	s.bandPos = bandLayout(m.LSH.Bits, m.LSH.Bands, m.LSH.BandBits, m.LSH.Seed)
 	return s, nil
 }

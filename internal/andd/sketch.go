@@ -146,17 +146,22 @@ func Jaccard(a, b Sketch) float64 {
 }
 
 // laneTable[b] spreads the 8 bits of byte b into 8 16-bit lanes (two
-// uint64), lane j = bit j of b.
+// uint64), lane j = 0xffff if bit j of b is set, else 0: ANDed with a
+// weight broadcast to the four lanes, it selects the weight in the lanes
+// of the set bits.
 var laneTable = func() (t [256][2]uint64) {
 	for b := range 256 {
 		for j := range 8 {
 			if b>>j&1 != 0 {
-				t[b][j/4] |= 1 << (16 * (j % 4))
+				t[b][j/4] |= 0xffff << (16 * (j % 4))
 			}
 		}
 	}
 	return t
 }()
+
+// laneOnes broadcasts a 16-bit value to the four lanes of a uint64.
+const laneOnes = 0x0001000100010001
 
 // flushEvery is the number of terms after which the 16-bit lanes, which
 // grow by at most 255 per term, are flushed into the 32-bit totals
@@ -256,10 +261,14 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 	t := total / 2
 	var sk Sketch
 	sk.Bits = make([]uint64, words)
-	for bit, c := range totals {
-		if uint64(c) > t {
-			sk.Bits[bit/64] |= 1 << uint(bit%64)
+	for wi := range sk.Bits {
+		// Bit j is set when totals > t: t - total borrows into bit 63
+		// (both are below 2^40).
+		var w uint64
+		for j, c := range totals[wi*64 : (wi+1)*64 : (wi+1)*64] {
+			w |= (t - uint64(c)) >> 63 << uint(j)
 		}
+		sk.Bits[wi] = w
 	}
 	if nmh > 0 {
 		sk.MinHash = densify(mins)
@@ -269,8 +278,8 @@ func (s *Signer) sketchTerms(terms []string, ws []float64, hs []uint64, sc *scra
 
 // accumulate adds Σ_k qs[k]·(bit i of xs[k]) to totals[i] for the 64 bits
 // of one sketch word. The sums are kept in 16-bit lanes packed four to a
-// uint64 (SWAR) in registers: one table look-up, two multiplies and two
-// adds per term and 8 bits of hash, one pass over the terms per 32 bits
+// uint64 (SWAR) in registers: one table look-up, two ANDs and two adds
+// per term and 8 bits of hash, one pass over the terms per 32 bits
 // of the word. With q ≤ 255 a lane takes 257 terms before it could
 // overflow; the lanes are then flushed into totals.
 func accumulate(xs, qs []uint64, totals []uint32) {
@@ -281,20 +290,20 @@ func accumulate(xs, qs []uint64, totals []uint32) {
 		for sh := 0; sh < 64; sh += 32 {
 			var a0, a1, a2, a3, a4, a5, a6, a7 uint64
 			for k, x := range bx {
-				q := bq[k]
+				q := bq[k] * laneOnes
 				x >>= sh
 				e := &laneTable[byte(x)]
 				f := &laneTable[byte(x>>8)]
-				a0 += e[0] * q
-				a1 += e[1] * q
-				a2 += f[0] * q
-				a3 += f[1] * q
+				a0 += e[0] & q
+				a1 += e[1] & q
+				a2 += f[0] & q
+				a3 += f[1] & q
 				e = &laneTable[byte(x>>16)]
 				f = &laneTable[byte(x>>24)]
-				a4 += e[0] * q
-				a5 += e[1] * q
-				a6 += f[0] * q
-				a7 += f[1] * q
+				a4 += e[0] & q
+				a5 += e[1] & q
+				a6 += f[0] & q
+				a7 += f[1] & q
 			}
 			tt := totals[sh : sh+32 : sh+32]
 			for l := range 4 {
