@@ -136,10 +136,10 @@ func (e *extractor) setLambda(lam *[numFeatures]float64, idfMax float64) {
 	}
 	zt := &zTables{}
 	for i := range zt.tf {
-		zt.tf[i] = lam[fTF] * tfTab[i]
+		zt.tf[i] = float64(lam[fTF] * tfTab[i])
 	}
 	for r := range zt.termLen {
-		zt.termLen[r] = lam[fTermLen] * termLenTab[r]
+		zt.termLen[r] = float64(lam[fTermLen] * termLenTab[r])
 	}
 	zt.df = make([]float64, max(len(e.idfTab), 1))
 	for d := range zt.df {
@@ -502,7 +502,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL m
 // nil phi to fn.
 func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL map[string]bool, lenF, den float64, fn func(term string, phi *[numFeatures]float64, z float64)) {
 	lam, zt := e.lam, e.zt
-	lenZ := lam[fLen] * lenF
+	lenZ := float64(lam[fLen] * lenF) // explicit conversions keep products rounded: no FMA fusion, same weights on every architecture
 	idfMax := e.idfMax
 	plainDF := e.df == nil || e.logN1 == 0
 	useVocab := e.vocab != nil && e.ngram == 1
