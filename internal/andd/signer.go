@@ -115,11 +115,13 @@ func (s *Signer) DocFreq() DocFreq { return s.ex.df }
 // Model returns (a copy of) the signer's model.
 func (s *Signer) Model() *Model { return s.model.Clone() }
 
-// z is the linear combination of the features.
+// z is the linear combination of the features. The explicit conversion
+// rounds each product, so no architecture fuses it into a multiply-add and
+// every server computes the same weights (sketches are a wire format).
 func (s *Signer) z(phi *[numFeatures]float64) float64 {
 	z := 0.0
 	for f := range numFeatures {
-		z += s.lam[f] * phi[f]
+		z += float64(s.lam[f] * phi[f])
 	}
 	return z
 }

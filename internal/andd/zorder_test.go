@@ -13,12 +13,13 @@ import (
 // as one sum. Weights and sketches must stay bit-identical to it.
 func zReference(lam *[numFeatures]float64, phi *[numFeatures]float64) float64 {
 	z := 0.0
-	z += lam[fBias] * phi[fBias]
-	z += lam[fTF] * phi[fTF]
+	// float64(...) rounds each product, as the Signer does: no FMA fusion.
+	z += float64(lam[fBias] * phi[fBias])
+	z += float64(lam[fTF] * phi[fTF])
 	for f := fLoc; f < numFeatures; f++ {
-		z += lam[f] * phi[f]
+		z += float64(lam[f] * phi[f])
 	}
-	z += lam[fIDF]*phi[fIDF] + lam[fIDF2]*phi[fIDF2] + lam[fUnseen]*phi[fUnseen]
+	z += float64(float64(lam[fIDF]*phi[fIDF])+float64(lam[fIDF2]*phi[fIDF2])) + float64(lam[fUnseen]*phi[fUnseen])
 	return z
 }
 
