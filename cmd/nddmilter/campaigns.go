@@ -107,7 +107,7 @@ func (l localBackend) Get(ctx context.Context, id store.CampaignID) (api.Detail,
 
 func (l localBackend) Delete(ctx context.Context, id store.CampaignID) error {
 	if _, err := l.rt.Engine.Store().Get(ctx, id); err != nil {
-		return fmt.Errorf("campaign %d: %w", id, err)
+		return err // names the campaign already
 	}
 	return l.rt.Engine.Delete(ctx, id)
 }
@@ -115,7 +115,7 @@ func (l localBackend) Delete(ctx context.Context, id store.CampaignID) error {
 func (l localBackend) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
 	st := l.rt.Engine.Store()
 	if _, err := st.Get(ctx, id); err != nil {
-		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
+		return api.Summary{}, err // names the campaign already
 	}
 	state := store.StateAllowed
 	if undo {
@@ -169,9 +169,18 @@ func isLockError(err error) bool {
 // when the store is locked by a running daemon and an API token is known
 // (--token, NDDMILTER_API_TOKEN, or http.token / http.token_file of the
 // configuration; the URL is then that of http.listen).
-func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.Writer) (backend, error) {
+//
+// With create false (check, campaigns) a store directory that does not
+// exist is an error rather than a new empty store, so that a mistyped
+// --store does not silently answer "accept" for everything.
+func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.Writer, create bool) (backend, error) {
 	if af.url != "" {
 		return remoteBackend{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, nil
+	}
+	if !create {
+		if err := requireStore(gf); err != nil {
+			return nil, err
+		}
 	}
 	rt, err := openRuntime(ctx, gf)
 	if err == nil {
@@ -242,7 +251,7 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 			if limit < 0 {
 				return errors.New("--limit must be ≥ 0")
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -339,7 +348,7 @@ func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -414,7 +423,7 @@ func newCampaignsDeleteCmd(gf *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -446,7 +455,7 @@ func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}

@@ -198,3 +198,22 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 		t.Fatalf("automatic API fallback: %v\n%s\n%s", err, out, errOut)
 	}
 }
+
+// TestReadCommandsNeedAStore checks that check and campaigns do not create
+// an empty store at a mistyped --store (which would accept everything).
+func TestReadCommandsNeedAStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{
+		{"--store", missing, "check", "/dev/null"},
+		{"--store", missing, "campaigns", "list"},
+		{"--store", missing, "campaigns", "show", "1"},
+	} {
+		_, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "no store at") {
+			t.Errorf("%v: err = %v, want \"no store at\"", args, err)
+		}
+		if _, serr := os.Stat(missing); serr == nil {
+			t.Fatalf("%v created %s", args, missing)
+		}
+	}
+}

@@ -48,7 +48,7 @@ campaigns' statistics as the milter does.`,
 			if len(paths) == 0 {
 				return fmt.Errorf("no message given: name files, directories, mboxes, Maildirs or - (stdin)")
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}

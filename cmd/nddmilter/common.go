@@ -243,3 +243,20 @@ func resolveAPIToken(cfg *config.Config, generate bool) (tok string, generated b
 	}
 	return tok, true, nil
 }
+
+// requireStore fails when the store directory named by --store or the
+// configuration does not exist, saying how to get one.
+func requireStore(gf *globalFlags) error {
+	cfg, err := loadConfig(gf)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.Store.Dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no store at %s: feed junk reports first (nddmilter report), "+
+				"or name the store with --store DIR or store.dir in --config", cfg.Store.Dir)
+		}
+		return fmt.Errorf("store %s: %w", cfg.Store.Dir, err)
+	}
+	return nil
+}

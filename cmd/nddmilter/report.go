@@ -132,7 +132,7 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 			if notSpam {
 				kind = store.KindHam
 			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr())
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}

@@ -154,7 +154,7 @@ type Detail struct {
 func GetDetail(ctx context.Context, st store.Store, pol campaign.Policy, id store.CampaignID) (Detail, error) {
 	c, err := st.Get(ctx, id)
 	if err != nil {
-		return Detail{}, fmt.Errorf("campaign %d: %w", id, err)
+		return Detail{}, err // names the campaign already
 	}
 	days, err := st.Timeline(ctx, id)
 	if err != nil {

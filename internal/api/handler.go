@@ -215,7 +215,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := h.st.Get(r.Context(), id); err != nil {
-		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		h.failStore(w, r, err) // the store names the campaign
 		return
 	}
 	if err := h.eng.Delete(r.Context(), id); err != nil {
@@ -235,7 +235,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 		state = store.StateActive
 	}
 	if _, err := h.st.Get(r.Context(), id); err != nil {
-		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		h.failStore(w, r, err) // the store names the campaign
 		return
 	}
 	if err := h.eng.SetState(r.Context(), id, state); err != nil {
@@ -244,7 +244,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := h.st.Get(r.Context(), id)
 	if err != nil {
-		h.failStore(w, r, fmt.Errorf("campaign %d: %w", id, err))
+		h.failStore(w, r, err) // the store names the campaign
 		return
 	}
 	h.reply(w, http.StatusOK, NewSummary(c))

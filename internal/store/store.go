@@ -13,7 +13,7 @@ import (
 )
 
 // ErrNotFound is returned for an unknown campaign.
-var ErrNotFound = errors.New("campaign not found")
+var ErrNotFound = errors.New("campaign not found (expired, deleted or merged into another; see `nddmilter campaigns list`)")
 
 // CampaignID identifies a campaign. IDs are never reused.
 type CampaignID uint64
