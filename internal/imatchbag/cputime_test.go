@@ -1,0 +1,10 @@
+package imatchbag
+
+import (
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/cputime"
+)
+
+// cpuTime is the process CPU time (0 where the platform does not say).
+func cpuTime() time.Duration { return cputime.Process() }

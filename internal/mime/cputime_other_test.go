@@ -1,5 +1,0 @@
-//go:build !unix
-
-package mime
-
-func processCPU() int64 { return 0 }
