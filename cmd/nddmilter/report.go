@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -186,6 +187,16 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 					sum.Errors++
 				}
 				raws, names = raws[:0], names[:0]
+			}
+			// Check every path before reporting anything, so that a typo
+			// does not leave half of a command line reported.
+			for _, p := range paths {
+				if p == "-" {
+					continue
+				}
+				if _, err := os.Stat(p); err != nil {
+					return fmt.Errorf("report: nothing reported: %w", err)
+				}
 			}
 			walkErr := mailbox.Walk(cmd.Context(), paths, opts, func(m mailbox.Message) error {
 				sum.Read++
