@@ -44,6 +44,7 @@ type benchMilterFlags struct {
 	profile   string
 	memprof   string
 	network   string
+	replyEach bool
 }
 
 func newBenchMilterCmd(gf *globalFlags) *cobra.Command {
@@ -82,6 +83,7 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the message mix")
 	fl.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	fl.StringVar(&f.memprof, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")
+	fl.BoolVar(&f.replyEach, "reply-each-step", false, "offer no milter protocol flags, so that the milter replies to every step (an MTA at protocol version 2)")
 	fl.StringVar(&f.network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
 	return cmd
 }
@@ -403,6 +405,10 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 		Dialer:      bufferedDialer{},
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		ActionMask: gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
+		// What Postfix offers at milter protocol 6: every step may go
+		// without a reply (the milter chooses). --reply-each-step offers
+		// none, as an MTA speaking protocol 2 would.
+		ProtocolMask: mtaProtocol(f.replyEach),
 	})
 	runtime.GC()
 	if f.profile != "" {
@@ -596,6 +602,16 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("--memprofile: %w", err)
 	}
 	return mf.Close()
+}
+
+// mtaProtocol is the protocol mask the driver offers: Postfix 3's at
+// version 6 (SMFIP_NO*, SMFIP_NR_*, SMFIP_SKIP, SMFIP_RCPT_REJ,
+// SMFIP_HDR_LEADSPC), or none.
+func mtaProtocol(replyEach bool) gomilter.OptProtocol {
+	if replyEach {
+		return 0
+	}
+	return 0x1fffff
 }
 
 // bufferedDialer dials connections that buffer reads and writes the way

@@ -128,12 +128,31 @@ func start(t *testing.T, c Checker, opts Options) *harness {
 	return h
 }
 
+// clientActions are the actions the test clients allow (Postfix allows
+// all of them).
+const clientActions = gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine
+
+// postfixProtocol is what Postfix 3.x offers at protocol version 6: every
+// step may be skipped (SMFIP_NO*) or left without reply (SMFIP_NR_*), plus
+// SMFIP_RCPT_REJ, SMFIP_SKIP and SMFIP_HDR_LEADSPC.
+const postfixProtocol = gomilter.OptProtocol(0x1fffff)
+
+// session opens a client session the way Postfix does (protocol 6, every
+// no-reply flag offered).
 func (h *harness) session() *gomilter.ClientSession {
+	h.t.Helper()
+	return h.sessionWith(postfixProtocol)
+}
+
+// sessionWith opens a client session offering the given protocol flags;
+// 0 makes the MTA wait for a reply to every step.
+func (h *harness) sessionWith(proto gomilter.OptProtocol) *gomilter.ClientSession {
 	h.t.Helper()
 	c := gomilter.NewClientWithOptions("tcp", h.addr, gomilter.ClientOptions{
 		ReadTimeout:  5 * time.Second,
 		WriteTimeout: 5 * time.Second,
-		ActionMask:   gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
+		ActionMask:   clientActions,
+		ProtocolMask: proto,
 	})
 	s, err := c.Session()
 	if err != nil {
@@ -234,7 +253,7 @@ func TestActions(t *testing.T) {
 			headers: map[string]string{"X-NDD-Verdict": "quarantine; score=0.900; rule=r", "X-NDD-Campaign": "42"}, hold: "nddmilter: spam campaign 42 (score 0.90)"},
 		{name: "reject", m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550, text: "5.7.1 Message rejected as spam campaign 42 (nddmilter)"},
 		{name: "custom reject text", opts: Options{RejectText: "554 5.7.0 no thanks (%c, %s, %r, 100%%)"}, m: simple("reject"),
-			code: gomilter.ActReplyCode, smtp: 554, text: "5.7.0 no thanks (42, 0.99, r, 100%)"},
+			code: gomilter.ActReplyCode, smtp: 554, text: "5.7.0 no thanks (42, 0.99, r, 100%%)"}, // '%' doubled for the MTA,
 		{name: "reject as tempfail", opts: Options{RejectWith: ActTempfail}, m: simple("reject"),
 			code: gomilter.ActReplyCode, smtp: 451, text: "4.7.1 Message deferred as suspected spam campaign 42"},
 		{name: "max action tag", opts: Options{MaxAction: ActTag}, m: simple("reject"), code: gomilter.ActAccept,
@@ -260,41 +279,46 @@ func TestActions(t *testing.T) {
 		{name: "hung engine fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("hang"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=timeout"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, &scriptChecker{}, tt.opts)
-			s := h.session()
-			mods, act := send(t, s, tt.m)
-			if act.Code != tt.code {
-				t.Fatalf("action %c (%d %q), want %c", act.Code, act.SMTPCode, act.SMTPText, tt.code)
-			}
-			if tt.smtp != 0 && act.SMTPCode != tt.smtp {
-				t.Errorf("SMTP code %d, want %d", act.SMTPCode, tt.smtp)
-			}
-			if tt.text != "" && !strings.Contains(act.SMTPText, tt.text) {
-				t.Errorf("SMTP text %q lacks %q", act.SMTPText, tt.text)
-			}
-			got := headersOf(mods)
-			for k, v := range tt.headers {
-				if got[k] != v {
-					t.Errorf("header %s = %q, want %q (all: %v)", k, got[k], v, got)
+	for _, mode := range []struct {
+		name  string
+		proto gomilter.OptProtocol
+	}{{"no-reply", postfixProtocol}, {"reply-each-step", 0}} {
+		for _, tt := range tests {
+			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+				h := start(t, &scriptChecker{}, tt.opts)
+				s := h.sessionWith(mode.proto)
+				mods, act := send(t, s, tt.m)
+				if act.Code != tt.code {
+					t.Fatalf("action %c (%d %q), want %c", act.Code, act.SMTPCode, act.SMTPText, tt.code)
 				}
-			}
-			for _, k := range tt.noHeader {
-				if _, ok := got[k]; ok {
-					t.Errorf("unexpected header %s", k)
+				if tt.smtp != 0 && act.SMTPCode != tt.smtp {
+					t.Errorf("SMTP code %d, want %d", act.SMTPCode, tt.smtp)
 				}
-			}
-			hold := ""
-			for _, m := range mods {
-				if m.Code == gomilter.ActQuarantine {
-					hold = m.Reason
+				if tt.text != "" && !strings.Contains(act.SMTPText, tt.text) {
+					t.Errorf("SMTP text %q lacks %q", act.SMTPText, tt.text)
 				}
-			}
-			if tt.hold != hold && !(tt.hold != "" && strings.Contains(hold, tt.hold)) {
-				t.Errorf("quarantine reason %q, want %q", hold, tt.hold)
-			}
-		})
+				got := headersOf(mods)
+				for k, v := range tt.headers {
+					if got[k] != v {
+						t.Errorf("header %s = %q, want %q (all: %v)", k, got[k], v, got)
+					}
+				}
+				for _, k := range tt.noHeader {
+					if _, ok := got[k]; ok {
+						t.Errorf("unexpected header %s", k)
+					}
+				}
+				hold := ""
+				for _, m := range mods {
+					if m.Code == gomilter.ActQuarantine {
+						hold = m.Reason
+					}
+				}
+				if tt.hold != hold && !(tt.hold != "" && strings.Contains(hold, tt.hold)) {
+					t.Errorf("quarantine reason %q, want %q", hold, tt.hold)
+				}
+			})
+		}
 	}
 }
 
@@ -463,7 +487,7 @@ func TestConcurrentSessions(t *testing.T) {
 			defer wg.Done()
 			c := gomilter.NewClientWithOptions("tcp", h.addr, gomilter.ClientOptions{
 				ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
-				ActionMask: negotiatedActions,
+				ActionMask: clientActions,
 			})
 			s, err := c.Session()
 			if err != nil {
@@ -599,7 +623,7 @@ func TestShutdownClosesIdleSessions(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	c := gomilter.NewClientWithOptions("tcp", ln.Addr().String(), gomilter.ClientOptions{ActionMask: negotiatedActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	c := gomilter.NewClientWithOptions("tcp", ln.Addr().String(), gomilter.ClientOptions{ActionMask: clientActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	s, err := c.Session()
 	if err != nil {
 		t.Fatal(err)
@@ -681,7 +705,7 @@ func TestUnixSocket(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	defer srv.Shutdown(context.Background())
-	c := gomilter.NewClientWithOptions("unix", path, gomilter.ClientOptions{ActionMask: negotiatedActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	c := gomilter.NewClientWithOptions("unix", path, gomilter.ClientOptions{ActionMask: clientActions, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	s, err := c.Session()
 	if err != nil {
 		t.Fatal(err)

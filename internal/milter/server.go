@@ -12,7 +12,6 @@
 package milter
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -24,8 +23,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	gomilter "github.com/emersion/go-milter"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
@@ -149,10 +146,9 @@ type state struct {
 // and options; Shutdown stops it.
 type Server struct {
 	state atomic.Pointer[state]
-	ms    *gomilter.Server
 
 	mu        sync.Mutex
-	conns     map[*trackedConn]struct{}
+	conns     map[*conn]struct{}
 	listeners []net.Listener
 	wg        sync.WaitGroup
 	closing   atomic.Bool
@@ -181,10 +177,6 @@ func (s *Server) putBuffer(b *bytes.Buffer) {
 	}
 }
 
-// Actions the milter negotiates: add and change (delete) headers, and
-// quarantine. All are within the masks of go-milter's own client.
-const negotiatedActions = gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine
-
 // New returns a server checking messages with c.
 func New(c Checker, opts Options) (*Server, error) {
 	if c == nil {
@@ -194,14 +186,8 @@ func New(c Checker, opts Options) (*Server, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{conns: map[*trackedConn]struct{}{}}
+	s := &Server{conns: map[*conn]struct{}{}}
 	s.state.Store(&state{checker: c, opts: opts})
-	s.ms = &gomilter.Server{
-		NewMilter: func() gomilter.Milter { return &session{srv: s} },
-		Actions:   negotiatedActions,
-		// Protocol 0: the MTA sends every stage and waits for every reply,
-		// which is what go-milter's session loop implements.
-	}
 	return s, nil
 }
 
@@ -233,11 +219,32 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
-	err := s.ms.Serve(&trackedListener{Listener: ln, srv: s})
-	if s.closing.Load() {
-		return nil
+	delay := 5 * time.Millisecond
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			var ne net.Error
+			if (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.EMFILE) ||
+				errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) {
+				st := s.current()
+				st.opts.Logger.Warn("milter accept failed, retrying", "err", err, "delay", delay)
+				st.opts.Metrics.Error("accept")
+				time.Sleep(delay)
+				delay = min(2*delay, time.Second)
+				continue
+			}
+			return fmt.Errorf("milter: serve: %w", err)
+		}
+		delay = 5 * time.Millisecond
+		c := s.track(nc)
+		if c == nil {
+			continue
+		}
+		go c.serve()
 	}
-	return fmt.Errorf("milter: serve: %w", err)
 }
 
 // Shutdown stops accepting connections, closes connections idle for more
@@ -253,7 +260,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for c := range s.conns {
 		// Wake up reads blocked on an idle connection: the new deadline
 		// applies to the read in progress.
-		c.Conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		c.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -266,7 +273,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	n := len(s.conns)
 	for c := range s.conns {
-		c.Conn.Close()
+		c.nc.Close()
 	}
 	s.mu.Unlock()
 	<-done
@@ -280,120 +287,29 @@ func (s *Server) Sessions() int {
 	return len(s.conns)
 }
 
-// trackedListener registers connections, applies the idle timeout and
-// retries temporary accept errors so that go-milter's Serve loop does not
-// end on them.
-type trackedListener struct {
-	net.Listener
-	srv *Server
-}
-
-func (l *trackedListener) Accept() (net.Conn, error) {
-	delay := 5 * time.Millisecond
-	for {
-		c, err := l.Listener.Accept()
-		if err == nil {
-			return l.srv.track(c), nil
-		}
-		if l.srv.closing.Load() {
-			return nil, err
-		}
-		var ne net.Error
-		if (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.EMFILE) ||
-			errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) {
-			st := l.srv.current()
-			st.opts.Logger.Warn("milter accept failed, retrying", "err", err, "delay", delay)
-			st.opts.Metrics.Error("accept")
-			time.Sleep(delay)
-			delay = min(2*delay, time.Second)
-			continue
-		}
-		return nil, err
-	}
-}
-
-func (s *Server) track(c net.Conn) net.Conn {
-	tc := &trackedConn{Conn: c, srv: s}
-	tc.br = bufio.NewReaderSize(readerFunc(tc.readConn), 16<<10)
+// track registers a new connection; nil (and the connection closed) when
+// the server is shutting down.
+func (s *Server) track(nc net.Conn) *conn {
+	c := newConn(s, nc)
 	s.mu.Lock()
-	s.conns[tc] = struct{}{}
+	if s.closing.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return nil
+	}
+	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.current().opts.Metrics.Session(1)
-	return tc
+	return c
 }
 
-// trackedConn buffers reads (go-milter reads each packet's length and
-// body with separate unbuffered reads: one syscall each without a buffer)
-// and writes (the modifications and the final reply at end of message go
-// out in one write: the buffer is flushed before any read that could
-// block, so the MTA always has every reply it waits for), applies the
-// idle timeout to socket reads and writes, and unregisters itself on
-// Close. A session uses its connection from one goroutine.
-type trackedConn struct {
-	net.Conn
-	srv  *Server
-	br   *bufio.Reader
-	wbuf []byte
-	once sync.Once
-}
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
-
-func (c *trackedConn) Read(p []byte) (int, error) {
-	if c.br.Buffered() == 0 {
-		if err := c.flush(); err != nil {
-			return 0, err
-		}
-	}
-	return c.br.Read(p)
-}
-
-func (c *trackedConn) idle() time.Duration {
-	if g := time.Duration(c.srv.grace.Load()); g > 0 {
-		return g
-	}
-	return c.srv.current().opts.IdleTimeout
-}
-
-func (c *trackedConn) readConn(p []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.idle()))
-	return c.Conn.Read(p)
-}
-
-func (c *trackedConn) Write(p []byte) (int, error) {
-	c.wbuf = append(c.wbuf, p...)
-	if len(c.wbuf) >= 64<<10 {
-		if err := c.flush(); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
-}
-
-func (c *trackedConn) flush() error {
-	if len(c.wbuf) == 0 {
-		return nil
-	}
-	c.Conn.SetWriteDeadline(time.Now().Add(c.idle()))
-	_, err := c.Conn.Write(c.wbuf)
-	c.wbuf = c.wbuf[:0]
-	return err
-}
-
-func (c *trackedConn) Close() error {
-	c.flush()
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.srv.mu.Lock()
-		delete(c.srv.conns, c)
-		c.srv.mu.Unlock()
-		c.srv.current().opts.Metrics.Session(-1)
-		c.srv.wg.Done()
-	})
-	return err
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.current().opts.Metrics.Session(-1)
+	s.wg.Done()
 }
 
 // Listen opens a milter socket given in Postfix syntax (inet:HOST:PORT,

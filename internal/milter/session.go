@@ -3,16 +3,13 @@ package milter
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/textproto"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
-
-	gomilter "github.com/emersion/go-milter"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
@@ -22,16 +19,15 @@ import (
 // header). Headers beyond it are not scanned.
 const maxHeaderBytes = 1 << 20
 
-// session is one milter connection's handler. go-milter creates a new one
-// after each final reply (accept, reject, tempfail) but keeps it after a
-// reply-code reject, so message state is reset in MailFrom and Abort.
+// session is the message state of one milter connection. Message data is
+// reset at MAIL FROM, abort, and after each end of message.
 type session struct {
 	srv *Server
 	st  *state // snapshot taken at MAIL FROM
 
-	// Connection data (lost when go-milter replaces the handler after a
-	// final reply; only for logs).
-	client string
+	// Connection data.
+	client string // address or host name of the SMTP client, for logs
+	warned uint32 // actions the MTA did not allow, already logged
 
 	// Message data.
 	queueID   string
@@ -46,7 +42,7 @@ type session struct {
 
 type forgedHeader struct {
 	name  string // as it arrived
-	count int    // occurrences, for ChangeHeader's per-name index
+	count int    // occurrences, for SMFIR_CHGHEADER's per-name index
 }
 
 func (s *session) reset() {
@@ -72,6 +68,12 @@ func (s *session) buf() *bytes.Buffer {
 	return s.raw
 }
 
+// release gives the message buffer back to the pool (connection closed).
+func (s *session) release() {
+	s.srv.putBuffer(s.raw)
+	s.raw = nil
+}
+
 func (s *session) state() *state {
 	if s.st == nil {
 		s.reset()
@@ -79,97 +81,97 @@ func (s *session) state() *state {
 	return s.st
 }
 
-func (s *session) macros(m *gomilter.Modifier) {
-	if m == nil {
-		return
-	}
-	if v := m.Macros["i"]; v != "" {
-		s.queueID = v
+// macros takes what it needs from an SMFIC_MACRO packet's name\0value\0
+// pairs: the queue id (macro i, sent by Postfix at end of message).
+func (s *session) macros(pairs []byte) {
+	for len(pairs) > 0 {
+		var name, value []byte
+		name, pairs = cstring(pairs)
+		value, pairs = cstring(pairs)
+		if string(name) == "i" || string(name) == "{i}" {
+			s.queueID = string(printable(value))
+		}
 	}
 }
 
-func (s *session) Connect(host, family string, port uint16, addr net.IP, m *gomilter.Modifier) (gomilter.Response, error) {
-	if addr != nil {
-		s.client = addr.String()
-	} else {
-		s.client = host
-	}
-	return gomilter.RespContinue, nil
-}
+func (s *session) connect(client string) { s.client = client }
 
-func (s *session) Helo(name string, m *gomilter.Modifier) (gomilter.Response, error) {
-	return gomilter.RespContinue, nil
-}
-
-func (s *session) MailFrom(from string, m *gomilter.Modifier) (gomilter.Response, error) {
+// mailFrom starts a message; args are the sender and ESMTP arguments.
+func (s *session) mailFrom(args []byte) {
 	s.reset()
-	s.from = from
-	s.macros(m)
-	return gomilter.RespContinue, nil
+	from, _ := cstring(args)
+	s.from = string(printable(from))
 }
 
-func (s *session) RcptTo(rcpt string, m *gomilter.Modifier) (gomilter.Response, error) {
+func (s *session) rcptTo(args []byte) {
 	s.state()
-	s.macros(m)
 	if len(s.rcpts) < 1000 {
-		s.rcpts = append(s.rcpts, rcpt)
+		r, _ := cstring(args)
+		s.rcpts = append(s.rcpts, string(printable(r)))
 	}
-	return gomilter.RespContinue, nil
 }
 
-func (s *session) Header(name, value string, m *gomilter.Modifier) (gomilter.Response, error) {
+// header adds one header field (SMFIC_HEADER: name\0value\0).
+func (s *session) header(data []byte) {
 	st := s.state()
-	s.macros(m)
-	if hasPrefixFold(name, st.opts.HeaderPrefix) {
+	name, rest := cstring(data)
+	value, _ := cstring(rest)
+	if len(name) >= len(st.opts.HeaderPrefix) && bytes.EqualFold(name[:len(st.opts.HeaderPrefix)], []byte(st.opts.HeaderPrefix)) {
 		// A copy of our own headers from outside: remember it for deletion
 		// and keep it out of the check.
 		for i := range s.forged {
-			if strings.EqualFold(s.forged[i].name, name) {
+			if strings.EqualFold(s.forged[i].name, string(name)) {
 				s.forged[i].count++
-				return gomilter.RespContinue, nil
+				return
 			}
 		}
-		s.forged = append(s.forged, forgedHeader{name: name, count: 1})
-		return gomilter.RespContinue, nil
+		if len(s.forged) < 100 {
+			s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
+		}
+		return
 	}
 	if s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
-		return gomilter.RespContinue, nil
+		return
 	}
 	b := s.buf()
 	n := b.Len()
-	b.WriteString(name)
+	b.Write(name)
 	b.WriteString(": ")
 	writeCRLF(b, value)
 	b.WriteString("\r\n")
 	s.headerLen += b.Len() - n
-	return gomilter.RespContinue, nil
 }
 
 // writeCRLF writes v with every line end as CRLF (the MTA sends folded
 // header lines with LF or CRLF).
-func writeCRLF(b *bytes.Buffer, v string) {
+func writeCRLF(b *bytes.Buffer, v []byte) {
 	for {
-		i := strings.IndexByte(v, '\n')
+		i := bytes.IndexByte(v, '\n')
 		if i < 0 {
-			b.WriteString(v)
+			b.Write(v)
 			return
 		}
-		b.WriteString(strings.TrimSuffix(v[:i], "\r"))
+		b.Write(bytes.TrimSuffix(v[:i], []byte("\r")))
 		b.WriteString("\r\n")
 		v = v[i+1:]
 	}
 }
 
-func (s *session) Headers(h textproto.MIMEHeader, m *gomilter.Modifier) (gomilter.Response, error) {
+func (s *session) endOfHeaders() {
 	s.state()
-	s.macros(m)
-	s.buf().WriteString("\r\n")
-	s.eoh = true
-	return gomilter.RespContinue, nil
+	if !s.eoh {
+		s.buf().WriteString("\r\n")
+		s.eoh = true
+	}
 }
 
-func (s *session) BodyChunk(chunk []byte, m *gomilter.Modifier) (gomilter.Response, error) {
+func (s *session) body(chunk []byte) {
 	st := s.state()
+	if !s.eoh {
+		// Body before the end of headers (SMFIP_NOEOH, or a confused
+		// MTA): close the header block first.
+		s.endOfHeaders()
+	}
 	s.bodyLen += int64(len(chunk))
 	room := st.opts.MaxBodyBytes - (int64(s.buf().Len()) - int64(s.headerLen) - 2)
 	if room > 0 {
@@ -178,52 +180,118 @@ func (s *session) BodyChunk(chunk []byte, m *gomilter.Modifier) (gomilter.Respon
 		}
 		s.buf().Write(chunk)
 	}
-	return gomilter.RespContinue, nil
 }
 
-func (s *session) Abort(m *gomilter.Modifier) error {
+func (s *session) abort() { s.reset() }
+
+// reply collects the end-of-message modifications and the final reply,
+// skipping (and logging once per connection) the actions the MTA did not
+// allow.
+type reply struct {
+	s       *session
+	neg     negotiation
+	out     []byte
+	skipped uint32
+}
+
+func (r *reply) allowed(act uint32) bool {
+	if r.neg.actions&act != 0 {
+		return true
+	}
+	r.skipped |= act
+	return false
+}
+
+func (r *reply) addHeader(name, value string) {
+	if r.allowed(actAddHeaders) {
+		r.out = appendPacket(r.out, repAddHeader, nil, true, name, value)
+	}
+}
+
+func (r *reply) deleteHeader(index int, name string) {
+	if r.allowed(actChgHeaders) {
+		var idx [4]byte
+		binary.BigEndian.PutUint32(idx[:], uint32(index))
+		r.out = appendPacket(r.out, repChgHeader, idx[:], true, name, "")
+	}
+}
+
+func (r *reply) quarantine(reason string) {
+	if r.allowed(actQuarantine) {
+		r.out = appendPacket(r.out, repQuarantine, nil, true, reason)
+	}
+}
+
+func (r *reply) final(code byte) { r.out = appendPacket(r.out, code, nil, false) }
+
+// replyCode sends an SMTP reply. Sendmail uses it as a format string and
+// Postfix removes single '%' characters, so a literal '%' is doubled.
+func (r *reply) replyCode(text string) {
+	r.out = appendPacket(r.out, repReplyCode, nil, true, strings.ReplaceAll(text, "%", "%%"))
+}
+
+// end is the end of the message: check it, act, and append the
+// modifications and the final reply to dst. The message state is reset.
+func (s *session) end(dst []byte, neg negotiation) []byte {
+	r := &reply{s: s, neg: neg, out: dst}
+	s.decide(r)
+	if miss := r.skipped &^ s.warned; miss != 0 {
+		s.warned |= miss
+		s.st.opts.Logger.Warn("the MTA does not allow a milter action; enable it (Sendmail: the filter's flags; Postfix allows all)",
+			"actions", actionNames(miss), "client", s.client)
+	}
 	s.reset()
-	return nil
+	return r.out
 }
 
-// Body is the end of the message: check it and act.
-func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
+func actionNames(a uint32) string {
+	var names []string
+	if a&actAddHeaders != 0 {
+		names = append(names, "add header")
+	}
+	if a&actChgHeaders != 0 {
+		names = append(names, "change header")
+	}
+	if a&actQuarantine != 0 {
+		names = append(names, "quarantine")
+	}
+	return strings.Join(names, ", ")
+}
+
+func (s *session) decide(r *reply) {
 	st := s.state()
-	s.macros(m)
 	o := st.opts
 	if s.headerLen == 0 && s.buf().Len() == 0 {
 		// Nothing arrived (e.g. the MTA skipped headers): nothing to judge.
-		return gomilter.RespAccept, nil
+		r.final(repAccept)
+		return
 	}
-	if b := s.buf(); b.Len() > 0 && !s.eoh {
-		// No end-of-headers callback (protocol step skipped).
-		b.WriteString("\r\n")
+	if !s.eoh {
+		// No end-of-headers command (protocol step skipped).
+		s.endOfHeaders()
 	}
 	truncated := s.bodyLen > o.MaxBodyBytes
 
 	t0 := time.Now()
 	v, stage, err := s.check(st)
 	elapsed := time.Since(t0)
-	checkTime := elapsed
 	if err != nil {
 		o.Metrics.Error(stage)
 		o.Metrics.FailOpen()
-		o.Metrics.Message(o.OnError, nil, checkTime, s.bodyLen, 0)
+		o.Metrics.Message(o.OnError, nil, elapsed, s.bodyLen, 0)
 		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
 			"err", err, "action", o.OnError, "duration_ms", ms(elapsed))
 		if o.OnError == ActTempfail {
-			return gomilter.RespTempFail, nil
+			r.final(repTempfail)
+			return
 		}
-		if err := s.deleteForged(m); err != nil {
-			return nil, err
-		}
+		s.deleteForged(r)
 		if !o.NoAcceptHeader {
 			// Say that the message passed unchecked, and why.
-			if err := m.AddHeader(o.HeaderPrefix+"Verdict", "unchecked; error="+stage); err != nil {
-				return nil, fmt.Errorf("add header: %w", err)
-			}
+			r.addHeader(o.HeaderPrefix+"Verdict", "unchecked; error="+stage)
 		}
-		return gomilter.RespAccept, nil
+		r.final(repAccept)
+		return
 	}
 
 	verdictAction := actionName(v.Action)
@@ -233,7 +301,7 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 		reply = ActTempfail
 	}
 	families := familiesOf(v.Evidence)
-	o.Metrics.Message(reply, families, checkTime, s.bodyLen, len(v.Warnings))
+	o.Metrics.Message(reply, families, elapsed, s.bodyLen, len(v.Warnings))
 	evidence := evidenceShort(v.Evidence)
 	if o.Logger.Enabled(context.Background(), slog.LevelInfo) {
 		// Typed attributes: no boxing of each value into an interface,
@@ -262,34 +330,26 @@ func (s *session) Body(m *gomilter.Modifier) (gomilter.Response, error) {
 
 	switch reply {
 	case ActReject:
-		return gomilter.NewResponseStr(byte(gomilter.ActReplyCode), expand(o.RejectText, v)), nil
+		r.replyCode(expand(o.RejectText, v))
+		return
 	case ActTempfail:
-		return gomilter.NewResponseStr(byte(gomilter.ActReplyCode), expand(o.TempfailText, v)), nil
+		r.replyCode(expand(o.TempfailText, v))
+		return
 	}
-	if err := s.deleteForged(m); err != nil {
-		return nil, err
-	}
+	s.deleteForged(r)
 	if action != ActAccept || !o.NoAcceptHeader {
-		if err := m.AddHeader(o.HeaderPrefix+"Verdict", verdictHeader(action, v)); err != nil {
-			return nil, fmt.Errorf("add header: %w", err)
-		}
+		r.addHeader(o.HeaderPrefix+"Verdict", verdictHeader(action, v))
 	}
 	if action != ActAccept && v.Campaign != 0 {
-		if err := m.AddHeader(o.HeaderPrefix+"Campaign", strconv.FormatUint(uint64(v.Campaign), 10)); err != nil {
-			return nil, fmt.Errorf("add header: %w", err)
-		}
+		r.addHeader(o.HeaderPrefix+"Campaign", strconv.FormatUint(uint64(v.Campaign), 10))
 		if evidence != "" {
-			if err := m.AddHeader(o.HeaderPrefix+"Evidence", evidence); err != nil {
-				return nil, fmt.Errorf("add header: %w", err)
-			}
+			r.addHeader(o.HeaderPrefix+"Evidence", evidence)
 		}
 	}
 	if action == ActQuarantine {
-		if err := m.Quarantine(expand(o.QuarantineReason, v)); err != nil {
-			return nil, fmt.Errorf("quarantine: %w", err)
-		}
+		r.quarantine(expand(o.QuarantineReason, v))
 	}
-	return gomilter.RespAccept, nil
+	r.final(repAccept)
 }
 
 // check runs the checker under the deadline, recovering from panics. The
@@ -338,15 +398,12 @@ func (s *session) check(st *state) (v campaign.Verdict, stage string, err error)
 // deleteForged deletes every incoming header with our prefix, last
 // occurrence first so that indexes stay valid whatever the MTA's
 // renumbering.
-func (s *session) deleteForged(m *gomilter.Modifier) error {
+func (s *session) deleteForged(r *reply) {
 	for _, f := range s.forged {
 		for i := f.count; i >= 1; i-- {
-			if err := m.ChangeHeader(i, f.name, ""); err != nil {
-				return fmt.Errorf("delete forged header %s: %w", f.name, err)
-			}
+			r.deleteHeader(i, f.name)
 		}
 	}
-	return nil
 }
 
 // capAction applies MaxAction and the recipients' overrides.
@@ -517,10 +574,6 @@ func sanitize(s string) string {
 
 // asciiReplacer spells out the symbols the policy's rules use.
 var asciiReplacer = strings.NewReplacer("×", "x", "≥", ">=", "≤", "<=", "≈", "~", "→", "->", "…", "...", "−", "-")
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
 
 func round3(f float64) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)

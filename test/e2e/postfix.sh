@@ -196,6 +196,7 @@ policy:
   max_action: $1
 log:
   format: json
+  level: debug
 EOF
 	if [ -n "${NDD_E2E_LEXICON:-}" ]; then
 		printf 'signatures:\n  lexicon: %s\n' "$NDD_E2E_LEXICON" >>"$T/nddmilter.yaml"
@@ -266,6 +267,14 @@ if f=$(sink_file normal); then
 else
 	fail "(a) normal message not delivered to the sink"
 	cat "$T/swaks-normal.log"
+fi
+
+# Postfix and nddmilter agreed on milter protocol 6 with no reply to any
+# step before end of message (one round trip per message).
+if grep '"msg":"milter connection negotiated"' "$T/nddmilter.log" | grep -q '"version":6,.*"streaming":true'; then
+	pass "(a) milter protocol 6 negotiated, no reply before end of message: $(grep -o '"msg":"milter connection negotiated"[^}]*' "$T/nddmilter.log" | head -1 | grep -o '"protocol":"[^"]*"')"
+else
+	fail "(a) Postfix did not negotiate protocol 6 with the no-reply flags: $(grep 'negotiated' "$T/nddmilter.log" | head -2)"
 fi
 
 # (b) report the campaign through the API (five users: the default policy
