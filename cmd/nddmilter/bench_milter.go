@@ -28,6 +28,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -402,7 +403,7 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	}
 	close(next)
 	client := gomilter.NewClientWithOptions(network, addr, gomilter.ClientOptions{
-		Dialer:      bufferedDialer{},
+		Dialer:      mtadial.Dialer{},
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		ActionMask: gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
 		// What Postfix offers at milter protocol 6: every step may go
@@ -612,53 +613,6 @@ func mtaProtocol(replyEach bool) gomilter.OptProtocol {
 		return 0
 	}
 	return 0x1fffff
-}
-
-// bufferedDialer dials connections that buffer reads and writes the way
-// an MTA's milter client does (Postfix writes each command through a
-// buffered stream): go-milter's client reads each reply's length and body
-// with two unbuffered reads and writes the macro packets, which get no
-// reply, with their own write. The write buffer is flushed before any
-// read, so the milter always has every command it must reply to.
-type bufferedDialer struct{}
-
-func (bufferedDialer) Dial(network, addr string) (net.Conn, error) {
-	c, err := net.Dial(network, addr)
-	if err != nil {
-		return nil, err
-	}
-	bc := &bufferedConn{Conn: c}
-	bc.br = bufio.NewReaderSize(connReader{bc}, 16<<10)
-	bc.bw = bufio.NewWriterSize(c, 16<<10)
-	return bc, nil
-}
-
-type bufferedConn struct {
-	net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
-}
-
-// connReader reads the socket after flushing pending writes.
-type connReader struct{ c *bufferedConn }
-
-func (r connReader) Read(p []byte) (int, error) {
-	if err := r.c.bw.Flush(); err != nil {
-		return 0, err
-	}
-	return r.c.Conn.Read(p)
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error)  { return c.br.Read(p) }
-func (c *bufferedConn) Write(p []byte) (int, error) { return c.bw.Write(p) }
-
-// Close sends what is still buffered (the session's QUIT) and closes.
-func (c *bufferedConn) Close() error {
-	ferr := c.bw.Flush()
-	if err := c.Conn.Close(); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // procMemory reads VmRSS and VmHWM from /proc/self/status.
