@@ -606,13 +606,12 @@ func writeHeapProfile(path string) error {
 }
 
 // mtaProtocol is the protocol mask the driver offers: Postfix 3's at
-// version 6 (SMFIP_NO*, SMFIP_NR_*, SMFIP_SKIP, SMFIP_RCPT_REJ,
-// SMFIP_HDR_LEADSPC), or none.
+// version 6, or none.
 func mtaProtocol(replyEach bool) gomilter.OptProtocol {
 	if replyEach {
 		return 0
 	}
-	return 0x1fffff
+	return mtadial.PostfixProtocol
 }
 
 // procMemory reads VmRSS and VmHWM from /proc/self/status.

@@ -64,6 +64,11 @@ func (c *conn) serve() {
 		if err == nil {
 			err = c.handle(cmd, data)
 		}
+		if cap(c.pr.buf) > 128<<10 {
+			// A rare huge packet: do not keep its buffer for the
+			// connection's lifetime.
+			c.pr.buf = nil
+		}
 		if err != nil {
 			c.ended(err)
 			return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
+	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 )
 
 // scriptChecker is a stand-in for the engine in protocol tests: the verdict
@@ -132,10 +133,8 @@ func start(t *testing.T, c Checker, opts Options) *harness {
 // all of them).
 const clientActions = gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine
 
-// postfixProtocol is what Postfix 3.x offers at protocol version 6: every
-// step may be skipped (SMFIP_NO*) or left without reply (SMFIP_NR_*), plus
-// SMFIP_RCPT_REJ, SMFIP_SKIP and SMFIP_HDR_LEADSPC.
-const postfixProtocol = gomilter.OptProtocol(0x1fffff)
+// postfixProtocol is what Postfix 3.x offers at protocol version 6.
+const postfixProtocol = gomilter.OptProtocol(mtadial.PostfixProtocol)
 
 // session opens a client session the way Postfix does (protocol 6, every
 // no-reply flag offered).

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
 	gomilter "github.com/emersion/go-milter"
 
 	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 )
 
 // MilterCheck checks messages through a milter, the way an MTA does: one
@@ -67,7 +67,10 @@ func (m *MilterCheck) Check(ctx context.Context, raw []byte) (bool, error) {
 		timeout = 30 * time.Second
 	}
 	c := gomilter.NewClientWithOptions("tcp", m.Addr, gomilter.ClientOptions{
-		Dialer:       &net.Dialer{Timeout: timeout},
+		// As Postfix: a buffered connection, protocol 6 with every
+		// protocol flag offered (each milter picks what it wants).
+		Dialer:       mtadial.Dialer{Timeout: timeout},
+		ProtocolMask: mtadial.PostfixProtocol,
 		ReadTimeout:  timeout,
 		WriteTimeout: timeout,
 		ActionMask: gomilter.OptAddHeader | gomilter.OptChangeBody | gomilter.OptAddRcpt |

@@ -14,14 +14,25 @@ package mtadial
 import (
 	"bufio"
 	"net"
+	"time"
 )
 
+// PostfixProtocol is the protocol mask Postfix 3 offers at milter protocol
+// version 6: every step may be skipped (SMFIP_NO*) or left without reply
+// (SMFIP_NR_*), plus SMFIP_RCPT_REJ, SMFIP_SKIP and SMFIP_HDR_LEADSPC. The
+// milter picks the flags it wants among them. Pass it as go-milter's
+// ClientOptions.ProtocolMask to drive a milter the way Postfix does.
+const PostfixProtocol = 0x1fffff
+
 // Dialer implements go-milter's Dialer with buffered connections.
-type Dialer struct{}
+type Dialer struct {
+	// Timeout bounds the connection set-up. Default: none.
+	Timeout time.Duration
+}
 
 // Dial connects to the milter.
-func (Dialer) Dial(network, addr string) (net.Conn, error) {
-	c, err := net.Dial(network, addr)
+func (d Dialer) Dial(network, addr string) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, d.Timeout)
 	if err != nil {
 		return nil, err
 	}
