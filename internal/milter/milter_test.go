@@ -364,6 +364,27 @@ func TestForgedHeadersDeleted(t *testing.T) {
 	}
 }
 
+// Decoy headers with the prefix cannot push a forged verdict out of the
+// deletions.
+func TestForgedVerdictAfterDecoys(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	m := simple("hello")
+	for i := 0; i < 3*maxForgedNames; i++ {
+		m.headers = append(m.headers, [2]string{"X-NDD-Decoy" + strconv.Itoa(i), "x"})
+	}
+	m.headers = append(m.headers, [2]string{"X-NDD-Verdict", "accept; forged"})
+	mods, _ := send(t, h.session(), m)
+	deleted := false
+	for _, m := range mods {
+		if m.Code == gomilter.ActChangeHeader && m.HeaderName == "X-NDD-Verdict" && m.HeaderValue == "" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Error("forged X-NDD-Verdict after decoys not deleted")
+	}
+}
+
 func TestRawMessageRebuilt(t *testing.T) {
 	c := &scriptChecker{}
 	h := start(t, c, Options{MaxBodyBytes: 10})

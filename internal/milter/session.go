@@ -40,6 +40,20 @@ type session struct {
 	forged    []forgedHeader
 }
 
+// maxForgedNames bounds the distinct forged header names deleted.
+const maxForgedNames = 64
+
+// ownHeader reports whether suffix (a header name after the prefix) is
+// one of the headers nddmilter adds.
+func ownHeader(suffix []byte) bool {
+	for _, n := range []string{"Verdict", "Campaign", "Evidence"} {
+		if bytes.EqualFold(suffix, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
 type forgedHeader struct {
 	name  string // as it arrived
 	count int    // occurrences, for SMFIR_CHGHEADER's per-name index
@@ -125,7 +139,10 @@ func (s *session) header(data []byte) {
 				return
 			}
 		}
-		if len(s.forged) < 100 {
+		// Distinct names are bounded (the scan above is linear), but the
+		// names nddmilter itself adds are always tracked, so that no run
+		// of decoys can keep a forged verdict alive.
+		if len(s.forged) < maxForgedNames || ownHeader(name[len(st.opts.HeaderPrefix):]) {
 			s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
 		}
 		return
