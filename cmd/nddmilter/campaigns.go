@@ -17,7 +17,6 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // defaultAPIURL is the daemon's HTTP listener by default (config http.listen).
@@ -45,27 +44,27 @@ func (af *apiFlags) tokenOrEnv() string {
 // backend is where report, check and campaigns act: the store directly,
 // or a running daemon's API.
 type backend interface {
-	Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error)
+	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
 	// ReportBatch reports many messages; on error it returns the outcomes
 	// of the messages reported before the failure.
-	ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error)
+	ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
-	Get(ctx context.Context, id store.CampaignID) (api.Detail, error)
-	Delete(ctx context.Context, id store.CampaignID) error
-	Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error)
+	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
+	Delete(ctx context.Context, id campaign.CampaignID) error
+	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
 	Close() error
 }
 
 // localBackend works on the store directory.
 type localBackend struct{ rt *runtimeEnv }
 
-func (l localBackend) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
+func (l localBackend) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
 	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
 }
 
-func (l localBackend) ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error) {
+func (l localBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
 	reqs := make([]campaign.ReportRequest, len(raws))
 	for i, r := range raws {
 		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
@@ -86,13 +85,13 @@ func (l localBackend) Check(ctx context.Context, raw []byte, record bool) (campa
 }
 
 func (l localBackend) List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error) {
-	q := store.Query{Sort: sort, Limit: limit}
+	q := campaign.Query{Sort: sort, Limit: limit}
 	if since > 0 {
 		q.Since = time.Now().Add(-since)
 	}
-	cs, err := l.rt.Engine.Store().List(ctx, q)
+	cs, err := l.rt.Engine.List(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("list campaigns: %w", err)
+		return nil, err
 	}
 	out := make([]api.Summary, len(cs))
 	for i := range cs {
@@ -101,32 +100,24 @@ func (l localBackend) List(ctx context.Context, since time.Duration, sort string
 	return out, nil
 }
 
-func (l localBackend) Get(ctx context.Context, id store.CampaignID) (api.Detail, error) {
-	return api.GetDetail(ctx, l.rt.Engine.Store(), l.rt.Engine.Policy(), id)
+func (l localBackend) Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error) {
+	return api.GetDetail(ctx, l.rt.Engine, id)
 }
 
-func (l localBackend) Delete(ctx context.Context, id store.CampaignID) error {
-	if _, err := l.rt.Engine.Store().Get(ctx, id); err != nil {
+func (l localBackend) Delete(ctx context.Context, id campaign.CampaignID) error {
+	if _, err := l.rt.Engine.Get(ctx, id); err != nil {
 		return err // names the campaign already
 	}
-	return l.rt.Engine.Delete(ctx, id)
+	if err := l.rt.Engine.Delete(ctx, id); err != nil {
+		return fmt.Errorf("delete campaign %d: %w", id, err)
+	}
+	return nil
 }
 
-func (l localBackend) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
-	st := l.rt.Engine.Store()
-	if _, err := st.Get(ctx, id); err != nil {
-		return api.Summary{}, err // names the campaign already
-	}
-	state := store.StateAllowed
-	if undo {
-		state = store.StateActive
-	}
-	if err := l.rt.Engine.SetState(ctx, id, state); err != nil {
-		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
-	}
-	c, err := st.Get(ctx, id)
+func (l localBackend) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error) {
+	c, err := l.rt.Engine.Allow(ctx, id, !undo)
 	if err != nil {
-		return api.Summary{}, fmt.Errorf("campaign %d: %w", id, err)
+		return api.Summary{}, err // names the campaign already
 	}
 	return api.NewSummary(c), nil
 }
@@ -138,7 +129,7 @@ type remoteBackend struct{ *api.Client }
 
 func (remoteBackend) Close() error { return nil }
 
-func (r remoteBackend) ReportBatch(ctx context.Context, raws [][]byte, kind store.Kind, reporter string) ([]api.Outcome, error) {
+func (r remoteBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
 	out := make([]api.Outcome, 0, len(raws))
 	for _, raw := range raws {
 		o, err := r.Report(ctx, raw, kind, reporter)
@@ -475,8 +466,8 @@ func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func parseIDs(args []string) ([]store.CampaignID, error) {
-	ids := make([]store.CampaignID, 0, len(args))
+func parseIDs(args []string) ([]campaign.CampaignID, error) {
+	ids := make([]campaign.CampaignID, 0, len(args))
 	for _, a := range args {
 		id, err := api.ParseID(a)
 		if err != nil {

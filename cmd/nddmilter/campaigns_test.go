@@ -157,7 +157,7 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewHandler(eng, st, api.Options{Token: "tok"}))
+	srv := httptest.NewServer(api.NewHandler(eng, api.Options{Token: "tok"}))
 	defer srv.Close()
 
 	t.Setenv("NDDMILTER_API_TOKEN", "")

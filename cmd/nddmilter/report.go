@@ -2,18 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mailbox"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // reportSummary counts what a batch of reports did.
@@ -129,9 +132,9 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 			if len(paths) == 0 {
 				return fmt.Errorf("no message given: name files, directories, mboxes, Maildirs or - (stdin)")
 			}
-			kind := store.KindSpam
+			kind := campaign.KindSpam
 			if notSpam {
-				kind = store.KindHam
+				kind = campaign.KindHam
 			}
 			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), true)
 			if err != nil {
@@ -140,53 +143,26 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 			defer be.Close()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			sum := &reportSummary{Kind: api.KindName(kind), Skipped: map[string]int{}}
+			var mu sync.Mutex // guards sum, out and errw: results arrive from another goroutine
 			opts := mailbox.Options{OnSkip: func(path string, reason error) error {
+				mu.Lock()
+				defer mu.Unlock()
 				sum.Skipped[reason.Error()]++
 				fmt.Fprintf(errw, "%s: skipped: %v\n", path, reason)
 				return nil
 			}}
-			// Reports go to the store in batches: one transaction and one
-			// fsync for many reports (each report stays atomic).
-			if batch < 1 {
-				batch = 1
-			}
-			var (
-				raws  [][]byte
-				names []string
-			)
-			flush := func() {
-				if len(raws) == 0 {
+			onResult := func(name string, o api.Outcome, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					sum.Errors++
+					fmt.Fprintf(errw, "%s: %v\n", name, err)
 					return
 				}
-				outs, err := be.ReportBatch(cmd.Context(), raws, kind, reporter)
-				for i, o := range outs {
-					sum.add(o)
-					if verbose {
-						fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
-					}
+				sum.add(o)
+				if verbose {
+					fmt.Fprintf(out, "%s\t%s\n", name, describeOutcome(o))
 				}
-				if err != nil && len(outs) < len(raws) {
-					// The batch stopped at message len(outs): report the rest one by one.
-					fmt.Fprintf(errw, "%s: %v\n", names[len(outs)], err)
-					sum.Errors++
-					for i := len(outs) + 1; i < len(raws); i++ {
-						o, err := be.Report(cmd.Context(), raws[i], kind, reporter)
-						if err != nil {
-							sum.Errors++
-							fmt.Fprintf(errw, "%s: %v\n", names[i], err)
-							continue
-						}
-						sum.add(o)
-						if verbose {
-							fmt.Fprintf(out, "%s\t%s\n", names[i], describeOutcome(o))
-						}
-					}
-				}
-				if err != nil && len(outs) >= len(raws) {
-					fmt.Fprintf(errw, "nddmilter: %v\n", err)
-					sum.Errors++
-				}
-				raws, names = raws[:0], names[:0]
 			}
 			// Check every path before reporting anything, so that a typo
 			// does not leave half of a command line reported.
@@ -198,17 +174,21 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 					return fmt.Errorf("report: nothing reported: %w", err)
 				}
 			}
+			// Reports go to the store in batches: one transaction and one
+			// fsync for many reports (each report stays atomic).
+			sink := newReportSink(cmd.Context(), be, kind, reporter, max(batch, 1), onResult)
 			walkErr := mailbox.Walk(cmd.Context(), paths, opts, func(m mailbox.Message) error {
+				mu.Lock()
 				sum.Read++
-				raws = append(raws, bytes.Clone(m.Raw))
-				names = append(names, m.Path)
-				if len(raws) >= batch {
-					flush()
+				mu.Unlock()
+				if err := sink.add(bytes.Clone(m.Raw), m.Path); err != nil {
+					return err
 				}
 				return cmd.Context().Err()
 			})
-			if cmd.Context().Err() == nil {
-				flush()
+			if err := sink.close(); err != nil && cmd.Context().Err() == nil {
+				fmt.Fprintf(errw, "nddmilter: %v\n", err)
+				sum.Errors++
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -263,4 +243,112 @@ func describeOutcome(o api.Outcome) string {
 		b.WriteString(" (ARF)")
 	}
 	return b.String()
+}
+
+// reportSink takes the messages to report, in order, and calls its
+// onResult for each, in order.
+type reportSink interface {
+	add(raw []byte, name string) error
+	// close reports what is pending and waits for the results.
+	close() error
+}
+
+func newReportSink(ctx context.Context, be backend, kind campaign.Kind, reporter string, batch int,
+	onResult func(name string, o api.Outcome, err error)) reportSink {
+	if l, ok := be.(localBackend); ok {
+		return newStreamSink(ctx, l.rt.Engine, kind, reporter, batch, onResult)
+	}
+	return &batchSink{ctx: ctx, be: be, kind: kind, reporter: reporter, batch: batch, onResult: onResult}
+}
+
+// streamSink reports to the local store through a campaign.ReportStream:
+// messages are parsed and signed on every core ahead of the store, and
+// applied in order, batch after batch, with the outcomes of ReportBatch.
+type streamSink struct {
+	s     *campaign.ReportStream
+	kind  campaign.Kind
+	rep   string
+	mu    sync.Mutex
+	names map[int]string // by sequence number, until the result arrives
+	seq   int
+}
+
+func newStreamSink(ctx context.Context, eng *campaign.Engine, kind campaign.Kind, reporter string, batch int,
+	onResult func(name string, o api.Outcome, err error)) *streamSink {
+	ss := &streamSink{kind: kind, rep: reporter, names: map[int]string{}}
+	ss.s = eng.NewReportStream(ctx, campaign.StreamOptions{Batch: batch}, func(r campaign.StreamResult) {
+		ss.mu.Lock()
+		name := ss.names[r.Seq]
+		delete(ss.names, r.Seq)
+		ss.mu.Unlock()
+		onResult(name, api.NewOutcome(kind, r.Outcome), r.Err)
+	})
+	return ss
+}
+
+func (ss *streamSink) add(raw []byte, name string) error {
+	ss.mu.Lock()
+	ss.names[ss.seq] = name
+	ss.mu.Unlock()
+	if err := ss.s.Add(campaign.ReportRequest{Raw: raw, Kind: ss.kind, Reporter: ss.rep}); err != nil {
+		return err
+	}
+	ss.seq++
+	return nil
+}
+
+func (ss *streamSink) close() error { return ss.s.Close() }
+
+// batchSink reports through backend.ReportBatch, batch after batch (the
+// daemon's API).
+type batchSink struct {
+	ctx      context.Context
+	be       backend
+	kind     campaign.Kind
+	reporter string
+	batch    int
+	onResult func(name string, o api.Outcome, err error)
+	raws     [][]byte
+	names    []string
+	errs     []error // errors of no single message
+}
+
+func (bs *batchSink) add(raw []byte, name string) error {
+	bs.raws = append(bs.raws, raw)
+	bs.names = append(bs.names, name)
+	if len(bs.raws) >= bs.batch {
+		bs.flush()
+	}
+	return nil
+}
+
+func (bs *batchSink) close() error {
+	if bs.ctx.Err() == nil {
+		bs.flush()
+	}
+	return errors.Join(bs.errs...)
+}
+
+func (bs *batchSink) flush() {
+	defer func() { bs.raws, bs.names = bs.raws[:0], bs.names[:0] }()
+	if len(bs.raws) == 0 {
+		return
+	}
+	outs, err := bs.be.ReportBatch(bs.ctx, bs.raws, bs.kind, bs.reporter)
+	for i, o := range outs {
+		bs.onResult(bs.names[i], o, nil)
+	}
+	if err == nil {
+		return
+	}
+	if len(outs) >= len(bs.raws) {
+		bs.errs = append(bs.errs, err)
+		return
+	}
+	// The batch stopped at message len(outs): report the rest one by one.
+	bs.onResult(bs.names[len(outs)], api.Outcome{}, err)
+	for i := len(outs) + 1; i < len(bs.raws); i++ {
+		o, err := bs.be.Report(bs.ctx, bs.raws[i], bs.kind, bs.reporter)
+		bs.onResult(bs.names[i], o, err)
+	}
 }

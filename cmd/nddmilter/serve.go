@@ -21,7 +21,6 @@ import (
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 type serveFlags struct {
@@ -141,7 +140,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st store.Store, log *slog.Logger) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
 	tok, generated, err := resolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -150,7 +149,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st store.Store, log
 		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
 			"file", filepath.Join(cfg.Store.Dir, apiTokenFile))
 	}
-	return api.NewHandler(eng, st, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
+	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
 }
 
 func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
@@ -185,7 +184,7 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 
 	var ready atomic.Bool
 	apiH := &apiSwitch{met: met}
-	h, err := newAPIHandler(cfg, rt.Engine, rt.Store, log)
+	h, err := newAPIHandler(cfg, rt.Engine, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -321,7 +320,7 @@ func reload(gf *globalFlags, sf serveFlags, old *config.Config, rt *runtimeEnv, 
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, rt.Store, log)
+	h, err := newAPIHandler(cfg, eng, log)
 	if err != nil {
 		fail(err)
 		return

@@ -22,24 +22,23 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Outcome is the JSON form of a report's outcome.
 type Outcome struct {
-	Kind     string             `json:"kind"` // spam or ham
-	Campaign store.CampaignID   `json:"campaign"`
-	Created  bool               `json:"created"`
-	Joined   []store.CampaignID `json:"joined,omitempty"`
-	Merged   []store.CampaignID `json:"merged,omitempty"`
-	Repeated bool               `json:"repeated"`
-	Revoked  bool               `json:"revoked"`
-	ARF      bool               `json:"arf"`
-	Skipped  string             `json:"skipped,omitempty"`
+	Kind     string                `json:"kind"` // spam or ham
+	Campaign campaign.CampaignID   `json:"campaign"`
+	Created  bool                  `json:"created"`
+	Joined   []campaign.CampaignID `json:"joined,omitempty"`
+	Merged   []campaign.CampaignID `json:"merged,omitempty"`
+	Repeated bool                  `json:"repeated"`
+	Revoked  bool                  `json:"revoked"`
+	ARF      bool                  `json:"arf"`
+	Skipped  string                `json:"skipped,omitempty"`
 }
 
 // NewOutcome converts an engine outcome.
-func NewOutcome(kind store.Kind, o campaign.ReportOutcome) Outcome {
+func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 	return Outcome{
 		Kind:     KindName(kind),
 		Campaign: o.Campaign,
@@ -54,11 +53,11 @@ func NewOutcome(kind store.Kind, o campaign.ReportOutcome) Outcome {
 }
 
 // KindName is "spam" or "ham".
-func KindName(k store.Kind) string {
+func KindName(k campaign.Kind) string {
 	switch k {
-	case store.KindSpam:
+	case campaign.KindSpam:
 		return "spam"
-	case store.KindHam:
+	case campaign.KindHam:
 		return "ham"
 	}
 	return fmt.Sprintf("kind(%d)", k)
@@ -66,24 +65,24 @@ func KindName(k store.Kind) string {
 
 // ParseKind parses "spam" (also "junk") or "ham" (also "not-spam",
 // "not-junk"); "" is spam.
-func ParseKind(s string) (store.Kind, error) {
+func ParseKind(s string) (campaign.Kind, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "spam", "junk":
-		return store.KindSpam, nil
+		return campaign.KindSpam, nil
 	case "ham", "not-spam", "notspam", "not-junk":
-		return store.KindHam, nil
+		return campaign.KindHam, nil
 	}
 	return 0, fmt.Errorf("unknown report kind %q (want spam or ham)", s)
 }
 
 // StateName is "active", "allowed" or "revoked".
-func StateName(s store.State) string {
+func StateName(s campaign.State) string {
 	switch s {
-	case store.StateActive:
+	case campaign.StateActive:
 		return "active"
-	case store.StateAllowed:
+	case campaign.StateAllowed:
 		return "allowed"
-	case store.StateRevoked:
+	case campaign.StateRevoked:
 		return "revoked"
 	}
 	return fmt.Sprintf("state(%d)", s)
@@ -91,25 +90,25 @@ func StateName(s store.State) string {
 
 // Summary is the JSON view of a campaign in a listing.
 type Summary struct {
-	ID            store.CampaignID   `json:"id"`
-	State         string             `json:"state"`
-	FirstSeen     time.Time          `json:"first_seen"`
-	LastSeen      time.Time          `json:"last_seen"`
-	Messages      int64              `json:"messages"`
-	SpamReports   int64              `json:"spam_reports"`
-	HamReports    int64              `json:"ham_reports"`
-	SpamReporters int64              `json:"spam_reporters"`
-	HamReporters  int64              `json:"ham_reporters"`
-	Actions       map[string]int64   `json:"actions,omitempty"`
-	SampleSubject string             `json:"sample_subject"`
-	SampleFrom    string             `json:"sample_from"`
-	Keys          int                `json:"keys,omitempty"` // not filled by listings
-	Sketches      int                `json:"sketches"`
-	MergedFrom    []store.CampaignID `json:"merged_from,omitempty"`
+	ID            campaign.CampaignID   `json:"id"`
+	State         string                `json:"state"`
+	FirstSeen     time.Time             `json:"first_seen"`
+	LastSeen      time.Time             `json:"last_seen"`
+	Messages      int64                 `json:"messages"`
+	SpamReports   int64                 `json:"spam_reports"`
+	HamReports    int64                 `json:"ham_reports"`
+	SpamReporters int64                 `json:"spam_reporters"`
+	HamReporters  int64                 `json:"ham_reporters"`
+	Actions       map[string]int64      `json:"actions,omitempty"`
+	SampleSubject string                `json:"sample_subject"`
+	SampleFrom    string                `json:"sample_from"`
+	Keys          int                   `json:"keys,omitempty"` // not filled by listings
+	Sketches      int                   `json:"sketches"`
+	MergedFrom    []campaign.CampaignID `json:"merged_from,omitempty"`
 }
 
 // NewSummary converts a campaign record.
-func NewSummary(c *store.Campaign) Summary {
+func NewSummary(c *campaign.Campaign) Summary {
 	return Summary{
 		ID:            c.ID,
 		State:         StateName(c.State),
@@ -149,23 +148,19 @@ type Detail struct {
 	Timeline      []Day           `json:"timeline"`
 }
 
-// GetDetail reads a campaign and its timeline. pol is the policy used to
-// show what an exact copy would get.
-func GetDetail(ctx context.Context, st store.Store, pol campaign.Policy, id store.CampaignID) (Detail, error) {
-	c, err := st.Get(ctx, id)
+// GetDetail reads a campaign and its timeline through eng, and shows what
+// eng's policy would do with an exact copy.
+func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID) (Detail, error) {
+	c, err := eng.Get(ctx, id)
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	days, err := st.Timeline(ctx, id)
+	days, err := eng.Timeline(ctx, id)
 	if err != nil {
-		return Detail{}, fmt.Errorf("campaign %d timeline: %w", id, err)
+		return Detail{}, err // names the campaign already
 	}
-	d := Detail{Summary: NewSummary(c), Reputation: pol.Reputation(c)}
-	ev := make([]campaign.Evidence, 0, 11)
-	for i := 0; i < 11; i++ {
-		ev = append(ev, campaign.Evidence{Family: campaign.FamilyIMatch, Bag: i, Similarity: 1})
-	}
-	dec := pol.Decide(c, ev, 1)
+	d := Detail{Summary: NewSummary(c), Reputation: eng.Policy().Reputation(c)}
+	dec := eng.ExactCopy(c)
 	d.Decision, d.DecisionRule = dec.Action, dec.Rule
 	d.SignatureKeys = make([]string, len(c.Keys))
 	for i, k := range c.Keys {
@@ -216,10 +211,10 @@ func ParseSort(s string) (string, error) {
 }
 
 // ParseID parses a campaign ID (decimal).
-func ParseID(s string) (store.CampaignID, error) {
+func ParseID(s string) (campaign.CampaignID, error) {
 	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	if err != nil || n == 0 {
 		return 0, fmt.Errorf("invalid campaign id %q", s)
 	}
-	return store.CampaignID(n), nil
+	return campaign.CampaignID(n), nil
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // DefaultMaxBody is the default bound on an uploaded message (32 MiB).
@@ -39,16 +38,14 @@ type Options struct {
 
 type handler struct {
 	eng   *campaign.Engine
-	st    store.Store
 	opts  Options
 	token [32]byte // sha256 of Token, compared in constant time
 	mux   *http.ServeMux
 }
 
-// NewHandler returns the /v1 API handler over eng and st (st is the
-// engine's store). Mount it at the root of the HTTP listener; it answers
-// only /v1/ paths.
-func NewHandler(eng *campaign.Engine, st store.Store, opts Options) http.Handler {
+// NewHandler returns the /v1 API handler over eng (which holds the store).
+// Mount it at the root of the HTTP listener; it answers only /v1/ paths.
+func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -58,7 +55,7 @@ func NewHandler(eng *campaign.Engine, st store.Store, opts Options) http.Handler
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	h := &handler{eng: eng, st: st, opts: opts, token: sha256.Sum256([]byte(opts.Token)), mux: http.NewServeMux()}
+	h := &handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token)), mux: http.NewServeMux()}
 	h.mux.HandleFunc("POST /v1/reports", h.report)
 	h.mux.HandleFunc("POST /v1/check", h.check)
 	h.mux.HandleFunc("GET /v1/campaigns", h.list)
@@ -171,13 +168,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sq := store.Query{Sort: sort, Limit: limit}
+	sq := campaign.Query{Sort: sort, Limit: limit}
 	if since > 0 {
 		sq.Since = h.opts.Clock().Add(-since)
 	}
-	cs, err := h.st.List(r.Context(), sq)
+	cs, err := h.eng.List(r.Context(), sq)
 	if err != nil {
-		h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list campaigns: %w", err))
+		h.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	out := make([]Summary, len(cs))
@@ -187,7 +184,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, out)
 }
 
-func (h *handler) id(w http.ResponseWriter, r *http.Request) (store.CampaignID, bool) {
+func (h *handler) id(w http.ResponseWriter, r *http.Request) (campaign.CampaignID, bool) {
 	id, err := ParseID(r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
@@ -201,7 +198,7 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := GetDetail(r.Context(), h.st, h.eng.Policy(), id)
+	d, err := GetDetail(r.Context(), h.eng, id)
 	if err != nil {
 		h.failStore(w, r, err)
 		return
@@ -214,15 +211,15 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := h.st.Get(r.Context(), id); err != nil {
-		h.failStore(w, r, err) // the store names the campaign
+	if _, err := h.eng.Get(r.Context(), id); err != nil {
+		h.failStore(w, r, err) // names the campaign
 		return
 	}
 	if err := h.eng.Delete(r.Context(), id); err != nil {
 		h.failStore(w, r, fmt.Errorf("delete campaign %d: %w", id, err))
 		return
 	}
-	h.reply(w, http.StatusOK, map[string]store.CampaignID{"deleted": id})
+	h.reply(w, http.StatusOK, map[string]campaign.CampaignID{"deleted": id})
 }
 
 func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
@@ -230,28 +227,19 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	state := store.StateAllowed
-	if u := r.URL.Query().Get("undo"); u != "" && u != "0" && u != "false" {
-		state = store.StateActive
-	}
-	if _, err := h.st.Get(r.Context(), id); err != nil {
-		h.failStore(w, r, err) // the store names the campaign
-		return
-	}
-	if err := h.eng.SetState(r.Context(), id, state); err != nil {
-		h.failStore(w, r, fmt.Errorf("set state of campaign %d: %w", id, err))
-		return
-	}
-	c, err := h.st.Get(r.Context(), id)
+	u := r.URL.Query().Get("undo")
+	undo := u != "" && u != "0" && u != "false"
+	c, err := h.eng.Allow(r.Context(), id, !undo)
 	if err != nil {
-		h.failStore(w, r, err) // the store names the campaign
+		h.failStore(w, r, err) // names the campaign
 		return
 	}
 	h.reply(w, http.StatusOK, NewSummary(c))
 }
 
+// failStore answers 404 for an unknown campaign, 500 otherwise.
 func (h *handler) failStore(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, campaign.ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}

@@ -58,7 +58,7 @@ func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(eng, st, opts))
+	srv := httptest.NewServer(NewHandler(eng, opts))
 	t.Cleanup(srv.Close)
 	return srv, eng, st
 }
@@ -126,9 +126,9 @@ func TestReportCheckCampaigns(t *testing.T) {
 	ctx := context.Background()
 
 	// A report per reporter; the first creates the campaign.
-	var id store.CampaignID
+	var id campaign.CampaignID
 	for i, r := range []string{"a", "b", "c", "d", "e"} {
-		o, err := c.Report(ctx, spamCopy(t, uint64(i)), store.KindSpam, r)
+		o, err := c.Report(ctx, spamCopy(t, uint64(i)), campaign.KindSpam, r)
 		if err != nil {
 			t.Fatalf("report %s: %v", r, err)
 		}
@@ -177,7 +177,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatalf("allow --undo: %+v %v", s, err)
 	}
 	// Not-spam reports through the API.
-	o, err := c.Report(ctx, spamMessage(), store.KindHam, "h1")
+	o, err := c.Report(ctx, spamMessage(), campaign.KindHam, "h1")
 	if err != nil || o.Kind != "ham" || o.Campaign != id || o.Created {
 		t.Fatalf("ham report: %+v %v", o, err)
 	}

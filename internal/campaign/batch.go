@@ -54,8 +54,14 @@ func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Repor
 	}
 	close(next)
 	wg.Wait()
+	return e.applyPrepared(ctx, preps, errs)
+}
 
-	outs := make([]ReportOutcome, 0, len(reqs))
+// applyPrepared is ReportBatch after preparation: preps[i] (or errs[i])
+// is the prepared report i of the batch, all matched against the same
+// state of the store. It applies them in order, as ReportBatch documents.
+func (e *Engine) applyPrepared(ctx context.Context, preps []*preparedReport, errs []error) ([]ReportOutcome, error) {
+	outs := make([]ReportOutcome, 0, len(preps))
 	// A report that cannot be prepared stops the batch there: the reports
 	// before it are applied, it and the rest are not.
 	var prepErr error

@@ -1,0 +1,253 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// streamCorpus is a report sequence that exercises every outcome: new
+// campaigns, joins, merges of campaigns created apart, repeated reporters,
+// skipped messages, ARF reports, not-spam reports that revoke, the
+// internal/mime samples, and (with badKind) a report that fails.
+func streamCorpus(t testing.TB, badKind bool) []ReportRequest {
+	t.Helper()
+	var reqs []ReportRequest
+	kinds := spamgen.AllKinds()
+	heavy := []spamgen.Kind{spamgen.Typos, spamgen.Combo, spamgen.Delete}
+	for i := range 80 {
+		// Light copies of every kind join; heavy ones (strength 0.5) start
+		// campaigns apart that later copies merge.
+		k, strength := kinds[i%len(kinds)], 0.05+0.05*float64(i%4)
+		if i%2 == 1 {
+			k, strength = heavy[i%len(heavy)], 0.5
+		}
+		b, err := spamgen.Mutate(baseMessage(i%3), spamgen.Options{Kinds: []spamgen.Kind{k}, Seed: uint64(i), Strength: strength})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, ReportRequest{Raw: b, Kind: store.KindSpam, Reporter: fmt.Sprint("r", i%7)})
+		if i == 20 && badKind {
+			reqs = append(reqs, ReportRequest{Raw: b, Kind: 9, Reporter: "bad"})
+		}
+	}
+	samples, err := filepath.Glob(filepath.Join("..", "mime", "testdata", "*.eml"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("mime samples: %v %v", samples, err)
+	}
+	for i, p := range samples {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, ReportRequest{Raw: b, Kind: store.KindSpam, Reporter: fmt.Sprint("s", i%3)})
+	}
+	reqs = append(reqs, ReportRequest{Raw: []byte("Subject: hi\r\n\r\nok\r\n"), Kind: store.KindSpam, Reporter: "x"})
+	for i := range 4 {
+		reqs = append(reqs, ReportRequest{Raw: copyOf(t, 1, uint64(100+i)), Kind: store.KindHam, Reporter: fmt.Sprint("h", i)})
+	}
+	// The same samples again, as not-spam, by others.
+	for i, p := range samples[:len(samples)/2] {
+		b, _ := os.ReadFile(p)
+		reqs = append(reqs, ReportRequest{Raw: b, Kind: store.KindHam, Reporter: fmt.Sprint("n", i)})
+	}
+	return reqs
+}
+
+// sequential is what a caller of ReportBatch gets: batches of n reports
+// and, when a batch stops at a report, the rest of it one at a time.
+func sequential(f *fixture, reqs []ReportRequest, n int) []StreamResult {
+	var res []StreamResult
+	for start := 0; start < len(reqs); start += n {
+		b := reqs[start:min(start+n, len(reqs))]
+		outs, err := f.eng.ReportBatch(f.ctx, b)
+		for i, o := range outs {
+			res = append(res, StreamResult{Seq: start + i, Outcome: o})
+		}
+		if err != nil && len(outs) < len(b) {
+			res = append(res, StreamResult{Seq: start + len(outs), Err: err})
+			for i := len(outs) + 1; i < len(b); i++ {
+				o, err := f.eng.Report(f.ctx, b[i].Raw, b[i].Kind, b[i].Reporter)
+				res = append(res, StreamResult{Seq: start + i, Outcome: o, Err: err})
+			}
+		}
+	}
+	return res
+}
+
+func streamed(t *testing.T, f *fixture, reqs []ReportRequest, opts StreamOptions) []StreamResult {
+	t.Helper()
+	var res []StreamResult
+	s := f.eng.NewReportStream(f.ctx, opts, func(r StreamResult) { res = append(res, r) })
+	for _, r := range reqs {
+		if err := s.Add(r); err != nil {
+			t.Fatalf("Add: %v", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return res
+}
+
+func TestReportStreamMatchesReportBatch(t *testing.T) {
+	tests := []struct {
+		opts    StreamOptions
+		badKind bool
+	}{
+		{StreamOptions{Batch: 1, Workers: 1, Ahead: 1}, false},
+		{StreamOptions{Batch: 5, Workers: 2}, false},
+		{StreamOptions{Batch: 16, Workers: 4, Ahead: 3}, true},
+		{StreamOptions{Batch: 256}, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("batch%d-workers%d-ahead%d-bad%v", tt.opts.Batch, tt.opts.Workers, tt.opts.Ahead, tt.badKind), func(t *testing.T) {
+			reqs := streamCorpus(t, tt.badKind)
+			ref, par := newFixture(t, Options{}), newFixture(t, Options{})
+			want := sequential(ref, reqs, tt.opts.Batch)
+			got := streamed(t, par, reqs, tt.opts)
+			if len(got) != len(reqs) || len(want) != len(reqs) {
+				t.Fatalf("%d results streamed, %d sequential, for %d reports", len(got), len(want), len(reqs))
+			}
+			var created, joined, merged, skipped, revoked, failed int
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Seq != i || w.Seq != i || !reflect.DeepEqual(g.Outcome, w.Outcome) || (g.Err == nil) != (w.Err == nil) ||
+					(g.Err != nil && g.Err.Error() != w.Err.Error()) {
+					t.Errorf("report %d:\n streamed   %+v\n sequential %+v", i, g, w)
+				}
+				o := g.Outcome
+				switch {
+				case g.Err != nil:
+					failed++
+				case o.Skipped != "":
+					skipped++
+				case o.Created:
+					created++
+				case o.Campaign != 0:
+					joined++
+				}
+				merged += len(o.Merged)
+				if o.Revoked {
+					revoked++
+				}
+			}
+			t.Logf("created %d, joined %d, merged %d, skipped %d, revoked %d, failed %d", created, joined, merged, skipped, revoked, failed)
+			if created == 0 || joined == 0 || merged == 0 || skipped == 0 || revoked == 0 || (failed > 0) != tt.badKind {
+				t.Errorf("the corpus no longer exercises every outcome")
+			}
+			// The stores end identical.
+			a, err := ref.eng.List(ref.ctx, Query{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := par.eng.List(par.ctx, Query{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("stores differ: %d campaigns sequentially, %d streamed", len(a), len(b))
+			}
+		})
+	}
+}
+
+// signReport then prepareSigned is prepareReport, report for report,
+// against a store holding campaigns (the two halves mirror it).
+func TestPrepareSignedMatchesPrepareReport(t *testing.T) {
+	f := newFixture(t, Options{})
+	reqs := streamCorpus(t, true)
+	if _, err := f.eng.ReportBatch(f.ctx, reqs[:20]); err != nil { // before the bad kind
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		want, werr := f.eng.prepareReport(f.ctx, r.Raw, r.Kind, r.Reporter)
+		s, arf, err := f.eng.signReport(r.Raw, r.Kind)
+		var got *preparedReport
+		if err == nil {
+			got, err = f.eng.prepareSigned(f.ctx, s, arf, r.Kind, r.Reporter)
+		}
+		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Errorf("report %d: error %v, prepareReport %v", i, err, werr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("report %d:\n split         %+v\n prepareReport %+v", i, got, want)
+		}
+	}
+}
+
+func TestReportStreamCanceled(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	n := 0
+	s := f.eng.NewReportStream(ctx, StreamOptions{Batch: 2, Ahead: 1}, func(StreamResult) { n++ })
+	reqs := streamCorpus(t, false)
+	var addErr error
+	for i, r := range reqs {
+		if i == 5 {
+			cancel()
+		}
+		if addErr = s.Add(r); addErr != nil {
+			break
+		}
+	}
+	err := s.Close()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Close: %v, want context.Canceled", err)
+	}
+	if addErr != nil && !errors.Is(addErr, context.Canceled) {
+		t.Errorf("Add: %v", addErr)
+	}
+	if n > 6 {
+		t.Errorf("%d results after cancel at report 5", n)
+	}
+	if err := s.Add(reqs[0]); err == nil {
+		t.Error("Add after Close: no error")
+	}
+}
+
+// BenchmarkReportStream compares ReportBatch on consecutive batches with
+// the stream, over randomized copies of the test campaigns: b.N reports.
+func BenchmarkReportStream(b *testing.B) {
+	msgs := make([][]byte, 512)
+	for i := range msgs {
+		msgs[i] = copyOf(b, i%3, uint64(i), spamgen.Combo)
+	}
+	b.Run("ReportBatch", func(b *testing.B) {
+		f := newFixture(b, Options{})
+		batch := make([]ReportRequest, 0, DefaultStreamBatch)
+		for i := 0; b.Loop(); i++ {
+			batch = append(batch, ReportRequest{Raw: msgs[i%len(msgs)], Kind: store.KindSpam, Reporter: fmt.Sprint(i)})
+			if len(batch) == cap(batch) {
+				if _, err := f.eng.ReportBatch(f.ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if _, err := f.eng.ReportBatch(f.ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("Stream", func(b *testing.B) {
+		f := newFixture(b, Options{})
+		s := f.eng.NewReportStream(f.ctx, StreamOptions{}, nil)
+		for i := 0; b.Loop(); i++ {
+			if err := s.Add(ReportRequest{Raw: msgs[i%len(msgs)], Kind: store.KindSpam, Reporter: fmt.Sprint(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

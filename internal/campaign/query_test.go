@@ -1,0 +1,120 @@
+package campaign
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestQueryListGetTimeline(t *testing.T) {
+	f := newFixture(t, Options{})
+	// Campaign 0 reported by three reporters, campaign 1 by one, an hour later.
+	var ids [2]CampaignID
+	for i, r := range []string{"a", "b", "c"} {
+		o := f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r)
+		ids[0] = o.Campaign
+	}
+	f.clock.Add(time.Hour)
+	ids[1] = f.report(t, copyOf(t, 1, 9), KindSpam, "d").Campaign
+	if ids[0] == 0 || ids[1] == 0 || ids[0] == ids[1] {
+		t.Fatalf("campaigns %v", ids)
+	}
+
+	tests := []struct {
+		name string
+		q    Query
+		want []CampaignID
+	}{
+		{"recent first", Query{}, []CampaignID{ids[1], ids[0]}},
+		{"by reports", Query{Sort: "reports"}, []CampaignID{ids[0], ids[1]}},
+		{"limit", Query{Limit: 1}, []CampaignID{ids[1]}},
+		{"since", Query{Since: f.clock.Now().Add(-30 * time.Minute)}, []CampaignID{ids[1]}},
+	}
+	for _, tt := range tests {
+		cs, err := f.eng.List(f.ctx, tt.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []CampaignID
+		for _, c := range cs {
+			got = append(got, c.ID)
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+				break
+			}
+		}
+	}
+
+	c, err := f.eng.Get(f.ctx, ids[0])
+	if err != nil || c.ID != ids[0] || c.SpamReporters != 3 || c.State != StateActive || len(c.Keys) == 0 {
+		t.Fatalf("Get: %+v %v", c, err)
+	}
+	days, err := f.eng.Timeline(f.ctx, ids[0])
+	if err != nil || len(days) != 1 || days[0].SpamReports != 3 {
+		t.Errorf("Timeline: %+v %v", days, err)
+	}
+	if _, err := f.eng.Get(f.ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(999): %v, want ErrNotFound", err)
+	}
+}
+
+func TestQueryAllow(t *testing.T) {
+	f := newFixture(t, Options{})
+	var id CampaignID
+	for i, r := range []string{"a", "b", "c", "d", "e"} {
+		id = f.report(t, copyOf(t, 2, uint64(i)), KindSpam, r).Campaign
+	}
+	if v := f.check(t, baseMessage(2)); v.Action == Accept || v.Campaign != id {
+		t.Fatalf("before allow: %+v", v)
+	}
+	tests := []struct {
+		allow  bool
+		state  State
+		accept bool
+	}{
+		{true, StateAllowed, true},
+		{true, StateAllowed, true}, // idempotent
+		{false, StateActive, false},
+	}
+	for _, tt := range tests {
+		c, err := f.eng.Allow(f.ctx, id, tt.allow)
+		if err != nil || c.ID != id || c.State != tt.state {
+			t.Fatalf("Allow(%v): %+v %v", tt.allow, c, err)
+		}
+		// The engine's cache sees the change at once.
+		if v := f.check(t, baseMessage(2)); (v.Action == Accept) != tt.accept {
+			t.Errorf("after Allow(%v): %+v", tt.allow, v)
+		}
+	}
+	if _, err := f.eng.Allow(f.ctx, 999, true); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Allow(999): %v, want ErrNotFound", err)
+	}
+}
+
+func TestQueryExactCopy(t *testing.T) {
+	f := newFixture(t, Options{})
+	var o ReportOutcome
+	for i, r := range []string{"a", "b", "c", "d", "e"} {
+		o = f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r)
+	}
+	c, err := f.eng.Get(f.ctx, o.Campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An exact copy decides as a checked message matching every bag does.
+	d := f.eng.ExactCopy(c)
+	v := f.check(t, baseMessage(0))
+	if d.Action != v.Action || d.Rule == "" {
+		t.Errorf("ExactCopy: %+v; check of the original: %+v", d, v)
+	}
+	one := &Campaign{ID: 1, SpamReports: 1, SpamReporters: 1}
+	if d := f.eng.ExactCopy(one); d.Action >= v.Action {
+		t.Errorf("ExactCopy of a one-reporter campaign: %+v, want less than %v", d, v.Action)
+	}
+}
