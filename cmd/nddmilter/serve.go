@@ -158,8 +158,8 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 		return err
 	}
 	log := newLogger(cfg, os.Stderr)
-	// go-milter reports protocol errors through the standard log package:
-	// route them to the same handler.
+	// Libraries that log through the standard log package (Badger's
+	// adapter aside) end up in the same handler.
 	slog.SetDefault(log)
 
 	rt, err := openRuntimeWith(cfg, log)
