@@ -120,6 +120,22 @@ type signed struct {
 	hasSketch bool
 	sketchRaw []byte
 	bandKeys  [][]byte
+	// body is the sketch without the mailing-list footer (evidence.go),
+	// computed when an ANDD-only match needs confirming.
+	body *bodySketch
+	// footerOnly lists the campaigns match found through the footer only
+	// (their ANDD evidence was not counted).
+	footerOnly []*footerOnly
+	// footerAt is the offset of the mailing-list footer in doc.Text, -1
+	// when it has none (footerStart).
+	footerAt int
+	// footerIMatch counts the I-Match signatures dropped because they are
+	// those of the footer alone (dropFooterIMatch).
+	footerIMatch int
+	// footerOnlySketch is set when the message has no I-Match signature
+	// and every word its ANDD sketch weighs is in its mailing-list footer:
+	// the sketch is the list's, not the message's, and is not used.
+	footerOnlySketch bool
 }
 
 // allKeys is the I-Match keys then the band keys, for one store lookup.
@@ -132,12 +148,21 @@ func (s *signed) allKeys() [][]byte {
 	return append(keys, s.bandKeys...)
 }
 
-func (s *signed) empty() bool { return len(s.imKeys) == 0 && !s.hasSketch }
+// empty reports whether s has no usable signature: neither I-Match nor
+// ANDD, or an ANDD sketch that weighs only words of the message's
+// mailing-list footer (footerOnlySketch).
+func (s *signed) empty() bool {
+	return (len(s.imKeys) == 0 && !s.hasSketch) || s.footerOnlySketch
+}
 
 // skipReason says why a message without signatures cannot be used:
 // "too short for a signature (N unique words)", or the signer's reason.
 func (s *signed) skipReason() string {
 	switch {
+	case s.footerOnlySketch:
+		return footerOnlyReason
+	case s.footerIMatch > 0 && len(s.imKeys) == 0 && !s.hasSketch:
+		return footerIMatchReason
 	case s.reason == "", strings.HasPrefix(s.reason, "too short for a signature"):
 		return fmt.Sprintf("too short for a signature (%d unique words)", s.unique)
 	default:
@@ -150,14 +175,20 @@ func (s *signed) skipReason() string {
 func (e *Engine) sign(raw []byte) (*signed, error) {
 	r := e.pipe.Analyze(raw)
 	res := r.IMatch
-	s := &signed{doc: r.Doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures}
+	s := &signed{doc: r.Doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures, footerAt: -1}
 	if s.unique == 0 {
 		s.unique = len(r.Terms.Sorted)
 	}
+	if r.Doc != nil {
+		s.footerAt = footerStart(r.Doc.Text)
+	}
+	if s.footerAt >= 0 && len(s.imatch) > 0 {
+		e.dropFooterIMatch(s, r.Terms.Sorted)
+	}
 	// One slice for all keys, band keys appended below: the store lookup
 	// takes them in one call without another copy.
-	s.keys = make([][]byte, 0, len(res.Signatures)+len(r.BandKeys))
-	for _, sig := range res.Signatures {
+	s.keys = make([][]byte, 0, len(s.imatch)+len(r.BandKeys))
+	for _, sig := range s.imatch {
 		s.keys = append(s.keys, sig.Key())
 	}
 	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
@@ -169,6 +200,10 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 		s.sketch, s.hasSketch, s.sketchRaw = r.Sketch, true, b
 		s.bandKeys = r.BandKeys
 		s.keys = append(s.keys, s.bandKeys...)
+		if len(s.imKeys) == 0 {
+			b := e.body(s)
+			s.footerOnlySketch = b.hasFooter && !b.hasSketch
+		}
 	}
 	return s, nil
 }
@@ -181,6 +216,11 @@ type candidate struct {
 	evKeys   [][]byte // evidence[i]'s key, hex-encoded by hexKeys when needed
 	bandKeys [][]byte // band keys that found it
 	decision Decision
+	// footerNote tells how an ANDD-only match was confirmed despite the
+	// message's mailing-list footer ("" when it has none).
+	footerNote string
+	// footerOnly is set when the ANDD match held through the footer only.
+	footerOnly *footerOnly
 }
 
 // addEvidence appends evidence whose Key is filled later by hexKeys (only
@@ -283,6 +323,15 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 					best = est
 				}
 			}
+			if best >= e.threshold && len(c.evidence) == 0 {
+				// ANDD alone: it must not rest on a mailing-list footer.
+				ok, note := e.confirmANDD(s, c, best)
+				if !ok {
+					s.footerOnly = append(s.footerOnly, c.footerOnly)
+					best = -1
+				}
+				c.footerNote = note
+			}
 			if best >= e.threshold {
 				var key []byte
 				if len(c.bandKeys) > 0 {
@@ -311,20 +360,26 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 const bandQuorum = 0.5
 
 // bandEstimate estimates the cosine between a message and a campaign from
-// the share of the message's band keys that point at the campaign: with b
-// bands of r bits, a band agrees with probability (1 − θ/π)^r, so a share
-// q of agreeing bands gives θ ≈ π(1 − q^(1/r)). It returns -1 below
-// bandQuorum (too few bands to say) or when the sketch has no bits.
+// the share of the message's band keys that point at the campaign (see
+// bandEstimateOf).
 func bandEstimate(s *signed, shared int) float64 {
-	b := len(s.bandKeys)
-	if b == 0 || len(s.sketch.Bits) == 0 {
+	return bandEstimateOf(s.sketch, len(s.bandKeys), shared)
+}
+
+// bandEstimateOf estimates the cosine between a sketch and a campaign from
+// the share of the sketch's b band keys that point at the campaign: with
+// b bands of r bits, a band agrees with probability (1 − θ/π)^r, so a
+// share q of agreeing bands gives θ ≈ π(1 − q^(1/r)). It returns -1
+// below bandQuorum (too few bands to say) or when the sketch has no bits.
+func bandEstimateOf(sketch andd.Sketch, b, shared int) float64 {
+	if b == 0 || len(sketch.Bits) == 0 {
 		return -1
 	}
 	q := float64(shared) / float64(b)
 	if q < bandQuorum {
 		return -1
 	}
-	r := float64(64*len(s.sketch.Bits)) / float64(b)
+	r := float64(64*len(sketch.Bits)) / float64(b)
 	if r < 1 {
 		r = 1
 	}
@@ -367,6 +422,9 @@ func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool) (Verd
 	}
 	if len(matched) == 0 {
 		v.Rule = "accept: no campaign matched"
+		if len(s.footerOnly) > 0 {
+			v.Rule = "accept: " + footerOnlySummary(s.footerOnly, e.threshold)
+		}
 		return v, nil
 	}
 	var best *candidate
@@ -383,8 +441,14 @@ func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool) (Verd
 	v.Score = best.decision.P
 	v.Rule = best.decision.Rule
 	v.Evidence = best.evidence
+	if best.footerNote != "" {
+		v.Rule += "; " + best.footerNote
+	}
 	if len(matched) > 1 {
 		v.Rule += fmt.Sprintf("; %d campaigns matched", len(matched))
+	}
+	if len(s.footerOnly) > 0 {
+		v.Rule += "; ignored: " + footerOnlySummary(s.footerOnly, e.threshold)
 	}
 	if record {
 		if err := e.st.RecordHit(ctx, v.Campaign, v.Action.String(), e.now()); err != nil {

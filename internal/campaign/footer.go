@@ -1,0 +1,143 @@
+package campaign
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// Mailing-list footers.
+//
+// A mailing list appends the same footer to every message it relays
+// (Mailman's "_______________________________________________ / X mailing
+// list / listinfo URL", SourceForge's sponsor block, a "-- " signature).
+// A short legitimate post and a short spam relayed by the same list share
+// little else, and the footer's words and hosts can then carry most of
+// the ANDD weight of both: the ANDD cosine says "near-duplicate" when only
+// the footer is common, and an I-Match signature can hash the footer's
+// words alone (docs/POLICY.md, "ANDD evidence and mailing-list footers").
+// The signatures are left as they are (they are a wire format); the engine
+// does not use an I-Match signature that is the footer's (dropFooterIMatch)
+// and checks, for an ANDD match that no I-Match signature confirms, that
+// the message still matches once its footer is cut off (confirmANDD).
+
+// Footer limits: a separator line starts a footer only when what follows
+// it is short, so that a separator in the middle of a long text does not
+// cut it.
+const (
+	// footerMaxLines is the largest number of non-blank lines after the
+	// separator.
+	footerMaxLines = 15
+	// footerMaxBytes is the largest footer, separator included, in bytes.
+	footerMaxBytes = 1500
+	// footerRuleMin is the length of a line of '-', '_' or '=' that counts
+	// as a separator (Mailman's is 47 underscores).
+	footerRuleMin = 10
+)
+
+// footerStart returns the byte offset in text where its trailing footer
+// begins (the start of the separator line), or -1 when it has none. The
+// footer is the longest tail that starts at a separator line — a
+// signature delimiter ("-- " or "--") or a rule of at least footerRuleMin
+// '-', '_' or '=' (text may follow the rule, as in "----- Yahoo! Groups
+// Sponsor -----") — and stays within footerMaxLines non-blank lines and
+// footerMaxBytes bytes. At least one non-blank line must come before it:
+// a message that is all footer has no footer.
+func footerStart(text string) int {
+	end := len(strings.TrimRightFunc(text, unicode.IsSpace))
+	if end == 0 {
+		return -1
+	}
+	// Walk the lines backwards from the end, counting non-blank lines,
+	// and remember the earliest separator within the limits.
+	best := -1
+	lines := 0
+	pos := end
+	for pos > 0 {
+		start := strings.LastIndexByte(text[:pos], '\n') + 1
+		line := text[start:pos]
+		if end-start > footerMaxBytes {
+			break
+		}
+		if strings.TrimSpace(line) != "" {
+			lines++
+			if lines > footerMaxLines+1 { // the separator itself is not counted
+				break
+			}
+		}
+		if isSeparator(line) {
+			best = start
+		}
+		if start == 0 {
+			break
+		}
+		pos = start - 1
+	}
+	if best < 0 || strings.TrimSpace(text[:best]) == "" {
+		return -1
+	}
+	return best
+}
+
+// isSeparator reports whether line is a signature delimiter or a rule.
+func isSeparator(line string) bool {
+	line = strings.TrimRight(line, " \t\r")
+	if line == "--" {
+		return true
+	}
+	line = strings.TrimLeft(line, " \t")
+	if line == "" {
+		return false
+	}
+	c, _ := utf8.DecodeRuneInString(line)
+	if c != '-' && c != '_' && c != '=' {
+		return false
+	}
+	n := 0
+	for _, r := range line {
+		if r != c {
+			break
+		}
+		n++
+	}
+	return n >= footerRuleMin
+}
+
+// withoutFooter returns a copy of doc without its footer (see
+// footerStart) and true, or doc and false when it has none. URLs that
+// occur in the footer and not before it are dropped, and with them the
+// hosts no remaining URL names.
+func withoutFooter(doc *mime.Document) (*mime.Document, bool) {
+	if doc == nil {
+		return doc, false
+	}
+	i := footerStart(doc.Text)
+	if i < 0 {
+		return doc, false
+	}
+	return withoutFooterAt(doc, i), true
+}
+
+// withoutFooterAt is withoutFooter for a footer found at offset i of
+// doc.Text.
+func withoutFooterAt(doc *mime.Document, i int) *mime.Document {
+	body, footer := doc.Text[:i], doc.Text[i:]
+	out := &mime.Document{Subject: doc.Subject, Text: body, From: doc.From, MessageID: doc.MessageID}
+	for _, u := range doc.URLs {
+		if strings.Contains(footer, u) && !strings.Contains(body, u) {
+			continue
+		}
+		out.URLs = append(out.URLs, u)
+	}
+	for _, h := range doc.Hosts {
+		for _, u := range out.URLs {
+			if strings.Contains(strings.ToLower(u), h) {
+				out.Hosts = append(out.Hosts, h)
+				break
+			}
+		}
+	}
+	return out
+}
