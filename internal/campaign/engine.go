@@ -489,64 +489,13 @@ type preparedReport struct {
 // prepareReport unwraps, signs and matches a report. It only reads the
 // store.
 func (e *Engine) prepareReport(ctx context.Context, raw []byte, kind store.Kind, reporter string) (*preparedReport, error) {
-	p := &preparedReport{}
-	if kind != store.KindSpam && kind != store.KindHam {
-		return p, fmt.Errorf("unknown kind %d", kind)
-	}
-	orig, arf := mime.UnwrapARF(raw)
-	p.out.ARF = arf
-	s, err := e.sign(orig)
+	s, arf, err := e.signReport(raw, kind)
 	if err != nil {
+		p := &preparedReport{}
+		p.out.ARF = arf
 		return p, err
 	}
-	if s.empty() {
-		p.out.Skipped = s.skipReason()
-		p.skip = true
-		return p, nil
-	}
-	matched, unverified, err := e.match(ctx, s, true)
-	if err != nil {
-		return p, err
-	}
-	// Band keys that point at campaigns the sketch does not verify are
-	// left out: the store joins every campaign sharing a key.
-	keys := slices.Clone(s.imKeys)
-	p.nIM = len(keys)
-	for _, k := range s.bandKeys {
-		if !unverified[string(k)] {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 && len(matched) == 0 {
-		// Only band keys, all owned by dissimilar campaigns: a campaign
-		// made of them could never be found again.
-		p.out.Skipped = "no usable signature (no I-Match signature; its ANDD band keys belong to other, dissimilar campaigns)"
-		p.skip = true
-		return p, nil
-	}
-	p.in = store.ReportInput{
-		Time:     e.now(),
-		Kind:     kind,
-		Reporter: reporter,
-		Keys:     keys,
-	}
-	for _, c := range matched {
-		p.matched = append(p.matched, c.rec.rec.ID)
-		for _, ev := range c.evidence {
-			if ev.Family == FamilyANDD {
-				p.in.Join = append(p.in.Join, c.rec.rec.ID)
-				break
-			}
-		}
-	}
-	p.out.Joined = p.matched
-	if kind == store.KindSpam {
-		p.in.Create, p.in.Index = true, true
-		p.in.Sketch = s.sketchRaw
-		p.in.Subject, p.in.From = s.doc.Subject, s.doc.From
-	}
-	p.sketch, p.hasSk = s.sketch, s.hasSketch
-	return p, nil
+	return e.prepareSigned(ctx, s, arf, kind, reporter)
 }
 
 // invalidateReport drops from the cache whatever a report may have

@@ -267,12 +267,9 @@ func (e *Engine) signReport(raw []byte, kind store.Kind) (s *signed, arf bool, e
 	return s, arf, err
 }
 
-// prepareSigned is the second half of prepareReport (engine.go): it
-// matches a signed report against the store (reads only) and prepares
-// its store input. It mirrors prepareReport after its call to sign,
-// statement for statement, until prepareReport is written as signReport
-// then prepareSigned; TestPrepareSignedMatchesPrepareReport holds the two
-// together.
+// prepareSigned is the second half of prepareReport (engine.go), after
+// signReport: it matches a signed report against the store (reads only)
+// and prepares its store input.
 func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind store.Kind, reporter string) (*preparedReport, error) {
 	p := &preparedReport{}
 	p.out.ARF = arf
