@@ -140,7 +140,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 		for _, k := range p.in.Keys[p.nIM:] {
 			ok := true
 			for _, j := range owners[string(k)] {
-				if !cosineOK(preps[j].sketch, p.sketch, e.threshold) {
+				if !e.batchJoinOK(preps[j], p) {
 					ok = false
 					break
 				}
@@ -162,4 +162,20 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 
 func cosineOK(a, b andd.Sketch, threshold float64) bool {
 	return andd.Cosine(a, b) >= threshold
+}
+
+// batchJoinOK says whether report p may share a band key with the earlier
+// report j of the same batch (the store then joins their campaigns): the
+// rule Report applies when j is already in the store — the cosine must
+// reach the threshold and, when p has a mailing-list footer, hold without
+// it unless p is an exact copy (confirmANDD).
+func (e *Engine) batchJoinOK(j, p *preparedReport) bool {
+	cos := andd.Cosine(j.sketch, p.sketch)
+	if cos < e.threshold {
+		return false
+	}
+	if p.body == nil || !p.body.hasFooter || cos >= exactCosine(p.sketch) {
+		return true
+	}
+	return p.body.hasSketch && cosineOK(j.sketch, p.body.sketch, e.threshold)
 }

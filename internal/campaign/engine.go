@@ -484,6 +484,10 @@ type preparedReport struct {
 	hasSk   bool
 	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
 	matched []store.CampaignID
+	// body is the sketch without the mailing-list footer, when the
+	// message has one (batch.go holds ANDD joins within a batch to the
+	// rule confirmANDD applies against the store).
+	body *bodySketch
 }
 
 // prepareReport unwraps, signs and matches a report. It only reads the

@@ -461,3 +461,41 @@ func BenchmarkSignListMessage(b *testing.B) {
 		}
 	})
 }
+
+// Reported together in one batch, a short list spam and a list post that
+// shares only the footer with it stay apart, as they do when reported one
+// after the other.
+func TestReportBatchListFooter(t *testing.T) {
+	spam := listMessage("Replica watches", "Cheap replica watches: http://replica-deals.example.biz/", footerSourceForge)
+	post := listMessage("Re: whitelisting mailing lists",
+		"Ross Vandegrift said:\n\n> Won't this whitelist spams sent to mailing lists though?\n\nonly if you've whitelisted the mailing list.  In that case, c'est la vie\n;)\n\n--j.",
+		footerSourceForge)
+	reqs := []ReportRequest{
+		{Raw: spam, Kind: store.KindSpam, Reporter: "alice"},
+		{Raw: post, Kind: store.KindSpam, Reporter: "bob"},
+		{Raw: spam, Kind: store.KindSpam, Reporter: "carol"},
+	}
+	one := newFixture(t, Options{})
+	if one.eng.andd == nil {
+		t.Skip("no ANDD model")
+	}
+	var want []CampaignID
+	for _, r := range reqs {
+		want = append(want, one.report(t, r.Raw, r.Kind, r.Reporter).Campaign)
+	}
+	batch := newFixture(t, Options{})
+	outs, err := batch.eng.ReportBatch(batch.ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []CampaignID
+	for _, o := range outs {
+		got = append(got, o.Campaign)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("batch campaigns %v, one by one %v", got, want)
+	}
+	if want[0] == want[1] || want[0] != want[2] {
+		t.Errorf("one by one: campaigns %v, want the post apart from the spam", want)
+	}
+}

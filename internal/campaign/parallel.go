@@ -320,5 +320,8 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 		p.in.Subject, p.in.From = s.doc.Subject, s.doc.From
 	}
 	p.sketch, p.hasSk = s.sketch, s.hasSketch
+	if s.footerAt >= 0 {
+		p.body = e.body(s)
+	}
 	return p, nil
 }
