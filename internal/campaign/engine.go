@@ -390,26 +390,44 @@ func bandEstimateOf(sketch andd.Sketch, b, shared int) float64 {
 // matched, counts the message and the action in the campaign's statistics
 // (which refreshes it against expiry and feeds its volume).
 func (e *Engine) Check(ctx context.Context, raw []byte) (Verdict, error) {
-	return e.check(ctx, raw, true)
+	return e.check(ctx, raw, true, CheckOptions{})
+}
+
+// CheckOptions adjust one Check.
+type CheckOptions struct {
+	// MaxAction caps the verdict's action, on top of the policy's
+	// max_action: the milter passes the cap of the message's recipients
+	// (milter.overrides), so that the verdict, its rule and the campaign's
+	// counters all say what was done. Capping applies only when CapBy is
+	// set.
+	MaxAction Action
+	// CapBy names what set MaxAction, for the verdict's rule (e.g.
+	// "milter.overrides abuse@example.org").
+	CapBy string
+}
+
+// CheckWith is Check with per-message options.
+func (e *Engine) CheckWith(ctx context.Context, raw []byte, o CheckOptions) (Verdict, error) {
+	return e.check(ctx, raw, true, o)
 }
 
 // Evaluate is Check without counting the message: the same verdict, for
 // dry runs (nddmilter check, evaluations) that must not change the
 // campaigns' statistics.
 func (e *Engine) Evaluate(ctx context.Context, raw []byte) (Verdict, error) {
-	return e.check(ctx, raw, false)
+	return e.check(ctx, raw, false, CheckOptions{})
 }
 
-func (e *Engine) check(ctx context.Context, raw []byte, record bool) (Verdict, error) {
+func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOptions) (Verdict, error) {
 	s, err := e.sign(raw)
 	if err != nil {
 		return Verdict{Action: Accept, Rule: "accept: " + err.Error()}, fmt.Errorf("check: %w", err)
 	}
-	return e.decideSigned(ctx, s, record)
+	return e.decideSigned(ctx, s, record, o)
 }
 
 // decideSigned is check after signing: lookup, verification, policy.
-func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool) (Verdict, error) {
+func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool, o CheckOptions) (Verdict, error) {
 	v := Verdict{Action: Accept, Warnings: s.doc.Warnings}
 	if s.empty() {
 		v.Rule = "accept: no signature, " + s.skipReason()
@@ -449,6 +467,10 @@ func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool) (Verd
 	}
 	if len(s.footerOnly) > 0 {
 		v.Rule += "; ignored: " + footerOnlySummary(s.footerOnly, e.threshold)
+	}
+	if o.CapBy != "" && v.Action > o.MaxAction {
+		v.Rule += fmt.Sprintf("; %s capped to %s by %s", v.Action, o.MaxAction, o.CapBy)
+		v.Action = o.MaxAction
 	}
 	if record {
 		if err := e.st.RecordHit(ctx, v.Campaign, v.Action.String(), e.now()); err != nil {

@@ -530,7 +530,7 @@ func BenchmarkCheckSigned(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f.eng.decideSigned(f.ctx, s, false); err != nil {
+				if _, err := f.eng.decideSigned(f.ctx, s, false, CheckOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -684,5 +684,46 @@ func TestEngineReportBatchError(t *testing.T) {
 	}
 	if cs, _ := f.st.List(f.ctx, store.Query{}); len(cs) != 2 {
 		t.Errorf("%d campaigns, want 2", len(cs))
+	}
+}
+
+// CheckWith's cap (the milter's per-recipient overrides) lowers the
+// action, says so in the rule, and the campaign counts the action taken.
+func TestEngineCheckWithCap(t *testing.T) {
+	f := newFixture(t, Options{})
+	var id CampaignID
+	for i, r := range []string{"alice", "bob", "carol", "dave", "erin"} {
+		id = f.report(t, copyOf(t, 0, uint64(10+i)), store.KindSpam, r).Campaign
+	}
+	tests := []struct {
+		name string
+		o    CheckOptions
+		want Action
+		rule string
+	}{
+		{"no cap", CheckOptions{}, Reject, ""},
+		{"cap without a reason is ignored", CheckOptions{MaxAction: Tag}, Reject, ""},
+		{"capped to tag", CheckOptions{MaxAction: Tag, CapBy: "milter.overrides example.org"}, Tag, "; reject capped to tag by milter.overrides example.org"},
+		{"capped to accept", CheckOptions{MaxAction: Accept, CapBy: "milter.overrides abuse@example.org"}, Accept, "; reject capped to accept by milter.overrides abuse@example.org"},
+		{"cap above the verdict", CheckOptions{MaxAction: Reject, CapBy: "milter.overrides example.net"}, Reject, ""},
+	}
+	for _, tt := range tests {
+		v, err := f.eng.CheckWith(f.ctx, copyOf(t, 0, 99), tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action != tt.want || v.Campaign != id {
+			t.Errorf("%s: %v campaign %d, want %v campaign %d", tt.name, v.Action, v.Campaign, tt.want, id)
+		}
+		if tt.rule != "" && !strings.HasSuffix(v.Rule, tt.rule) || tt.rule == "" && strings.Contains(v.Rule, "capped") {
+			t.Errorf("%s: rule %q", tt.name, v.Rule)
+		}
+	}
+	c, err := f.eng.Get(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Actions["reject"] != 3 || c.Actions["tag"] != 1 || c.Actions["accept"] != 1 {
+		t.Errorf("actions counted %v, want reject 3, tag 1, accept 1", c.Actions)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // measures the milter path alone (the engine has its own benchmarks).
 type fixedChecker struct{ v campaign.Verdict }
 
-func (c fixedChecker) Check(ctx context.Context, raw []byte) (campaign.Verdict, error) {
+func (c fixedChecker) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
 	return c.v, nil
 }
 

@@ -107,4 +107,25 @@ func TestRealEngineEndToEnd(t *testing.T) {
 	if _, act := send(t, s, simple("Minutes of the meeting")); act.Code != gomilter.ActAccept {
 		t.Fatalf("after reject: %c", act.Code)
 	}
+
+	// A recipient whose override caps at tag: the copy is tagged, the
+	// verdict says why, and the campaign counts a tag, not a reject.
+	if err := h.srv.Update(nil, Options{Overrides: map[string]string{"abuse@example.org": ActTag}, Metrics: h.met}); err != nil {
+		t.Fatal(err)
+	}
+	m := campaignCopy(8)
+	m.rcpts = []string{"Abuse@Example.org"}
+	mods, act = send(t, s, m)
+	verdict := headersOf(mods)["X-NDD-Verdict"]
+	if act.Code != gomilter.ActAccept || !strings.HasPrefix(verdict, "tag;") ||
+		!strings.HasSuffix(verdict, "reject capped to tag by milter.overrides abuse@example.org") {
+		t.Fatalf("copy to the abuse desk: %c, X-NDD-Verdict %q", act.Code, verdict)
+	}
+	c, err := eng.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Actions["reject"] != 1 || c.Actions["tag"] != 1 {
+		t.Errorf("campaign counts %v, want 1 reject and 1 tag", c.Actions)
+	}
 }

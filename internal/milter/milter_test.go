@@ -29,7 +29,18 @@ type scriptChecker struct {
 	seen [][]byte
 }
 
-func (c *scriptChecker) Check(ctx context.Context, raw []byte) (campaign.Verdict, error) {
+// CheckWith applies the cap as the engine does (campaign's
+// TestEngineCheckWithCap).
+func (c *scriptChecker) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
+	v, err := c.verdict(ctx, raw)
+	if err == nil && o.CapBy != "" && v.Action > o.MaxAction {
+		v.Rule += "; " + v.Action.String() + " capped to " + o.MaxAction.String() + " by " + o.CapBy
+		v.Action = o.MaxAction
+	}
+	return v, err
+}
+
+func (c *scriptChecker) verdict(ctx context.Context, raw []byte) (campaign.Verdict, error) {
 	c.mu.Lock()
 	c.seen = append(c.seen, append([]byte(nil), raw...))
 	c.mu.Unlock()
@@ -256,14 +267,14 @@ func TestActions(t *testing.T) {
 		{name: "reject as tempfail", opts: Options{RejectWith: ActTempfail}, m: simple("reject"),
 			code: gomilter.ActReplyCode, smtp: 451, text: "4.7.1 Message deferred as suspected spam campaign 42"},
 		{name: "max action tag", opts: Options{MaxAction: ActTag}, m: simple("reject"), code: gomilter.ActAccept,
-			headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
+			headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r; reject capped to tag by milter max_action"}},
 		{name: "override by domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept}}, m: simple("reject"),
-			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "accept; score=0.990; rule=r"}},
+			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "accept; score=0.990; rule=r; reject capped to accept by milter.overrides example.org"}},
 		{name: "override by address wins over domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept, "user@example.org": ActReject}},
 			m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550},
 		{name: "weakest recipient cap", opts: Options{MaxAction: ActReject, Overrides: map[string]string{"abuse@example.com": ActTag}},
 			m:    func() msg { m := simple("reject"); m.rcpts = append(m.rcpts, "Abuse@Example.com"); return m }(),
-			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r"}},
+			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r; reject capped to tag by milter.overrides abuse@example.com"}},
 		{name: "header prefix", opts: Options{HeaderPrefix: "X-Campaign-"}, m: simple("tag"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-Campaign-Verdict": "tag; score=0.700; rule=reports>=1", "X-Campaign-Campaign": "42"}},
 		{name: "error fails open", m: simple("error"), code: gomilter.ActAccept,
@@ -694,7 +705,7 @@ func TestOverrideLookup(t *testing.T) {
 		{"postmaster", ""},
 	}
 	for _, tt := range tests {
-		if got := override(ov, tt.rcpt); got != tt.want {
+		if got, _ := override(ov, tt.rcpt); got != tt.want {
 			t.Errorf("override(%q) = %q, want %q", tt.rcpt, got, tt.want)
 		}
 	}

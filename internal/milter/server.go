@@ -28,9 +28,11 @@ import (
 	"github.com/nddmilter/nddmilter/internal/metrics"
 )
 
-// Checker decides on a raw message; *campaign.Engine implements it.
+// Checker decides on a raw message; *campaign.Engine implements it. The
+// options carry the cap of the message's recipients (Options.Overrides),
+// which the checker applies and explains in the verdict's rule.
 type Checker interface {
-	Check(ctx context.Context, raw []byte) (campaign.Verdict, error)
+	CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error)
 }
 
 // Action names used in options, headers, logs and metrics.

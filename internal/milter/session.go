@@ -290,7 +290,8 @@ func (s *session) decide(r *reply) {
 	truncated := s.bodyLen > o.MaxBodyBytes
 
 	t0 := time.Now()
-	v, stage, err := s.check(st)
+	limit, capBy := s.limit(o)
+	v, stage, err := s.check(st, limit, capBy)
 	elapsed := time.Since(t0)
 	if err != nil {
 		o.Metrics.Error(stage)
@@ -312,7 +313,10 @@ func (s *session) decide(r *reply) {
 	}
 
 	verdictAction := actionName(v.Action)
-	action := s.capAction(o, verdictAction)
+	// The checker applies the cap itself (its rule says so and the
+	// campaign counts the action taken); capping again here keeps the
+	// promise with a checker that does not.
+	action := capAction(verdictAction, limit)
 	reply := action
 	if action == ActReject && o.RejectWith == ActTempfail {
 		reply = ActTempfail
@@ -371,7 +375,12 @@ func (s *session) decide(r *reply) {
 
 // check runs the checker under the deadline, recovering from panics. The
 // stage of a failure is "check", "timeout" or "panic".
-func (s *session) check(st *state) (v campaign.Verdict, stage string, err error) {
+func (s *session) check(st *state, limit, capBy string) (v campaign.Verdict, stage string, err error) {
+	co := campaign.CheckOptions{}
+	if capBy != "" {
+		max, _ := campaign.ParseAction(limit) // validated with the options
+		co = campaign.CheckOptions{MaxAction: max, CapBy: capBy}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), st.opts.CheckTimeout)
 	defer cancel()
 	type result struct {
@@ -392,7 +401,7 @@ func (s *session) check(st *state) (v campaign.Verdict, stage string, err error)
 				ch <- result{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack()), panic: true}
 			}
 		}()
-		v, err := st.checker.Check(ctx, buf.Bytes())
+		v, err := st.checker.CheckWith(ctx, buf.Bytes(), co)
 		ch <- result{v: v, err: err}
 	}()
 	select {
@@ -423,22 +432,25 @@ func (s *session) deleteForged(r *reply) {
 	}
 }
 
-// capAction applies MaxAction and the recipients' overrides.
-func (s *session) capAction(o Options, action string) string {
-	limit := o.MaxAction
-	if len(o.Overrides) > 0 && len(s.rcpts) > 0 {
-		weakest := ""
-		for _, r := range s.rcpts {
-			c := override(o.Overrides, r)
-			if c == "" {
-				c = o.MaxAction
-			}
-			if weakest == "" || rank(c) < rank(weakest) {
-				weakest = c
-			}
-		}
-		limit = weakest
+// limit is the strongest action allowed for the message: Options.MaxAction,
+// lowered by the overrides of its recipients (the weakest cap among them
+// wins), and what set it ("" when nothing caps below reject).
+func (s *session) limit(o Options) (limit, by string) {
+	limit = o.MaxAction
+	if limit != ActReject {
+		by = "milter max_action"
 	}
+	for _, r := range s.rcpts {
+		c, key := override(o.Overrides, r)
+		if c != "" && rank(c) < rank(limit) {
+			limit, by = c, "milter.overrides "+sanitize(key)
+		}
+	}
+	return limit, by
+}
+
+// capAction lowers action to limit.
+func capAction(action, limit string) string {
 	if rank(action) > rank(limit) {
 		return limit
 	}
@@ -446,23 +458,26 @@ func (s *session) capAction(o Options, action string) string {
 }
 
 // override finds the cap for a recipient: the address, then its domain
-// and parent domains.
-func override(ov map[string]string, rcpt string) string {
+// and parent domains. It returns the cap and the key that set it.
+func override(ov map[string]string, rcpt string) (limit, key string) {
+	if len(ov) == 0 {
+		return "", ""
+	}
 	r := strings.ToLower(strings.Trim(rcpt, "<> "))
 	if c, ok := ov[r]; ok {
-		return c
+		return c, r
 	}
 	_, d, ok := strings.Cut(r, "@")
 	if !ok {
-		return ""
+		return "", ""
 	}
 	for d != "" {
 		if c, ok := ov[d]; ok {
-			return c
+			return c, d
 		}
 		_, d, _ = strings.Cut(d, ".")
 	}
-	return ""
+	return "", ""
 }
 
 func rank(a string) int {
@@ -540,7 +555,7 @@ func evidenceShort(ev []campaign.Evidence) string {
 func verdictHeader(action string, v campaign.Verdict) string {
 	h := action + "; score=" + strconv.FormatFloat(v.Score, 'f', 3, 64)
 	if v.Rule != "" {
-		h += "; rule=" + sanitize(v.Rule)
+		h += "; rule=" + sanitizeN(v.Rule, maxHeaderRule)
 	}
 	return h
 }
@@ -572,12 +587,21 @@ func expand(tmpl string, v campaign.Verdict) string {
 }
 
 // sanitize keeps printable ASCII (no '%', which some MTAs interpret in
-// reply texts), so that a value can go into a header or an SMTP reply.
-func sanitize(s string) string {
+// reply texts) and at most 200 bytes, so that a value can go into an SMTP
+// reply (512 bytes a line).
+func sanitize(s string) string { return sanitizeN(s, 200) }
+
+// maxHeaderRule bounds the rule in X-NDD-Verdict: one header line stays
+// well under the 998 bytes of RFC 5322 while keeping the whole of the
+// policy's explanation (a cap note comes last).
+const maxHeaderRule = 600
+
+// sanitizeN is sanitize with a limit of n bytes.
+func sanitizeN(s string, n int) string {
 	s = asciiReplacer.Replace(s)
 	var b strings.Builder
 	for _, r := range s {
-		if b.Len() >= 200 {
+		if b.Len() >= n {
 			break
 		}
 		if r >= ' ' && r <= '~' && r != '%' {
