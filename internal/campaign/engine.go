@@ -404,6 +404,11 @@ type CheckOptions struct {
 	// CapBy names what set MaxAction, for the verdict's rule (e.g.
 	// "milter.overrides abuse@example.org").
 	CapBy string
+	// DeferRejects says that the MTA will defer (4xx) what the verdict
+	// rejects (milter.reject_with: tempfail): the rule says so and the
+	// campaign counts a "tempfail" instead of a "reject". The verdict's
+	// action stays Reject.
+	DeferRejects bool
 }
 
 // CheckWith is Check with per-message options.
@@ -472,8 +477,13 @@ func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool, o Che
 		v.Rule += fmt.Sprintf("; %s capped to %s by %s", v.Action, o.MaxAction, o.CapBy)
 		v.Action = o.MaxAction
 	}
+	taken := v.Action.String()
+	if o.DeferRejects && v.Action == Reject {
+		v.Rule += "; deferred with a 4xx reply (milter.reject_with: tempfail)"
+		taken = "tempfail"
+	}
 	if record {
-		if err := e.st.RecordHit(ctx, v.Campaign, v.Action.String(), e.now()); err != nil {
+		if err := e.st.RecordHit(ctx, v.Campaign, taken, e.now()); err != nil {
 			e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
 		}
 	}

@@ -706,6 +706,8 @@ func TestEngineCheckWithCap(t *testing.T) {
 		{"capped to tag", CheckOptions{MaxAction: Tag, CapBy: "milter.overrides example.org"}, Tag, "; reject capped to tag by milter.overrides example.org"},
 		{"capped to accept", CheckOptions{MaxAction: Accept, CapBy: "milter.overrides abuse@example.org"}, Accept, "; reject capped to accept by milter.overrides abuse@example.org"},
 		{"cap above the verdict", CheckOptions{MaxAction: Reject, CapBy: "milter.overrides example.net"}, Reject, ""},
+		{"rejects deferred", CheckOptions{DeferRejects: true}, Reject, "; deferred with a 4xx reply (milter.reject_with: tempfail)"},
+		{"capped, so not deferred", CheckOptions{MaxAction: Tag, CapBy: "milter.overrides example.org", DeferRejects: true}, Tag, "; reject capped to tag by milter.overrides example.org"},
 	}
 	for _, tt := range tests {
 		v, err := f.eng.CheckWith(f.ctx, copyOf(t, 0, 99), tt.o)
@@ -723,7 +725,7 @@ func TestEngineCheckWithCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Actions["reject"] != 3 || c.Actions["tag"] != 1 || c.Actions["accept"] != 1 {
-		t.Errorf("actions counted %v, want reject 3, tag 1, accept 1", c.Actions)
+	if c.Actions["reject"] != 3 || c.Actions["tag"] != 2 || c.Actions["accept"] != 1 || c.Actions["tempfail"] != 1 {
+		t.Errorf("actions counted %v, want reject 3, tag 2, accept 1, tempfail 1", c.Actions)
 	}
 }

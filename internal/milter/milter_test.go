@@ -37,6 +37,9 @@ func (c *scriptChecker) CheckWith(ctx context.Context, raw []byte, o campaign.Ch
 		v.Rule += "; " + v.Action.String() + " capped to " + o.MaxAction.String() + " by " + o.CapBy
 		v.Action = o.MaxAction
 	}
+	if err == nil && o.DeferRejects && v.Action == campaign.Reject {
+		v.Rule += "; deferred"
+	}
 	return v, err
 }
 

@@ -376,10 +376,10 @@ func (s *session) decide(r *reply) {
 // check runs the checker under the deadline, recovering from panics. The
 // stage of a failure is "check", "timeout" or "panic".
 func (s *session) check(st *state, limit, capBy string) (v campaign.Verdict, stage string, err error) {
-	co := campaign.CheckOptions{}
+	co := campaign.CheckOptions{DeferRejects: st.opts.RejectWith == ActTempfail}
 	if capBy != "" {
-		max, _ := campaign.ParseAction(limit) // validated with the options
-		co = campaign.CheckOptions{MaxAction: max, CapBy: capBy}
+		co.MaxAction, _ = campaign.ParseAction(limit) // validated with the options
+		co.CapBy = capBy
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), st.opts.CheckTimeout)
 	defer cancel()
