@@ -63,7 +63,7 @@ func New() *Metrics {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nddmilter_errors_total",
-			Help: "Internal errors, by stage (check, timeout, panic, store, reload, milter).",
+			Help: "Errors, by stage (check, timeout, panic, store, reload, accept, protocol: a malformed milter packet closed its connection).",
 		}, []string{"stage"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nddmilter_failopen_total",
