@@ -1,12 +1,12 @@
 package andd
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nddmilter/nddmilter/internal/fmath"
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
@@ -154,7 +154,7 @@ func (e *extractor) setLambda(lam *[numFeatures]float64, idfMax float64) {
 // tfTab[tf] = log(1+tf)/log(17) for small tf.
 var tfTab = func() (t [64]float64) {
 	for i := range t {
-		t[i] = math.Log1p(float64(i)) / math.Log1p(16)
+		t[i] = fmath.Log1p(float64(i)) / fmath.Log1p(16)
 	}
 	return t
 }()
@@ -192,7 +192,7 @@ func newExtractor(df DocFreq, ngram int, hosts bool) *extractor {
 	e := &extractor{df: df, ngram: ngram, hosts: hosts}
 	if df != nil && df.N() > 0 {
 		n := df.N()
-		e.logN1 = math.Log(float64(n) + 1)
+		e.logN1 = fmath.Log(float64(n) + 1)
 		e.idfTab = make([]float64, min(n, 1<<16)+1)
 		for d := range e.idfTab {
 			e.idfTab[d] = e.idfOf(d)
@@ -202,7 +202,7 @@ func newExtractor(df DocFreq, ngram int, hosts bool) *extractor {
 }
 
 func (e *extractor) idfOf(df int) float64 {
-	v := math.Log((float64(e.df.N())+1)/(float64(df)+1)) / e.logN1
+	v := fmath.Log((float64(e.df.N())+1)/(float64(df)+1)) / e.logN1
 	return min(max(v, 0), 1)
 }
 
@@ -429,7 +429,7 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 			stats = append(stats, termStat{term: h, tf: 1, first: int32(n), host: true})
 		}
 	}
-	lenF := math.Log1p(float64(n)) / math.Log1p(4096)
+	lenF := fmath.Log1p(float64(n)) / fmath.Log1p(4096)
 	den := float64(max(n, 1))
 	if e.zt != nil {
 		e.featuresZ(sc, stats, inURL, lenF, den, fn)
@@ -471,7 +471,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL m
 	if int(s.tf) < len(tfTab) {
 		phi[fTF] = tfTab[s.tf]
 	} else {
-		phi[fTF] = math.Log1p(float64(s.tf)) / math.Log1p(16)
+		phi[fTF] = fmath.Log1p(float64(s.tf)) / fmath.Log1p(16)
 	}
 	phi[fLoc] = min(float64(s.first)/den, 1)
 	phi[fLen] = lenF
@@ -515,7 +515,7 @@ func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL map[string]bo
 		if int(s.tf) < len(zt.tf) {
 			z += zt.tf[s.tf]
 		} else {
-			z += float64(lam[fTF] * (math.Log1p(float64(s.tf)) / math.Log1p(16)))
+			z += float64(lam[fTF] * (fmath.Log1p(float64(s.tf)) / fmath.Log1p(16)))
 		}
 		z += float64(lam[fLoc] * min(float64(s.first)/den, 1))
 		z += lenZ
