@@ -38,10 +38,13 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // read fills the packet reader's buffer from the socket under the idle
-// timeout (2 seconds during shutdown).
+// timeout (2 seconds during shutdown), and keeps acknowledgements prompt
+// (quickAck).
 func (c *conn) read(p []byte) (int, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.idle()))
-	return c.nc.Read(p)
+	n, err := c.nc.Read(p)
+	quickAck(c.nc)
+	return n, err
 }
 
 func (c *conn) idle() time.Duration {
