@@ -177,7 +177,8 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 		return err
 	}
 	network, addr, _ := config.SplitListen(cfg.Milter.Listen)
-	ln, err := milter.Listen(network, addr)
+	mode, _ := cfg.Milter.SocketFileMode() // validated with the configuration
+	ln, err := milter.ListenSocket(network, addr, milter.SocketOptions{Mode: mode, Group: cfg.Milter.SocketGroup})
 	if err != nil {
 		return err
 	}

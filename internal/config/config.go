@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,11 @@ type Milter struct {
 	// Listen is the milter socket in Postfix syntax: inet:HOST:PORT or
 	// unix:/path. Default inet:127.0.0.1:8899.
 	Listen string `yaml:"listen"`
+	// SocketMode is the mode of a unix socket, in octal. Default "0660".
+	SocketMode string `yaml:"socket_mode"`
+	// SocketGroup is the group (name or number) of a unix socket, e.g.
+	// postfix; empty keeps the process's group. Default empty.
+	SocketGroup string `yaml:"socket_group"`
 	// MaxBodyBytes is how many body bytes are scanned; the rest passes
 	// unscanned. Default 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -94,6 +100,15 @@ type Milter struct {
 	// Overrides caps the action per recipient address or domain. A message
 	// with several recipients gets the weakest cap among them.
 	Overrides map[string]string `yaml:"overrides"`
+}
+
+// SocketFileMode parses SocketMode: octal, from 0001 to 0777.
+func (m Milter) SocketFileMode() (os.FileMode, error) {
+	v, err := strconv.ParseUint(m.SocketMode, 8, 32)
+	if err != nil || v == 0 || v > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal file mode from 0001 to 0777, e.g. 0660", m.SocketMode)
+	}
+	return os.FileMode(v), nil
 }
 
 // HTTP configures the HTTP listener (API, /metrics, /healthz, /readyz).
@@ -181,6 +196,7 @@ func Default() *Config {
 	return &Config{
 		Milter: Milter{
 			Listen:           DefaultMilterListen,
+			SocketMode:       "0660",
 			MaxBodyBytes:     1 << 20,
 			CheckTimeout:     Duration(2 * time.Second),
 			IdleTimeout:      Duration(10 * time.Minute),
@@ -375,6 +391,12 @@ func (c *Config) Validate() error {
 	m := c.Milter
 	if _, _, err := SplitListen(m.Listen); err != nil {
 		return bad("milter.listen", "%v", err)
+	}
+	if _, err := m.SocketFileMode(); err != nil {
+		return bad("milter.socket_mode", "%v", err)
+	}
+	if strings.ContainsAny(m.SocketGroup, " \t\r\n:") {
+		return bad("milter.socket_group", "%q is not a group name or number", m.SocketGroup)
 	}
 	if m.MaxBodyBytes < 0 {
 		return bad("milter.max_body_bytes", "must be >= 0 (0 scans headers only)")

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -747,6 +749,35 @@ func TestUnixSocket(t *testing.T) {
 	defer s.Close()
 	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActReplyCode {
 		t.Fatalf("over unix socket: %c", act.Code)
+	}
+}
+
+// A unix socket gets the mode and group asked for; an unknown group is an
+// error that says so.
+func TestUnixSocketPermissions(t *testing.T) {
+	dir := t.TempDir()
+	gid := os.Getgid()
+	ln, err := ListenSocket("unix", dir+"/m.sock", SocketOptions{Mode: 0o600, Group: strconv.Itoa(gid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fi, err := os.Stat(dir + "/m.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Gid) != gid {
+		t.Errorf("group %d, want %d", st.Gid, gid)
+	}
+	if _, err := ListenSocket("unix", dir+"/n.sock", SocketOptions{Group: "no-such-group-ndd"}); err == nil ||
+		!strings.Contains(err.Error(), "socket group") {
+		t.Errorf("unknown group: %v", err)
+	}
+	if _, err := os.Stat(dir + "/n.sock"); err == nil {
+		t.Error("socket left behind after an unknown group")
 	}
 }
 

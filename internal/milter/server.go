@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -314,11 +316,27 @@ func (s *Server) untrack(c *conn) {
 	s.wg.Done()
 }
 
+// SocketOptions set the permissions of a unix milter socket.
+type SocketOptions struct {
+	// Mode is the socket file's mode. Default 0660: the owner and the
+	// group may connect.
+	Mode os.FileMode
+	// Group, if set, is the group (name or number) the socket file is
+	// given — the MTA's, e.g. "postfix" — so that it may connect. The
+	// process must be a member of it (systemd: SupplementaryGroups=).
+	// Default: the process's group.
+	Group string
+}
+
 // Listen opens a milter socket given in Postfix syntax (inet:HOST:PORT,
-// inet6:[ADDR]:PORT or unix:/path). A stale unix socket (nobody listening)
-// is removed first; a new one is made group-writable (0660) so that the
-// MTA's group can connect.
+// inet6:[ADDR]:PORT or unix:/path) with the default socket options.
 func Listen(network, addr string) (net.Listener, error) {
+	return ListenSocket(network, addr, SocketOptions{})
+}
+
+// ListenSocket opens a milter socket. A stale unix socket (nobody
+// listening) is removed first; a new one gets so's mode and group.
+func ListenSocket(network, addr string, so SocketOptions) (net.Listener, error) {
 	if network == "unix" {
 		if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
@@ -327,13 +345,31 @@ func Listen(network, addr string) (net.Listener, error) {
 			}
 			os.Remove(addr)
 		}
+		gid := -1
+		if so.Group != "" {
+			g, err := lookupGroup(so.Group)
+			if err != nil {
+				return nil, fmt.Errorf("listen unix:%s: socket group: %w", addr, err)
+			}
+			gid = g
+		}
+		mode := so.Mode
+		if mode == 0 {
+			mode = 0o660
+		}
 		ln, err := net.Listen("unix", addr)
 		if err != nil {
 			return nil, fmt.Errorf("listen unix:%s: %w", addr, err)
 		}
-		if err := os.Chmod(addr, 0o660); err != nil {
+		if err := os.Chmod(addr, mode); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("listen unix:%s: %w", addr, err)
+		}
+		if gid >= 0 {
+			if err := os.Lchown(addr, -1, gid); err != nil {
+				ln.Close()
+				return nil, fmt.Errorf("listen unix:%s: socket group %s: %w", addr, so.Group, err)
+			}
 		}
 		return ln, nil
 	}
@@ -342,4 +378,20 @@ func Listen(network, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen %s:%s: %w", network, addr, err)
 	}
 	return ln, nil
+}
+
+// lookupGroup returns the id of a group given by name or number.
+func lookupGroup(name string) (int, error) {
+	if id, err := strconv.Atoi(name); err == nil && id >= 0 {
+		return id, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("group %s: id %q is not a number", name, g.Gid)
+	}
+	return id, nil
 }

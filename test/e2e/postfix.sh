@@ -15,7 +15,9 @@
 #   e) (before d) a load of messages from Postfix's smtp-source over 4
 #      parallel SMTP sessions is delivered, each checked and with its
 #      verdict header, without a milter warning from Postfix, and Postfix
-#      keeps at least a third of the rate it has without a milter.
+#      keeps at least a third of the rate it has without a milter;
+#   f) over a unix socket given to the postfix group (socket_group), mail
+#      is delivered with its verdict.
 # Installs postfix and swaks from Debian's packages when missing (root).
 # Cleans up after itself, bounded in time; prints "N passed, N failed" and
 # exits non-zero on failure. Needs root (Postfix's own user and queue).
@@ -437,4 +439,27 @@ if grep -q '<\*\* *4[0-9][0-9] 4\.' "$T/swaks-down-tempfail.log"; then
 else
 	fail "(d) milter down with tempfail: no 4xx"
 	tail -5 "$T/swaks-down-tempfail.log"
+fi
+
+# (f) a unix socket, as recommended for a local Postfix: nddmilter started
+# again with milter.listen unix:…, socket_group: postfix (Postfix's smtpd
+# runs as the postfix user), and milter_default_action still tempfail, so
+# that a socket Postfix cannot open shows as a 4xx.
+write_config reject
+sed -i "s#^  listen: inet:127.0.0.1:$MILTER_PORT#  listen: unix:$T/milter.sock\n  socket_group: postfix#" "$T/nddmilter.yaml"
+"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+NDD_PID=$!
+for _ in $(seq 100); do
+	[ -S "$T/milter.sock" ] && curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+postconf -c "$PF" -e "smtpd_milters = unix:$T/milter.sock"
+postfix -c "$PF" reload >/dev/null 2>&1
+sleep 1
+send unix "Over a unix socket" "Shall we meet at noon at the usual place? Bring the report."
+if f=$(sink_file unix) && grep -q '^X-NDD-Verdict: accept; score=' "$f"; then
+	pass "(f) unix socket ($(stat -c '%A %G' "$T/milter.sock")): delivered with $(grep '^X-NDD-Verdict:' "$f" | cut -c1-40)…"
+else
+	fail "(f) unix socket: not delivered with a verdict ($(stat -c '%A %U:%G' "$T/milter.sock" 2>&1))"
+	grep -E '^(<~?\*\*|<- *[0-9])' "$T/swaks-unix.log" | tail -3
 fi
