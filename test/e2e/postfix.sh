@@ -15,7 +15,9 @@
 #   e) (before d) a load of messages from Postfix's smtp-source over 4
 #      parallel SMTP sessions is delivered, each checked and with its
 #      verdict header, without a milter warning from Postfix, and Postfix
-#      keeps at least a third of the rate it has without a milter;
+#      keeps at least a third of the rate it has without a milter; mail
+#      submitted with the sendmail command (non_smtpd_milters) gets its
+#      verdict too;
 #   f) over a unix socket given to the postfix group (socket_group), mail
 #      is delivered with its verdict.
 # Installs postfix and swaks from Debian's packages when missing (root).
@@ -415,6 +417,19 @@ else
 	fail "(e) Postfix with nddmilter: $rate_milter msgs/s, without a milter: $rate_plain msgs/s (less than a third: delayed acknowledgements?)"
 fi
 milters on
+
+# Locally submitted mail (the sendmail command, pickup, cleanup) goes
+# through non_smtpd_milters, the same milter.
+if printf 'From: local@example.net\nTo: user@example.org\nSubject: Local submission\nX-E2E-Test: local\n\nSubmitted with the sendmail command.\n' |
+	sendmail -C "$PF" -f local@example.net user@example.org 2>"$T/sendmail.log"; then
+	if f=$(sink_file local) && grep -q '^X-NDD-Verdict: ' "$f"; then
+		pass "(e) locally submitted mail (sendmail, non_smtpd_milters): delivered with $(grep '^X-NDD-Verdict:' "$f" | cut -c1-40)…"
+	else
+		fail "(e) locally submitted mail: not delivered with a verdict"
+	fi
+else
+	fail "(e) sendmail -C: $(cat "$T/sendmail.log")"
+fi
 
 # (d) with nddmilter stopped, mail follows milter_default_action.
 kill -TERM $NDD_PID
