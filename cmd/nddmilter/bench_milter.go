@@ -74,7 +74,7 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.sessions, "sessions", 16, "concurrent milter sessions")
+	fl.IntVar(&f.sessions, "sessions", 8, "concurrent milter sessions (the SMTP sessions receiving mail at once)")
 	fl.IntVar(&f.messages, "messages", 20000, "messages to send")
 	fl.IntVar(&f.campaigns, "campaigns", 1_000_000, "campaigns in the store")
 	fl.IntVar(&f.templates, "templates", 50, "real campaigns whose copies are sent")
