@@ -179,9 +179,7 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 	if s.unique == 0 {
 		s.unique = len(r.Terms.Sorted)
 	}
-	if r.Doc != nil {
-		s.footerAt = footerStart(r.Doc.Text)
-	}
+	s.footerAt = messageFooter(r.Doc)
 	if s.footerAt >= 0 && len(s.imatch) > 0 {
 		e.dropFooterIMatch(s, r.Terms.Sorted)
 	}

@@ -105,6 +105,37 @@ func isSeparator(line string) bool {
 	return n >= footerRuleMin
 }
 
+// messageFooter returns where the footer of doc's text starts (see
+// footerStart), or -1 when it has none or when the tail cannot be trusted
+// to be boilerplate. Anyone can put a separator line above a spam, so the
+// tail counts as a footer only when
+//   - the message came through a mailing list (List-Id, List-Post, …:
+//     mime.Document.List) and the tail names that list, as list footers
+//     do ("Users mailing list", its address, its listinfo URL); or
+//   - the tail is a personal signature ("-- " or "--") shorter than the
+//     text above it.
+//
+// Otherwise "Hi\n--\n<the spam>" would make the whole spam a footer,
+// whose signatures the engine does not use.
+func messageFooter(doc *mime.Document) int {
+	if doc == nil {
+		return -1
+	}
+	at := footerStart(doc.Text)
+	if at < 0 {
+		return -1
+	}
+	foot := doc.Text[at:]
+	if doc.List != "" && strings.Contains(strings.ToLower(foot), doc.List) {
+		return at
+	}
+	first, _, _ := strings.Cut(foot, "\n")
+	if strings.TrimRight(first, " \t\r") == "--" && len(foot) < at {
+		return at
+	}
+	return -1
+}
+
 // withoutFooter returns a copy of doc without its footer (see
 // footerStart) and true, or doc and false when it has none. URLs that
 // occur in the footer and not before it are dropped, and with them the

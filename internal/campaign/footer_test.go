@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -124,12 +125,20 @@ Harbourside Networks -- https://www.harbourside.example.net/
 ` + footerMailman
 )
 
-// listMessage is a plain-text message posted to a mailing list.
+// listMessage is a plain-text message posted to a mailing list: with a
+// List-Id header naming the list its footer names ("X mailing list" or a
+// listinfo URL), if any.
 func listMessage(subject, body, footer string) []byte {
-	return []byte("From: poster@example.org\r\nTo: list@lists.example.org\r\nSubject: " + subject +
+	list := ""
+	if m := listLine.FindStringSubmatch(footer); m != nil {
+		list = "List-Id: <" + strings.ToLower(m[1]+m[2]) + ".lists.example.org>\r\n"
+	}
+	return []byte("From: poster@example.org\r\nTo: list@lists.example.org\r\n" + list + "Subject: " + subject +
 		"\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n" +
 		strings.ReplaceAll(body+"\n\n"+footer, "\n", "\r\n"))
 }
+
+var listLine = regexp.MustCompile(`(?m)^(\S+) mailing list$|listinfo/([\w.-]+)`)
 
 // TestEngineListFooter reproduces the false positives of the SpamAssassin
 // corpus (docs/POLICY.md, "Mailing-list footers"): a short spam relayed by
@@ -303,14 +312,22 @@ func TestDropFooterIMatch(t *testing.T) {
 	}
 }
 
+// mutate randomizes a copy of raw. spamgen rebuilds the header, so a
+// List-Id header of raw is put back: the list adds it (and its footer)
+// after the spammer's randomization.
 func mutate(t *testing.T, raw []byte, k spamgen.Kind, seed uint64) []byte {
 	t.Helper()
 	b, err := spamgen.Mutate(raw, spamgen.Options{Kinds: []spamgen.Kind{k}, Seed: seed, Strength: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m := listIDHeader.Find(raw); m != nil && !listIDHeader.Match(b) {
+		b = append(append([]byte(nil), m...), b...)
+	}
 	return b
 }
+
+var listIDHeader = regexp.MustCompile(`(?m)^List-Id: [^\r\n]*\r\n`)
 
 // TestEngineFooterEvidence covers each way an ANDD-only match of a message
 // with a mailing-list footer is judged (evidence.go): campaigns are made
@@ -326,8 +343,10 @@ func TestEngineFooterEvidence(t *testing.T) {
 		flagged  bool
 		rule     string // part of the verdict's rule ("": no word on a footer)
 	}{
+		// The list adds its footer after the spammer's randomization:
+		// words inserted, the footer intact.
 		{"long spam, randomized copy: still matches without the footer",
-			longSpam, mutate(t, longSpam, spamgen.Typos, 1), true, "ANDD still "},
+			longSpam, mutate(t, longSpam, spamgen.Insert, 1), true, "ANDD still "},
 		{"long spam without footer, copy relayed by a list",
 			[]byte(baseMessage(1)), longSpam, true, "without the mailing-list footer"},
 		{"short spam, exact copy: matches, footer included",
@@ -497,5 +516,40 @@ func TestReportBatchListFooter(t *testing.T) {
 	}
 	if want[0] == want[1] || want[0] != want[2] {
 		t.Errorf("one by one: campaigns %v, want the post apart from the spam", want)
+	}
+}
+
+// A spammer cannot make a campaign's text a "footer" (whose signatures
+// the engine does not use) by putting a line and a separator above it:
+// copies get the same verdict as copies of the plain campaign.
+func TestFooterEvasion(t *testing.T) {
+	tricks := []struct{ name, headers, before string }{
+		{"signature delimiter", "", "Hi\n--\n"},
+		{"rule", "", "Hi\n____________________\n"},
+		{"forged List-Id the tail does not name", "List-Id: <friends.lists.example.org>\r\n", "Hi\n--\n"},
+	}
+	msg := func(headers, subject, body string) []byte {
+		return []byte("From: offers@example.biz\r\nTo: user@example.org\r\n" + headers + "Subject: " + subject +
+			"\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n" + strings.ReplaceAll(body, "\n", "\r\n"))
+	}
+	for ci, c := range campaignTexts {
+		for _, tr := range tricks {
+			t.Run(fmt.Sprintf("campaign %d, %s", ci, tr.name), func(t *testing.T) {
+				plain, tricked := newFixture(t, Options{}), newFixture(t, Options{})
+				rawPlain := msg("", c.subject, c.body)
+				rawTricked := msg(tr.headers, c.subject, tr.before+c.body)
+				for i := range 5 {
+					plain.report(t, rawPlain, store.KindSpam, fmt.Sprint("r", i))
+					tricked.report(t, rawTricked, store.KindSpam, fmt.Sprint("r", i))
+				}
+				for _, k := range []spamgen.Kind{spamgen.Reencode, spamgen.Typos} {
+					want := plain.check(t, mutate(t, rawPlain, k, 7))
+					got := tricked.check(t, mutate(t, rawTricked, k, 7))
+					if got.Action < want.Action || strings.Contains(got.Rule, "footer") {
+						t.Errorf("%s copy: %v (%s), plain campaign: %v", k, got.Action, got.Rule, want.Action)
+					}
+				}
+			})
+		}
 	}
 }

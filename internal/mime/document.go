@@ -76,6 +76,11 @@ type Document struct {
 	From string
 	// MessageID is the Message-ID header without angle brackets.
 	MessageID string
+	// List names the mailing list the message came through, lower case:
+	// the first label of List-Id (RFC 2919), else the local part of the
+	// address in List-Post, Mailing-List or X-Mailing-List; "" when the
+	// message has none of them. It does not enter any signature.
+	List string
 	// Warnings lists every fallback taken while parsing, in order.
 	Warnings []string
 	// Truncated is true when the message was longer than Options.MaxBytes.

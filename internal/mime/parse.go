@@ -102,6 +102,7 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	if id, ok := h.get("Message-Id"); ok {
 		doc.MessageID = messageID(id)
 	}
+	doc.List = listName(&h)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
 		// After the body: an 8-bit subject is read in the body's charset.
@@ -484,6 +485,37 @@ func addressOf(v string) string {
 }
 
 // messageID returns the first message id of v without angle brackets.
+// listName names the mailing list of a message from its list headers
+// (see Document.List).
+func listName(h *header) string {
+	name := ""
+	if v, ok := h.get("List-Id"); ok {
+		// "Users of X <users.lists.example.org>": the first label.
+		id := v
+		if i := strings.LastIndexByte(v, '<'); i >= 0 {
+			id = v[i+1:]
+			if j := strings.IndexByte(id, '>'); j >= 0 {
+				id = id[:j]
+			}
+		}
+		name, _, _ = strings.Cut(strings.TrimSpace(id), ".")
+	}
+	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+		if name != "" {
+			break
+		}
+		if v, ok := h.get(k); ok {
+			a := addressOf(strings.ReplaceAll(v, "mailto:", " "))
+			name, _, _ = strings.Cut(a, "@")
+		}
+	}
+	name = strings.ToLower(strings.TrimSpace(name))
+	if len(name) > 64 || strings.ContainsAny(name, " \t\r\n<>") {
+		return ""
+	}
+	return name
+}
+
 func messageID(v string) string {
 	v = strings.TrimSpace(v)
 	if i := strings.IndexByte(v, '<'); i >= 0 {

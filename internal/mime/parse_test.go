@@ -298,3 +298,22 @@ func TestParseRecoversFromPanic(t *testing.T) {
 		t.Errorf("parse after a recovered panic: %q, %q", d.Text, d.Warnings)
 	}
 }
+
+func TestListName(t *testing.T) {
+	tests := []struct{ headers, want string }{
+		{"List-Id: Users of X <users.lists.example.org>\r\n", "users"},
+		{"List-Id: <Spamassassin-Talk.lists.sourceforge.net>\r\nList-Post: <mailto:other@example.org>\r\n", "spamassassin-talk"},
+		{"List-Post: <mailto:spamassassin-talk@example.sourceforge.net>\r\n", "spamassassin-talk"},
+		{"Mailing-List: list zzzzteana@yahoogroups.com; contact zzzzteana-owner@yahoogroups.com\r\n", "zzzzteana"},
+		{"X-Mailing-List: cypherpunks@ssz.com\r\n", "cypherpunks"},
+		{"List-Unsubscribe: <mailto:leave@example.org>\r\n", ""},
+		{"", ""},
+		{"List-Id: <" + strings.Repeat("a", 80) + ".example.org>\r\n", ""},
+	}
+	for _, tt := range tests {
+		d := Parse([]byte("From: a@example.net\r\n"+tt.headers+"Subject: s\r\n\r\nbody\r\n"), Options{})
+		if d.List != tt.want {
+			t.Errorf("%q: List = %q, want %q", tt.headers, d.List, tt.want)
+		}
+	}
+}
