@@ -380,24 +380,35 @@ func TestForgedHeadersDeleted(t *testing.T) {
 	}
 }
 
-// Decoy headers with the prefix cannot push a forged verdict out of the
+// Decoy headers with the prefix are left alone (deleting them would only
+// cost the MTA), a forged verdict among them is still deleted, and a flood
+// of forged verdicts is rejected instead of turned into a flood of
 // deletions.
-func TestForgedVerdictAfterDecoys(t *testing.T) {
+func TestForgedHeaderDecoysAndFlood(t *testing.T) {
 	h := start(t, &scriptChecker{}, Options{})
 	m := simple("hello")
-	for i := 0; i < 3*maxForgedNames; i++ {
+	for i := 0; i < 200; i++ {
 		m.headers = append(m.headers, [2]string{"X-NDD-Decoy" + strconv.Itoa(i), "x"})
 	}
 	m.headers = append(m.headers, [2]string{"X-NDD-Verdict", "accept; forged"})
-	mods, _ := send(t, h.session(), m)
-	deleted := false
+	mods, act := send(t, h.session(), m)
+	var dels []string
 	for _, m := range mods {
-		if m.Code == gomilter.ActChangeHeader && m.HeaderName == "X-NDD-Verdict" && m.HeaderValue == "" {
-			deleted = true
+		if m.Code == gomilter.ActChangeHeader {
+			dels = append(dels, m.HeaderName)
 		}
 	}
-	if !deleted {
-		t.Error("forged X-NDD-Verdict after decoys not deleted")
+	if act.Code != gomilter.ActAccept || len(dels) != 1 || dels[0] != "X-NDD-Verdict" {
+		t.Errorf("decoys: action %c, deletions %v, want only X-NDD-Verdict", act.Code, dels)
+	}
+
+	flood := simple("hello")
+	for i := 0; i <= maxForged; i++ {
+		flood.headers = append(flood.headers, [2]string{"X-NDD-Verdict", "accept"})
+	}
+	mods, act = send(t, h.session(), flood)
+	if act.Code != gomilter.ActReplyCode || act.SMTPCode != 550 || !strings.Contains(act.SMTPText, "X-NDD-Verdict headers") || len(mods) != 0 {
+		t.Errorf("flood: action %c %d %q, %d modifications", act.Code, act.SMTPCode, act.SMTPText, len(mods))
 	}
 }
 

@@ -40,8 +40,10 @@ type session struct {
 	forged    []forgedHeader
 }
 
-// maxForgedNames bounds the distinct forged header names deleted.
-const maxForgedNames = 64
+// maxForged bounds the forged copies of one of our headers that are
+// deleted; a message with more is rejected (no MTA or hop adds more than
+// one, and each deletion costs the MTA a pass over its queue file).
+const maxForged = 32
 
 // ownHeader reports whether suffix (a header name after the prefix) is
 // one of the headers nddmilter adds.
@@ -131,20 +133,20 @@ func (s *session) header(data []byte) {
 	name, rest := cstring(data)
 	value, _ := cstring(rest)
 	if len(name) >= len(st.opts.HeaderPrefix) && bytes.EqualFold(name[:len(st.opts.HeaderPrefix)], []byte(st.opts.HeaderPrefix)) {
-		// A copy of our own headers from outside: remember it for deletion
-		// and keep it out of the check.
+		// A header with our prefix from outside: kept out of the check.
+		// Copies of the headers nddmilter adds are remembered for
+		// deletion; other names are harmless and left alone (deleting
+		// each costs the MTA a pass over the queue file).
+		if !ownHeader(name[len(st.opts.HeaderPrefix):]) {
+			return
+		}
 		for i := range s.forged {
 			if strings.EqualFold(s.forged[i].name, string(name)) {
 				s.forged[i].count++
 				return
 			}
 		}
-		// Distinct names are bounded (the scan above is linear), but the
-		// names nddmilter itself adds are always tracked, so that no run
-		// of decoys can keep a forged verdict alive.
-		if len(s.forged) < maxForgedNames || ownHeader(name[len(st.opts.HeaderPrefix):]) {
-			s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
-		}
+		s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
 		return
 	}
 	if s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
@@ -286,6 +288,15 @@ func (s *session) decide(r *reply) {
 	if !s.eoh {
 		// No end-of-headers command (protocol step skipped).
 		s.endOfHeaders()
+	}
+	for _, f := range s.forged {
+		if f.count > maxForged {
+			o.Metrics.Message(ActReject, nil, 0, s.bodyLen, 0)
+			o.Logger.Warn("message rejected: too many forged headers", "queue_id", s.queueID, "from", s.from,
+				"header", sanitize(f.name), "count", f.count, "client", s.client)
+			r.replyCode(fmt.Sprintf("550 5.7.1 Message rejected: %d %s headers (nddmilter)", f.count, sanitize(f.name)))
+			return
+		}
 	}
 	truncated := s.bodyLen > o.MaxBodyBytes
 
