@@ -117,6 +117,12 @@ func (s *ReportStream) Add(req ReportRequest) error {
 	if s.closed {
 		return errors.New("report stream: Add after Close")
 	}
+	select {
+	case <-s.done: // stopped: checked first, since a select with both
+		// ready would pick either
+		return s.stopErr()
+	default:
+	}
 	j := &streamJob{req: req, seq: s.seq, ready: make(chan struct{})}
 	select {
 	case s.order <- j:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 )
 
@@ -42,6 +43,11 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // (quickAck).
 func (c *conn) read(p []byte) (int, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.idle()))
+	if c.srv.closing.Load() {
+		// Shutdown may have set its short deadline between idle() and
+		// the line above: set it again.
+		c.nc.SetReadDeadline(time.Now().Add(c.idle()))
+	}
 	n, err := c.nc.Read(p)
 	quickAck(c.nc)
 	return n, err
@@ -62,6 +68,17 @@ var errQuit = errors.New("quit")
 // applies milter_default_action to the message in progress).
 func (c *conn) serve() {
 	defer c.close()
+	defer func() {
+		// A bug outside the check (which recovers on its own) closes this
+		// connection only: the MTA applies milter_default_action to the
+		// message in progress, and the daemon goes on.
+		if p := recover(); p != nil {
+			st := c.srv.current()
+			st.opts.Metrics.Error("panic")
+			st.opts.Logger.Error("milter connection closed after a panic", "panic", fmt.Sprint(p),
+				"stack", string(debug.Stack()), "client", c.sess.client)
+		}
+	}()
 	for {
 		cmd, data, err := c.pr.next()
 		if err == nil {

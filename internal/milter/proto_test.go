@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -320,4 +321,44 @@ func FuzzConn(f *testing.F) {
 			t.Fatal("connection did not end")
 		}
 	})
+}
+
+// Sendmail sends the queue id with MAIL (the macro packet comes just
+// before the command): it reaches the log line.
+func TestQueueIDAtMailStage(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{})
+	m := dialRaw(t, h.addr)
+	m.send(optneg(6, 0x1ff, 0x1fffff))
+	m.recv()
+	m.send(macro('M', "i", "SQ12345"), packet(cmdMail, "<a@example.net>"), packet(cmdHeader, "Subject", "hello"), packet(cmdEOB))
+	m.recvUntilFinal()
+	if !strings.Contains(h.logs.String(), "queue_id=SQ12345") {
+		t.Errorf("queue id of the MAIL stage lost:\n%s", h.logs.String())
+	}
+	// The next message does not inherit it.
+	m.send(packet(cmdMail, "<a@example.net>"), packet(cmdHeader, "Subject", "hello"), packet(cmdEOB))
+	m.recvUntilFinal()
+	if n := strings.Count(h.logs.String(), "queue_id=SQ12345"); n != 1 {
+		t.Errorf("queue id logged %d times, want once", n)
+	}
+}
+
+// Every recipient's override counts, however many recipients come first.
+func TestOverrideAfterManyRecipients(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{Overrides: map[string]string{"abuse@example.org": ActAccept}})
+	m := dialRaw(t, h.addr)
+	m.send(optneg(6, 0x1ff, 0x1fffff))
+	m.recv()
+	pkts := [][]byte{packet(cmdMail, "<a@example.net>")}
+	for i := 0; i < 1500; i++ {
+		pkts = append(pkts, packet(cmdRcpt, fmt.Sprintf("<user%d@example.net>", i)))
+	}
+	pkts = append(pkts, packet(cmdRcpt, "<abuse@example.org>"), packet(cmdHeader, "Subject", "reject"), packet(cmdEOB))
+	m.send(pkts...)
+	if _, final, d := m.recvUntilFinal(); final != repAccept {
+		t.Fatalf("final %q %q, want accept (override of the 1501st recipient)", final, d)
+	}
+	if !strings.Contains(h.logs.String(), "rcpts=1501") {
+		t.Errorf("recipient count not logged:\n%s", h.logs.String())
+	}
 }

@@ -255,8 +255,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // than 2 seconds, lets sessions in flight finish and returns when all are
 // closed, or when ctx ends, after closing the rest.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closing.Store(true)
+	// The grace period first: a reader that sees closing also sees it.
 	s.grace.Store(int64(2 * time.Second))
+	s.closing.Store(true)
 	s.mu.Lock()
 	for _, ln := range s.listeners {
 		ln.Close()

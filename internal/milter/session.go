@@ -32,7 +32,9 @@ type session struct {
 	// Message data.
 	queueID   string
 	from      string
-	rcpts     []string
+	rcpts     int           // recipients seen
+	capLimit  string        // weakest override among the recipients ("" none)
+	capBy     string        // the override that set capLimit
 	raw       *bytes.Buffer // headers then body, CRLF line ends; from srv.bufs
 	headerLen int
 	eoh       bool  // the end of headers was seen
@@ -64,7 +66,7 @@ type forgedHeader struct {
 func (s *session) reset() {
 	s.st = s.srv.current()
 	s.queueID, s.from = "", ""
-	s.rcpts = s.rcpts[:0]
+	s.rcpts, s.capLimit, s.capBy = 0, "", ""
 	if s.raw != nil {
 		s.raw.Reset()
 	}
@@ -114,16 +116,24 @@ func (s *session) connect(client string) { s.client = client }
 
 // mailFrom starts a message; args are the sender and ESMTP arguments.
 func (s *session) mailFrom(args []byte) {
+	// Sendmail sends the queue id (macro i) with MAIL, in the macro
+	// packet just before it: keep it. (The previous message's was cleared
+	// at its end or abort.)
+	q := s.queueID
 	s.reset()
+	s.queueID = q
 	from, _ := cstring(args)
 	s.from = string(printable(from))
 }
 
 func (s *session) rcptTo(args []byte) {
-	s.state()
-	if len(s.rcpts) < 1000 {
-		r, _ := cstring(args)
-		s.rcpts = append(s.rcpts, string(printable(r)))
+	st := s.state()
+	s.rcpts++
+	// The cap of each recipient is applied as it arrives: there may be
+	// more recipients than are worth keeping.
+	r, _ := cstring(args)
+	if c, key := override(st.opts.Overrides, string(r)); c != "" && (s.capLimit == "" || rank(c) < rank(s.capLimit)) {
+		s.capLimit, s.capBy = c, "milter.overrides "+sanitize(key)
 	}
 }
 
@@ -340,7 +350,7 @@ func (s *session) decide(r *reply) {
 		// and nothing at all is built when info is off.
 		attrs := make([]slog.Attr, 0, 15)
 		attrs = append(attrs,
-			slog.String("queue_id", s.queueID), slog.String("from", s.from), slog.Int("rcpts", len(s.rcpts)),
+			slog.String("queue_id", s.queueID), slog.String("from", s.from), slog.Int("rcpts", s.rcpts),
 			slog.String("action", reply), slog.Uint64("campaign", uint64(v.Campaign)),
 			slog.Float64("score", round3(v.Score)), slog.String("rule", v.Rule),
 			slog.String("evidence", evidence), slog.Int64("body_bytes", s.bodyLen),
@@ -451,11 +461,8 @@ func (s *session) limit(o Options) (limit, by string) {
 	if limit != ActReject {
 		by = "milter max_action"
 	}
-	for _, r := range s.rcpts {
-		c, key := override(o.Overrides, r)
-		if c != "" && rank(c) < rank(limit) {
-			limit, by = c, "milter.overrides "+sanitize(key)
-		}
+	if s.capLimit != "" && rank(s.capLimit) < rank(limit) {
+		limit, by = s.capLimit, s.capBy
 	}
 	return limit, by
 }
