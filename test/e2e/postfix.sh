@@ -348,7 +348,7 @@ fi
 # (e) load: Postfix's own smtp-source, 4 parallel SMTP sessions, several
 # messages per connection (-d), LOAD messages in all: every one is
 # delivered, checked by nddmilter and carries its verdict, and Postfix logs
-# no milter trouble. NDD_E2E_LOAD sets the count (default 200); the rate
+# no milter trouble. NDD_E2E_LOAD sets the count (default 400); the rate
 # is printed, not asserted (docs/MILTER.md has the measured figures).
 LOAD=${NDD_E2E_LOAD:-400}
 ls "$T/sink" >"$T/sink-before.txt"
@@ -472,6 +472,11 @@ postconf -c "$PF" -e "smtpd_milters = unix:$T/milter.sock"
 postfix -c "$PF" reload >/dev/null 2>&1
 sleep 1
 send unix "Over a unix socket" "Shall we meet at noon at the usual place? Bring the report."
+if grep -q '<\*\* *4[0-9][0-9] ' "$T/swaks-unix.log"; then
+	# An smtpd started before the reload may still hold the old setting.
+	sleep 2
+	send unix "Over a unix socket" "Shall we meet at noon at the usual place? Bring the report."
+fi
 if f=$(sink_file unix) && grep -q '^X-NDD-Verdict: accept; score=' "$f"; then
 	pass "(f) unix socket ($(stat -c '%A %G' "$T/milter.sock")): delivered with $(grep '^X-NDD-Verdict:' "$f" | cut -c1-40)…"
 else
