@@ -7,11 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
-
-	"github.com/nddmilter/nddmilter/internal/andd"
-	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // FuzzRequest sends arbitrary requests — method, path, query and body —
@@ -19,23 +14,7 @@ import (
 // under /v1/ is JSON with a status below 500 (an error names what is
 // wrong), and nothing panics.
 func FuzzRequest(f *testing.F) {
-	st, err := store.Open(f.TempDir(), store.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { st.Close() })
-	lex, err := imatchbag.DefaultLexicon()
-	if err != nil {
-		f.Fatal(err)
-	}
-	mod, err := andd.DefaultModel()
-	if err != nil {
-		f.Fatal(err)
-	}
-	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
+	eng, _ := newEngine(f)
 	h := NewHandler(eng, Options{Token: testToken, MaxBody: 64 << 10})
 	spam := spamMessage()
 	f.Add(uint8(0), "/v1/reports", "kind=spam&reporter=alice", spam)

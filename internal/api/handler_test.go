@@ -41,26 +41,34 @@ func spamCopy(t *testing.T, seed uint64) []byte {
 
 func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, *store.Badger) {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	lex, err := imatchbag.DefaultLexicon()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := andd.DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, st := newEngine(t)
 	srv := httptest.NewServer(NewHandler(eng, opts))
 	t.Cleanup(srv.Close)
 	return srv, eng, st
+}
+
+// newEngine is the real engine with the shipped lexicon and model over a
+// fresh Badger store.
+func newEngine(tb testing.TB) (*campaign.Engine, *store.Badger) {
+	tb.Helper()
+	st, err := store.Open(tb.TempDir(), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mod, err := andd.DefaultModel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return eng, st
 }
 
 func do(t *testing.T, method, url, token string, body []byte) (int, map[string]any, []byte) {
