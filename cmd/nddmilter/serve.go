@@ -307,6 +307,8 @@ func reload(gf *globalFlags, sf serveFlags, old *config.Config, rt *runtimeEnv, 
 	}
 	for _, c := range []struct{ key, was, now string }{
 		{"milter.listen", old.Milter.Listen, cfg.Milter.Listen},
+		{"milter.socket_mode", old.Milter.SocketMode, cfg.Milter.SocketMode},
+		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
 	} {
@@ -316,6 +318,7 @@ func reload(gf *globalFlags, sf serveFlags, old *config.Config, rt *runtimeEnv, 
 	}
 	// Settings that need a restart keep their running values.
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
+	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
 	eng, err := buildEngine(cfg, rt.Store, log)
 	if err != nil {
 		fail(err)
