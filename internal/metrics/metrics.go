@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,7 @@ type Metrics struct {
 	indexKeys     prometheus.Gauge
 	storeBytes    prometheus.Gauge
 	sessions      prometheus.Gauge
+	connections   *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 }
 
@@ -89,6 +91,10 @@ func New() *Metrics {
 			Name: "nddmilter_milter_sessions",
 			Help: "Open milter connections.",
 		}),
+		connections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_milter_connections_total",
+			Help: "Milter connections negotiated, by protocol version and streaming (true: the MTA sends a message without waiting for replies, one round trip per message).",
+		}, []string{"version", "streaming"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nddmilter_reloads_total",
 			Help: "Configuration reloads (SIGHUP), by result (ok, error).",
@@ -97,7 +103,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
 		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
-		m.sessions, m.reloads,
+		m.sessions, m.connections, m.reloads,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -115,6 +121,14 @@ func New() *Metrics {
 		m.reports.WithLabelValues(k)
 	}
 	return m
+}
+
+// Connection counts a negotiated milter connection.
+func (m *Metrics) Connection(version int, streaming bool) {
+	if m == nil {
+		return
+	}
+	m.connections.WithLabelValues(strconv.Itoa(version), strconv.FormatBool(streaming)).Inc()
 }
 
 // Handler serves the registry in the Prometheus exposition format.

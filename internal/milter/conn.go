@@ -129,6 +129,7 @@ func (c *conn) handle(cmd byte, data []byte) error {
 			return err
 		}
 		c.neg, c.ok = neg, true
+		c.srv.current().opts.Metrics.Connection(int(neg.version), neg.protocol&noReplyAll == noReplyAll)
 		c.srv.current().opts.Logger.Debug("milter connection negotiated", "version", neg.version,
 			"actions", fmt.Sprintf("%#x", neg.actions), "protocol", fmt.Sprintf("%#x", neg.protocol),
 			"streaming", neg.protocol&noReplyAll == noReplyAll, "remote", c.nc.RemoteAddr().String())

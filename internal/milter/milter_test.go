@@ -599,6 +599,7 @@ func TestMetricsCounted(t *testing.T) {
 		`nddmilter_failopen_total 1`,
 		`nddmilter_errors_total{stage="check"} 1`,
 		`nddmilter_check_duration_seconds_count 4`,
+		`nddmilter_milter_connections_total{streaming="true",version="6"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
