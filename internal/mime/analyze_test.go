@@ -113,19 +113,3 @@ func TestAnalyzeSamples(t *testing.T) {
 	d := &Document{Subject: "PREFIXED words", Text: b.String()}
 	checkAnalyze(t, d, Tokenize(d, TokenOptions{}), TokenOptions{})
 }
-
-// BenchmarkAnalyze is BenchmarkUniqueTermsOf plus the per-term statistics.
-func BenchmarkAnalyze(b *testing.B) {
-	msgs, total := benchMix(b)
-	docs := make([]*Document, len(msgs))
-	for i, m := range msgs {
-		docs[i] = Parse(m, Options{})
-	}
-	b.SetBytes(int64(total / len(msgs)))
-	b.ReportAllocs()
-	m := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		Analyze(docs[i%len(docs)], TokenOptions{})
-	}
-	m.stop(b)
-}

@@ -41,22 +41,20 @@ func benchMix(b *testing.B) (msgs [][]byte, total int) {
 	return msgs, total
 }
 
-// BenchmarkParse measures Parse over the sample mix; one op is one
-// message.
-func BenchmarkParse(b *testing.B) {
-	msgs, total := benchMix(b)
+// runRaw runs fn over msgs, one message per op, reporting the average
+// message size and the CPU time per op.
+func runRaw(b *testing.B, msgs [][]byte, total int, fn func([]byte)) {
 	b.SetBytes(int64(total / len(msgs)))
 	b.ReportAllocs()
 	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
-		Parse(msgs[i%len(msgs)], Options{})
+		fn(msgs[i%len(msgs)])
 	}
 	m.stop(b)
 }
 
-// BenchmarkTokenize measures Tokenize + UniqueTerms over the parsed mix.
-func BenchmarkTokenize(b *testing.B) {
-	msgs, total := benchMix(b)
+// runDocs parses msgs first (untimed), then runs fn over the documents.
+func runDocs(b *testing.B, msgs [][]byte, total int, fn func(*Document)) {
 	docs := make([]*Document, len(msgs))
 	for i, m := range msgs {
 		docs[i] = Parse(m, Options{})
@@ -65,24 +63,65 @@ func BenchmarkTokenize(b *testing.B) {
 	b.ReportAllocs()
 	m := startCPU(b)
 	for i := 0; i < b.N; i++ {
-		UniqueTerms(Tokenize(docs[i%len(docs)], TokenOptions{}))
+		fn(docs[i%len(docs)])
 	}
 	m.stop(b)
+}
+
+// The stages over the sample mix (benchMix) and over a real corpus
+// (NDD_CORPUS, loadCorpus); one op is one message.
+
+func BenchmarkParse(b *testing.B) {
+	msgs, total := benchMix(b)
+	runRaw(b, msgs, total, func(m []byte) { Parse(m, Options{}) })
+}
+
+// BenchmarkTokenize is Tokenize + UniqueTerms of parsed documents.
+func BenchmarkTokenize(b *testing.B) {
+	msgs, total := benchMix(b)
+	runDocs(b, msgs, total, func(d *Document) { UniqueTerms(Tokenize(d, TokenOptions{})) })
+}
+
+// BenchmarkUniqueTermsOf is BenchmarkTokenize's work through UniqueTermsOf.
+func BenchmarkUniqueTermsOf(b *testing.B) {
+	msgs, total := benchMix(b)
+	runDocs(b, msgs, total, func(d *Document) { UniqueTermsOf(d, TokenOptions{}) })
+}
+
+// BenchmarkAnalyze is BenchmarkUniqueTermsOf plus the per-term statistics.
+func BenchmarkAnalyze(b *testing.B) {
+	msgs, total := benchMix(b)
+	runDocs(b, msgs, total, func(d *Document) { Analyze(d, TokenOptions{}) })
 }
 
 // BenchmarkParseTokenize is the whole of this package's share of the
 // pipeline: raw message → document → sorted unique terms.
 func BenchmarkParseTokenize(b *testing.B) {
 	msgs, total := benchMix(b)
-	b.SetBytes(int64(total / len(msgs)))
-	b.ReportAllocs()
-	m := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		d := Parse(msgs[i%len(msgs)], Options{})
-		UniqueTerms(Tokenize(d, TokenOptions{}))
-	}
-	m.stop(b)
+	runRaw(b, msgs, total, parseTokenize)
 }
+
+func BenchmarkCorpusParse(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	runRaw(b, msgs, total, func(m []byte) { Parse(m, Options{}) })
+}
+
+func BenchmarkCorpusTokenize(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	runDocs(b, msgs, total, func(d *Document) { UniqueTerms(Tokenize(d, TokenOptions{})) })
+}
+
+func BenchmarkCorpusUniqueTermsOf(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	runDocs(b, msgs, total, func(d *Document) { UniqueTermsOf(d, TokenOptions{}) })
+}
+
+func BenchmarkCorpusParseTokenize(b *testing.B) {
+	msgs, total := loadCorpus(b)
+	runRaw(b, msgs, total, parseTokenize)
+}
+
+func parseTokenize(m []byte) { UniqueTerms(Tokenize(Parse(m, Options{}), TokenOptions{})) }
 
 // BenchmarkHTML measures visible-text extraction of the HTML sample body.
 func BenchmarkHTML(b *testing.B) {
@@ -106,20 +145,3 @@ before the first weekend of April.</p><p>Our annual plant sale takes place on Ma
 in the parking lot behind the library. Members receive a discount on perennials.</p>
 <ul><li>Pruning fruit trees</li><li>Growing tomatoes on a balcony</li></ul>
 </td></tr></table></body></html>`
-
-// BenchmarkUniqueTermsOf is BenchmarkTokenize's work (the sorted unique
-// terms of a parsed document) through UniqueTermsOf.
-func BenchmarkUniqueTermsOf(b *testing.B) {
-	msgs, total := benchMix(b)
-	docs := make([]*Document, len(msgs))
-	for i, m := range msgs {
-		docs[i] = Parse(m, Options{})
-	}
-	b.SetBytes(int64(total / len(msgs)))
-	b.ReportAllocs()
-	m := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		UniqueTermsOf(docs[i%len(docs)], TokenOptions{})
-	}
-	m.stop(b)
-}
