@@ -410,22 +410,12 @@ func newCampaignsDeleteCmd(gf *globalFlags) *cobra.Command {
 		Short: "Delete campaigns and every signature pointing at them",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer be.Close()
-			for _, id := range ids {
+			return eachCampaign(cmd, gf, &af, args, func(be backend, id campaign.CampaignID) (string, error) {
 				if err := be.Delete(cmd.Context(), id); err != nil {
-					return err
+					return "", err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "campaign %d deleted\n", id)
-			}
-			return nil
+				return "deleted", nil
+			})
 		},
 	}
 	af.register(cmd)
@@ -442,28 +432,48 @@ func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
 		Short: "Never act on these campaigns again (--undo: act on them again)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
-			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			defer be.Close()
-			for _, id := range ids {
+			return eachCampaign(cmd, gf, &af, args, func(be backend, id campaign.CampaignID) (string, error) {
 				s, err := be.Allow(cmd.Context(), id, undo)
 				if err != nil {
-					return err
+					return "", err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "campaign %d is now %s\n", id, s.State)
-			}
-			return nil
+				return "is now " + s.State, nil
+			})
 		},
 	}
 	af.register(cmd)
 	cmd.Flags().BoolVar(&undo, "undo", false, "make the campaigns active again")
 	return cmd
+}
+
+// eachCampaign applies do to every campaign named in args, going on past
+// failures: one line per campaign ("campaign 42 deleted", or the error on
+// standard error), and an error at the end when any failed.
+func eachCampaign(cmd *cobra.Command, gf *globalFlags, af *apiFlags, args []string,
+	do func(be backend, id campaign.CampaignID) (string, error)) error {
+	ids, err := parseIDs(args)
+	if err != nil {
+		return err
+	}
+	be, err := openBackend(cmd.Context(), gf, af, cmd.ErrOrStderr(), false)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	failed := 0
+	for _, id := range ids {
+		what, err := do(be, id)
+		if err != nil {
+			failed++
+			fmt.Fprintf(cmd.ErrOrStderr(), "nddmilter: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "campaign %d %s\n", id, what)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d campaigns failed (see above)", failed, len(ids))
+	}
+	return nil
 }
 
 func parseIDs(args []string) ([]campaign.CampaignID, error) {

@@ -131,8 +131,12 @@ func TestCLIReportCheckCampaigns(t *testing.T) {
 	if out, _, err := runCLI(t, "--store", st, "campaigns", "allow", "--undo", "1"); err != nil || !strings.Contains(out, "now active") {
 		t.Errorf("allow --undo: %v %s", err, out)
 	}
-	if out, _, err := runCLI(t, "--store", st, "campaigns", "delete", "1"); err != nil || !strings.Contains(out, "deleted") {
-		t.Errorf("delete: %v %s", err, out)
+	// An unknown id among several: the others are still done, and the
+	// command fails saying how many did not.
+	out, errOut, err := runCLI(t, "--store", st, "campaigns", "delete", "999", "1")
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 campaigns failed") ||
+		!strings.Contains(out, "campaign 1 deleted") || !strings.Contains(errOut, "campaign 999") {
+		t.Errorf("delete 999 1: %v\nstdout: %s\nstderr: %s", err, out, errOut)
 	}
 	if _, _, err := runCLI(t, "--store", st, "campaigns", "show", "1"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("show after delete: %v", err)
