@@ -215,7 +215,11 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 		hln, err := net.Listen("tcp", cfg.HTTP.Listen)
 		if err != nil {
 			ln.Close()
-			return fmt.Errorf("listen http %s: %w", cfg.HTTP.Listen, err)
+			hint := ""
+			if errors.Is(err, syscall.EADDRINUSE) {
+				hint = " (another process listens there — a running nddmilter? Stop it, or set http.listen / --http, \"off\" to disable)"
+			}
+			return fmt.Errorf("listen http %s: %w%s", cfg.HTTP.Listen, err, hint)
 		}
 		// Tell the CLI where the API of this store's daemon is.
 		addrFile := filepath.Join(cfg.Store.Dir, apiAddressFile)

@@ -446,7 +446,7 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := splitHostPort(c.HTTP.Listen); err != nil {
-			return bad("http.listen", "%v", err)
+			return bad("http.listen", "%v (or \"\" to disable the HTTP listener: no API, no /metrics)", err)
 		}
 	}
 	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {

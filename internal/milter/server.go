@@ -360,7 +360,7 @@ func ListenSocket(network, addr string, so SocketOptions) (net.Listener, error) 
 		}
 		ln, err := net.Listen("unix", addr)
 		if err != nil {
-			return nil, fmt.Errorf("listen unix:%s: %w", addr, err)
+			return nil, fmt.Errorf("listen unix:%s: %w%s", addr, err, listenHint(err))
 		}
 		if err := os.Chmod(addr, mode); err != nil {
 			ln.Close()
@@ -376,9 +376,22 @@ func ListenSocket(network, addr string, so SocketOptions) (net.Listener, error) 
 	}
 	ln, err := net.Listen(network, addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s:%s: %w", network, addr, err)
+		return nil, fmt.Errorf("listen %s:%s: %w%s", network, addr, err, listenHint(err))
 	}
 	return ln, nil
+}
+
+// listenHint says what to do about the usual reasons a listen fails.
+func listenHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return " (another process listens there — a running nddmilter? Stop it, or choose another address with milter.listen or --listen)"
+	case errors.Is(err, syscall.ENOENT):
+		return " (the socket's directory does not exist: create it, owned by nddmilter's user)"
+	case errors.Is(err, syscall.EACCES):
+		return " (no permission to create the socket there: check the directory's owner and mode)"
+	}
+	return ""
 }
 
 // lookupGroup returns the id of a group given by name or number.
