@@ -502,6 +502,9 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 	slices.Sort(acts)
 	fmt.Fprintf(out, "actions         %s; campaign copies acted on %d/%d, legitimate acted on %d/%d\n",
 		strings.Join(acts, ", "), caught, spamCount, falsePos, f.messages-spamCount)
+	if f.addr != "" && caught == 0 && spamCount > 0 {
+		fmt.Fprintln(out, "note            no campaign copy was acted on: the daemon's store does not hold the benchmark's campaigns (run the daemon on a store built by bench milter --dir DIR)")
+	}
 	for _, a := range []string{"tag", "quarantine"} {
 		if v, ok := samples[a]; ok {
 			fmt.Fprintf(out, "sample %-10s X-NDD-Verdict: %s\n", a, v)
