@@ -1,8 +1,14 @@
 package cputime
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestMonotonic(t *testing.T) {
+	// Thread reads the calling OS thread's clock: stay on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p0, t0 := Process(), Thread()
 	x := 0
 	for i := range 20_000_000 {
