@@ -1,0 +1,308 @@
+package campaign
+
+// Regression tests for campaign-merge poisoning (docs/SECURITY.md, "What
+// one reporter can do"): one account crafting reports must not make
+// another campaign's reporters count for a message it did not report, nor
+// undo an administrator's decision. They use the engine as the daemon
+// does: New, Report, Check/Evaluate and SetState over a real Badger store.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// legitTexts are legitimate bulk mail: newsletters and notices a single
+// account might try to get rejected for everyone.
+var legitTexts = []struct{ subject, body string }{
+	{
+		"Riverside Gardening Club newsletter: November",
+		`Welcome to the November issue of the Riverside Gardening Club newsletter. The autumn plant swap in the community hall was our busiest yet, with more than sixty members trading cuttings, bulbs and seedlings.
+
+Our next monthly meeting takes place on the second Thursday at seven in the evening. Margaret will talk about pruning roses and fruit trees before the first frosts, and there will be tea and homemade cake afterwards.
+
+The allotment committee reminds plot holders that the water supply will be switched off at the end of the month to protect the pipes. Please collect your tools from the shared shed before the locks are changed.
+
+Membership renewals for next year are now open. The annual fee remains unchanged and includes the seed catalogue discount, the spring coach trip to the botanical gardens and access to the lending library of gardening books.`,
+	},
+	{
+		"Northfield Library: events and opening hours this winter",
+		`The Northfield public library announces its programme of events for the winter season. Story time for toddlers continues every Tuesday and Friday morning in the children's corner on the ground floor.
+
+A series of evening lectures on local history begins next month, starting with the construction of the canal and the old textile mills along the river. Admission is free but places are limited, so please reserve at the front desk.
+
+During the holidays the library will close early on the twenty fourth and remain closed on the twenty fifth and twenty sixth. Books may still be returned through the drop box next to the main entrance at any time.
+
+Volunteers are needed to help with the reading programme for adults learning English. Training is provided, and a commitment of two hours each week is all we ask of our helpers.`,
+	},
+	{
+		"Hillcrest Primary School parents bulletin",
+		`Dear parents and guardians, thank you for attending the harvest assembly last week. The children collected over two hundred tins and packets for the food bank, which the volunteers delivered on Saturday.
+
+Parent teacher consultations will take place in the week after half term. An appointment letter with available times will come home in book bags, and you can also book a slot through the school office.
+
+Please remember that the playground gates open at eight forty five and that children should bring a named water bottle and a warm coat every day now that the weather is turning colder.
+
+The winter concert rehearsals start on Monday. Year four pupils will need a plain white shirt and dark trousers or skirt for the performance, which will be held in the church hall on the last Wednesday of term.`,
+	},
+	{
+		"Community orchestra: rehearsal schedule and concert tickets",
+		`The community orchestra will rehearse every Wednesday evening in the assembly rooms until the spring concert. Section leaders ask all players to practise the slow movement of the symphony carefully before the next session.
+
+Tickets for the concert are now on sale at the music shop on the high street and at the door on the evening. Children under twelve are admitted free when accompanied by an adult.
+
+We are still looking for a second bassoon and two violas. Anyone who plays and would like to join us is welcome to come along to a rehearsal and meet the conductor during the interval.
+
+Thanks to a grant from the arts council we have been able to repair the timpani and buy new music stands, which will make the rehearsals in the cold hall a little more comfortable.`,
+	},
+}
+
+func legitMessage(i int) []byte {
+	c := legitTexts[i%len(legitTexts)]
+	return spamgen.NewMessage(c.subject, c.body, false)
+}
+
+// bodyOf returns the body text of campaign (spam i >= 0) or legit text
+// (i < 0: legitTexts[-i-1]).
+func bodyOf(i int) (subject, body string) {
+	if i < 0 {
+		c := legitTexts[(-i-1)%len(legitTexts)]
+		return c.subject, c.body
+	}
+	c := campaignTexts[i%len(campaignTexts)]
+	return c.subject, c.body
+}
+
+// concat builds a message with fresh headers whose body is the bodies of
+// the given texts, one after the other (what the issue's attacker sends).
+func concat(subject string, texts ...int) []byte {
+	var parts []string
+	for _, i := range texts {
+		_, b := bodyOf(i)
+		parts = append(parts, b)
+	}
+	return spamgen.NewMessage(subject, strings.Join(parts, "\n\n"), false)
+}
+
+// bridge returns a crafted message with fresh headers made of the bodies
+// of spam campaign s and legit text l (repeated so that neither dominates
+// the ANDD weights) that matches both campaigns: the issue's attack.
+func (f *fixture) bridge(t testing.TB, subject string, s, l int) []byte {
+	t.Helper()
+	for seed := range uint64(40) {
+		for _, parts := range [][]int{{s, l, l}, {s, l}, {l, s, s}, {l, s}, {s, l, l, l}, {s, s, l, l, l}} {
+			m := concat(subject, parts...)
+			if seed > 0 {
+				var err error
+				m, err = spamgen.Mutate(m, spamgen.Options{Kinds: []spamgen.Kind{spamgen.Shuffle}, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v := f.evaluate(t, m); strings.Contains(v.Rule, "2 campaigns matched") {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no concatenation of texts %d and %d matches both campaigns", s, l)
+	return nil
+}
+
+// legitCopy is a lightly randomized copy of legit text i.
+func legitCopy(t testing.TB, i int, seed uint64) []byte {
+	t.Helper()
+	b, err := spamgen.Mutate(legitMessage(i), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: seed, Strength: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (f *fixture) evaluate(t testing.TB, raw []byte) Verdict {
+	t.Helper()
+	v, err := f.eng.Evaluate(f.ctx, raw)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	return v
+}
+
+// spamWithReporters reports n copies of spam campaign i by n distinct
+// honest users and returns its campaign.
+func (f *fixture) spamWithReporters(t testing.TB, i, n int, who string) store.CampaignID {
+	t.Helper()
+	var id store.CampaignID
+	for r := range n {
+		o := f.report(t, copyOf(t, i, uint64(1000*i+r+1)), store.KindSpam, fmt.Sprintf("%s-%d", who, r))
+		if id == 0 {
+			id = o.Campaign
+		} else if o.Campaign != id {
+			t.Fatalf("honest report %d of campaign %d landed in %d (want %d): %+v", r, i, o.Campaign, id, o)
+		}
+	}
+	if v := f.evaluate(t, copyOf(t, i, 77)); n >= 5 && v.Action != Reject {
+		t.Fatalf("setup: spam campaign %d with %d reporters: %+v", i, n, v)
+	}
+	return id
+}
+
+// Attack 1: a spam campaign reported by 5 users, a newsletter reported
+// once; one crafted report (the spam's body + the newsletter's body) must
+// not give the newsletter the spam's reporters.
+func TestPoisonNewsletterMerge(t *testing.T) {
+	for _, order := range []string{"spam first", "newsletter first"} {
+		t.Run(order, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			var s, n store.CampaignID
+			if order == "spam first" {
+				s = f.spamWithReporters(t, 0, 5, "user")
+				n = f.report(t, legitMessage(0), store.KindSpam, "mallory").Campaign
+			} else {
+				n = f.report(t, legitMessage(0), store.KindSpam, "mallory").Campaign
+				s = f.spamWithReporters(t, 0, 5, "user")
+			}
+			if s == n || s == 0 || n == 0 {
+				t.Fatalf("setup: campaigns %d and %d", s, n)
+			}
+			o := f.report(t, f.bridge(t, "Re: hello", 0, -1), store.KindSpam, "mallory")
+			t.Logf("crafted report: %+v", o)
+			if len(o.Merged) > 0 {
+				t.Errorf("the crafted report merged %v into %d", o.Merged, o.Campaign)
+			}
+			v := f.check(t, legitCopy(t, 0, 5))
+			if v.Action > Tag {
+				t.Errorf("newsletter after the crafted report: %v (%s)", v.Action, v.Rule)
+			}
+			v = f.check(t, copyOf(t, 0, 6))
+			if v.Action != Reject {
+				t.Errorf("spam after the crafted report: %v (%s)", v.Action, v.Rule)
+			}
+		})
+	}
+}
+
+// Attack 2: one crafted report bridging a 5-reporter spam campaign and a
+// campaign an administrator allowed must neither accept the spam nor act
+// on the allowed campaign, whichever campaign is older.
+func TestPoisonAllowedMerge(t *testing.T) {
+	for _, order := range []string{"allowed older", "spam older"} {
+		t.Run(order, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			var s, a store.CampaignID
+			mkAllowed := func() store.CampaignID {
+				id := f.report(t, legitMessage(2), store.KindSpam, "someone").Campaign
+				if err := f.eng.SetState(f.ctx, id, store.StateAllowed); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			if order == "allowed older" {
+				a = mkAllowed()
+				s = f.spamWithReporters(t, 1, 5, "user")
+			} else {
+				s = f.spamWithReporters(t, 1, 5, "user")
+				a = mkAllowed()
+			}
+			o := f.report(t, f.bridge(t, "fwd", 1, -3), store.KindSpam, "mallory")
+			t.Logf("crafted report: %+v", o)
+			if len(o.Merged) > 0 {
+				t.Errorf("the crafted report merged %v into %d", o.Merged, o.Campaign)
+			}
+			if v := f.check(t, copyOf(t, 1, 9)); v.Action != Reject || v.Campaign != s {
+				t.Errorf("spam after the crafted report: %v campaign %d (want reject, %d): %s", v.Action, v.Campaign, s, v.Rule)
+			}
+			if v := f.check(t, legitCopy(t, 2, 9)); v.Action != Accept {
+				t.Errorf("allowed newsletter after the crafted report: %v (%s)", v.Action, v.Rule)
+			}
+			for _, id := range []store.CampaignID{s, a} {
+				c, err := f.st.Get(f.ctx, id)
+				if err != nil {
+					t.Fatalf("campaign %d: %v", id, err)
+				}
+				want := store.StateActive
+				if id == a {
+					want = store.StateAllowed
+				}
+				if c.State != want {
+					t.Errorf("campaign %d state %d, want %d", id, c.State, want)
+				}
+			}
+		})
+	}
+}
+
+// Attack 3: three planted accounts bridge a 20-reporter spam campaign and
+// an older revoked campaign: the spam must stay rejected, the revoked
+// campaign accepted.
+func TestPoisonRevokedMerge(t *testing.T) {
+	f := newFixture(t, Options{})
+	r := f.report(t, legitMessage(0), store.KindSpam, "confused").Campaign
+	for _, u := range []string{"parent1", "parent2"} {
+		f.report(t, legitCopy(t, 0, 3), store.KindHam, u)
+	}
+	if c, err := f.st.Get(f.ctx, r); err != nil || c.State != store.StateRevoked {
+		t.Fatalf("setup: campaign %d not revoked: %+v %v", r, c, err)
+	}
+	s := f.spamWithReporters(t, 2, 20, "user")
+	x := f.bridge(t, "note", 2, -1)
+	for i := range 3 {
+		o := f.report(t, x, store.KindSpam, fmt.Sprintf("planted-%d", i))
+		t.Logf("crafted report %d: %+v", i, o)
+		if len(o.Merged) > 0 {
+			t.Errorf("crafted report %d merged %v into %d", i, o.Merged, o.Campaign)
+		}
+	}
+	if v := f.check(t, copyOf(t, 2, 11)); v.Action != Reject || v.Campaign != s {
+		t.Errorf("spam after the crafted reports: %v campaign %d (want reject, %d): %s", v.Action, v.Campaign, s, v.Rule)
+	}
+	if v := f.check(t, legitCopy(t, 0, 11)); v.Action != Accept {
+		t.Errorf("revoked campaign after the crafted reports: %v (%s)", v.Action, v.Rule)
+	}
+	if c, err := f.st.Get(f.ctx, r); err != nil || c.State != store.StateRevoked {
+		t.Errorf("campaign %d no longer revoked: %+v %v", r, c, err)
+	}
+}
+
+// lexiconWords splits the words of text into those that are in the
+// I-Match lexicons (primary or secondary) and the others.
+func (f *fixture) lexiconWords(text string) (in, out []string) {
+	toks := mime.Analyze(&mime.Document{Text: text}, f.eng.opts.Tokens).Sorted
+	for _, w := range toks {
+		if p, s := f.eng.imatch.Class(w); p || s {
+			in = append(in, w)
+		} else {
+			out = append(out, w)
+		}
+	}
+	return in, out
+}
+
+// smuggle builds a message whose I-Match words are those of legit text
+// target and whose other words are those of spam campaign carrier: its
+// I-Match signatures are (mostly) the target's, its ANDD sketch leans to
+// the carrier.
+func (f *fixture) smuggle(target, carrier int) []byte {
+	_, tb := bodyOf(target)
+	_, cb := bodyOf(carrier)
+	in, _ := f.lexiconWords(tb)
+	_, out := f.lexiconWords(cb)
+	words := append(append([]string{}, in...), out...)
+	rng := rand.New(rand.NewPCG(uint64(target+10), uint64(carrier+10)))
+	rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
+	return spamgen.NewMessage("hi", strings.Join(words, " "), false)
+}
+
+
+func cosOf(a, b *signed) float64 {
+	if !a.hasSketch || !b.hasSketch {
+		return -1
+	}
+	return andd.Cosine(a.sketch, b.sketch)
+}
+
