@@ -298,11 +298,9 @@ func (f *fixture) smuggle(target, carrier int) []byte {
 	return spamgen.NewMessage("hi", strings.Join(words, " "), false)
 }
 
-
 func cosOf(a, b *signed) float64 {
 	if !a.hasSketch || !b.hasSketch {
 		return -1
 	}
 	return andd.Cosine(a.sketch, b.sketch)
 }
-
