@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
@@ -127,35 +128,67 @@ func (e *Engine) applyPrepared(ctx context.Context, preps []*preparedReport, err
 // dropUnverifiedInBatch removes from each report the band keys it shares
 // with an earlier report of the batch whose sketch it does not verify, so
 // that the store does not join them through an unverified LSH collision.
+// It also holds links within the batch to the merge rule (merge.go): a
+// report that matched no stored campaign and is linked to earlier reports
+// of the batch through band keys only (an ANDD-only match) only counts on
+// the campaign of such a report, as it would if that campaign were
+// already stored; one linked through I-Match keys keeps only the band
+// keys it shares with reports it shares I-Match keys with, so that the
+// store joins one of those.
 func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
-	if e.andd == nil {
-		return
-	}
-	owners := map[string][]int{} // band key → earlier reports with it
+	owners := map[string][]int{}   // band key → earlier reports with it
+	imOwners := map[string][]int{} // I-Match key → earlier reports with it
 	for i, p := range preps {
-		if p.skip || !p.hasSk {
+		if p.skip {
 			continue
 		}
+		var imLinked []int
+		for _, k := range p.in.Keys[:p.nIM] {
+			for _, j := range imOwners[string(k)] {
+				if !slices.Contains(imLinked, j) {
+					imLinked = append(imLinked, j)
+				}
+			}
+		}
 		keep := p.in.Keys[:p.nIM:p.nIM]
+		var linked [][]byte // kept band keys of earlier reports
 		for _, k := range p.in.Keys[p.nIM:] {
 			ok := true
 			for _, j := range owners[string(k)] {
-				if !e.batchJoinOK(preps[j], p) {
+				if e.andd == nil || !p.hasSk || !e.batchJoinOK(preps[j], p) ||
+					(len(imLinked) > 0 && !slices.Contains(imLinked, j)) {
 					ok = false
 					break
 				}
 			}
 			if ok {
 				keep = append(keep, k)
-			}
-			if p.in.Index {
-				owners[string(k)] = append(owners[string(k)], i)
+				if len(owners[string(k)]) > 0 {
+					linked = append(linked, k)
+				}
 			}
 		}
 		p.in.Keys = keep
-		if len(keep) == 0 && len(p.in.Join) == 0 && len(p.matched) == 0 {
+		if p.in.Target == 0 && len(imLinked) == 0 && len(linked) > 0 {
+			// ANDD-only within the batch: a vote on the campaign of the
+			// earlier report, found through the shared band keys.
+			p.in.Keys, p.in.Sketch = linked, nil
+			p.in.Create, p.in.Index = false, false
+			p.nIM = 0
+			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}
+		}
+		if len(p.in.Keys) == 0 && p.in.Target == 0 && len(p.matched) == 0 {
 			p.out.Skipped = "no usable signature (no I-Match signature; its ANDD band keys belong to other, dissimilar reports of the batch)"
 			p.skip = true
+			continue
+		}
+		if p.in.Index {
+			for _, k := range p.in.Keys[:p.nIM] {
+				imOwners[string(k)] = append(imOwners[string(k)], i)
+			}
+			for _, k := range p.in.Keys[p.nIM:] {
+				owners[string(k)] = append(owners[string(k)], i)
+			}
 		}
 	}
 }

@@ -514,6 +514,8 @@ type preparedReport struct {
 	hasSk   bool
 	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
 	matched []store.CampaignID
+	// plan is what the merge rule allows the report (merge.go).
+	plan reportPlan
 	// body is the sketch without the mailing-list footer, when the
 	// message has one (batch.go holds ANDD joins within a batch to the
 	// rule confirmANDD applies against the store).

@@ -312,12 +312,6 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 	}
 	for _, c := range matched {
 		p.matched = append(p.matched, c.rec.rec.ID)
-		for _, ev := range c.evidence {
-			if ev.Family == FamilyANDD {
-				p.in.Join = append(p.in.Join, c.rec.rec.ID)
-				break
-			}
-		}
 	}
 	p.out.Joined = p.matched
 	if kind == store.KindSpam {
@@ -325,6 +319,7 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 		p.in.Sketch = s.sketchRaw
 		p.in.Subject, p.in.From = s.doc.Subject, s.doc.From
 	}
+	e.applyPlan(p, planReport(mergeCandidates(matched), e.threshold))
 	p.sketch, p.hasSk = s.sketch, s.hasSketch
 	if s.footerAt >= 0 {
 		p.body = e.body(s)

@@ -9,10 +9,12 @@ package campaign
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
@@ -303,4 +305,76 @@ func cosOf(a, b *signed) float64 {
 		return -1
 	}
 	return andd.Cosine(a.sketch, b.sketch)
+}
+
+// mergeTrio returns three short messages (no ANDD sketch: fewer than
+// Options.ANDDMinTerms words) such that a and b share no I-Match
+// signature, and c shares one with each: reported in that order, a and b
+// start two campaigns and c merges them (both without sketches, both
+// matched through I-Match: the merge rule allows it).
+func mergeTrio(t testing.TB) (a, b, c []byte) {
+	t.Helper()
+	lex, _ := resources(t)
+	sg, err := imatchbag.NewSigner(lex, imatchbag.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := sg.Options().K
+	absent := func(w string) (n, bag int) {
+		for i := 0; i <= k; i++ {
+			if !sg.InBag(w, i) {
+				n, bag = n+1, i
+			}
+		}
+		return n, bag
+	}
+	byBag := map[int]string{} // a word absent from that bag only
+	for _, w := range lex.Primary() {
+		if n, bag := absent(w); n == 1 && bag != 0 && byBag[bag] == "" && len(w) >= 5 &&
+			!strings.ContainsAny(w, "0123456789") {
+			byBag[bag] = w
+		}
+	}
+	var bi, bj int
+	for bag := range byBag {
+		if bi == 0 || bag < bi {
+			bi, bj = bag, bi
+		} else if bj == 0 || bag < bj {
+			bj = bag
+		}
+	}
+	wa, wb := byBag[bi], byBag[bj]
+	// Eight words of both bags: a's and b's signatures in them exist.
+	var common []string
+	for _, w := range lex.Primary() {
+		if len(common) < 8 && w != wa && w != wb && sg.InBag(w, bi) && sg.InBag(w, bj) &&
+			len(w) >= 5 && !strings.ContainsAny(w, "0123456789") {
+			common = append(common, w)
+		}
+	}
+	if len(common) < 8 || wa == "" || wb == "" {
+		t.Fatalf("lexicon: %d words in bags %d and %d, words absent from one bag %v", len(common), bi, bj, byBag)
+	}
+	msg := func(extra ...string) []byte {
+		words := append(slices.Clone(common[1:]), extra...)
+		return spamgen.NewMessage(common[0], strings.Join(words, " "), false)
+	}
+	return msg(wa), msg(wb), msg()
+}
+
+func TestEngineLegitMerge(t *testing.T) {
+	f := newFixture(t, Options{})
+	a, b, c := mergeTrio(t)
+	oa := f.report(t, a, store.KindSpam, "r1")
+	ob := f.report(t, b, store.KindSpam, "r2")
+	if !oa.Created || !ob.Created {
+		t.Fatalf("a and b must start two campaigns: %+v %+v", oa, ob)
+	}
+	oc := f.report(t, c, store.KindSpam, "r3")
+	if oc.Campaign != oa.Campaign || !slices.Equal(oc.Merged, []store.CampaignID{ob.Campaign}) {
+		t.Fatalf("c must merge %d into %d: %+v", ob.Campaign, oa.Campaign, oc)
+	}
+	if c, err := f.st.Get(f.ctx, oa.Campaign); err != nil || c.SpamReporters != 3 {
+		t.Errorf("merged campaign: %+v %v", c, err)
+	}
 }
