@@ -128,13 +128,15 @@ func (e *Engine) applyPrepared(ctx context.Context, preps []*preparedReport, err
 // dropUnverifiedInBatch removes from each report the band keys it shares
 // with an earlier report of the batch whose sketch it does not verify, so
 // that the store does not join them through an unverified LSH collision.
-// It also holds links within the batch to the merge rule (merge.go): a
-// report that matched no stored campaign and is linked to earlier reports
-// of the batch through band keys only (an ANDD-only match) only counts on
-// the campaign of such a report, as it would if that campaign were
-// already stored; one linked through I-Match keys keeps only the band
-// keys it shares with reports it shares I-Match keys with, so that the
-// store joins one of those.
+// It also holds links within the batch to the merge rule (merge.go), as
+// if the earlier reports' campaigns were already stored: a report that
+// matched no stored campaign and is linked to earlier reports of the
+// batch through band keys only (an ANDD-only match) starts a campaign of
+// its own when it has I-Match signatures (those band keys are dropped)
+// and otherwise only counts on the campaign of such a report; one linked
+// through I-Match keys keeps only the band keys it shares with reports it
+// shares I-Match keys with, so that the store joins one of those. Links
+// within a batch never merge campaigns.
 func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 	owners := map[string][]int{}   // band key → earlier reports with it
 	imOwners := map[string][]int{} // I-Match key → earlier reports with it
@@ -169,9 +171,24 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			}
 		}
 		p.in.Keys = keep
-		if p.in.Target == 0 && len(imLinked) == 0 && len(linked) > 0 {
-			// ANDD-only within the batch: a vote on the campaign of the
-			// earlier report, found through the shared band keys.
+		switch {
+		case p.in.Target != 0 || len(imLinked) > 0 || len(linked) == 0:
+		case p.in.Kind == store.KindSpam && p.nIM > 0:
+			// ANDD-only within the batch, with I-Match signatures: a
+			// campaign of its own, as planReport decides against the
+			// store.
+			keep = p.in.Keys[:p.nIM:p.nIM]
+			for _, k := range p.in.Keys[p.nIM:] {
+				if len(owners[string(k)]) == 0 {
+					keep = append(keep, k)
+				}
+			}
+			p.in.Keys = keep
+			p.plan = reportPlan{Apart: true, Why: voteANDDOnly}
+		default:
+			// ANDD-only within the batch, no I-Match signature: a vote on
+			// the campaign of the earlier report, found through the
+			// shared band keys.
 			p.in.Keys, p.in.Sketch = linked, nil
 			p.in.Create, p.in.Index = false, false
 			p.nIM = 0

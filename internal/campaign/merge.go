@@ -44,7 +44,11 @@ type reportPlan struct {
 	// VoteOnly says that the report only counts on Target: it adds
 	// neither its signature keys nor its sketch, and merges nothing.
 	VoteOnly bool
-	// Why says why the report is VoteOnly ("" otherwise).
+	// Apart says that the report matched through ANDD only and starts a
+	// campaign of its own (Target is 0) with its own signatures, leaving
+	// the band keys of the campaigns it matched with them.
+	Apart bool
+	// Why says why the report is VoteOnly or Apart ("" otherwise).
 	Why string
 }
 
@@ -52,6 +56,7 @@ type reportPlan struct {
 const (
 	voteAmbiguous = "it also matched campaigns that may not be merged with it"
 	voteANDDOnly  = "it matched through ANDD only"
+
 	voteNotActive = "the campaign is allowed by an administrator or revoked"
 )
 
@@ -70,16 +75,22 @@ const (
 //     it bridges campaigns that are not one campaign, and whatever it
 //     added to Target could bridge them later. It only counts as a vote
 //     on Target.
-//   - A report that matched Target through ANDD only counts as a vote:
-//     its I-Match signatures would otherwise give exact-match evidence,
-//     backed by Target's reporters, to messages none of them reported
-//     (a crafted report can carry another message's I-Match words and a
-//     spam's heavily weighted words), and its sketch would let messages
-//     ever further from the campaign join it.
+//   - A report that matched Target through ANDD only is not added to it:
+//     its I-Match signatures would give exact-match evidence, backed by
+//     Target's reporters, to messages none of them reported (a crafted
+//     report can carry another message's I-Match words and a spam's
+//     heavily weighted words), and its sketch would let messages ever
+//     further from the campaign join it. When it has I-Match signatures
+//     of its own (apart is set: a spam report that has them), it starts a
+//     campaign of its own: later copies of it join that one through
+//     I-Match, so that the honest reports of a new spam are not captured,
+//     as mere votes, by a campaign one account seeded with a message near
+//     it. Otherwise (no I-Match signature, or a not-spam report) it only
+//     counts as a vote on Target.
 //   - A report on a campaign that is allowed or revoked only counts as a
 //     vote: an administrator's decision or a revocation is never spread to
 //     new signatures nor changed by a report.
-func planReport(cands []mergeCandidate, threshold float64) reportPlan {
+func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPlan {
 	if len(cands) == 0 {
 		return reportPlan{}
 	}
@@ -99,6 +110,8 @@ func planReport(cands []mergeCandidate, threshold float64) reportPlan {
 	case target.State != store.StateActive:
 		plan.VoteOnly, plan.Why = true, voteNotActive
 		return plan
+	case target.IMatch == 0 && apart:
+		return reportPlan{Apart: true, Why: voteANDDOnly}
 	case target.IMatch == 0:
 		plan.VoteOnly, plan.Why = true, voteANDDOnly
 		return plan
@@ -162,10 +175,27 @@ func mergeCandidates(matched []*candidate) []mergeCandidate {
 // applyPlan makes the store input of a prepared report follow its plan:
 // the store joins plan.Target, merges only plan.Merge, and leaves keys
 // owned by other campaigns with their owner (store.ReportInput.Vetted).
-func (e *Engine) applyPlan(p *preparedReport, plan reportPlan) {
+func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candidate) {
 	p.in.Vetted, p.in.Target, p.in.MayMerge = true, plan.Target, plan.Merge
 	p.plan = plan
-	if plan.VoteOnly {
+	switch {
+	case plan.Apart:
+		// The band keys that found the campaigns it matched stay theirs,
+		// so that the store does not join one of them.
+		owned := map[string]bool{}
+		for _, c := range matched {
+			for _, k := range c.bandKeys {
+				owned[string(k)] = true
+			}
+		}
+		keys := p.in.Keys[:p.nIM:p.nIM]
+		for _, k := range p.in.Keys[p.nIM:] {
+			if !owned[string(k)] {
+				keys = append(keys, k)
+			}
+		}
+		p.in.Keys = keys
+	case plan.VoteOnly:
 		p.in.Keys, p.in.Sketch = nil, nil
 		p.in.Create, p.in.Index = false, false
 		p.nIM = 0

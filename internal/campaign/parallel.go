@@ -319,7 +319,8 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 		p.in.Sketch = s.sketchRaw
 		p.in.Subject, p.in.From = s.doc.Subject, s.doc.From
 	}
-	e.applyPlan(p, planReport(mergeCandidates(matched), e.threshold))
+	apart := kind == store.KindSpam && p.nIM > 0
+	e.applyPlan(p, planReport(mergeCandidates(matched), e.threshold, apart), matched)
 	p.sketch, p.hasSk = s.sketch, s.hasSketch
 	if s.footerAt >= 0 {
 		p.body = e.body(s)

@@ -378,3 +378,189 @@ func TestEngineLegitMerge(t *testing.T) {
 		t.Errorf("merged campaign: %+v %v", c, err)
 	}
 }
+
+// lateSpam is a spam campaign that honest users report only after the
+// attacker's reports (the attacker may be its sender and know it first).
+var lateSpam = struct{ subject, body string }{
+	"Limited time: earn thousands from home with crypto trading signals",
+	`Join the exclusive trading club that turned ordinary people into confident investors. Our automated signals tell you exactly when to buy and sell the most profitable cryptocurrencies, with no experience required.
+
+Members report average weekly profits of several thousand dollars from just twenty minutes a day on their phone. The platform handles every trade for you while you sleep, travel or spend time with your family.
+
+Registration is free for the next forty eight hours only. After that, membership closes and the waiting list reopens next year. Secure your place now and claim the welcome bonus credited to your trading wallet.
+
+Warning: this opportunity is not available in every country and places are strictly limited. Click the registration link below and start earning before your neighbours discover the secret.`,
+}
+
+// TestPoisonOneReporter is the property of issue 11: whatever sequence
+// of reports one account sends (copies of campaigns and of legitimate
+// mail, concatenations of two or three bodies, bodies mixed with another
+// text's words, one text's I-Match words with another's other words,
+// not-spam reports, repeats), it counts as at most one reporter on any
+// message: a legitimate message that h honest users reported gets at most
+// the action of a campaign with h+1 spam reporters (at most tag here),
+// spam that honest users reported keeps at least the action of its
+// campaign with one not-spam reporter more, and campaigns an
+// administrator allowed or that were revoked are still accepted.
+func TestPoisonOneReporter(t *testing.T) {
+	const seeds, ops = 6, 16
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			poisonRun(t, seed, ops)
+		})
+	}
+}
+
+func poisonRun(t *testing.T, seed uint64, ops int) {
+	f := newFixture(t, Options{})
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	late := func() []byte { return spamgen.NewMessage(lateSpam.subject, lateSpam.body, false) }
+	// Honest state: three spam campaigns with 5 reporters each; legit 0
+	// never reported, legit 1 reported once, legit 2 allowed, legit 3
+	// revoked.
+	spam := make([]store.CampaignID, len(campaignTexts))
+	for i := range spam {
+		spam[i] = f.spamWithReporters(t, i, 5, fmt.Sprint("user", i))
+	}
+	f.report(t, legitMessage(1), store.KindSpam, "clumsy")
+	allowed := f.report(t, legitMessage(2), store.KindSpam, "clumsy").Campaign
+	if err := f.eng.SetState(f.ctx, allowed, store.StateAllowed); err != nil {
+		t.Fatal(err)
+	}
+	revoked := f.report(t, legitMessage(3), store.KindSpam, "clumsy2").Campaign
+	for _, u := range []string{"reader1", "reader2"} {
+		f.report(t, legitCopy(t, 3, 1), store.KindHam, u)
+	}
+	honest := map[int]int{-1: 0, -2: 1} // legit text → honest spam reporters
+
+	// The attacker's texts: the spam campaigns (0..2), the late spam (3)
+	// and the legitimate texts (-1..-4).
+	text := func(i int) (subject, body string) {
+		if i == len(campaignTexts) {
+			return lateSpam.subject, lateSpam.body
+		}
+		return bodyOf(i)
+	}
+	pick := func() int { return rng.IntN(len(campaignTexts)+1+len(legitTexts)) - len(legitTexts) }
+	mutate := func(raw []byte, o spamgen.Options) []byte {
+		b, err := spamgen.Mutate(raw, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	base := func(i int) []byte {
+		s, b := text(i)
+		return spamgen.NewMessage(s, b, false)
+	}
+	var sent [][]byte
+	var log []string
+	for range ops {
+		var msg []byte
+		kind := store.KindSpam
+		switch op := rng.IntN(9); {
+		case op >= 7: // a concatenation crafted to match two campaigns
+			i, j := pick(), pick()
+			_, bi := text(i)
+			_, bj := text(j)
+			for try := range 12 {
+				parts := []string{bi, bj, bj}
+				if try%2 == 1 {
+					parts = []string{bj, bi, bi}
+				}
+				msg = mutate(spamgen.NewMessage(fmt.Sprint("re: ", rng.IntN(1000)), strings.Join(parts, "\n\n"), false),
+					spamgen.Options{Kinds: []spamgen.Kind{spamgen.Shuffle}, Seed: rng.Uint64()})
+				if strings.Contains(f.evaluate(t, msg).Rule, "campaigns matched") {
+					break
+				}
+			}
+			log = append(log, fmt.Sprintf("bridge(%d,%d)", i, j))
+		case op == 0: // a copy of a campaign or of legitimate mail
+			i := pick()
+			msg = mutate(base(i), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Combo}, Seed: rng.Uint64(), Strength: 0.05 + 0.3*rng.Float64()})
+			log = append(log, fmt.Sprintf("copy(%d)", i))
+		case op == 1 || op == 2: // two or three bodies, in any order
+			n := 2 + rng.IntN(2)
+			var parts []string
+			var ids []int
+			for range n {
+				i := pick()
+				_, b := text(i)
+				for range 1 + rng.IntN(2) {
+					parts = append(parts, b)
+				}
+				ids = append(ids, i)
+			}
+			rng.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
+			msg = spamgen.NewMessage(fmt.Sprint("re: ", rng.IntN(1000)), strings.Join(parts, "\n\n"), false)
+			log = append(log, fmt.Sprintf("concat%v", ids))
+		case op == 3: // a body mixed with another text's words
+			i, j := pick(), pick()
+			_, b := text(j)
+			msg = mutate(base(i), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Insert}, Seed: rng.Uint64(),
+				Strength: 0.3 + 0.6*rng.Float64(), Words: strings.Fields(b)})
+			log = append(log, fmt.Sprintf("mix(%d,%d)", i, j))
+		case op == 4: // one text's I-Match words, another's other words
+			i, j := pick(), pick()
+			_, bi := text(i)
+			_, bj := text(j)
+			in, _ := f.lexiconWords(bi)
+			_, out := f.lexiconWords(bj)
+			words := append(slices.Clone(in), out...)
+			rng.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
+			msg = spamgen.NewMessage("hello", strings.Join(words, " "), false)
+			log = append(log, fmt.Sprintf("smuggle(%d,%d)", i, j))
+		case op == 5: // not spam
+			i := pick()
+			msg, kind = mutate(base(i), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: rng.Uint64()}), store.KindHam
+			log = append(log, fmt.Sprintf("ham(%d)", i))
+		default: // again
+			if len(sent) == 0 {
+				continue
+			}
+			msg = sent[rng.IntN(len(sent))]
+			log = append(log, "repeat")
+		}
+		sent = append(sent, msg)
+		if _, err := f.eng.Report(f.ctx, msg, kind, "mallory"); err != nil {
+			t.Fatalf("report %v: %v", log, err)
+		}
+	}
+	// Honest users report the late spam after the attacker.
+	for r := range 5 {
+		f.report(t, mutate(late(), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: uint64(r + 1)}), store.KindSpam, fmt.Sprint("late", r))
+	}
+
+	pol := f.eng.Policy()
+	th := f.eng.ANDDThreshold()
+	upper := func(h int) Action {
+		return pol.Decide(&store.Campaign{SpamReporters: int64(h + 1)}, allBags(), th).Action
+	}
+	lower := pol.Decide(&store.Campaign{SpamReporters: 5, HamReporters: 1}, allBags(), th).Action
+	for c := range 3 {
+		cs := uint64(100 + c)
+		for l, h := range honest {
+			if v := f.evaluate(t, legitCopy(t, -l-1, cs)); v.Action > upper(h) {
+				t.Errorf("legit %d (%d honest reporters) after %v: %v > %v: %s", l, h, log, v.Action, upper(h), v.Rule)
+			}
+		}
+		for _, l := range []int{2, 3} {
+			if v := f.evaluate(t, legitCopy(t, l, cs)); v.Action != Accept {
+				t.Errorf("legit %d (allowed or revoked) after %v: %v: %s", l, log, v.Action, v.Rule)
+			}
+		}
+		for i := range spam {
+			if v := f.evaluate(t, copyOf(t, i, cs)); v.Action < lower {
+				t.Errorf("spam %d after %v: %v < %v: %s", i, log, v.Action, lower, v.Rule)
+			}
+		}
+		if v := f.evaluate(t, mutate(late(), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: cs})); v.Action < lower {
+			t.Errorf("late spam after %v: %v < %v: %s", log, v.Action, lower, v.Rule)
+		}
+	}
+	for id, want := range map[store.CampaignID]store.State{allowed: store.StateAllowed, revoked: store.StateRevoked} {
+		if c, err := f.st.Get(f.ctx, id); err != nil || c.State != want {
+			t.Errorf("campaign %d after %v: %+v %v, want state %d", id, log, c, err, want)
+		}
+	}
+}
