@@ -403,15 +403,19 @@ Warning: this opportunity is not available in every country and places are stric
 // campaign with one not-spam reporter more, and campaigns an
 // administrator allowed or that were revoked are still accepted.
 func TestPoisonOneReporter(t *testing.T) {
-	const seeds, ops = 6, 16
-	for seed := range uint64(seeds) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			poisonRun(t, seed, ops)
-		})
+	const seeds, ops = 5, 16
+	for _, batch := range []bool{false, true} {
+		for seed := range uint64(seeds) {
+			t.Run(fmt.Sprintf("batch=%v/seed%d", batch, seed), func(t *testing.T) {
+				poisonRun(t, seed, ops, batch)
+			})
+		}
 	}
 }
 
-func poisonRun(t *testing.T, seed uint64, ops int) {
+// poisonRun is one run of TestPoisonOneReporter; with batch, the
+// attacker's reports are applied in one ReportBatch.
+func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 	f := newFixture(t, Options{})
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	late := func() []byte { return spamgen.NewMessage(lateSpam.subject, lateSpam.body, false) }
@@ -455,6 +459,7 @@ func poisonRun(t *testing.T, seed uint64, ops int) {
 	}
 	var sent [][]byte
 	var log []string
+	var reqs []ReportRequest
 	for range ops {
 		var msg []byte
 		kind := store.KindSpam
@@ -522,8 +527,17 @@ func poisonRun(t *testing.T, seed uint64, ops int) {
 			log = append(log, "repeat")
 		}
 		sent = append(sent, msg)
+		reqs = append(reqs, ReportRequest{Raw: msg, Kind: kind, Reporter: "mallory"})
+		if batch {
+			continue
+		}
 		if _, err := f.eng.Report(f.ctx, msg, kind, "mallory"); err != nil {
 			t.Fatalf("report %v: %v", log, err)
+		}
+	}
+	if batch {
+		if _, err := f.eng.ReportBatch(f.ctx, reqs); err != nil {
+			t.Fatalf("report batch %v: %v", log, err)
 		}
 	}
 	// Honest users report the late spam after the attacker.
@@ -563,4 +577,65 @@ func poisonRun(t *testing.T, seed uint64, ops int) {
 			t.Errorf("campaign %d after %v: %+v %v, want state %d", id, log, c, err, want)
 		}
 	}
+}
+
+// One account seeds a campaign with a message made of a spam it is about
+// to send and a newsletter; the honest reports of the spam that follow
+// match it through ANDD only. They must start the spam's own campaign
+// (and reach reject), not become mere votes on the seeded one (the spam
+// would then only ever be tagged), and the newsletter stays at most
+// tagged.
+func TestPoisonSeededCampaign(t *testing.T) {
+	f := newFixture(t, Options{})
+	late := spamgen.NewMessage(lateSpam.subject, lateSpam.body, false)
+	copyLate := func(s uint64) []byte {
+		b, err := spamgen.Mutate(late, spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The attacker knows the model: he picks an order of the paragraphs
+	// whose sketch shares band keys with the spam's.
+	sl, _ := f.eng.sign(late)
+	var seed []byte
+	for try := range uint64(40) {
+		m, err := spamgen.Mutate(spamgen.NewMessage("hi", lateSpam.body+"\n\n"+legitTexts[0].body+"\n\n"+legitTexts[0].body, false),
+			spamgen.Options{Kinds: []spamgen.Kind{spamgen.Shuffle}, Seed: try})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, _ := f.eng.sign(m)
+		if cosOf(sm, sl) >= f.eng.ANDDThreshold() && sharesKey(sm.bandKeys, sl.bandKeys) {
+			seed = m
+			break
+		}
+	}
+	if seed == nil {
+		t.Fatal("no seed message found")
+	}
+	f.report(t, seed, store.KindSpam, "mallory")
+	if v := f.evaluate(t, copyLate(1)); v.Campaign == 0 {
+		t.Fatalf("setup: the spam does not match the seeded campaign: %+v", v)
+	}
+	for r := range 5 {
+		f.report(t, copyLate(uint64(10+r)), store.KindSpam, fmt.Sprint("user", r))
+	}
+	if v := f.check(t, copyLate(99)); v.Action != Reject {
+		t.Errorf("spam after 5 honest reports: %v (%s)", v.Action, v.Rule)
+	}
+	if v := f.check(t, legitCopy(t, 0, 3)); v.Action > Tag {
+		t.Errorf("newsletter: %v (%s)", v.Action, v.Rule)
+	}
+}
+
+func sharesKey(a, b [][]byte) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if string(x) == string(y) {
+				return true
+			}
+		}
+	}
+	return false
 }
