@@ -26,6 +26,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/milter"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
@@ -208,7 +209,7 @@ func legitimate(v *vocab, rng *mrand.Rand, i int) benchMsg {
 
 // benchStore builds (or reuses) the store: templates real campaigns
 // reported by five users each, then synthetic campaigns up to campaigns.
-func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templates [][]byte, out io.Writer) (*runtimeEnv, error) {
+func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templates [][]byte, out io.Writer) (*daemon.Runtime, error) {
 	cfg, err := loadConfig(gf)
 	if err != nil {
 		return nil, err
@@ -220,7 +221,7 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if _, err := os.Stat(filepath.Join(dir, "BENCH-COMPLETE")); err == nil {
 		cfg.Store.Dir = dir
-		rt, err := openRuntimeWith(cfg, log)
+		rt, err := daemon.OpenRuntime(cfg, log)
 		if err != nil {
 			return nil, err
 		}
@@ -240,12 +241,12 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 		return nil, fmt.Errorf("bench milter: %w", err)
 	}
 	cfg.Store.Dir = build
-	rt, err := openRuntimeWith(cfg, log)
+	rt, err := daemon.OpenRuntime(cfg, log)
 	if err != nil {
 		os.RemoveAll(build)
 		return nil, err
 	}
-	fail := func(err error) (*runtimeEnv, error) {
+	fail := func(err error) (*daemon.Runtime, error) {
 		rt.Close()
 		os.RemoveAll(build)
 		return nil, err
@@ -306,7 +307,7 @@ func benchStore(ctx context.Context, gf *globalFlags, f *benchMilterFlags, templ
 	}
 	fmt.Fprintf(out, "store           %s (built %d campaigns in %s)\n", dir, f.campaigns, time.Since(t0).Round(time.Second))
 	cfg.Store.Dir = dir
-	return openRuntimeWith(cfg, log)
+	return daemon.OpenRuntime(cfg, log)
 }
 
 func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, out io.Writer) error {
