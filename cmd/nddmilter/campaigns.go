@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
@@ -45,9 +46,6 @@ func (af *apiFlags) tokenOrEnv() string {
 // or a running daemon's API.
 type backend interface {
 	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
-	// ReportBatch reports many messages; on error it returns the outcomes
-	// of the messages reported before the failure.
-	ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
 	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
@@ -62,19 +60,6 @@ type localBackend struct{ rt *runtimeEnv }
 func (l localBackend) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
 	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
-}
-
-func (l localBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	reqs := make([]campaign.ReportRequest, len(raws))
-	for i, r := range raws {
-		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
-	}
-	res, err := l.rt.Engine.ReportBatch(ctx, reqs)
-	out := make([]api.Outcome, len(res))
-	for i, o := range res {
-		out[i] = api.NewOutcome(kind, o)
-	}
-	return out, err
 }
 
 func (l localBackend) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
@@ -128,18 +113,6 @@ func (l localBackend) Close() error { return l.rt.Close() }
 type remoteBackend struct{ *api.Client }
 
 func (remoteBackend) Close() error { return nil }
-
-func (r remoteBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	out := make([]api.Outcome, 0, len(raws))
-	for _, raw := range raws {
-		o, err := r.Report(ctx, raw, kind, reporter)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
 
 // isLockError tells whether opening the store failed because another
 // process (the daemon) holds Badger's directory lock.
@@ -298,8 +271,8 @@ func formatActions(m map[string]int64) string {
 		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool {
-		ai, _ := campaign.ParseAction(names[i])
-		aj, _ := campaign.ParseAction(names[j])
+		ai, _ := action.Parse(names[i])
+		aj, _ := action.Parse(names[j])
 		if ai != aj {
 			return ai > aj
 		}

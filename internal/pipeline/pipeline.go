@@ -27,6 +27,14 @@ import (
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
+// MimeOptions and TokenOptions are mime's, under the pipeline's name:
+// the campaign engine configures parsing through the pipeline without
+// importing mime.
+type (
+	MimeOptions  = mime.Options
+	TokenOptions = mime.TokenOptions
+)
+
 // Options configure a Pipeline. The zero value selects the defaults of each
 // package.
 type Options struct {
