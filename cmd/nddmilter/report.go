@@ -93,13 +93,14 @@ func (s *reportSummary) print(w io.Writer) {
 
 func newReportCmd(gf *globalFlags) *cobra.Command {
 	var (
-		af        apiFlags
-		reporter  string
-		notSpam   bool
-		filesFrom string
-		verbose   bool
-		asJSON    bool
-		batch     int
+		af         apiFlags
+		reporter   string
+		notSpam    bool
+		filesFrom  string
+		verbose    bool
+		asJSON     bool
+		batch      int
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "report [--reporter ID] [--not-spam] [--files-from FILE] PATH...",
@@ -168,6 +169,13 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 					return fmt.Errorf("report: nothing reported: %w", err)
 				}
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// Reports go to the store in batches: one transaction and one
 			// fsync for many reports (each report stays atomic).
 			sink := newReportSink(cmd.Context(), be, kind, reporter, max(batch, 1), onResult)
@@ -209,6 +217,7 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print one line per message")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&batch, "batch", 256, "reports applied per store transaction (bulk ingestion)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	return cmd
 }
 

@@ -459,11 +459,11 @@ func TestEngineTooShort(t *testing.T) {
 		"\x00\xff garbage",
 	} {
 		o := f.report(t, []byte(raw), store.KindSpam, "a")
-		if !strings.HasPrefix(o.Skipped, "too short for a signature (") || o.Campaign != 0 {
+		if !strings.HasPrefix(o.Skipped, "too short for a signature (") || o.Skip != SkipTooShort || o.Campaign != 0 {
 			t.Errorf("%q: %+v", raw, o)
 		}
 		v := f.check(t, []byte(raw))
-		if v.Action != action.Accept || !strings.Contains(v.Rule, "no signature") {
+		if v.Action != action.Accept || !strings.Contains(v.Rule, "no signature") || v.Skip == nil || v.Skip.Reason != SkipTooShort {
 			t.Errorf("%q: check %+v", raw, v)
 		}
 	}
