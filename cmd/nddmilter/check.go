@@ -39,7 +39,12 @@ func newCheckCmd(gf *globalFlags) *cobra.Command {
 		Long: `Check messages against the known campaigns: one line per message,
 "path action campaign score rule", or with --json one JSON object per line
 with path, action (accept|tag|quarantine|reject), campaign, score, rule,
-evidence (the matched signatures) and warnings.
+evidence (the matched signatures) and warnings, and the parts the rule is
+rendered from: decision (p, match, reputation and its factors, the
+threshold and cost that chose the action, the policy's caps), skip (why a
+message has no usable signature), cap, deferred, footer_note, footer_only
+and other_campaigns. Messages are checked --jobs at once; the output stays
+in input order.
 
 PATH is a message file, a directory (read recursively), an mbox, a Maildir,
 or - for standard input; --files-from FILE reads paths one per line. By
