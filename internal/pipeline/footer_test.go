@@ -94,4 +94,3 @@ func FuzzFooterStart(f *testing.F) {
 		withoutFooter(&mime.Document{Text: s, URLs: []string{s}, Hosts: []string{s}})
 	})
 }
-
