@@ -13,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -148,7 +150,7 @@ func (f *fixture) spamWithReporters(t testing.TB, i, n int, who string) store.Ca
 			t.Fatalf("honest report %d of campaign %d landed in %d (want %d): %+v", r, i, o.Campaign, id, o)
 		}
 	}
-	if v := f.evaluate(t, copyOf(t, i, 77)); n >= 5 && v.Action != Reject {
+	if v := f.evaluate(t, copyOf(t, i, 77)); n >= 5 && v.Action != action.Reject {
 		t.Fatalf("setup: spam campaign %d with %d reporters: %+v", i, n, v)
 	}
 	return id
@@ -178,11 +180,11 @@ func TestPoisonNewsletterMerge(t *testing.T) {
 				t.Errorf("the crafted report merged %v into %d", o.Merged, o.Campaign)
 			}
 			v := f.check(t, legitCopy(t, 0, 5))
-			if v.Action > Tag {
+			if v.Action > action.Tag {
 				t.Errorf("newsletter after the crafted report: %v (%s)", v.Action, v.Rule)
 			}
 			v = f.check(t, copyOf(t, 0, 6))
-			if v.Action != Reject {
+			if v.Action != action.Reject {
 				t.Errorf("spam after the crafted report: %v (%s)", v.Action, v.Rule)
 			}
 		})
@@ -216,10 +218,10 @@ func TestPoisonAllowedMerge(t *testing.T) {
 			if len(o.Merged) > 0 {
 				t.Errorf("the crafted report merged %v into %d", o.Merged, o.Campaign)
 			}
-			if v := f.check(t, copyOf(t, 1, 9)); v.Action != Reject || v.Campaign != s {
+			if v := f.check(t, copyOf(t, 1, 9)); v.Action != action.Reject || v.Campaign != s {
 				t.Errorf("spam after the crafted report: %v campaign %d (want reject, %d): %s", v.Action, v.Campaign, s, v.Rule)
 			}
-			if v := f.check(t, legitCopy(t, 2, 9)); v.Action != Accept {
+			if v := f.check(t, legitCopy(t, 2, 9)); v.Action != action.Accept {
 				t.Errorf("allowed newsletter after the crafted report: %v (%s)", v.Action, v.Rule)
 			}
 			for _, id := range []store.CampaignID{s, a} {
@@ -260,10 +262,10 @@ func TestPoisonRevokedMerge(t *testing.T) {
 			t.Errorf("crafted report %d merged %v into %d", i, o.Merged, o.Campaign)
 		}
 	}
-	if v := f.check(t, copyOf(t, 2, 11)); v.Action != Reject || v.Campaign != s {
+	if v := f.check(t, copyOf(t, 2, 11)); v.Action != action.Reject || v.Campaign != s {
 		t.Errorf("spam after the crafted reports: %v campaign %d (want reject, %d): %s", v.Action, v.Campaign, s, v.Rule)
 	}
-	if v := f.check(t, legitCopy(t, 0, 11)); v.Action != Accept {
+	if v := f.check(t, legitCopy(t, 0, 11)); v.Action != action.Accept {
 		t.Errorf("revoked campaign after the crafted reports: %v (%s)", v.Action, v.Rule)
 	}
 	if c, err := f.st.Get(f.ctx, r); err != nil || c.State != store.StateRevoked {
@@ -300,11 +302,11 @@ func (f *fixture) smuggle(target, carrier int) []byte {
 	return spamgen.NewMessage("hi", strings.Join(words, " "), false)
 }
 
-func cosOf(a, b *signed) float64 {
-	if !a.hasSketch || !b.hasSketch {
+func cosOf(a, b *pipeline.Message) float64 {
+	if !a.HasSketch() || !b.HasSketch() {
 		return -1
 	}
-	return andd.Cosine(a.sketch, b.sketch)
+	return andd.Cosine(a.Sketch, b.Sketch)
 }
 
 // mergeTrio returns three short messages (no ANDD sketch: fewer than
@@ -547,7 +549,7 @@ func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 
 	pol := f.eng.Policy()
 	th := f.eng.ANDDThreshold()
-	upper := func(h int) Action {
+	upper := func(h int) action.Action {
 		return pol.Decide(&store.Campaign{SpamReporters: int64(h + 1)}, allBags(), th).Action
 	}
 	lower := pol.Decide(&store.Campaign{SpamReporters: 5, HamReporters: 1}, allBags(), th).Action
@@ -559,7 +561,7 @@ func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 			}
 		}
 		for _, l := range []int{2, 3} {
-			if v := f.evaluate(t, legitCopy(t, l, cs)); v.Action != Accept {
+			if v := f.evaluate(t, legitCopy(t, l, cs)); v.Action != action.Accept {
 				t.Errorf("legit %d (allowed or revoked) after %v: %v: %s", l, log, v.Action, v.Rule)
 			}
 		}
@@ -597,7 +599,7 @@ func TestPoisonSeededCampaign(t *testing.T) {
 	}
 	// The attacker knows the model: he picks an order of the paragraphs
 	// whose sketch shares band keys with the spam's.
-	sl, _ := f.eng.sign(late)
+	sl, _ := f.sign(late)
 	var seed []byte
 	for try := range uint64(40) {
 		m, err := spamgen.Mutate(spamgen.NewMessage("hi", lateSpam.body+"\n\n"+legitTexts[0].body+"\n\n"+legitTexts[0].body, false),
@@ -605,8 +607,8 @@ func TestPoisonSeededCampaign(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sm, _ := f.eng.sign(m)
-		if cosOf(sm, sl) >= f.eng.ANDDThreshold() && sharesKey(sm.bandKeys, sl.bandKeys) {
+		sm, _ := f.sign(m)
+		if cosOf(sm, sl) >= f.eng.ANDDThreshold() && sharesKey(sm.BandKeys, sl.BandKeys) {
 			seed = m
 			break
 		}
@@ -621,10 +623,10 @@ func TestPoisonSeededCampaign(t *testing.T) {
 	for r := range 5 {
 		f.report(t, copyLate(uint64(10+r)), store.KindSpam, fmt.Sprint("user", r))
 	}
-	if v := f.check(t, copyLate(99)); v.Action != Reject {
+	if v := f.check(t, copyLate(99)); v.Action != action.Reject {
 		t.Errorf("spam after 5 honest reports: %v (%s)", v.Action, v.Rule)
 	}
-	if v := f.check(t, legitCopy(t, 0, 3)); v.Action > Tag {
+	if v := f.check(t, legitCopy(t, 0, 3)); v.Action > action.Tag {
 		t.Errorf("newsletter: %v (%s)", v.Action, v.Rule)
 	}
 }
