@@ -58,7 +58,9 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // the outcomes are those Report would give one by one, except that a
 // message near-duplicate of an earlier message of the same batch joins its
 // campaign through shared signature keys only (its ANDD band keys are kept
-// only when the earlier sketch verifies), and that not-spam reports are
+// only when the earlier sketch verifies, and the merge rule of merge.go
+// applies to it as if the earlier campaign were stored), that links
+// within a batch never merge campaigns, and that not-spam reports are
 // checked for revocation after the whole batch.
 //
 // On error, outs holds the outcomes of reqs[:len(outs)], which are
@@ -395,6 +397,10 @@ func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
 func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
 	out := p.out
 	out.ReportResult = res
+	if p.plan.VoteOnly && res.Campaign != 0 {
+		out.VoteOnly = p.plan.Why
+	}
+	out.Apart = p.plan.Apart && res.Created
 	if res.Created {
 		out.Joined = nil
 	}
