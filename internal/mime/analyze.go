@@ -20,6 +20,10 @@ type Terms struct {
 	Tokens int
 	// Options are the token options used, defaults filled in.
 	Options TokenOptions
+	// OverBudget is true when the document had more than
+	// Options.MaxTokens tokens: the terms are those of the first
+	// MaxTokens.
+	OverBudget bool
 }
 
 // TermStats are the statistics of one distinct term over the tokens of a
@@ -69,6 +73,7 @@ func Analyze(doc *Document, opts TokenOptions) *Terms {
 		out.Stats[i] = an.stats[p]
 	}
 	out.Tokens = int(an.n)
+	out.OverBudget = t.full
 	return out
 }
 

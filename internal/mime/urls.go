@@ -175,10 +175,11 @@ trimmed:
 	return i + j
 }
 
-// scanTextURLs adds the URLs found in text to u. A URL must start a word.
+// scanText adds the URLs found in text to u. A URL must start a word.
 func (u *urlSet) scanText(text string) {
+	var sc urlScanner
 	for i := 0; i < len(text); {
-		j := indexURLStart(text, i)
+		j := sc.indexURLStart(text, i)
 		if j < 0 {
 			return
 		}
@@ -198,16 +199,41 @@ func (u *urlSet) scanText(text string) {
 	}
 }
 
+// urlScanner remembers, across the calls of one scan of a text, where the
+// next "://" and the next "www." are, so that text full of near misses
+// (a "www." inside a word, "http" without "://") is searched once, not
+// once per near miss.
+type urlScanner struct {
+	scheme, www       int // index of the next "://" / "www.", -1 when none
+	schemeAt, wwwFrom int // 1 + the index each search started from (0: not yet)
+}
+
+// nextFrom returns search(s[i:]) as an index of s (or -1), reusing the
+// previous answer *pos of a search that started at *from-1 when it is
+// still valid: when that search started at or before i and found nothing
+// before i.
+func nextFrom(s string, i int, pos, from *int, search func(string) int) int {
+	if *from == 0 || *from-1 > i || *pos >= 0 && *pos < i {
+		k := search(s[i:])
+		*from = i + 1
+		if k < 0 {
+			*pos = -1
+		} else {
+			*pos = i + k
+		}
+	}
+	return *pos
+}
+
 // indexURLStart returns the index at or after i of the next "http" or
 // "www." (ASCII case-insensitive) that is followed by what could make a
 // URL, or -1. It looks for "://" and "ww." with the fast substring search
 // and checks what precedes them.
-func indexURLStart(s string, i int) int {
+func (sc *urlScanner) indexURLStart(s string, i int) int {
 	for i < len(s) {
 		best := -1
 		// "http://" or "https://"
-		if k := strings.Index(s[i:], "://"); k >= 0 {
-			p := i + k
+		if p := nextFrom(s, i, &sc.scheme, &sc.schemeAt, func(t string) int { return strings.Index(t, "://") }); p >= 0 {
 			switch {
 			case p-5 >= i && hasPrefixFold(s[p-5:], "https"):
 				best = p - 5
@@ -217,19 +243,16 @@ func indexURLStart(s string, i int) int {
 			if best < 0 {
 				// Not a web scheme: look again after it, unless a www.
 				// comes first.
-				if w := indexWWW(s[i:p]); w >= 0 {
-					return i + w
+				if w := nextFrom(s, i, &sc.www, &sc.wwwFrom, indexWWW); w >= 0 && w < p {
+					return w
 				}
 				i = p + 3
 				continue
 			}
 		}
-		limit := len(s)
-		if best >= 0 {
-			limit = best
-		}
-		if w := indexWWW(s[i:limit]); w >= 0 {
-			return i + w
+		w := nextFrom(s, i, &sc.www, &sc.wwwFrom, indexWWW)
+		if w >= 0 && (best < 0 || w < best) {
+			return w
 		}
 		return best
 	}
