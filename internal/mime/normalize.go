@@ -205,6 +205,9 @@ type normalizer struct {
 	maxCompose int
 	// cut is set when a budget dropped text.
 	cut bool
+	// done, when set, is asked every 64 KiB of input whether to stop
+	// (the parse's context is done); stopping sets cut.
+	done func() bool
 }
 
 // Bounds of normalizer.memo.
@@ -249,10 +252,18 @@ func (nz *normalizer) reset(maxCompose int) {
 func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 	const chunk = 64
 	start := len(dst)
+	next := len(s) - 64<<10 // when to ask nz.done next
 	for len(s) > 0 {
 		if len(dst) >= limit {
 			nz.cut = true
 			break
+		}
+		if len(s) <= next && nz.done != nil {
+			if nz.done() {
+				nz.cut = true
+				break
+			}
+			next = len(s) - 64<<10
 		}
 		n := len(s)
 		if n > 2*chunk {

@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -67,6 +68,10 @@ type parser struct {
 	partsMsg bool
 	// over is set when a budget cut the content (Document.OverBudget).
 	over bool
+	// ctx is the context of ParseContext (nil for Parse); ctxErr is its
+	// error once seen.
+	ctx    context.Context
+	ctxErr error
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -85,8 +90,10 @@ func (p *parser) warn(msg string) {
 	}
 }
 
-func parse(raw []byte, opts Options) (doc *Document) {
+func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err error) {
 	p := parserPool.Get().(*parser)
+	p.ctx, p.ctxErr = ctx, nil
+	p.nz.done = p.done
 	p.opts = opts.withDefaults()
 	p.warnings = nil
 	p.text = p.text[:0]
@@ -103,8 +110,13 @@ func parse(raw []byte, opts Options) (doc *Document) {
 			p.warn(fmt.Sprintf("internal error while parsing: %v", r))
 			p.finish(doc)
 		}
+		if p.ctxErr != nil {
+			err = fmt.Errorf("mime: parsing abandoned: %w", p.ctxErr)
+		}
+		p.ctx, p.nz.done = nil, nil
 		clear(p.fields) // drop references to the message
-		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 {
+		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 &&
+			cap(p.nz.clean) <= 1<<20 && cap(p.nz.nfkc) <= 1<<20 {
 			parserPool.Put(p)
 		}
 	}()
@@ -128,13 +140,34 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	doc.List = listName(&h)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
+		if p.done() {
+			return
+		}
 		// After the body: an 8-bit subject is read in the body's charset.
 		subj, _ := h.get("Subject")
 		subj = p.decodeHeaderText(subj, "subject", p.charset)
 		doc.Subject = p.normalizeLine(subj, "subject")
 	})
 	p.finish(doc)
-	return doc
+	return doc, nil
+}
+
+// done reports whether the context of the parse is done, recording its
+// error and a warning the first time. It is checked between MIME parts
+// and as text is normalized (see normalizer.done).
+func (p *parser) done() bool {
+	if p.ctxErr != nil {
+		return true
+	}
+	if p.ctx == nil {
+		return false
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.ctxErr = err
+		p.warn("parsing abandoned: " + err.Error())
+		return true
+	}
+	return false
 }
 
 // safely runs f, turning a panic (a bug, here or in a library) into a
@@ -166,7 +199,7 @@ func (p *parser) normalizeLine(s, what string) string {
 	}
 	p.nz.reset(p.opts.MaxComposeBytes) // a budget of its own, apart from the text's
 	b := p.nz.normalizeAppend(nil, []byte(s), p.opts.MaxHeaderBytes)
-	if p.nz.cut {
+	if p.nz.cut && p.ctxErr == nil {
 		p.overBudget("normalized " + what + " longer than " + strconv.Itoa(p.opts.MaxHeaderBytes) +
 			" bytes or too much text to compose (max " + strconv.Itoa(p.opts.MaxComposeBytes) + " bytes): the rest is ignored")
 	}
@@ -190,6 +223,9 @@ func (p *parser) normalizeLine(s, what string) string {
 func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 	if p.opts.testPanic && p.parts > 0 {
 		panic("test panic")
+	}
+	if p.done() {
+		return
 	}
 	p.parts++
 	if p.parts > p.opts.MaxParts {
@@ -312,6 +348,9 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 }
 
 func (p *parser) textOverBudget() {
+	if p.ctxErr != nil {
+		return // not a budget: the context is done
+	}
 	p.overBudget("normalized text longer than " + strconv.Itoa(p.opts.MaxTextBytes) +
 		" bytes or too much text to compose (max " + strconv.Itoa(p.opts.MaxComposeBytes) + " bytes): the rest is ignored")
 }
