@@ -24,6 +24,8 @@ type Terms struct {
 	// Options.MaxTokens tokens: the terms are those of the first
 	// MaxTokens.
 	OverBudget bool
+
+	probes int // slots visited in the term table, for the tests of linearity
 }
 
 // TermStats are the statistics of one distinct term over the tokens of a
@@ -74,6 +76,7 @@ func Analyze(doc *Document, opts TokenOptions) *Terms {
 	}
 	out.Tokens = int(an.n)
 	out.OverBudget = t.full
+	out.probes = ts.probes
 	return out
 }
 

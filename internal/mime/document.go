@@ -115,4 +115,8 @@ type Document struct {
 	// cut the content: the document is that of the message's bounded
 	// prefix, and Warnings say which budget.
 	OverBudget bool
+
+	// work is what the scans that could repeat and the normalizer
+	// examined, in bytes: the tests of linearity bound it per input byte.
+	work int
 }

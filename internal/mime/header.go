@@ -319,14 +319,17 @@ func (p *parser) decodeHeaderText(v string, what, fallback string) string {
 			inRun = false
 		}
 	}
-	var sc ewScanner
+	sc := ewScanner{close: cachedSearch{pos: -1}}
+	defer func() { p.work += sc.work + sc.close.work }()
 	i := 0
 	lastWordEnd := -1 // end of the previous encoded-word in v
 	for i < len(v) {
 		j := strings.Index(v[i:], "=?")
 		if j < 0 {
+			sc.work += len(v) - i
 			break
 		}
+		sc.work += j + 2
 		start := i + j
 		cs, enc, text, end, ok := sc.scan(v, start)
 		if !ok {
@@ -388,13 +391,15 @@ const maxEncodedWord = 4096
 // where the next "?=" is: text full of "=?" never closed would otherwise
 // be searched up to maxEncodedWord bytes from each of them.
 type ewScanner struct {
-	close, closeFrom int // as urlScanner: index of the next "?=", 1 + where the search started
+	close cachedSearch // the next "?="
+	work  int          // bytes examined besides close's, for the tests of linearity
 }
 
 // scan parses "=?charset?enc?text?=" at v[start:].
 func (sc *ewScanner) scan(v string, start int) (cs string, enc byte, text string, end int, ok bool) {
 	s := v[start+2:]
 	q1 := strings.IndexByte(s, '?')
+	sc.work += q1 + 1 // q1 < 0: nothing more to scan after this one
 	if q1 <= 0 || q1+2 >= len(s) || s[q1+2] != '?' {
 		return "", 0, "", 0, false
 	}
@@ -407,11 +412,12 @@ func (sc *ewScanner) scan(v string, start int) (cs string, enc byte, text string
 		return "", 0, "", 0, false
 	}
 	from := start + 2 + q1 + 3 // start of the encoded text in v
-	c := nextFrom(v, from, &sc.close, &sc.closeFrom, func(t string) int { return strings.Index(t, "?=") })
+	c := sc.close.next(v, from, func(t string) int { return strings.Index(t, "?=") })
 	if c < 0 || c+2-from > maxEncodedWord {
 		return "", 0, "", 0, false // keeps hostile headers linear
 	}
 	text = v[from:c]
+	sc.work += len(text)
 	if e == 'b' && strings.ContainsAny(text, " \t") {
 		return "", 0, "", 0, false
 	}

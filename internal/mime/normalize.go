@@ -205,6 +205,9 @@ type normalizer struct {
 	maxCompose int
 	// cut is set when a budget dropped text.
 	cut bool
+	// work counts the bytes examined, for the tests of linearity (the
+	// parser zeroes it for each message).
+	work int
 	// done, when set, is asked every 64 KiB of input whether to stop
 	// (the parse's context is done); stopping sets cut.
 	done func() bool
@@ -271,6 +274,7 @@ func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 				n = chunk + k + 1
 			}
 		}
+		nz.work += n
 		if isASCII(s[:n]) {
 			dst = append(dst, s[:n]...)
 		} else {
@@ -388,12 +392,14 @@ func (nz *normalizer) normalizeSlow(dst, s []byte, limit int) (_ []byte, stop bo
 	}
 	endWord()
 	nz.clean = c
+	nz.work += len(c)
 	// 2. NFKC, bounded: step 3 never lengthens the text, so what NFKC
 	// writes beyond the room left in dst would be cut anyway.
 	if !inert {
 		if n := norm.NFKC.QuickSpan(c); n < len(c) {
 			nz.nfkc, stop = nz.nfkcAppend(nz.nfkc[:0], c, n, limit-len(dst))
 			c = nz.nfkc
+			nz.work += len(c)
 			fold = true
 		}
 	}
@@ -540,6 +546,7 @@ func (nz *normalizer) segment(dst, s []byte) (_ []byte, stop bool) {
 	nz.composed += len(s)
 	start := len(dst)
 	dst = norm.NFKC.Append(dst, s...)
+	nz.work += len(s) + len(dst) - start
 	if memo && len(nz.memo) < maxMemoEntries {
 		if nz.memo == nil {
 			nz.memo = make(map[string]string)

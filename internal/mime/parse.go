@@ -68,6 +68,9 @@ type parser struct {
 	partsMsg bool
 	// over is set when a budget cut the content (Document.OverBudget).
 	over bool
+	// work counts the bytes examined by the scans that could repeat
+	// (see Document.work).
+	work int
 	// ctx is the context of ParseContext (nil for Parse); ctxErr is its
 	// error once seen.
 	ctx    context.Context
@@ -98,9 +101,10 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	p.warnings = nil
 	p.text = p.text[:0]
 	p.urls.reset(defaultMaxURLs)
-	p.parts, p.words = 0, 0
+	p.parts, p.words, p.work = 0, 0, 0
 	p.over = false
 	p.nz.reset(p.opts.MaxComposeBytes)
+	p.nz.work = 0
 	p.fields = p.fields[:0]
 	p.charset = ""
 	p.depthMsg, p.partsMsg = false, false
@@ -184,6 +188,7 @@ func (p *parser) safely(what string, f func()) {
 // finish copies the accumulated state of p into doc.
 func (p *parser) finish(doc *Document) {
 	doc.OverBudget = p.over
+	doc.work = p.work + p.urls.work + p.nz.work
 	doc.Text = string(p.text)
 	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
 	p.urls.urls, p.urls.hosts = nil, nil

@@ -52,6 +52,7 @@ type termSet struct {
 	stats  []TermStats // scratch for Analyze
 	perm   []int32     // scratch for order
 	shift  uint
+	probes int // table slots visited, for the tests of linearity
 }
 
 var termSetPool = sync.Pool{New: func() any { return new(termSet) }}
@@ -63,6 +64,7 @@ func (ts *termSet) reset(textLen int) {
 	}
 	ts.resize(max(64, textLen/12))
 	ts.prefix, ts.hash = ts.prefix[:0], ts.hash[:0]
+	ts.probes = 0
 	ts.terms = ts.terms[:0]
 	ts.aoff, ts.alen, ts.arena = ts.aoff[:0], ts.alen[:0], ts.arena[:0]
 }
@@ -123,6 +125,7 @@ func (ts *termSet) grow() {
 	for i := range ts.terms {
 		h := ts.slot(ts.hash[i])
 		for ts.table[h] != 0 {
+			ts.probes++
 			h = (h + 1) & mask
 		}
 		ts.table[h] = int32(i + 1)
@@ -136,6 +139,7 @@ func (ts *termSet) add(s string) int {
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(hs)
 	for {
+		ts.probes++
 		e := ts.table[h]
 		if e == 0 {
 			break
@@ -173,6 +177,7 @@ func (ts *termSet) addLower(w string) int {
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(hs)
 	for {
+		ts.probes++
 		e := ts.table[h]
 		if e == 0 {
 			break

@@ -15,10 +15,12 @@ type urlSet struct {
 	seenU map[string]struct{}
 	seenH map[string]struct{}
 	max   int
+	work  int // bytes searched by scanText, for the tests of linearity
 }
 
 func (u *urlSet) reset(max int) {
 	u.urls, u.hosts = nil, nil
+	u.work = 0
 	if u.seenU == nil {
 		u.seenU = make(map[string]struct{})
 		u.seenH = make(map[string]struct{})
@@ -177,7 +179,7 @@ trimmed:
 
 // scanText adds the URLs found in text to u. A URL must start a word.
 func (u *urlSet) scanText(text string) {
-	var sc urlScanner
+	sc := urlScanner{scheme: cachedSearch{pos: -1}, www: cachedSearch{pos: -1}}
 	for i := 0; i < len(text); {
 		j := sc.indexURLStart(text, i)
 		if j < 0 {
@@ -192,11 +194,13 @@ func (u *urlSet) scanText(text string) {
 			i = j + 1
 			continue
 		}
+		u.work += end - j
 		if _, dup := u.seenU[text[j:end]]; !dup {
 			u.add(strings.Clone(text[j:end]))
 		}
 		i = end
 	}
+	u.work += sc.scheme.work + sc.www.work
 }
 
 // urlScanner remembers, across the calls of one scan of a text, where the
@@ -204,25 +208,33 @@ func (u *urlSet) scanText(text string) {
 // (a "www." inside a word, "http" without "://") is searched once, not
 // once per near miss.
 type urlScanner struct {
-	scheme, www       int // index of the next "://" / "www.", -1 when none
-	schemeAt, wwwFrom int // 1 + the index each search started from (0: not yet)
+	scheme, www cachedSearch
 }
 
-// nextFrom returns search(s[i:]) as an index of s (or -1), reusing the
-// previous answer *pos of a search that started at *from-1 when it is
-// still valid: when that search started at or before i and found nothing
-// before i.
-func nextFrom(s string, i int, pos, from *int, search func(string) int) int {
-	if *from == 0 || *from-1 > i || *pos >= 0 && *pos < i {
+// cachedSearch finds the next occurrence of something in one text for
+// positions that grow, searching each stretch of the text at most once.
+type cachedSearch struct {
+	pos  int // index of the occurrence found last, -1 for none
+	from int // 1 + where that search started; 0 before the first search
+	work int // bytes searched, for the tests of linearity
+}
+
+// next returns search(s[i:]) as an index of s (or -1), reusing the
+// previous answer when it is still valid: when that search started at or
+// before i and found nothing before i.
+func (c *cachedSearch) next(s string, i int, search func(string) int) int {
+	if c.from == 0 || c.from-1 > i || c.pos >= 0 && c.pos < i {
 		k := search(s[i:])
-		*from = i + 1
+		c.from = i + 1
 		if k < 0 {
-			*pos = -1
+			c.pos = -1
+			c.work += len(s) - i
 		} else {
-			*pos = i + k
+			c.pos = i + k
+			c.work += k + 1
 		}
 	}
-	return *pos
+	return c.pos
 }
 
 // indexURLStart returns the index at or after i of the next "http" or
@@ -233,7 +245,7 @@ func (sc *urlScanner) indexURLStart(s string, i int) int {
 	for i < len(s) {
 		best := -1
 		// "http://" or "https://"
-		if p := nextFrom(s, i, &sc.scheme, &sc.schemeAt, func(t string) int { return strings.Index(t, "://") }); p >= 0 {
+		if p := sc.scheme.next(s, i, func(t string) int { return strings.Index(t, "://") }); p >= 0 {
 			switch {
 			case p-5 >= i && hasPrefixFold(s[p-5:], "https"):
 				best = p - 5
@@ -243,14 +255,14 @@ func (sc *urlScanner) indexURLStart(s string, i int) int {
 			if best < 0 {
 				// Not a web scheme: look again after it, unless a www.
 				// comes first.
-				if w := nextFrom(s, i, &sc.www, &sc.wwwFrom, indexWWW); w >= 0 && w < p {
+				if w := sc.www.next(s, i, indexWWW); w >= 0 && w < p {
 					return w
 				}
 				i = p + 3
 				continue
 			}
 		}
-		w := nextFrom(s, i, &sc.www, &sc.wwwFrom, indexWWW)
+		w := sc.www.next(s, i, indexWWW)
 		if w >= 0 && (best < 0 || w < best) {
 			return w
 		}
