@@ -87,23 +87,37 @@ func runeInfo(r rune) uint8 {
 // alphanumerics, CJK extensions, emoji) would otherwise pay several
 // Unicode table searches per rune. Blocks are immutable once stored;
 // two goroutines computing the same block store equal values.
-var astralBlocks [(utf8.MaxRune + 1) >> 8]atomic.Pointer[[256]uint8]
+var astralBlocks [(utf8.MaxRune + 1) >> 8]atomic.Pointer[astralBlock]
+
+type astralBlock struct {
+	info     [256]uint8
+	boundary [4]uint64 // see nfkcBoundary
+}
+
+func astralBlockOf(r rune) *astralBlock {
+	b := astralBlocks[r>>8].Load()
+	if b == nil {
+		b = new(astralBlock)
+		base := r &^ 0xff
+		var buf [utf8.UTFMax]byte
+		for i := range b.info {
+			c := base + rune(i)
+			b.info[i] = computeRuneInfo(c)
+			if norm.NFKC.Properties(utf8.AppendRune(buf[:0], c)).BoundaryBefore() {
+				b.boundary[i>>6] |= 1 << (i & 63)
+			}
+		}
+		astralBlocks[r>>8].Store(b)
+	}
+	return b
+}
 
 // astralInfo returns the properties of a rune above the BMP.
 func astralInfo(r rune) uint8 {
 	if r > utf8.MaxRune {
 		return 0
 	}
-	b := astralBlocks[r>>8].Load()
-	if b == nil {
-		b = new([256]uint8)
-		base := r &^ 0xff
-		for i := range b {
-			b[i] = computeRuneInfo(base + rune(i))
-		}
-		astralBlocks[r>>8].Store(b)
-	}
-	return b[r&0xff]
+	return astralBlockOf(r).info[r&0xff]
 }
 
 // bmpBoundary marks the BMP runes that start an NFKC segment: nothing
@@ -130,6 +144,9 @@ func nfkcBoundary(r rune) bool {
 	if r < 0x10000 {
 		return bmpBoundary()[r>>6]&(1<<(r&63)) != 0
 	}
-	var buf [utf8.UTFMax]byte
-	return norm.NFKC.Properties(utf8.AppendRune(buf[:0], r)).BoundaryBefore()
+	if r > utf8.MaxRune {
+		return true
+	}
+	i := r & 0xff
+	return astralBlockOf(r).boundary[i>>6]&(1<<(i&63)) != 0
 }

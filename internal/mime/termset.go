@@ -2,7 +2,6 @@ package mime
 
 import (
 	"hash/maphash"
-	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -209,34 +208,10 @@ func (ts *termSet) addLower(w string) int {
 
 // sorted returns the terms in order, in a new slice.
 func (ts *termSet) sorted() []string {
-	n := len(ts.terms)
-	out := make([]string, n)
-	if n > 1<<16 {
-		copy(out, ts.terms)
-		slices.Sort(out)
-		return out
-	}
-	if cap(ts.keys) < n {
-		ts.keys = make([]uint64, n)
-		ts.tmp = make([]uint64, n)
-	}
-	keys := ts.keys[:n]
-	for i, k := range ts.prefix {
-		keys[i] = k | uint64(i)
-	}
-	keys = sortKeys(keys, ts.tmp[:n])
-	for i, k := range keys {
-		out[i] = ts.terms[k&0xffff]
-	}
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && keys[j]>>16 == keys[i]>>16 {
-			j++
-		}
-		if j-i > 1 {
-			slices.Sort(out[i:j])
-		}
-		i = j
+	perm := ts.order()
+	out := make([]string, len(perm))
+	for i, p := range perm {
+		out[i] = ts.terms[p]
 	}
 	return out
 }

@@ -215,11 +215,16 @@ func uniqueTerms(toks []Token) []string {
 		return []string{}
 	}
 	if n > 1<<16 {
-		terms := make([]string, n)
-		for i := range toks {
-			terms[i] = toks[i].Term
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
 		}
-		slices.Sort(terms)
+		// sortTerms wants distinct terms, but sorts equal ones together too.
+		sortTerms(idx, func(i int32) string { return toks[i].Term }, 0)
+		terms := make([]string, n)
+		for i, k := range idx {
+			terms[i] = toks[k].Term
+		}
 		return slices.Compact(terms)
 	}
 	sc := uniqPool.Get().(*uniqScratch)
@@ -271,8 +276,17 @@ func uniqueTerms(toks []Token) []string {
 		for j < len(keys) && keys[j]>>16 == keys[i]>>16 {
 			j++
 		}
-		if j-i > 1 {
+		if j-i <= 32 {
 			slices.Sort(out[i:j])
+		} else {
+			idx := make([]int32, j-i)
+			for k := range idx {
+				idx[k] = int32(keys[i+k] & 0xffff)
+			}
+			sortTerms(idx, func(k int32) string { return toks[k].Term }, 6)
+			for k, t := range idx {
+				out[i+k] = toks[t].Term
+			}
 		}
 		i = j
 	}
