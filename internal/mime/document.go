@@ -34,6 +34,10 @@
 //     characters removed, NFKC, and Cyrillic/Greek/Armenian look-alikes
 //     folded to Latin only inside words that contain a Latin letter, so that
 //     genuine Russian or Greek text is unchanged.
+//   - Work is linear in the bytes scanned and bounded by budgets (see
+//     Options and TokenOptions): a hostile message (NFKC expansion,
+//     encoded-word floods, huge headers, deep nesting) is read on its
+//     bounded prefix with a warning, never an error or a timeout.
 //   - URLs are web URLs (http, https, ftp, protocol-relative, www.) from
 //     href/src/background/action attributes (hidden elements included: a
 //     hidden link still names the spammer's host) and from the text; a
