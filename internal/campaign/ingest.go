@@ -199,7 +199,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	}
 	// What the report joins and merges: the merge rule (merge.go).
 	apart := kind == store.KindSpam && p.nIM > 0
-	e.applyPlan(p, planReport(mergeCandidates(res.matched), e.threshold, apart), res.matched)
+	var sk *andd.Sketch
+	if m.HasSketch() {
+		sk = &m.Sketch
+	}
+	e.applyPlan(p, planReport(mergeCandidates(res.matched, sk), e.threshold, apart), res.matched)
 	return p, nil
 }
 
@@ -282,9 +286,11 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 // It also holds links within the batch to the merge rule (merge.go), as
 // if the earlier reports' campaigns were already stored: a report that
 // matched no stored campaign and is linked to earlier reports of the
-// batch through band keys only (an ANDD-only match) starts a campaign of
-// its own when it has I-Match signatures (those band keys are dropped)
-// and otherwise only counts on the campaign of such a report; one linked
+// batch through band keys only (an ANDD-only match) joins it when it is
+// a near copy of each such report (nearCopyCosine) and each started or
+// joined a campaign of the batch, else starts a campaign of its own when
+// it has I-Match signatures (those band keys are dropped) and otherwise
+// only counts on the campaign of such a report; one linked
 // through I-Match keys keeps only the band keys it shares with reports it
 // shares I-Match keys with, so that the store joins one of those. Links
 // within a batch never merge campaigns.
@@ -305,6 +311,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 		}
 		keep := p.in.Keys[:p.nIM:p.nIM]
 		var linked [][]byte // kept band keys of earlier reports
+		nearCopy := true    // p is a near copy of every report it is linked with
 		for _, k := range p.in.Keys[p.nIM:] {
 			ok := true
 			for _, j := range owners[string(k)] {
@@ -319,11 +326,21 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 				if len(owners[string(k)]) > 0 {
 					linked = append(linked, k)
 				}
+				for _, j := range owners[string(k)] {
+					q := preps[j]
+					nearCopy = nearCopy && q.in.Target == 0 && !q.plan.VoteOnly &&
+						andd.Cosine(q.msg.Sketch, p.msg.Sketch) >= max(e.threshold, nearCopyCosine)
+				}
 			}
 		}
 		p.in.Keys = keep
 		switch {
 		case p.in.Target != 0 || len(imLinked) > 0 || len(linked) == 0:
+		case nearCopy:
+			// A near copy of the earlier reports it shares band keys
+			// with, which started or joined campaigns of this batch:
+			// joined as planReport joins a near copy of a stored
+			// campaign.
 		case p.in.Kind == store.KindSpam && p.nIM > 0:
 			// ANDD-only within the batch, with I-Match signatures: a
 			// campaign of its own, as planReport decides against the

@@ -31,6 +31,8 @@ type mergeCandidate struct {
 	ANDD float64
 	// Sketches are the campaign's own stored sketches.
 	Sketches []andd.Sketch
+	// Report is the report's own sketch (nil without one).
+	Report *andd.Sketch
 }
 
 // reportPlan is what a report does to the campaigns it matched.
@@ -110,6 +112,9 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 	case target.State != store.StateActive:
 		plan.VoteOnly, plan.Why = true, voteNotActive
 		return plan
+	case target.IMatch == 0 && target.nearCopy(threshold):
+		// A near-exact copy of every sketch the campaign keeps: joined
+		// as if I-Match had matched.
 	case target.IMatch == 0 && apart:
 		return reportPlan{Apart: true, Why: voteANDDOnly}
 	case target.IMatch == 0:
@@ -135,18 +140,56 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 	return plan
 }
 
+// nearCopyCosine is the ANDD similarity at which a match through ANDD
+// alone counts as strongly as an I-Match match for joining and merging: a
+// report must reach it with every sketch the campaign keeps, and two
+// campaigns one of which the report matched through ANDD only must reach
+// it on every pair of their sketches. A message made of two bodies does
+// not reach it with either, nor does one whose I-Match words are
+// another message's (the words ANDD weighs most are lexicon words), and
+// a campaign's sketches cannot creep: each is that close to all others.
+const nearCopyCosine = 0.9
+
+// strong says whether the report's match with c may extend or merge c:
+// through I-Match, or a near copy of every sketch c keeps.
+func (c *mergeCandidate) strong(threshold float64) bool {
+	return c.IMatch > 0 || c.nearCopy(threshold)
+}
+
+// nearCopy says whether the report is within nearCopyCosine of every
+// sketch c keeps (the report's sketch is compared through its verified
+// similarity with the closest one and reportSketch with all).
+func (c *mergeCandidate) nearCopy(threshold float64) bool {
+	if len(c.Sketches) == 0 || c.ANDD < max(threshold, nearCopyCosine) || c.Report == nil {
+		return false
+	}
+	for _, s := range c.Sketches {
+		if andd.Cosine(*c.Report, s) < max(threshold, nearCopyCosine) {
+			return false
+		}
+	}
+	return true
+}
+
 // mayMerge says whether two campaigns a report matched may be merged (see
 // planReport).
 func mayMerge(a, b *mergeCandidate, threshold float64) bool {
-	if a.State != store.StateActive || b.State != store.StateActive || a.IMatch == 0 || b.IMatch == 0 {
+	if a.State != store.StateActive || b.State != store.StateActive {
 		return false
+	}
+	bar := threshold
+	if !a.strong(threshold) || !b.strong(threshold) {
+		return false
+	}
+	if a.IMatch == 0 || b.IMatch == 0 {
+		bar = max(threshold, nearCopyCosine)
 	}
 	if len(a.Sketches) == 0 || len(b.Sketches) == 0 {
 		return len(a.Sketches) == len(b.Sketches)
 	}
 	for _, x := range a.Sketches {
 		for _, y := range b.Sketches {
-			if andd.Cosine(x, y) < threshold {
+			if andd.Cosine(x, y) < bar {
 				return false
 			}
 		}
@@ -154,11 +197,12 @@ func mayMerge(a, b *mergeCandidate, threshold float64) bool {
 	return true
 }
 
-// mergeCandidates describes the matched campaigns for planReport.
-func mergeCandidates(matched []*candidate) []mergeCandidate {
+// mergeCandidates describes the matched campaigns for planReport; report
+// is the report's sketch (nil without one).
+func mergeCandidates(matched []*candidate, report *andd.Sketch) []mergeCandidate {
 	out := make([]mergeCandidate, 0, len(matched))
 	for _, c := range matched {
-		m := mergeCandidate{ID: c.rec.rec.ID, State: c.rec.rec.State, ANDD: -1, Sketches: c.rec.sketches}
+		m := mergeCandidate{ID: c.rec.rec.ID, State: c.rec.rec.State, ANDD: -1, Sketches: c.rec.sketches, Report: report}
 		for _, ev := range c.evidence {
 			switch ev.Family {
 			case FamilyIMatch:

@@ -81,6 +81,20 @@ func TestPlanReport(t *testing.T) {
 			{ID: 8, State: active, IMatch: 1, ANDD: 0.9, Sketches: []andd.Sketch{a}},
 			{ID: 5, State: active, IMatch: 1, ANDD: 0.8, Sketches: []andd.Sketch{a2}},
 		}, true, reportPlan{Target: 8, Merge: []store.CampaignID{5, 9}}},
+		{"ANDD only, a near copy of every sketch: joined", []mergeCandidate{
+			{ID: 4, State: active, ANDD: 0.98, Sketches: []andd.Sketch{a, sk(0, 6)}, Report: &a2},
+		}, true, reportPlan{Target: 4}},
+		{"ANDD only, a near copy of one sketch only: apart", []mergeCandidate{
+			{ID: 4, State: active, ANDD: 0.98, Sketches: []andd.Sketch{a, sk(0, 20)}, Report: &a2},
+		}, true, reportPlan{Apart: true, Why: voteANDDOnly}},
+		{"merged with a campaign the report nearly copies", []mergeCandidate{
+			{ID: 4, State: active, IMatch: 2, ANDD: 1, Sketches: []andd.Sketch{a}, Report: &a},
+			{ID: 7, State: active, ANDD: 0.98, Sketches: []andd.Sketch{a2}, Report: &a},
+		}, true, reportPlan{Target: 4, Merge: []store.CampaignID{7}}},
+		{"an ANDD-only match that is no near copy: ambiguous", []mergeCandidate{
+			{ID: 4, State: active, IMatch: 2, ANDD: 1, Sketches: []andd.Sketch{a}, Report: &a},
+			{ID: 7, State: active, ANDD: 0.83, Sketches: []andd.Sketch{sk(0, 12)}, Report: &a},
+		}, true, reportPlan{Target: 4, VoteOnly: true, Why: voteAmbiguous}},
 		{"three campaigns, one not near the third: ambiguous", []mergeCandidate{
 			{ID: 1, State: active, IMatch: 3, ANDD: 0.9, Sketches: []andd.Sketch{sk(0, 10)}},
 			{ID: 2, State: active, IMatch: 2, ANDD: 0.9, Sketches: []andd.Sketch{sk(0, 0)}},
