@@ -58,7 +58,6 @@ type reportPlan struct {
 const (
 	voteAmbiguous = "it also matched campaigns that may not be merged with it"
 	voteANDDOnly  = "it matched through ANDD only"
-
 	voteNotActive = "the campaign is allowed by an administrator or revoked"
 )
 
@@ -67,28 +66,33 @@ const (
 //
 //   - Target: the campaign with the most matched I-Match bags, then the
 //     highest ANDD similarity, then the oldest.
+//   - A match is strong when it is through I-Match or a near copy
+//     (nearCopyCosine with every sketch the campaign keeps). Only a
+//     strong match extends Target (the report's keys and sketch) or
+//     merges campaigns.
 //   - Another matched campaign is merged with Target only when both are
-//     active, the report matched both through I-Match, and the two are
-//     near-duplicates of each other on their own stored evidence: every
-//     sketch of one is within the ANDD threshold of every sketch of the
-//     other (or neither has a sketch). Campaigns merged together must all
-//     be pairwise mergeable.
+//     active, both matches are strong, and the two are near-duplicates of
+//     each other on their own stored evidence: every sketch of one is
+//     within the ANDD threshold of every sketch of the other (within
+//     nearCopyCosine when one match is a near copy, not I-Match), or
+//     neither has a sketch. Campaigns merged together must all be
+//     pairwise mergeable.
 //   - When a matched campaign cannot be merged, the report is ambiguous:
 //     it bridges campaigns that are not one campaign, and whatever it
 //     added to Target could bridge them later. It only counts as a vote
 //     on Target.
-//   - A report that matched Target through ANDD only is not added to it:
-//     its I-Match signatures would give exact-match evidence, backed by
-//     Target's reporters, to messages none of them reported (a crafted
-//     report can carry another message's I-Match words and a spam's
-//     heavily weighted words), and its sketch would let messages ever
-//     further from the campaign join it. When it has I-Match signatures
-//     of its own (apart is set: a spam report that has them), it starts a
-//     campaign of its own: later copies of it join that one through
-//     I-Match, so that the honest reports of a new spam are not captured,
-//     as mere votes, by a campaign one account seeded with a message near
-//     it. Otherwise (no I-Match signature, or a not-spam report) it only
-//     counts as a vote on Target.
+//   - A report whose match with Target is weak (ANDD only) is not added
+//     to it: its I-Match signatures would give exact-match evidence,
+//     backed by Target's reporters, to messages none of them reported (a
+//     crafted report can carry another message's I-Match words and a
+//     spam's heavily weighted words), and its sketch would let messages
+//     ever further from the campaign join it. When it has I-Match
+//     signatures of its own (apart is set: a spam report that has them),
+//     it starts a campaign of its own: later copies of it join that one
+//     through I-Match, so that the honest reports of a new spam are not
+//     captured, as mere votes, by a campaign one account seeded with a
+//     message near it. Otherwise (no I-Match signature, or a not-spam
+//     report) it only counts as a vote on Target.
 //   - A report on a campaign that is allowed or revoked only counts as a
 //     vote: an administrator's decision or a revocation is never spread to
 //     new signatures nor changed by a report.
@@ -113,8 +117,8 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 		plan.VoteOnly, plan.Why = true, voteNotActive
 		return plan
 	case target.IMatch == 0 && target.nearCopy(threshold):
-		// A near-exact copy of every sketch the campaign keeps: joined
-		// as if I-Match had matched.
+		// A near copy of every sketch the campaign keeps: joined as if
+		// I-Match had matched.
 	case target.IMatch == 0 && apart:
 		return reportPlan{Apart: true, Why: voteANDDOnly}
 	case target.IMatch == 0:
@@ -156,9 +160,8 @@ func (c *mergeCandidate) strong(threshold float64) bool {
 	return c.IMatch > 0 || c.nearCopy(threshold)
 }
 
-// nearCopy says whether the report is within nearCopyCosine of every
-// sketch c keeps (the report's sketch is compared through its verified
-// similarity with the closest one and reportSketch with all).
+// nearCopy says whether the report matched c through ANDD and its sketch
+// is within nearCopyCosine of every sketch c keeps.
 func (c *mergeCandidate) nearCopy(threshold float64) bool {
 	if len(c.Sketches) == 0 || c.ANDD < max(threshold, nearCopyCosine) || c.Report == nil {
 		return false
@@ -177,10 +180,10 @@ func mayMerge(a, b *mergeCandidate, threshold float64) bool {
 	if a.State != store.StateActive || b.State != store.StateActive {
 		return false
 	}
-	bar := threshold
 	if !a.strong(threshold) || !b.strong(threshold) {
 		return false
 	}
+	bar := threshold
 	if a.IMatch == 0 || b.IMatch == 0 {
 		bar = max(threshold, nearCopyCosine)
 	}
