@@ -142,6 +142,8 @@ func (s *session) overload(reason string) {
 	}
 	s.over = reason
 	s.dropBuf()
+	// Counted now: a hostile session may never end its message.
+	s.st.opts.Metrics.Overload(reason)
 }
 
 // admit decides whether a packet of n data bytes (over smallPacket) is
@@ -178,7 +180,9 @@ func (c *conn) dropped(cmd byte) error {
 // treatment, with the verdict header saying why when it is accepted.
 func (s *session) overloaded(r *reply) {
 	o := s.st.opts
-	o.Metrics.Overload(s.over)
+	if s.over == overSessions {
+		o.Metrics.Overload(s.over) // (overBytes is counted when it happens)
+	}
 	o.Metrics.Message(o.OnError, nil, 0, s.bodyLen, 0)
 	msg, hint := "message passed unchecked: resource budget exhausted", "milter.max_buffered_bytes"
 	if s.over == overSessions {
