@@ -80,6 +80,8 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		CheckTimeout:     m.CheckTimeout.D(),
 		IdleTimeout:      m.IdleTimeout.D(),
 		OnError:          m.OnError,
+		MaxSessions:      m.MaxSessions,
+		MaxBufferedBytes: m.MaxBufferedBytes,
 		HeaderPrefix:     m.HeaderPrefix,
 		NoAcceptHeader:   !m.HeaderOnAccept,
 		RejectWith:       m.RejectWith,
@@ -140,7 +142,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
 	tok, generated, err := resolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -149,7 +151,8 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (
 		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
 			"file", filepath.Join(cfg.Store.Dir, apiTokenFile))
 	}
-	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
+	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met}), nil
 }
 
 func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
@@ -185,7 +188,7 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 
 	var ready atomic.Bool
 	apiH := &apiSwitch{met: met}
-	h, err := newAPIHandler(cfg, rt.Engine, log)
+	h, err := newAPIHandler(cfg, rt.Engine, log, met)
 	if err != nil {
 		ln.Close()
 		return err
@@ -227,11 +230,15 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 			log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
 		}
 		defer os.Remove(addrFile)
-		httpSrv = &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
+		httpSrv = api.NewServer(mux, api.ServerOptions{
+			ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.D(),
+			ReadTimeout:       cfg.HTTP.ReadTimeout.D(),
+			WriteTimeout:      cfg.HTTP.WriteTimeout.D(),
+			IdleTimeout:       cfg.HTTP.IdleTimeout.D(),
+			MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+			MaxBody:           cfg.HTTP.MaxBodyBytes,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
+		})
 		go func() {
 			if err := httpSrv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "err", err)
@@ -243,7 +250,8 @@ func runServe(ctx context.Context, gf *globalFlags, sf serveFlags) error {
 	defer stopBG()
 	go met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
-		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes}, err
+		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
+			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
 
 	hup := make(chan os.Signal, 1)
@@ -328,7 +336,7 @@ func reload(gf *globalFlags, sf serveFlags, old *config.Config, rt *runtimeEnv, 
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, log)
+	h, err := newAPIHandler(cfg, eng, log, met)
 	if err != nil {
 		fail(err)
 		return
