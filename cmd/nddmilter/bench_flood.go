@@ -28,6 +28,9 @@ waiting; measure normal checks before and during, and the daemon's VmRSS
 				return err
 			}
 			o.Network, o.Addr = network, a
+			if o.Sessions == 0 {
+				o.Sessions = -1 // none: only the normal messages
+			}
 			res, err := flood.Run(cmd.Context(), o)
 			res.Print(cmd.OutOrStdout(), o)
 			if err != nil {
@@ -39,7 +42,7 @@ waiting; measure normal checks before and during, and the daemon's VmRSS
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", config.DefaultMilterListen, "the daemon's milter socket (inet:HOST:PORT or unix:/path)")
 	f.IntVar(&o.PID, "pid", 0, "the daemon's process id, to read its VmRSS")
-	f.IntVar(&o.Sessions, "sessions", 500, "hostile sessions")
+	f.IntVar(&o.Sessions, "sessions", 500, "hostile sessions (0: none, only normal messages)")
 	f.IntVar(&o.HeaderBytes, "header-bytes", 1<<20, "header bytes per hostile session")
 	f.IntVar(&o.BodyBytes, "body-bytes", 1<<20, "body bytes per hostile session")
 	f.IntVar(&o.PacketBytes, "packet-bytes", 900<<10, "bytes of the last, unfinished 1 MiB packet")

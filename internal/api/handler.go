@@ -314,7 +314,10 @@ func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f
 			return false
 		}
 	}
+	// Cancelled when bounded returns, never by the goroutine: the select
+	// below must not see the context end because f finished.
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -322,17 +325,20 @@ func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f
 				<-h.slots
 			}
 		}()
-		defer cancel()
 		done <- f(ctx)
 	}()
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		if r.Context().Err() != nil {
-			return false // the client went away
+		select {
+		case err = <-done: // finished just in time
+		default:
+			if r.Context().Err() != nil {
+				return false // the client went away
+			}
+			err = ctx.Err()
 		}
-		err = ctx.Err()
 	}
 	switch {
 	case err == nil:

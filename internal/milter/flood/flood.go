@@ -33,7 +33,8 @@ type Options struct {
 	Network, Addr string
 	// PID is the daemon's process id, for VmRSS; 0: memory not measured.
 	PID int
-	// Sessions is the number of hostile sessions. Default 500.
+	// Sessions is the number of hostile sessions. Default 500; negative:
+	// none (only ordinary messages, e.g. to see that a milter answers).
 	Sessions int
 	// HeaderBytes, BodyBytes and PacketBytes are what each hostile session
 	// sends: headers, body, then that much of a maximal (1 MiB) body
@@ -52,7 +53,7 @@ func (o Options) withDefaults() Options {
 	if o.Network == "" {
 		o.Network = "tcp"
 	}
-	if o.Sessions <= 0 {
+	if o.Sessions == 0 {
 		o.Sessions = 500
 	}
 	if o.HeaderBytes <= 0 {
@@ -464,8 +465,10 @@ func loadAverage() string {
 func (r Result) Print(w io.Writer, o Options) {
 	o = o.withDefaults()
 	mb := func(n int64) string { return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB" }
-	fmt.Fprintf(w, "hostile sessions  %d waiting, %d failed (each %d B headers, %d B body, %d B of a 1 MiB packet)\n",
-		r.Hostile, r.HostileFailed, o.HeaderBytes, o.BodyBytes, o.PacketBytes)
+	if o.Sessions > 0 {
+		fmt.Fprintf(w, "hostile sessions  %d waiting, %d failed (each %d B headers, %d B body, %d B of a 1 MiB packet)\n",
+			r.Hostile, r.HostileFailed, o.HeaderBytes, o.BodyBytes, o.PacketBytes)
+	}
 	if o.PID > 0 {
 		fmt.Fprintf(w, "daemon VmRSS      before %s, under attack %s, peak %s\n", mb(r.RSSBefore), mb(r.RSSAttack), mb(r.RSSPeak))
 	}
