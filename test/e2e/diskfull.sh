@@ -78,17 +78,18 @@ milter_answers() {
 start
 echo "== reports while the disk fills (reserve $reserve bytes, $(free_bytes) free; load $(cut -d' ' -f1 /proc/loadavg))"
 # Leave a little above the reserve, then let reports eat it.
-fill=$(( $(free_bytes) - reserve - (1 << 20) ))
-[ $fill -gt 0 ] && dd if=/dev/zero of=$M/filler bs=1M count=$((fill >> 20)) status=none
+fill=$(( $(free_bytes) - reserve - (64 << 10) ))
+[ $fill -gt 0 ] && dd if=/dev/zero of=$M/filler bs=64K count=$((fill >> 16)) status=none
+echo "filled: $(free_bytes) bytes free"
 refused=; n=0
 for n in $(seq 1 4000); do
   code=$(report $n)
   if [ "$code" = 507 ]; then refused=$n; break; fi
   [ "$code" = 200 ] || fail "report $n: HTTP $code: $(cat $T/resp)"
   kill -0 $pid 2>/dev/null || fail "the daemon died while the disk filled"
-  # Top up if reports alone are too slow to fill it.
-  if [ $((n % 500)) = 0 ] && [ $(free_bytes) -gt $((reserve + (1 << 20))) ]; then
-    dd if=/dev/zero of=$M/filler2 bs=1M count=1 oflag=append conv=notrunc status=none
+  # Top up (a little) if reports alone are too slow to fill it.
+  if [ $((n % 50)) = 0 ] && [ $(free_bytes) -gt $((reserve + (32 << 10))) ]; then
+    dd if=/dev/zero of=$M/filler2 bs=16K count=1 oflag=append conv=notrunc status=none
   fi
 done
 [ -n "$refused" ] || fail "no report was refused after $n reports ($(free_bytes) bytes free)"
