@@ -1,5 +1,7 @@
 package milter
 
+import "github.com/nddmilter/nddmilter/internal/action"
+
 // Resource budgets. Each connection may hold a small free allowance (its
 // read buffer, a packet of up to smallPacket bytes and a message buffer of
 // up to freeMessageBytes); everything beyond is reserved from a budget
@@ -179,18 +181,18 @@ func (c *conn) dropped(cmd byte) error {
 // overloaded answers a message that was not buffered: the OnError
 // treatment, with the verdict header saying why when it is accepted.
 func (s *session) overloaded(r *reply) {
-	o := s.st.opts
+	o, onError := s.st.opts, s.st.act.onError
 	if s.over == overSessions {
 		o.Metrics.Overload(s.over) // (overBytes is counted when it happens)
 	}
-	o.Metrics.Message(o.OnError, nil, 0, s.bodyLen, 0)
+	o.Metrics.Message(onError, nil, 0, s.bodyLen, 0)
 	msg, hint := "message passed unchecked: resource budget exhausted", "milter.max_buffered_bytes"
 	if s.over == overSessions {
 		hint = "milter.max_sessions"
 	}
-	s.srv.warnOverload(msg, "reason", s.over, "limit", hint, "action", o.OnError,
+	s.srv.warnOverload(msg, "reason", s.over, "limit", hint, "action", onError.String(),
 		"queue_id", s.queueID, "from", s.from, "client", s.client)
-	if o.OnError == ActTempfail {
+	if onError == action.Tempfail {
 		r.final(repTempfail)
 		return
 	}

@@ -49,18 +49,18 @@ func TestBufferBudgetUnderFlood(t *testing.T) {
 // A message that does not fit the budget gets the on_error treatment at
 // its end; once the budget is free again, large messages are checked.
 func TestBufferBudgetOnError(t *testing.T) {
-	for _, onError := range []string{ActAccept, ActTempfail} {
+	for _, onError := range []string{"accept", "tempfail"} {
 		t.Run(onError, func(t *testing.T) {
 			h := start(t, &scriptChecker{}, Options{MaxBufferedBytes: 256 << 10, OnError: onError})
 			big := simple("reject")
 			big.body = strings.Repeat("a line of body text that goes on\r\n", 16<<10) // 560 KiB
 			_, act := send(t, h.session(), big)
 			switch onError {
-			case ActAccept:
+			case "accept":
 				if act.Code != gomilter.ActAccept {
 					t.Fatalf("over budget: action %c, want accept", act.Code)
 				}
-			case ActTempfail:
+			case "tempfail":
 				if act.Code != gomilter.ActTempFail {
 					t.Fatalf("over budget: action %c, want tempfail", act.Code)
 				}
