@@ -55,9 +55,9 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // only when the earlier sketch verifies), and that not-spam reports are
 // checked for revocation after the whole batch.
 //
-// On error, outs holds the outcomes of reqs[:len(outs)], which are
-// applied; reqs[len(outs)] failed and the reports after it were not
-// applied.
+// On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
+// which are applied; reqs[len(outs)] failed and the reports after it were
+// not applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
 	var pool errgroup.Group
 	pool.SetLimit(runtime.GOMAXPROCS(0))
