@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -332,6 +333,9 @@ func (nz *normalizer) normalizeSlow(dst, s []byte, limit int) (_ []byte, stop bo
 	// 1. invisible characters, invalid UTF-8; note whether steps 2 and 3
 	// can change anything.
 	c := nz.clean[:0]
+	if cap(c) < len(s) {
+		c = make([]byte, 0, len(s)+len(s)/8) // one allocation, not a series of growths
+	}
 	inert, fold := true, false
 	// Step 3 is needed only for a word that mixes Latin letters with
 	// look-alikes or holds stray marks; track that per word here.
@@ -397,7 +401,8 @@ func (nz *normalizer) normalizeSlow(dst, s []byte, limit int) (_ []byte, stop bo
 	// writes beyond the room left in dst would be cut anyway.
 	if !inert {
 		if n := norm.NFKC.QuickSpan(c); n < len(c) {
-			nz.nfkc, stop = nz.nfkcAppend(nz.nfkc[:0], c, n, limit-len(dst))
+			room := limit - len(dst)
+			nz.nfkc, stop = nz.nfkcAppend(slices.Grow(nz.nfkc[:0], min(room, 2*len(c))+64), c, n, room)
 			c = nz.nfkc
 			nz.work += len(c)
 			fold = true

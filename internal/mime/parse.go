@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,6 +339,8 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		p.raw = appendLF(p.raw[:0], txt)
 		txt = p.raw
 	}
+	// The text is about as long as its source: grow once, not by steps.
+	p.text = slices.Grow(p.text, min(len(txt)+1, p.opts.MaxTextBytes-len(p.text)))
 	start := len(p.text)
 	if start > 0 {
 		p.text = append(p.text, '\n')
