@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(gf),
 		newStoreCmd(gf),
 		newConfigCmd(gf),
+		newGenDocsCmd(),
 	)
 	return root
 }
