@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Build the nddmilter packages (.deb, and .rpm with the same tool),
+# reproducibly: the same commit gives the same bytes.
+#
+#   scripts/build-package.sh                  # dist/nddmilter_VERSION-1_amd64.deb and .rpm
+#   GOARCH=arm64 scripts/build-package.sh     # dist/nddmilter_VERSION-1_arm64.deb and .aarch64.rpm
+#   OUT=/tmp/pkgs PACKAGERS=deb scripts/build-package.sh
+#
+# What goes in (packaging/nfpm.yaml): /usr/bin/nddmilter (CGO off, so any
+# GOARCH cross-builds from this machine; -trimpath; version and commit
+# from git in internal/buildinfo via -ldflags), /etc/nddmilter/nddmilter.yaml
+# (a conffile: config/nddmilter.yaml with store.dir /var/lib/nddmilter),
+# the systemd unit contrib/systemd/nddmilter.service, man pages made from
+# the commands' help (`nddmilter gendocs`), bash/zsh/fish completions
+# (`nddmilter completion`), and the docs and MTA snippets in
+# /usr/share/doc/nddmilter. The maintainer scripts (packaging/scripts)
+# create the system user nddmilter and its store /var/lib/nddmilter.
+#
+# Reproducible: SOURCE_DATE_EPOCH is the last commit's time (unless set),
+# and dates the man pages, every file in the archives and the archives;
+# gzip -n; the packager is a pinned nFPM built from the Go module proxy.
+# Environment: GOARCH (default: this machine's), OUT (default dist),
+# PACKAGERS (default "deb rpm"). Prints the paths of the packages.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export PATH=$PATH:/usr/local/go/bin
+NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.2 # later ones need modules the proxy does not serve here
+BI=github.com/nddmilter/nddmilter/internal/buildinfo
+OUT=${OUT:-dist}
+PACKAGERS=${PACKAGERS:-deb rpm}
+GOARCH=${GOARCH:-$(go env GOARCH)}
+
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+COMMIT=$(git rev-parse HEAD)
+DESCRIBE=$(git describe --tags --always --dirty)
+# Package version: a tag v1.2.3 gives 1.2.3, 4 commits past it
+# 1.2.3+4.gHASH; with no tag, 0.0.0+gitDATE.HASH. Dirty trees get .dirty.
+case "$DESCRIBE" in
+v[0-9]* | [0-9]*)
+	PKG_VERSION=$(echo "${DESCRIBE#v}" | sed -E 's/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/-dirty$/.dirty/')
+	;;
+*)
+	PKG_VERSION="0.0.0+git$(TZ=UTC date -d "@$SOURCE_DATE_EPOCH" +%Y%m%d).$(echo "$DESCRIBE" | sed 's/-dirty$/.dirty/')"
+	;;
+esac
+
+STAGE=$(mktemp -d /tmp/nddmilter-pkg.XXXXXX)
+trap 'rm -rf "$STAGE"' EXIT
+mkdir -p "$STAGE/man" "$STAGE/completions" "$STAGE/doc" "$OUT"
+
+LDFLAGS="-X $BI.Version=$DESCRIBE -X $BI.Commit=$COMMIT"
+CGO_ENABLED=0 GOOS=linux GOARCH=$GOARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
+# Man pages and completions come from a build for this machine (the
+# target's binary may not run here); the help text is the same.
+CGO_ENABLED=0 GOARCH= go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
+"$STAGE/nddmilter-host" gendocs "$STAGE/man"
+gzip -n -9 "$STAGE"/man/*.1
+"$STAGE/nddmilter-host" completion bash >"$STAGE/completions/nddmilter.bash"
+"$STAGE/nddmilter-host" completion zsh >"$STAGE/completions/_nddmilter"
+"$STAGE/nddmilter-host" completion fish >"$STAGE/completions/nddmilter.fish"
+
+# The packaged configuration: the documented one with the store in
+# /var/lib/nddmilter (the unit's StateDirectory), so that the daemon and
+# every `nddmilter --config /etc/nddmilter/nddmilter.yaml …` share it.
+n=$(grep -c '^  dir: nddmilter-data$' config/nddmilter.yaml || true)
+[ "$n" = 1 ] || { echo "build-package: config/nddmilter.yaml: expected one '  dir: nddmilter-data' line, found $n" >&2; exit 1; }
+sed 's#^  dir: nddmilter-data$#  dir: /var/lib/nddmilter#' config/nddmilter.yaml >"$STAGE/nddmilter.yaml"
+cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
+
+cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
+cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"
+cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
+cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
+[ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
+find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+sed -e "s#\${NDD_GOARCH}#$GOARCH#g" -e "s#\${NDD_PKG_VERSION}#$PKG_VERSION#g" -e "s#\${NDD_STAGE}#$STAGE#g" \
+	packaging/nfpm.yaml >"$STAGE/nfpm.yaml"
+for p in $PACKAGERS; do
+	go run "$NFPM" package --config "$STAGE/nfpm.yaml" --packager "$p" --target "$OUT/" >"$STAGE/nfpm-$p.log" 2>&1 ||
+		{ cat "$STAGE/nfpm-$p.log" >&2; exit 1; }
+	sed -n 's/.*created package: *//p' "$STAGE/nfpm-$p.log"
+done
