@@ -25,7 +25,11 @@
 # exits non-zero on failure. Needs root (Postfix's own user and queue).
 # Environment: NDD_E2E_TIMEOUT (seconds, default 280), NDD_E2E_LEXICON (a
 # lexicon file instead of the embedded one), NDD_E2E_LOAD (messages of the
-# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in).
+# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in),
+# NDD_BIN (a built nddmilter to test instead of building one, e.g. the
+# package's /usr/bin/nddmilter), NDD_E2E_USER (run the daemon as this user,
+# e.g. the package's nddmilter, with group postfix as a supplementary
+# group like the unit's SupplementaryGroups=postfix; test/e2e/package.sh).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -141,9 +145,24 @@ free_port; MILTER_PORT=$PORT
 free_port; HTTP_PORT=$PORT
 TOKEN=e2e-$RANDOM$RANDOM
 
-# --- build nddmilter ----------------------------------------------------------
-echo "== building nddmilter"
-(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+# --- build nddmilter (or take NDD_BIN) ---------------------------------------
+if [ -n "${NDD_BIN:-}" ]; then
+	echo "== testing $NDD_BIN"
+	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
+else
+	echo "== building nddmilter"
+	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+fi
+# serve: the daemon, as NDD_E2E_USER when set (the workspace, where its
+# unix socket goes, and its store given to it);
+# exec, so that $! of `serve … &` is the daemon's pid (signals reach it).
+serve() {
+	if [ -n "${NDD_E2E_USER:-}" ]; then
+		mkdir -p "$T/store" && chown "$NDD_E2E_USER" "$T" "$T/store"
+		exec setpriv --reuid="$NDD_E2E_USER" --regid="$NDD_E2E_USER" --groups=postfix -- "$T/nddmilter" serve "$@"
+	fi
+	exec "$T/nddmilter" serve "$@"
+}
 
 # --- smtp-sink: the next hop that keeps every delivered message --------------
 mkdir -p "$T/sink"
@@ -215,7 +234,7 @@ EOF
 	fi
 }
 write_config reject
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 ready=
 for _ in $(seq 100); do
@@ -462,7 +481,7 @@ fi
 # that a socket Postfix cannot open shows as a 4xx.
 write_config reject
 sed -i "s#^  listen: inet:127.0.0.1:$MILTER_PORT#  listen: unix:$T/milter.sock\n  socket_group: postfix#" "$T/nddmilter.yaml"
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 for _ in $(seq 100); do
 	[ -S "$T/milter.sock" ] && curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break

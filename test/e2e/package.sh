@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# End-to-end test of the Debian package, as an administrator would use it.
+#
+# Builds the package twice (scripts/build-package.sh: the two must be
+# byte-identical), installs it with dpkg -i on this machine, and proves:
+#   a) the package made the system user nddmilter, its store
+#      /var/lib/nddmilter (nddmilter, 0700), the configuration
+#      /etc/nddmilter/nddmilter.yaml (a conffile, 0640 root:nddmilter, with
+#      store.dir /var/lib/nddmilter), the unit (User=nddmilter, no --store;
+#      systemd-analyze verify when present), man pages and completions;
+#   b) the installed daemon runs as nddmilter with the packaged
+#      configuration, as the unit's ExecStart does (systemd cannot run
+#      here: ports overridden with --listen/--http, on loopback);
+#   c) `nddmilter --config /etc/nddmilter/nddmilter.yaml report` and
+#      `campaigns list` run as root from another directory reach that
+#      daemon through the configuration alone: its reports counter and
+#      campaign list see the reports, and no stray ./nddmilter-data appears
+#      (issue 16, items 1 and 2);
+#   d) test/e2e/postfix.sh passes with the installed binary run as the
+#      package's user against a real Postfix (smaller load step);
+#   e) dpkg --purge leaves no nddmilter process, binary, store or
+#      configuration behind.
+# Needs root (dpkg, users); installs what postfix.sh needs. Removes any
+# nddmilter package installed before it (a CI machine). Bounded in time;
+# prints "N passed, N failed" and exits non-zero on failure.
+# Environment: NDD_E2E_TIMEOUT (seconds, default 600).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
+TIME_LIMIT=${NDD_E2E_TIMEOUT:-600}
+CONF=/etc/nddmilter/nddmilter.yaml
+
+passed=0
+failed=0
+pass() { echo "PASS: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+die() {
+	echo "FATAL: $*"
+	failed=$((failed + 1))
+	exit 1
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: the package test needs root (dpkg -i, the package's user)"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+command -v dpkg >/dev/null || { echo "SKIP: no dpkg here"; echo "0 passed, 0 failed"; exit 0; }
+
+T=$(mktemp -d /tmp/ndd-pkg.XXXXXX)
+chmod 755 "$T"
+NDD_PID=
+cleanup() {
+	local rc=$?
+	if [ -n "${WATCHDOG:-}" ]; then
+		kill "$WATCHDOG" 2>/dev/null
+		wait "$WATCHDOG" 2>/dev/null
+		kill "$(cat "$T/watchdog-sleep.pid" 2>/dev/null)" 2>/dev/null
+	fi
+	[ -n "$NDD_PID" ] && kill -TERM "$NDD_PID" 2>/dev/null && wait "$NDD_PID" 2>/dev/null
+	if dpkg -s nddmilter >/dev/null 2>&1; then
+		dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1
+	fi
+	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		echo "--- nddmilter log (tail)"; tail -20 "$T/nddmilter.log" 2>/dev/null
+		echo "--- dpkg log (tail)"; tail -20 "$T/dpkg.log" 2>/dev/null
+	fi
+	rm -rf "$T"
+	echo "$passed passed, $failed failed"
+	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+trap cleanup EXIT
+trap 'echo "FATAL: interrupted or over ${TIME_LIMIT}s"; failed=$((failed + 1)); exit 1' TERM INT
+(
+	exec >/dev/null 2>&1
+	sleep "$TIME_LIMIT" &
+	echo $! >"$T/watchdog-sleep.pid"
+	wait $!
+	kill -TERM $$
+) &
+WATCHDOG=$!
+
+free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((12000 + RANDOM % 20000))
+		[ "$p" = "${PORT:-}" ] && continue
+		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
+			PORT=$p
+			return
+		fi
+	done
+	die "no free port"
+}
+
+# --- build, twice: reproducible ----------------------------------------------
+echo "== building the package (twice)"
+OUT=$T/dist1 PACKAGERS=deb bash "$ROOT/scripts/build-package.sh" >"$T/build1.log" 2>&1 || { cat "$T/build1.log"; die "build-package.sh failed"; }
+OUT=$T/dist2 PACKAGERS=deb bash "$ROOT/scripts/build-package.sh" >"$T/build2.log" 2>&1 || { cat "$T/build2.log"; die "build-package.sh failed (2nd)"; }
+DEB=$(ls "$T"/dist1/*.deb)
+if cmp -s "$DEB" "$T/dist2/$(basename "$DEB")"; then
+	pass "two builds are byte-identical: $(basename "$DEB") $(sha256sum <"$DEB" | cut -c1-16)…"
+else
+	fail "two builds of the same commit differ"
+fi
+
+# --- install --------------------------------------------------------------------
+if dpkg -s nddmilter >/dev/null 2>&1; then
+	echo "== removing the nddmilter package installed before"
+	dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1
+fi
+dpkg -i "$DEB" >>"$T/dpkg.log" 2>&1 || die "dpkg -i failed: $(tail -5 "$T/dpkg.log")"
+pass "dpkg -i $(basename "$DEB")"
+
+# (a) what the package installed.
+check_stat() { # path expected-"%U:%G %a"
+	local got
+	got=$(stat -c '%U:%G %a' "$1" 2>&1)
+	[ "$got" = "$2" ] && pass "(a) $1: $got" || fail "(a) $1: $got, want $2"
+}
+id nddmilter >/dev/null 2>&1 && pass "(a) system user: $(id nddmilter)" || fail "(a) no user nddmilter"
+[ "$(getent passwd nddmilter | cut -d: -f7)" = /usr/sbin/nologin ] || fail "(a) nddmilter's shell is not nologin"
+check_stat /var/lib/nddmilter "nddmilter:nddmilter 700"
+check_stat "$CONF" "root:nddmilter 640"
+grep -qx /etc/nddmilter/nddmilter.yaml /var/lib/dpkg/info/nddmilter.conffiles && pass "(a) $CONF is a conffile" || fail "(a) $CONF is not a conffile"
+grep -q '^  dir: /var/lib/nddmilter$' "$CONF" && pass "(a) packaged store.dir: /var/lib/nddmilter" || fail "(a) packaged store.dir: $(grep -A2 '^store:' "$CONF" | grep dir:)"
+UNIT=/usr/lib/systemd/system/nddmilter.service
+if grep -q '^User=nddmilter$' "$UNIT" && ! grep -q '^DynamicUser' "$UNIT" && grep -q '^ExecStart=/usr/bin/nddmilter serve --config /etc/nddmilter/nddmilter.yaml$' "$UNIT"; then
+	pass "(a) unit: User=nddmilter, $(grep ^ExecStart= "$UNIT")"
+else
+	fail "(a) unit: $(grep -E '^(User|DynamicUser|ExecStart)=' "$UNIT" | tr '\n' ' ')"
+fi
+if command -v systemd-analyze >/dev/null; then
+	if systemd-analyze verify "$UNIT" >"$T/verify.log" 2>&1; then
+		pass "(a) systemd-analyze verify $UNIT"
+	else
+		fail "(a) systemd-analyze verify: $(cat "$T/verify.log")"
+	fi
+fi
+if [ -f /usr/share/man/man1/nddmilter-serve.1.gz ] && zcat /usr/share/man/man1/nddmilter-report.1.gz | grep -q -- '--reporter' &&
+	[ -s /usr/share/bash-completion/completions/nddmilter ] && [ -s /usr/share/zsh/vendor-completions/_nddmilter ] &&
+	[ -s /usr/share/doc/nddmilter/README.md ]; then
+	pass "(a) man pages ($(ls /usr/share/man/man1/nddmilter*.1.gz | wc -l)), bash/zsh/fish completions, /usr/share/doc/nddmilter"
+else
+	fail "(a) man pages, completions or docs missing"
+fi
+bash -c 'source /usr/share/bash-completion/completions/nddmilter && declare -F __start_nddmilter' >/dev/null 2>&1 &&
+	pass "(a) bash completion loads" || fail "(a) bash completion does not load"
+
+# (b) the daemon as the unit runs it: user nddmilter, the packaged
+# configuration; only the ports differ (free loopback ports).
+free_port; MILTER_PORT=$PORT
+free_port; HTTP_PORT=$PORT
+setpriv --reuid=nddmilter --regid=nddmilter --init-groups -- \
+	/usr/bin/nddmilter serve --config "$CONF" --listen "inet:127.0.0.1:$MILTER_PORT" --http "127.0.0.1:$HTTP_PORT" \
+	>"$T/nddmilter.log" 2>&1 &
+NDD_PID=$!
+ready=
+for _ in $(seq 150); do
+	curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && { ready=1; break; }
+	kill -0 $NDD_PID 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$ready" ] || die "the installed daemon (user nddmilter, $CONF) did not become ready: $(tail -3 "$T/nddmilter.log")"
+pass "(b) /usr/bin/nddmilter serve --config $CONF runs as $(ps -o user= -p $NDD_PID) and is ready"
+[ -s /var/lib/nddmilter/api-token ] && [ "$(stat -c %U /var/lib/nddmilter/api-token)" = nddmilter ] &&
+	pass "(b) API token and address recorded in /var/lib/nddmilter" || fail "(b) no API token in /var/lib/nddmilter"
+
+# (c) the administrator's commands find the store and the daemon from the
+# configuration alone, run from an unrelated directory.
+mkdir -p "$T/cwd"
+cd "$T/cwd" || die "cd"
+TEXT="Dear friend, we are pleased to announce that your account has been selected
+for an exclusive investment opportunity with guaranteed monthly returns. Our
+financial advisors have prepared a personal portfolio proposal for you. Please
+confirm your participation by visiting our secure website and entering your
+banking details before the offer expires at the end of this week. Thousands of
+satisfied customers have already doubled their savings with our program."
+for u in alice bob; do
+	printf 'From: offers@invest.example\nTo: %s@example.org\nSubject: Exclusive investment opportunity\n\n%s\nReference %s.\n' \
+		"$u" "$TEXT" "$RANDOM" >"$T/$u.eml"
+	nddmilter --config "$CONF" report --reporter "$u" "$T/$u.eml" >"$T/report-$u.log" 2>&1 ||
+		fail "(c) nddmilter --config $CONF report: $(cat "$T/report-$u.log")"
+done
+curl -s "http://127.0.0.1:$HTTP_PORT/metrics" >"$T/metrics.txt"
+if grep -q '^nddmilter_reports_total{kind="spam"} 2$' "$T/metrics.txt"; then
+	pass "(c) report --config $CONF went to the daemon: nddmilter_reports_total{kind=\"spam\"} 2"
+else
+	fail "(c) the daemon did not count the reports: $(grep '^nddmilter_reports_total' "$T/metrics.txt" | tr '\n' ' ') — $(cat "$T/report-alice.log")"
+fi
+if nddmilter --config "$CONF" campaigns list >"$T/list.log" 2>&1 && grep -q 'Exclusive investment' "$T/list.log"; then
+	pass "(c) campaigns list --config $CONF sees the campaign"
+else
+	fail "(c) campaigns list --config $CONF: $(cat "$T/list.log")"
+fi
+[ -e "$T/cwd/nddmilter-data" ] && fail "(c) a stray ./nddmilter-data was created" || pass "(c) no stray ./nddmilter-data"
+cd "$ROOT" || die "cd"
+kill -TERM $NDD_PID
+wait $NDD_PID && pass "(b) the installed daemon stopped cleanly on SIGTERM" || fail "(b) exit status $? on SIGTERM"
+NDD_PID=
+
+# (d) the installed binary, as the package's user, against a real Postfix.
+echo "== test/e2e/postfix.sh with /usr/bin/nddmilter as user nddmilter"
+if NDD_BIN=/usr/bin/nddmilter NDD_E2E_USER=nddmilter NDD_E2E_LOAD=${NDD_E2E_LOAD:-100} bash "$ROOT/test/e2e/postfix.sh" >"$T/postfix-e2e.log" 2>&1; then
+	pass "(d) postfix.sh with the installed binary as nddmilter: $(tail -1 "$T/postfix-e2e.log")"
+else
+	fail "(d) postfix.sh with the installed binary: $(tail -1 "$T/postfix-e2e.log")"
+	grep -E '^(FAIL|FATAL)' "$T/postfix-e2e.log"
+fi
+
+# (e) purge: nothing left running or installed.
+dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1 || fail "(e) dpkg --purge: $(tail -3 "$T/dpkg.log")"
+left=
+pgrep -u nddmilter >/dev/null 2>&1 && left="$left processes of nddmilter: $(pgrep -u nddmilter -a);"
+pgrep -x nddmilter >/dev/null 2>&1 && left="$left nddmilter processes: $(pgrep -x nddmilter -a);"
+for f in /usr/bin/nddmilter /etc/nddmilter /var/lib/nddmilter "$UNIT"; do
+	[ -e "$f" ] && left="$left $f;"
+done
+[ -z "$left" ] && pass "(e) dpkg --purge: no process, binary, configuration, store or unit left" || fail "(e) after purge:$left"
