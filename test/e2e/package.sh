@@ -31,15 +31,7 @@ export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-600}
 CONF=/etc/nddmilter/nddmilter.yaml
 
-passed=0
-failed=0
-pass() { echo "PASS: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-die() {
-	echo "FATAL: $*"
-	failed=$((failed + 1))
-	exit 1
-}
+. "$ROOT/test/e2e/lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: the package test needs root (dpkg -i, the package's user)"
@@ -53,11 +45,7 @@ chmod 755 "$T"
 NDD_PID=
 cleanup() {
 	local rc=$?
-	if [ -n "${WATCHDOG:-}" ]; then
-		kill "$WATCHDOG" 2>/dev/null
-		wait "$WATCHDOG" 2>/dev/null
-		kill "$(cat "$T/watchdog-sleep.pid" 2>/dev/null)" 2>/dev/null
-	fi
+	stop_watchdog
 	[ -n "$NDD_PID" ] && kill -TERM "$NDD_PID" 2>/dev/null && wait "$NDD_PID" 2>/dev/null
 	if dpkg -s nddmilter >/dev/null 2>&1; then
 		dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1
@@ -67,35 +55,10 @@ cleanup() {
 		echo "--- dpkg log (tail)"; tail -20 "$T/dpkg.log" 2>/dev/null
 	fi
 	rm -rf "$T"
-	echo "$passed passed, $failed failed"
-	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
-		exit 1
-	fi
-	exit 0
+	summary_exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "FATAL: interrupted or over ${TIME_LIMIT}s"; failed=$((failed + 1)); exit 1' TERM INT
-(
-	exec >/dev/null 2>&1
-	sleep "$TIME_LIMIT" &
-	echo $! >"$T/watchdog-sleep.pid"
-	wait $!
-	kill -TERM $$
-) &
-WATCHDOG=$!
-
-free_port() {
-	local p
-	for _ in $(seq 200); do
-		p=$((12000 + RANDOM % 20000))
-		[ "$p" = "${PORT:-}" ] && continue
-		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
-			PORT=$p
-			return
-		fi
-	done
-	die "no free port"
-}
+start_watchdog
 
 # --- build, twice: reproducible ----------------------------------------------
 echo "== building the package (twice)"
