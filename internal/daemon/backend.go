@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
@@ -142,12 +143,22 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 		if err := requireStore(cfg.Store.Dir); err != nil {
 			return nil, err
 		}
+	} else if _, err := os.Stat(cfg.Store.Dir); errors.Is(err, fs.ErrNotExist) {
+		// Not silent: a relative store.dir (the default) depends on the
+		// current directory, and a new store is not the daemon's.
+		abs, _ := filepath.Abs(cfg.Store.Dir)
+		fmt.Fprintf(o.LogOutput, "nddmilter: no store at %s: creating a new one (store.dir in --config, or --store, names the daemon's)\n", abs)
 	}
 	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
 	if err == nil {
 		return NewLocal(rt), nil
 	}
-	if !errors.Is(err, store.ErrLocked) {
+	// Root on the package's store (owned by nddmilter) goes through the
+	// running daemon's API, never into the store itself.
+	if errors.Is(err, ErrStoreOwner) && RunningAPIURL(cfg.Store.Dir) == "" {
+		return nil, err
+	}
+	if !errors.Is(err, store.ErrLocked) && !errors.Is(err, ErrStoreOwner) {
 		return nil, err
 	}
 	dir, url, tok := cfg.Store.Dir, DefaultAPIURL, o.Token
@@ -161,7 +172,7 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 		url = u
 	}
 	if tok != "" {
-		fmt.Fprintf(o.LogOutput, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
+		fmt.Fprintf(o.LogOutput, "nddmilter: store %s is held by the running daemon; using its API at %s\n", dir, url)
 		return Remote{&api.Client{BaseURL: url, Token: tok}}, nil
 	}
 	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+

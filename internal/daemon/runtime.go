@@ -155,6 +155,9 @@ type Runtime struct {
 // OpenRuntime opens the store of cfg and builds the engine over it. When
 // another process holds the store, the error wraps store.ErrLocked.
 func OpenRuntime(cfg *config.Config, log *slog.Logger) (*Runtime, error) {
+	if err := checkStoreOwner(cfg.Store.Dir, os.Geteuid(), fileOwner); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(cfg.Store.Dir, StoreOptions(cfg, log))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Store.Dir, err)

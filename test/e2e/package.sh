@@ -15,7 +15,8 @@
 #      `campaigns list` run as root from another directory reach that
 #      daemon through the configuration alone: its reports counter and
 #      campaign list see the reports, and no stray ./nddmilter-data appears
-#      (issue 16, items 1 and 2);
+#      (issue 16, items 1 and 2); with the daemon stopped, root is refused
+#      the nddmilter-owned store, and the nddmilter user reads it directly;
 #   d) test/e2e/postfix.sh passes with the installed binary run as the
 #      package's user against a real Postfix (smaller load step);
 #   e) dpkg --purge leaves no nddmilter process, binary, store or
@@ -165,6 +166,22 @@ cd "$ROOT" || die "cd"
 kill -TERM $NDD_PID
 wait $NDD_PID && pass "(b) the installed daemon stopped cleanly on SIGTERM" || fail "(b) exit status $? on SIGTERM"
 NDD_PID=
+# With the daemon stopped, root must not write into nddmilter's store
+# (files it made would lock the daemon out); as nddmilter the CLI works.
+if nddmilter --config "$CONF" report --reporter carol "$T/alice.eml" >"$T/report-root.log" 2>&1; then
+	fail "(c) root reported into nddmilter's store with the daemon stopped"
+elif grep -q 'belongs to user nddmilter' "$T/report-root.log"; then
+	pass "(c) root without the daemon is refused: $(cut -c1-90 "$T/report-root.log")…"
+else
+	fail "(c) root without the daemon: $(cat "$T/report-root.log")"
+fi
+notmine=$(find /var/lib/nddmilter ! -user nddmilter | head -3)
+[ -z "$notmine" ] && pass "(c) every file in /var/lib/nddmilter belongs to nddmilter" || fail "(c) files not owned by nddmilter: $notmine"
+if runuser -u nddmilter -- nddmilter --config "$CONF" campaigns list >"$T/list2.log" 2>&1 && grep -q 'Exclusive investment' "$T/list2.log"; then
+	pass "(c) runuser -u nddmilter -- nddmilter --config $CONF campaigns list: the store, directly"
+else
+	fail "(c) campaigns list as nddmilter: $(cat "$T/list2.log")"
+fi
 
 # (d) the installed binary, as the package's user, against a real Postfix.
 echo "== test/e2e/postfix.sh with /usr/bin/nddmilter as user nddmilter"
@@ -179,7 +196,13 @@ fi
 dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1 || fail "(e) dpkg --purge: $(tail -3 "$T/dpkg.log")"
 left=
 pgrep -u nddmilter >/dev/null 2>&1 && left="$left processes of nddmilter: $(pgrep -u nddmilter -a);"
-pgrep -x nddmilter >/dev/null 2>&1 && left="$left nddmilter processes: $(pgrep -x nddmilter -a);"
+# Processes of the installed binary (others on a shared machine run their
+# own builds of nddmilter: not those).
+for p in /proc/[0-9]*; do
+	case "$(readlink "$p/exe" 2>/dev/null)" in
+	/usr/bin/nddmilter*) left="$left process ${p#/proc/} of /usr/bin/nddmilter;" ;;
+	esac
+done
 for f in /usr/bin/nddmilter /etc/nddmilter /var/lib/nddmilter "$UNIT"; do
 	[ -e "$f" ] && left="$left $f;"
 done
