@@ -30,31 +30,31 @@ NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.2 # later ones need modules th
 BI=github.com/nddmilter/nddmilter/internal/buildinfo
 OUT=${OUT:-dist}
 PACKAGERS=${PACKAGERS:-deb rpm}
-GOARCH=${GOARCH:-$(go env GOARCH)}
+# The target's architecture; go commands other than the target's build
+# (nFPM, the host binary for the docs) run for this machine.
+ARCH=${GOARCH:-$(go env GOARCH)}
+unset GOARCH
 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 COMMIT=$(git rev-parse HEAD)
 DESCRIBE=$(git describe --tags --always --dirty)
 # Package version: a tag v1.2.3 gives 1.2.3, 4 commits past it
 # 1.2.3+4.gHASH; with no tag, 0.0.0+gitDATE.HASH. Dirty trees get .dirty.
-case "$DESCRIBE" in
-v[0-9]* | [0-9]*)
+if [[ $DESCRIBE =~ ^v?[0-9]+\.[0-9] ]]; then
 	PKG_VERSION=$(echo "${DESCRIBE#v}" | sed -E 's/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/-dirty$/.dirty/')
-	;;
-*)
+else # a bare hash (no tag yet), which may start with a digit
 	PKG_VERSION="0.0.0+git$(TZ=UTC date -d "@$SOURCE_DATE_EPOCH" +%Y%m%d).$(echo "$DESCRIBE" | sed 's/-dirty$/.dirty/')"
-	;;
-esac
+fi
 
 STAGE=$(mktemp -d /tmp/nddmilter-pkg.XXXXXX)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/man" "$STAGE/completions" "$STAGE/doc" "$OUT"
 
 LDFLAGS="-X $BI.Version=$DESCRIBE -X $BI.Commit=$COMMIT"
-CGO_ENABLED=0 GOOS=linux GOARCH=$GOARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
+CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
 # Man pages and completions come from a build for this machine (the
 # target's binary may not run here); the help text is the same.
-CGO_ENABLED=0 GOARCH= go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
+CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
 "$STAGE/nddmilter-host" gendocs "$STAGE/man"
 gzip -n -9 "$STAGE"/man/*.1
 "$STAGE/nddmilter-host" completion bash >"$STAGE/completions/nddmilter.bash"
@@ -76,7 +76,7 @@ cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
 [ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
-sed -e "s#\${NDD_GOARCH}#$GOARCH#g" -e "s#\${NDD_PKG_VERSION}#$PKG_VERSION#g" -e "s#\${NDD_STAGE}#$STAGE#g" \
+sed -e "s#\${NDD_GOARCH}#$ARCH#g" -e "s#\${NDD_PKG_VERSION}#$PKG_VERSION#g" -e "s#\${NDD_STAGE}#$STAGE#g" \
 	packaging/nfpm.yaml >"$STAGE/nfpm.yaml"
 for p in $PACKAGERS; do
 	go run "$NFPM" package --config "$STAGE/nfpm.yaml" --packager "$p" --target "$OUT/" >"$STAGE/nfpm-$p.log" 2>&1 ||
