@@ -147,7 +147,7 @@ satisfied customers have already doubled their savings with our program."
 for u in alice bob; do
 	printf 'From: offers@invest.example\nTo: %s@example.org\nSubject: Exclusive investment opportunity\n\n%s\nReference %s.\n' \
 		"$u" "$TEXT" "$RANDOM" >"$T/$u.eml"
-	nddmilter --config "$CONF" report --reporter "$u" "$T/$u.eml" >"$T/report-$u.log" 2>&1 ||
+	/usr/bin/nddmilter --config "$CONF" report --reporter "$u" "$T/$u.eml" >"$T/report-$u.log" 2>&1 ||
 		fail "(c) nddmilter --config $CONF report: $(cat "$T/report-$u.log")"
 done
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" >"$T/metrics.txt"
@@ -156,7 +156,7 @@ if grep -q '^nddmilter_reports_total{kind="spam"} 2$' "$T/metrics.txt"; then
 else
 	fail "(c) the daemon did not count the reports: $(grep '^nddmilter_reports_total' "$T/metrics.txt" | tr '\n' ' ') — $(cat "$T/report-alice.log")"
 fi
-if nddmilter --config "$CONF" campaigns list >"$T/list.log" 2>&1 && grep -q 'Exclusive investment' "$T/list.log"; then
+if /usr/bin/nddmilter --config "$CONF" campaigns list >"$T/list.log" 2>&1 && grep -q 'Exclusive investment' "$T/list.log"; then
 	pass "(c) campaigns list --config $CONF sees the campaign"
 else
 	fail "(c) campaigns list --config $CONF: $(cat "$T/list.log")"
@@ -168,7 +168,7 @@ wait $NDD_PID && pass "(b) the installed daemon stopped cleanly on SIGTERM" || f
 NDD_PID=
 # With the daemon stopped, root must not write into nddmilter's store
 # (files it made would lock the daemon out); as nddmilter the CLI works.
-if nddmilter --config "$CONF" report --reporter carol "$T/alice.eml" >"$T/report-root.log" 2>&1; then
+if /usr/bin/nddmilter --config "$CONF" report --reporter carol "$T/alice.eml" >"$T/report-root.log" 2>&1; then
 	fail "(c) root reported into nddmilter's store with the daemon stopped"
 elif grep -q 'belongs to user nddmilter' "$T/report-root.log"; then
 	pass "(c) root without the daemon is refused: $(cut -c1-90 "$T/report-root.log")…"
@@ -177,7 +177,7 @@ else
 fi
 notmine=$(find /var/lib/nddmilter ! -user nddmilter | head -3)
 [ -z "$notmine" ] && pass "(c) every file in /var/lib/nddmilter belongs to nddmilter" || fail "(c) files not owned by nddmilter: $notmine"
-if runuser -u nddmilter -- nddmilter --config "$CONF" campaigns list >"$T/list2.log" 2>&1 && grep -q 'Exclusive investment' "$T/list2.log"; then
+if runuser -u nddmilter -- /usr/bin/nddmilter --config "$CONF" campaigns list >"$T/list2.log" 2>&1 && grep -q 'Exclusive investment' "$T/list2.log"; then
 	pass "(c) runuser -u nddmilter -- nddmilter --config $CONF campaigns list: the store, directly"
 else
 	fail "(c) campaigns list as nddmilter: $(cat "$T/list2.log")"
