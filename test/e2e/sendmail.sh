@@ -13,7 +13,9 @@
 #   a) a normal message is delivered with the X-NDD-Verdict header, over
 #      milter protocol 6 with no reply before end of message;
 #   b) after reports through the HTTP API, a randomized copy of the
-#      campaign is rejected with the 550 text naming the campaign;
+#      campaign is rejected with the 550 text naming the campaign; after a
+#      SIGHUP with policy.max_action: quarantine, a copy is held in
+#      Sendmail's quarantine (mailq -qQ);
 #   c) with nddmilter stopped and the snippet's F= (empty), mail is
 #      accepted unfiltered; with F=T, it is deferred (451 4.3.2).
 # Installs postfix (for smtp-sink), swaks and m4 from Debian's packages
@@ -58,6 +60,11 @@ LOG_PID=
 stop_sendmail() {
 	[ -n "$SM_PID" ] && kill -TERM "$SM_PID" 2>/dev/null && wait "$SM_PID" 2>/dev/null
 	SM_PID=
+	for _ in $(seq 50); do
+		(exec 3<>/dev/tcp/127.0.0.1/$SMTP_PORT) 2>/dev/null || return 0
+		sleep 0.1
+	done
+	echo "sendmail still listens on $SMTP_PORT"
 }
 cleanup() {
 	local rc=$?
@@ -104,7 +111,8 @@ else
 	echo "== building nddmilter"
 	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
 fi
-cat >"$T/nddmilter.yaml" <<EOF2
+write_config() { # max_action
+	cat >"$T/nddmilter.yaml" <<EOF2
 milter:
   listen: inet:127.0.0.1:$MILTER_PORT
 http:
@@ -112,10 +120,14 @@ http:
   token: $TOKEN
 store:
   dir: $T/store
+policy:
+  max_action: $1
 log:
   format: json
   level: debug
 EOF2
+}
+write_config reject
 "$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 ready=
@@ -153,6 +165,19 @@ touch "$T/aliases"
 mkdir -p "$T/mqueue" "$T/clientmqueue"
 chmod 700 "$T/mqueue"
 
+# in_ns ARGS: the unpacked sendmail with the private .cf and ARGS, in a
+# mount namespace of its own (private /dev with the log listener,
+# /etc/hosts). It execs: call it in a subshell, `( in_ns … )`, or in the
+# background, where $! is then Sendmail's own pid.
+in_ns() {
+	exec unshare -m sh -c '
+		mount --make-rprivate / &&
+		for n in null zero random urandom tty; do mount --bind /dev/$n "$1/dev/$n"; done &&
+		mount --bind "$1/dev" /dev && mount --bind "$1/hosts" /etc/hosts &&
+		T=$1 L=$2 && shift 2 &&
+		exec env LD_LIBRARY_PATH="$L" "$T/sendmail" -C "$T/e2e.cf" "$@"' sh "$T" "$LIBS" "$@"
+}
+
 # --- sendmail.cf from cf.m4 + contrib/sendmail/nddmilter.mc --------------------
 start_sendmail() { # F-flag: "" (the snippet as shipped) or T
 	stop_sendmail
@@ -180,6 +205,7 @@ define(\`confLOG_LEVEL', \`14')dnl
 define(\`confMILTER_LOG_LEVEL', \`14')dnl
 define(\`SMART_HOST', \`relay:[127.0.0.1]')dnl
 define(\`RELAY_MAILER_ARGS', \`TCP \$h $SINK_PORT')dnl
+FEATURE(\`no_default_msa')dnl   (no port 587 on every address: loopback only)
 FEATURE(\`nocanonify')dnl
 FEATURE(\`accept_unresolvable_domains')dnl
 FEATURE(\`accept_unqualified_senders')dnl
@@ -192,13 +218,10 @@ EOF2
 	m4 "$T/e2e.mc" >"$T/e2e.cf" 2>"$T/m4.log" || die "m4: $(cat "$T/m4.log")"
 	[ -s "$T/m4.log" ] && die "m4 warnings: $(cat "$T/m4.log")"
 	grep -q "^Xnddmilter, S=inet:$MILTER_PORT@127.0.0.1" "$T/e2e.cf" || die "no Xnddmilter line in the built sendmail.cf"
-	unshare -m sh -c '
-		mount --make-rprivate / &&
-		for n in null zero random urandom tty; do mount --bind /dev/$n "$1/dev/$n"; done &&
-		mount --bind "$1/dev" /dev && mount --bind "$1/hosts" /etc/hosts &&
-		exec env LD_LIBRARY_PATH="$2" "$1/sendmail" -C "$1/e2e.cf" -bD -L sm-e2e' sh "$T" "$LIBS" \
-		>>"$T/sendmail-fg.log" 2>&1 &
+	in_ns -bD -L sm-e2e >>"$T/sendmail-fg.log" 2>&1 &
 	SM_PID=$!
+	sleep 0.2
+	kill -0 "$SM_PID" 2>/dev/null || die "sendmail exited: $(tail -5 "$T/sendmail-fg.log") $(tail -5 "$T/syslog.log")"
 	wait_port $SMTP_PORT 20 || die "sendmail did not start: $(tail -5 "$T/sendmail-fg.log") $(tail -5 "$T/syslog.log")"
 }
 start_sendmail ""
@@ -262,6 +285,27 @@ if grep -q '<\*\* *550 5.7.1 Message rejected as spam campaign [0-9]* (nddmilter
 else
 	fail "(b) campaign copy not rejected with the 550 text"
 	grep -E '^(<~?\*\*|<- *[0-9])' "$T/swaks-copy.log" | tail -3
+fi
+
+# (b) quarantine: after SIGHUP with policy.max_action: quarantine, a copy
+# is accepted and held in Sendmail's queue (mailq -qQ lists it).
+write_config quarantine
+kill -HUP $NDD_PID
+for _ in $(seq 50); do
+	grep -q '"msg":"reloaded"' "$T/nddmilter.log" && break
+	sleep 0.1
+done
+send held "Exclusive investment opportunity" "$(campaign_copy 12)"
+held=
+for _ in $(seq 50); do
+	(in_ns -bp -qQ) >"$T/mailq.log" 2>&1
+	grep -q 'QUARANTINE: nddmilter: spam campaign' "$T/mailq.log" && { held=1; break; }
+	sleep 0.1
+done
+if [ -n "$held" ] && grep -q '<- *250 ' "$T/swaks-held.log"; then
+	pass "(b) campaign copy quarantined: $(grep -o 'QUARANTINE: .*' "$T/mailq.log" | head -1)"
+else
+	fail "(b) campaign copy not held in Sendmail's quarantine: $(cat "$T/mailq.log")"
 fi
 
 # (c) nddmilter down: F= (as shipped) accepts unfiltered; F=T defers.
