@@ -52,11 +52,25 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 // Get returns a campaign with its keys and sketches; ErrNotFound if it
 // does not exist. Hits still buffered by RecordHit are included.
 func (b *Badger) Get(ctx context.Context, id CampaignID) (*Campaign, error) {
+	return b.get(id, true)
+}
+
+// Record is Get without the campaign's Keys (nil): one read, however
+// many keys the campaign has.
+func (b *Badger) Record(ctx context.Context, id CampaignID) (*Campaign, error) {
+	return b.get(id, false)
+}
+
+func (b *Badger) get(id CampaignID, withKeys bool) (*Campaign, error) {
 	var c *Campaign
 	err := b.view(func(txn *badger.Txn) error {
 		r, err := getRecord(txn, id)
 		if err != nil {
 			return err
+		}
+		if !withKeys {
+			c = &r.Campaign
+			return nil
 		}
 		keys, err := collectPrefix(txn, idKey(pfxKeyList, id), false, 0)
 		if err != nil {
