@@ -143,6 +143,7 @@ type Badger struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	filter    *indexFilter    // of the index keys (filter.go)
 	bgCtx     context.Context // cancelled by Close: stops background work
 	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
@@ -217,6 +218,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		closed: make(chan struct{}),
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
+	b.startIndexFilter()
 	if !opts.ReadOnly {
 		b.startLoops()
 	}

@@ -13,19 +13,30 @@ import (
 )
 
 // Lookup returns the campaigns of the given index keys, one Hit per key
-// found, in the order of keys. It is one Badger Get per key in a single
-// read transaction. Empty and over-long keys are ignored.
+// found, in the order of keys. It is one Badger Get per key the index
+// filter (filter.go) does not rule out, in a single read transaction.
+// Empty and over-long keys are ignored.
 func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
+	maybe := b.filter.mayContain(keys) // nil: not built, ask Badger
+	if maybe != nil && !slices.Contains(maybe, true) {
+		if b.isClosed() {
+			return nil, fmt.Errorf("lookup: %w", ErrClosed)
+		}
+		return nil, nil
+	}
 	var hits []Hit
+	tested, absent := 0, 0
 	buf := make([]byte, 0, 64)
 	err := b.view(func(txn *badger.Txn) error {
-		for _, k := range keys {
-			if len(k) == 0 || len(k) > MaxKeyLen {
+		for i, k := range keys {
+			if len(k) == 0 || len(k) > MaxKeyLen || (maybe != nil && !maybe[i]) {
 				continue
 			}
+			tested++
 			buf = append(append(buf[:0], pfxIndex), k...)
 			item, err := txn.Get(buf)
 			if errors.Is(err, badger.ErrKeyNotFound) {
+				absent++
 				continue
 			}
 			if err != nil {
@@ -45,6 +56,9 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
+	}
+	if maybe != nil {
+		b.filter.observe(tested, absent)
 	}
 	return hits, nil
 }
