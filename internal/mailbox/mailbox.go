@@ -154,11 +154,7 @@ func walkDir(ctx context.Context, root string, o Options, fn func(Message) error
 			}
 			return o.OnSkip(p, errors.New("not a regular file"))
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return o.OnSkip(p, err)
-		}
-		return walkFile(ctx, p, fi, o, fn, o.OnSkip)
+		return walkFile(ctx, p, nil, o, fn, o.OnSkip) // stat the open file: no second path lookup
 	})
 }
 
@@ -176,13 +172,14 @@ func isMaildir(dir string) bool {
 // failPath turns a read error of a named path into the walk's error.
 func failPath(p string, err error) error { return fmt.Errorf("mailbox: %s: %w", p, err) }
 
-// walkFile reads one regular file; read errors go to ioErr (OnSkip inside
+// walkFile reads one regular file (fi: its information, nil to stat it
+// once open); read errors go to ioErr (OnSkip inside
 // directories, failPath for named paths), size-limit skips to OnSkip. A
 // file within the size limit is read whole, in one buffer of its size, and
 // sniffed for an mbox in memory; a larger one is split as an mbox (which
 // holds one message at a time) when it starts like one, else skipped.
 func walkFile(ctx context.Context, p string, fi fs.FileInfo, o Options, fn func(Message) error, ioErr func(string, error) error) error {
-	if !fi.Mode().IsRegular() {
+	if fi != nil && !fi.Mode().IsRegular() {
 		return ioErr(p, errors.New("not a regular file"))
 	}
 	f, err := os.Open(p)
@@ -190,6 +187,14 @@ func walkFile(ctx context.Context, p string, fi fs.FileInfo, o Options, fn func(
 		return ioErr(p, err)
 	}
 	defer f.Close()
+	if fi == nil {
+		if fi, err = f.Stat(); err != nil {
+			return ioErr(p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return ioErr(p, errors.New("not a regular file"))
+		}
+	}
 	if fi.Size() > o.MaxBytes {
 		mbox, err := o.isMbox(f)
 		if err != nil {
