@@ -9,7 +9,7 @@ import (
 )
 
 // waitBuilt waits until the index filter has been built n times.
-func waitBuilt(t *testing.T, s *Badger, n int64) {
+func waitBuilt(t testing.TB, s *Badger, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.filter.built.Load() < n {
