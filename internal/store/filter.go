@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 
@@ -17,8 +18,8 @@ import (
 //   - until it is built, Lookup asks Badger for every key;
 //   - it is built in the background by one scan of the index prefix in a
 //     read transaction;
-//   - setIndex adds a key to the filter (and to the one being built)
-//     before the write commits, and a write transaction that adds keys
+//   - setIndex adds a key to the filter (and keeps it for the one being
+//     built) before the write commits, and a write transaction that adds keys
 //     holds gate shared from its first key until its commit is over; a
 //     build takes gate exclusively to start, so every key is either in a
 //     commit finished before the build's scan began (the scan sees it) or
@@ -32,13 +33,15 @@ import (
 //
 // Memory: sized for twice the keys present (at least filterMinCapacity)
 // at filterFPRate, about 14.4 bits per key of capacity: 3.6 MB per
-// million keys in the store, plus as much again while a rebuild runs.
+// million keys in the store, plus as much again (and a copy of the keys
+// written meanwhile) while a rebuild runs.
 type indexFilter struct {
 	gate sync.RWMutex // see above; writers hold it shared
 
 	mu       sync.RWMutex
 	cur      *bloom.BloomFilter // nil until built: lookups go to Badger
-	next     *bloom.BloomFilter // being built; adds go to it too
+	building bool               // a build runs: adds are kept in pending too
+	pending  [][]byte           // keys added during the build, for the new filter
 	capacity uint               // keys cur was sized for
 	added    uint               // keys added to cur since it was built
 
@@ -59,8 +62,6 @@ const (
 	// filterRebuildFactor how far above filterFPRate it may go.
 	filterRebuildSamples = 1 << 16
 	filterRebuildFactor  = 8
-	// filterScanBatch is how many scanned keys are added per lock.
-	filterScanBatch = 512
 )
 
 func newIndexFilter() *indexFilter {
@@ -88,7 +89,9 @@ func (b *Badger) startIndexFilter() {
 }
 
 // buildIndexFilter counts the index keys, then builds a filter sized for
-// them by a second scan and puts it in place.
+// them by a second scan and puts it in place. The build owns the new
+// filter alone (lookups are not held up by it): keys added meanwhile are
+// kept aside and added to it before it replaces the current one.
 func (b *Badger) buildIndexFilter() error {
 	f := b.filter
 	n, err := b.scanIndexKeys(nil)
@@ -99,19 +102,16 @@ func (b *Badger) buildIndexFilter() error {
 	next := bloom.NewWithEstimates(capacity, filterFPRate)
 	f.gate.Lock() // wait for the write transactions adding keys to finish
 	f.mu.Lock()
-	f.next = next
+	f.building, f.pending = true, nil
 	f.mu.Unlock()
 	f.gate.Unlock()
-	_, err = b.scanIndexKeys(func(keys [][]byte) {
-		f.mu.Lock()
-		for _, k := range keys {
-			next.Add(k)
-		}
-		f.mu.Unlock()
-	})
+	_, err = b.scanIndexKeys(func(k []byte) { next.Add(k) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next = nil
+	for _, k := range f.pending {
+		next.Add(k)
+	}
+	f.building, f.pending = false, nil
 	if err != nil {
 		return err
 	}
@@ -123,37 +123,22 @@ func (b *Badger) buildIndexFilter() error {
 }
 
 // scanIndexKeys counts the index keys in one read transaction and passes
-// them (signature keys, without the prefix) to add in batches when add is
-// not nil. It stops when the store closes.
-func (b *Badger) scanIndexKeys(add func([][]byte)) (int, error) {
+// each (the signature key, valid during the call) to add when add is not
+// nil. It stops when the store closes.
+func (b *Badger) scanIndexKeys(add func(k []byte)) (int, error) {
 	n := 0
 	err := b.view(func(txn *badger.Txn) error {
 		pfx := []byte{pfxIndex}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx})
 		defer it.Close()
-		var batch [][]byte
-		var buf []byte
 		for it.Seek(pfx); it.ValidForPrefix(pfx); it.Next() {
 			n++
 			if add != nil {
-				k := it.Item().Key()[1:]
-				if len(buf)+len(k) > cap(buf) {
-					buf = make([]byte, 0, max(64<<10, len(k)))
-				}
-				start := len(buf)
-				buf = append(buf, k...)
-				batch = append(batch, buf[start:len(buf):len(buf)])
-				if len(batch) == filterScanBatch {
-					add(batch)
-					batch = batch[:0]
-				}
+				add(it.Item().Key()[1:])
 			}
 			if n%4096 == 0 && b.isClosed() {
 				return ErrClosed
 			}
-		}
-		if len(batch) > 0 {
-			add(batch)
 		}
 		return nil
 	})
@@ -214,8 +199,8 @@ func (f *indexFilter) add(k []byte) {
 			f.askRebuild() // the filter will be full: size a new one
 		}
 	}
-	if f.next != nil {
-		f.next.Add(k)
+	if f.building {
+		f.pending = append(f.pending, bytes.Clone(k))
 	}
 	f.mu.Unlock()
 }
