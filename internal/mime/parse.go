@@ -42,6 +42,8 @@ type parser struct {
 	dec      []byte // scratch: transfer-decoded leaf part
 	raw      []byte // scratch: visible text of an HTML part
 	csbuf    []byte // scratch: output of single-byte charset decoding
+	bin      []byte // scratch: transfer-decoded non-text part (parts.go)
+	media    []Part // non-text parts (parts.go)
 	fields   []headerField
 	parts    int
 	charset  string // first non-UTF-8 charset declared by a text part
@@ -74,6 +76,7 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	p.parts = 0
 	p.fields = p.fields[:0]
 	p.charset = ""
+	p.media = nil
 	p.depthMsg, p.partsMsg = false, false
 	doc = new(Document)
 	defer func() {
@@ -82,7 +85,7 @@ func parse(raw []byte, opts Options) (doc *Document) {
 			p.finish(doc)
 		}
 		clear(p.fields) // drop references to the message
-		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 {
+		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.bin) <= 1<<20 && cap(p.fields) <= 4096 {
 			parserPool.Put(p)
 		}
 	}()
@@ -130,6 +133,7 @@ func (p *parser) finish(doc *Document) {
 	doc.Text = string(p.text)
 	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
 	p.urls.urls, p.urls.hosts = nil, nil
+	doc.Parts, p.media = p.media, nil
 	doc.Warnings = p.warnings
 	p.warnings = nil
 }
@@ -203,10 +207,14 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 	case mt.typ == "text/plain" || mt.typ == "text/html" || mt.typ == "text/enriched" || mt.typ == "text/richtext":
 		if d, ok := h.get("Content-Disposition"); ok && depth > 0 {
 			if dm := parseMediaType(d); dm.typ == "attachment" {
+				p.binaryPart(mt.typ, cte, body, true)
 				return
 			}
 		}
 		p.leaf(mt, cte, body)
+	default:
+		d, _ := h.get("Content-Disposition")
+		p.binaryPart(mt.typ, cte, body, parseMediaType(d).typ == "attachment")
 	}
 }
 

@@ -1,0 +1,69 @@
+package mime
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// pixelGIF is a 1×1 GIF.
+const pixelGIF = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
+
+func TestParts(t *testing.T) {
+	gif, _ := base64.StdEncoding.DecodeString(pixelGIF)
+	pdf := strings.Repeat("%PDF-1.4 fake ", 10) + "end"
+	msg := "From: a@example.com\r\nSubject: parts\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=b1\r\n\r\n" +
+		"--b1\r\nContent-Type: multipart/related; boundary=b2\r\n\r\n" +
+		"--b2\r\nContent-Type: text/html\r\n\r\n<p>Hello <img src=\"cid:x\"></p>\r\n" +
+		"--b2\r\nContent-Type: image/gif\r\nContent-ID: <x>\r\nContent-Transfer-Encoding: base64\r\n\r\n" + pixelGIF + "\r\n" +
+		"--b2--\r\n" +
+		"--b1\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=a.pdf\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" + pdf + "\r\n" +
+		"--b1\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=notes.txt\r\n\r\nsecret attached text\r\n" +
+		"--b1--\r\n"
+	doc := Parse([]byte(msg), Options{})
+	if strings.Contains(doc.Text, "secret") {
+		t.Errorf("text attachment read as text: %q", doc.Text)
+	}
+	want := []Part{
+		{Type: "image/gif", Size: len(gif), Digest: sha256.Sum256(gif), Width: 1, Height: 1},
+		{Type: "application/pdf", Size: len(pdf), Digest: sha256.Sum256([]byte(pdf)), Attachment: true},
+		{Type: "text/plain", Size: len("secret attached text"), Digest: sha256.Sum256([]byte("secret attached text")), Attachment: true},
+	}
+	if len(doc.Parts) != len(want) {
+		t.Fatalf("parts %+v, want %d", doc.Parts, len(want))
+	}
+	for i, w := range want {
+		if doc.Parts[i] != w {
+			t.Errorf("part %d = %+v, want %+v", i, doc.Parts[i], w)
+		}
+	}
+}
+
+func TestPartsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Content-Type: multipart/mixed; boundary=b\r\n\r\n")
+	for range 100 {
+		b.WriteString("--b\r\nContent-Type: image/png\r\n\r\nnot an image\r\n")
+	}
+	b.WriteString("--b--\r\n")
+	doc := Parse([]byte(b.String()), Options{})
+	if len(doc.Parts) != maxDocParts {
+		t.Errorf("%d parts kept, want %d", len(doc.Parts), maxDocParts)
+	}
+	if p := doc.Parts[0]; p.Width != 0 || p.Height != 0 || p.Size != len("not an image") {
+		t.Errorf("part %+v", p)
+	}
+}
+
+func TestImageSizeMalformed(t *testing.T) {
+	for _, b := range []string{"", "GIF8", "\x89PNG\r\n\x1a\n", "\xff\xd8\xff", "GIF89a\xff\xff"} {
+		if w, h := imageSize([]byte(b)); w != 0 || h != 0 {
+			// A truncated header may still carry its dimensions (GIF).
+			if !strings.HasPrefix(b, "GIF89a") {
+				t.Errorf("imageSize(%q) = %d×%d", b, w, h)
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package shortsig
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxUnitRunes bounds a word unit: longer runs of letters are hash
+// busters or encoded data, not words.
+const maxUnitRunes = 40
+
+// unspaced are the scripts written without spaces between words: their
+// runs become character bigrams.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
+func isUnspaced(r rune) bool {
+	if r < 0x0e00 {
+		return false
+	}
+	return unicode.IsOneOf(unspaced, r)
+}
+
+// units appends the text units of s to dst, in order of appearance (see
+// the package doc): lower-cased words of 2 to maxUnitRunes letters and
+// digits (combining marks continue a word) with at most one digit, and
+// the character bigrams of runs of an unspaced script (a run of one
+// character is a unit of its own). s is NFKC-normalized text (mime.Parse).
+func units(dst []string, s string) []string {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case isUnspaced(r):
+			j := i + size
+			prev := i
+			n := 1
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if !isUnspaced(r2) {
+					break
+				}
+				dst = append(dst, s[prev:j+sz])
+				prev = j
+				j += sz
+				n++
+			}
+			if n == 1 {
+				dst = append(dst, s[i:j])
+			}
+			i = j
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			j := i
+			runes, digits := 0, 0
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if isUnspaced(r2) || !(unicode.IsLetter(r2) || unicode.IsDigit(r2) || unicode.IsMark(r2)) {
+					break
+				}
+				if unicode.IsDigit(r2) {
+					digits++
+				}
+				runes++
+				j += sz
+			}
+			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 {
+				dst = append(dst, strings.ToLower(s[i:j]))
+			}
+			i = j
+		default:
+			i += size
+		}
+	}
+	return dst
+}
