@@ -127,6 +127,8 @@ func TestUnits(t *testing.T) {
 		{"안녕하세요 세계", "안녕하세요 세계"},
 		{"Привет мир", "привет мир"},
 		{strings.Repeat("x", 41) + " ok", "ok"},
+		{"see http://example.com/a?id=12345 and www.example.org/x now", "see and now"},
+		{"awww.example.com", "awww example com"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(units(nil, c.in), " "); got != c.want {

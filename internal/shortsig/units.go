@@ -24,11 +24,20 @@ func isUnspaced(r rune) bool {
 // units appends the text units of s to dst, in order of appearance (see
 // the package doc): lower-cased words of 2 to maxUnitRunes letters and
 // digits (combining marks continue a word) with at most one digit, and
-// the character bigrams of runs of an unspaced script (a run of one
+// the character bigrams of runs of an unspaced script; URLs in the text
+// are skipped (a run of one
 // character is a unit of its own). s is NFKC-normalized text (mime.Parse).
 func units(dst []string, s string) []string {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == 'h' || r == 'H' || r == 'w' || r == 'W') && isURLStart(s, i) {
+			// A URL is in the links component, not in the text: its
+			// changing parameters would make every copy's text differ.
+			for i < len(s) && !isURLEnd(s[i]) {
+				i++
+			}
+			continue
+		}
 		switch {
 		case isUnspaced(r):
 			j := i + size
@@ -71,4 +80,27 @@ func units(dst []string, s string) []string {
 		}
 	}
 	return dst
+}
+
+// isURLStart reports whether a URL (http://, https:// or www.) starts at
+// s[i], not inside a word.
+func isURLStart(s string, i int) bool {
+	if i > 0 {
+		r, _ := utf8.DecodeLastRuneInString(s[:i])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	rest := s[i:]
+	for _, p := range []string{"http://", "https://", "www."} {
+		if len(rest) >= len(p) && strings.EqualFold(rest[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isURLEnd reports whether c ends a URL in text.
+func isURLEnd(c byte) bool {
+	return c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\''
 }
