@@ -17,6 +17,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -36,6 +37,7 @@ type Engine struct {
 	now       func() time.Time
 	cache     *recordCache
 	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
+	short     *shortsig.Signer   // short-message keys of footer-less text
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -92,7 +94,8 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		e.andd = as
 		e.threshold = as.Threshold()
 	}
-	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms})
+	e.short = shortsig.New(opts.Short)
+	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms, Short: opts.Short})
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: %w", err)
 	}
@@ -115,11 +118,16 @@ type signed struct {
 	reason    string
 	imatch    []imatchbag.Signature
 	imKeys    [][]byte // keys[:len(imKeys)]
-	keys      [][]byte // I-Match keys then band keys
+	keys      [][]byte // I-Match keys, short keys, band keys, short lookup keys
 	sketch    andd.Sketch
 	hasSketch bool
 	sketchRaw []byte
 	bandKeys  [][]byte
+	// shortKeys are the short-message keys (shortsig) a report is indexed
+	// under; shortLookup the lead keys a message is looked up under too.
+	// Both are computed on the text without its mailing-list footer.
+	shortKeys   [][]byte
+	shortLookup [][]byte
 	// body is the sketch without the mailing-list footer (evidence.go),
 	// computed when an ANDD-only match needs confirming.
 	body *bodySketch
@@ -138,21 +146,25 @@ type signed struct {
 	footerOnlySketch bool
 }
 
-// allKeys is the I-Match keys then the band keys, for one store lookup.
+// allKeys is the I-Match keys, the short keys, the band keys and the
+// short lookup keys, for one store lookup.
 func (s *signed) allKeys() [][]byte {
-	if len(s.keys) == len(s.imKeys)+len(s.bandKeys) {
+	n := len(s.imKeys) + len(s.shortKeys) + len(s.bandKeys) + len(s.shortLookup)
+	if len(s.keys) == n {
 		return s.keys
 	}
-	keys := make([][]byte, 0, len(s.imKeys)+len(s.bandKeys))
+	keys := make([][]byte, 0, n)
 	keys = append(keys, s.imKeys...)
-	return append(keys, s.bandKeys...)
+	keys = append(keys, s.shortKeys...)
+	keys = append(keys, s.bandKeys...)
+	return append(keys, s.shortLookup...)
 }
 
-// empty reports whether s has no usable signature: neither I-Match nor
-// ANDD, or an ANDD sketch that weighs only words of the message's
-// mailing-list footer (footerOnlySketch).
+// empty reports whether s has no usable signature: no I-Match signature,
+// no short-message key, and no ANDD sketch or one that weighs only words
+// of the message's mailing-list footer (footerOnlySketch).
 func (s *signed) empty() bool {
-	return (len(s.imKeys) == 0 && !s.hasSketch) || s.footerOnlySketch
+	return len(s.imKeys) == 0 && len(s.shortKeys) == 0 && (!s.hasSketch || s.footerOnlySketch)
 }
 
 // skipReason says why a message without signatures cannot be used:
@@ -183,13 +195,23 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 	if s.footerAt >= 0 && len(s.imatch) > 0 {
 		e.dropFooterIMatch(s, r.Terms.Sorted)
 	}
-	// One slice for all keys, band keys appended below: the store lookup
+	if !e.opts.DisableShort {
+		short := r.Short
+		if s.footerAt >= 0 {
+			// Without the footer: a one-line post to a list must not be
+			// signed by the list's footer.
+			short = e.short.Sign(withoutFooterKeepParts(r.Doc, s.footerAt))
+		}
+		s.shortKeys, s.shortLookup = short.Keys, short.Lookup
+	}
+	// One slice for all keys, the others appended below: the store lookup
 	// takes them in one call without another copy.
-	s.keys = make([][]byte, 0, len(s.imatch)+len(r.BandKeys))
+	s.keys = make([][]byte, 0, len(s.imatch)+len(s.shortKeys)+len(r.BandKeys)+len(s.shortLookup))
 	for _, sig := range s.imatch {
 		s.keys = append(s.keys, sig.Key())
 	}
 	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
+	s.keys = append(s.keys, s.shortKeys...)
 	if !r.Sketch.IsEmpty() {
 		b, err := r.Sketch.MarshalBinary()
 		if err != nil {
@@ -197,13 +219,28 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 		}
 		s.sketch, s.hasSketch, s.sketchRaw = r.Sketch, true, b
 		s.bandKeys = r.BandKeys
-		s.keys = append(s.keys, s.bandKeys...)
 		if len(s.imKeys) == 0 {
 			b := e.body(s)
 			s.footerOnlySketch = b.hasFooter && !b.hasSketch
 		}
+		if s.footerOnlySketch && len(s.shortKeys) > 0 {
+			// The message is signed by its short keys; its sketch is the
+			// list's and is not used.
+			s.sketch, s.hasSketch, s.sketchRaw, s.bandKeys = andd.Sketch{}, false, nil, nil
+			s.footerOnlySketch = false
+		}
+		s.keys = append(s.keys, s.bandKeys...)
 	}
+	s.keys = append(s.keys, s.shortLookup...)
 	return s, nil
+}
+
+// withoutFooterKeepParts is withoutFooterAt keeping the document's parts
+// and list name (the short-message keys use them).
+func withoutFooterKeepParts(doc *mime.Document, at int) *mime.Document {
+	d := withoutFooterAt(doc, at)
+	d.Parts, d.List = doc.Parts, doc.List
+	return d
 }
 
 // candidate is one campaign found through the index.
@@ -219,6 +256,11 @@ type candidate struct {
 	footerNote string
 	// footerOnly is set when the ANDD match held through the footer only.
 	footerOnly *footerOnly
+}
+
+// hasFamily reports whether c has evidence of the family.
+func (c *candidate) hasFamily(family string) bool {
+	return slices.ContainsFunc(c.evidence, func(ev Evidence) bool { return ev.Family == family })
 }
 
 // addEvidence appends evidence whose Key is filled later by hexKeys (only
@@ -288,6 +330,8 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 		c := &cands[i]
 		if bag := s.imatchBag(h.Key); bag >= 0 {
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
+		} else if kind, ok := shortsig.KindOf(h.Key); ok {
+			c.addEvidence(Evidence{Family: FamilyShort, Kind: kind.String(), Similarity: 1}, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
@@ -321,8 +365,9 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 					best = est
 				}
 			}
-			if best >= e.threshold && len(c.evidence) == 0 {
-				// ANDD alone: it must not rest on a mailing-list footer.
+			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
+				// ANDD without I-Match: it must not rest on a
+				// mailing-list footer.
 				ok, note := e.confirmANDD(s, c, best)
 				if !ok {
 					s.footerOnly = append(s.footerOnly, c.footerOnly)
@@ -512,7 +557,7 @@ type preparedReport struct {
 	in      store.ReportInput
 	sketch  andd.Sketch
 	hasSk   bool
-	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
+	nIM     int // in.Keys[:nIM] are I-Match and short keys, the rest band keys
 	matched []store.CampaignID
 	// body is the sketch without the mailing-list footer, when the
 	// message has one (batch.go holds ANDD joins within a batch to the

@@ -290,7 +290,9 @@ func TestDropFooterIMatch(t *testing.T) {
 		t.Errorf("another post: %d signatures, want the same %d", len(other.IMatch.Signatures), withFooter.footerIMatch)
 	}
 	// Without ANDD, nothing usable is left, and a check says why.
-	im := newFixture(t, Options{DisableANDD: true})
+	// (The short-message keys, which sign the text without its footer,
+	// are off: TestShortListFooter covers them.)
+	im := newFixture(t, Options{DisableANDD: true, DisableShort: true})
 	if v := im.check(t, listMessage("處方藥", body, footerSourceForge)); v.Action != Accept || v.Rule != "accept: no signature, "+footerIMatchReason {
 		t.Errorf("I-Match only: %+v", v)
 	}
@@ -360,7 +362,9 @@ func TestEngineFooterEvidence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			// ANDD's footer rules alone: the short-message keys are off
+			// (TestShortListFooter).
+			f := newFixture(t, Options{DisableShort: true})
 			if f.eng.andd == nil {
 				t.Skip("no ANDD model")
 			}
@@ -429,8 +433,11 @@ func BenchmarkCheckListFooter(b *testing.B) {
 // ANDD sketch weighs only its list footer (a foreign-language spam relayed
 // by a list, spam-1-00243 of the SpamAssassin corpus) is not a usable
 // report, and a check says why.
+//
+// The short-message keys are off here: they sign the same message without
+// its footer, which makes it usable (TestShortListFooter).
 func TestEngineFooterOnlyReport(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, Options{DisableShort: true})
 	if f.eng.andd == nil {
 		t.Skip("no ANDD model")
 	}

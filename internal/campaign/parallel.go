@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -290,7 +291,7 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 	}
 	// Band keys that point at campaigns the sketch does not verify are
 	// left out: the store joins every campaign sharing a key.
-	keys := slices.Clone(s.imKeys)
+	keys := slices.Concat(s.imKeys, s.shortKeys)
 	p.nIM = len(keys)
 	for _, k := range s.bandKeys {
 		if !unverified[string(k)] {
@@ -313,7 +314,10 @@ func (e *Engine) prepareSigned(ctx context.Context, s *signed, arf bool, kind st
 	for _, c := range matched {
 		p.matched = append(p.matched, c.rec.rec.ID)
 		for _, ev := range c.evidence {
-			if ev.Family == FamilyANDD {
+			// ANDD and lead matches may rest on keys the report is not
+			// indexed under (unverified band keys, lead keys at a lower
+			// level): the campaign is named.
+			if ev.Family == FamilyANDD || ev.Family == FamilyShort && ev.Kind == shortsig.KindLead.String() {
 				p.in.Join = append(p.in.Join, c.rec.rec.ID)
 				break
 			}

@@ -227,3 +227,40 @@ func TestDescribeThresholds(t *testing.T) {
 		t.Errorf("dominated reject: %q", never[Reject])
 	}
 }
+
+// TestShortEvidenceActions pins what short-message evidence alone can do
+// with the default policy: a short key tags, and quarantines once the
+// campaign has 3 spam reporters; a lead key only tags; neither rejects,
+// and neither adds to I-Match or ANDD evidence.
+func TestShortEvidenceActions(t *testing.T) {
+	p := DefaultPolicy()
+	short := []Evidence{{Family: FamilyShort, Kind: "media", Similarity: 1}, {Family: FamilyShort, Kind: "all", Similarity: 1}}
+	lead := []Evidence{{Family: FamilyShort, Kind: "lead", Similarity: 1}}
+	im := Evidence{Family: FamilyIMatch, Similarity: 1}
+	cases := []struct {
+		name      string
+		ev        []Evidence
+		reporters int64
+		want      Action
+	}{
+		{"short key, 1 reporter", short, 1, Tag},
+		{"short key, 2 reporters", short, 2, Tag},
+		{"short key, 3 reporters", short, 3, Quarantine},
+		{"short key, 50 reporters", short, 50, Quarantine},
+		{"lead key, 1 reporter", lead, 1, Tag},
+		{"lead key, 50 reporters", lead, 50, Tag},
+		{"I-Match bag and short key, 50 reporters", append([]Evidence{im}, short...), 50, Quarantine},
+	}
+	for _, c := range cases {
+		d := p.Decide(&store.Campaign{ID: 1, SpamReporters: c.reporters}, c.ev, 0.59)
+		if d.Action != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, d.Action, d.Rule, c.want)
+		}
+	}
+	if got := p.MatchConfidence(append([]Evidence{im}, short...), 0.59); got != p.IMatchConfidence {
+		t.Errorf("I-Match bag and short key: match %v, want the I-Match bag's %v", got, p.IMatchConfidence)
+	}
+	if s := evidenceSummary(append(short, lead...), 0.59); s != "short-message keys (media, all, lead)" {
+		t.Errorf("summary %q", s)
+	}
+}

@@ -3,7 +3,9 @@
 // (mime.Analyze: distinct terms, sorted, with per-term statistics), and
 // that one analysis feeds both signature families — the bagged I-Match
 // signatures (imatchbag) and the ANDD sketch with its band keys (andd).
-// Neither family tokenizes the text again or builds a token list.
+// Neither family tokenizes the text again or builds a token list. The
+// short-message keys (shortsig: digests of images and attachments, links,
+// text units, leading text) are computed from the same parsed document.
 //
 // The results are, bit for bit, those of the separate calls
 //
@@ -25,6 +27,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
 // Options configure a Pipeline. The zero value selects the defaults of each
@@ -38,6 +41,8 @@ type Options struct {
 	// ANDDMinTerms is the minimum number of distinct terms a document needs
 	// for an ANDD sketch. Default 0: any document with a weighted term.
 	ANDDMinTerms int
+	// Short configures the short-message keys (shortsig.Options defaults).
+	Short shortsig.Options
 }
 
 // Pipeline computes the signatures of messages. It is safe for concurrent
@@ -45,6 +50,7 @@ type Options struct {
 type Pipeline struct {
 	imatch *imatchbag.Signer
 	andd   *andd.Signer
+	short  *shortsig.Signer
 	opts   Options
 }
 
@@ -57,7 +63,7 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 	if imatch == nil && anddSigner == nil {
 		return nil, ErrNoSigner
 	}
-	return &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}, nil
+	return &Pipeline{imatch: imatch, andd: anddSigner, short: shortsig.New(opts.Short), opts: opts}, nil
 }
 
 // Result holds everything computed for one message.
@@ -75,6 +81,8 @@ type Result struct {
 	Sketch andd.Sketch
 	// BandKeys are the store keys of Sketch (nil when it is empty).
 	BandKeys [][]byte
+	// Short are the short-message keys of Doc.
+	Short shortsig.Result
 }
 
 // Analyze parses raw and computes its signatures. It never fails and never
@@ -89,7 +97,7 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 	if doc == nil {
 		doc = &mime.Document{}
 	}
-	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens)}
+	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens), Short: p.short.Sign(doc)}
 	if p.imatch != nil {
 		r.IMatch = p.imatch.SignSorted(r.Terms.Sorted) // sorted by Analyze
 	}
