@@ -120,8 +120,10 @@ func TestShortCampaigns(t *testing.T) {
 			kind: "media",
 		},
 		{
-			name:     "attachment only",
-			reported: func(s uint64) []byte { return shortMessage(s, "Invoice", "see attached", [2]string{"application/pdf", pdf}) },
+			name: "attachment only",
+			reported: func(s uint64) []byte {
+				return shortMessage(s, "Invoice", "see attached", [2]string{"application/pdf", pdf})
+			},
 			copies: []func(uint64) []byte{
 				func(s uint64) []byte {
 					return shortMessage(s, "Invoice 2231", "please see attached", [2]string{"application/pdf", pdf})
