@@ -195,23 +195,6 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 	if s.footerAt >= 0 && len(s.imatch) > 0 {
 		e.dropFooterIMatch(s, r.Terms.Sorted)
 	}
-	if !e.opts.DisableShort {
-		short := r.Short
-		if s.footerAt >= 0 {
-			// Without the footer: a one-line post to a list must not be
-			// signed by the list's footer.
-			short = e.short.Sign(withoutFooterKeepParts(r.Doc, s.footerAt))
-		}
-		s.shortKeys, s.shortLookup = short.Keys, short.Lookup
-	}
-	// One slice for all keys, the others appended below: the store lookup
-	// takes them in one call without another copy.
-	s.keys = make([][]byte, 0, len(s.imatch)+len(s.shortKeys)+len(r.BandKeys)+len(s.shortLookup))
-	for _, sig := range s.imatch {
-		s.keys = append(s.keys, sig.Key())
-	}
-	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
-	s.keys = append(s.keys, s.shortKeys...)
 	if !r.Sketch.IsEmpty() {
 		b, err := r.Sketch.MarshalBinary()
 		if err != nil {
@@ -219,18 +202,41 @@ func (e *Engine) sign(raw []byte) (*signed, error) {
 		}
 		s.sketch, s.hasSketch, s.sketchRaw = r.Sketch, true, b
 		s.bandKeys = r.BandKeys
-		if len(s.imKeys) == 0 {
+		if len(s.imatch) == 0 {
 			b := e.body(s)
 			s.footerOnlySketch = b.hasFooter && !b.hasSketch
 		}
+	}
+	if !e.opts.DisableShort {
+		short := r.Short
+		if s.footerAt >= 0 {
+			// Without the footer: a one-line post to a list must not be
+			// signed by the list's footer. Signatures that are the
+			// footer's do not count as the message's own.
+			doc := withoutFooterKeepParts(r.Doc, s.footerAt)
+			if len(s.imatch) == 0 && (!s.hasSketch || s.footerOnlySketch) {
+				short = e.short.SignUnsigned(doc)
+			} else {
+				short = e.short.Sign(doc)
+			}
+		}
+		s.shortKeys, s.shortLookup = short.Keys, short.Lookup
 		if s.footerOnlySketch && len(s.shortKeys) > 0 {
 			// The message is signed by its short keys; its sketch is the
 			// list's and is not used.
 			s.sketch, s.hasSketch, s.sketchRaw, s.bandKeys = andd.Sketch{}, false, nil, nil
 			s.footerOnlySketch = false
 		}
-		s.keys = append(s.keys, s.bandKeys...)
 	}
+	// One slice for all keys: the store lookup takes them in one call
+	// without another copy.
+	s.keys = make([][]byte, 0, len(s.imatch)+len(s.shortKeys)+len(s.bandKeys)+len(s.shortLookup))
+	for _, sig := range s.imatch {
+		s.keys = append(s.keys, sig.Key())
+	}
+	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
+	s.keys = append(s.keys, s.shortKeys...)
+	s.keys = append(s.keys, s.bandKeys...)
 	s.keys = append(s.keys, s.shortLookup...)
 	return s, nil
 }

@@ -89,6 +89,10 @@ func padWords(n int, seed uint64) string {
 	return b.String()
 }
 
+// longCJK is 120 distinct-looking characters without punctuation.
+var longCJK = strings.Repeat("改善掉髮預防禿頭的最佳選擇純天然植物精華萃取並經人體測試通過絕無副作用", 2) +
+	"榮獲北京國際發明展銀牌獎及咸陽國際醫藥保健節金獎即日起訂購兩瓶再送一瓶數量有限送完為止歡迎來電洽詢專人服務"
+
 const cjkInvoice = "本公司長期代開各類增值稅發票，稅點優惠，保真可查驗。\n聯繫電話：一三八零零一三八零零零，微信同號。"
 
 // TestShortCampaigns: campaigns too short for I-Match and ANDD (an image
@@ -145,6 +149,17 @@ func TestShortCampaigns(t *testing.T) {
 				shortMessage(99, "會議", "王先生您好：\n明天下午三點在公司開會，請準時參加並帶上上週的報告。"),
 			},
 			kind: "body",
+		},
+		{
+			// One run of 120 characters: no word the tokenizer keeps, so
+			// no I-Match signature and no sketch, however long.
+			name:     "long CJK text without other signature",
+			reported: func(s uint64) []byte { return shortMessage(s, "通知", longCJK) },
+			copies: []func(uint64) []byte{
+				func(s uint64) []byte { return shortMessage(s, "通知", longCJK) },
+			},
+			others: [][]byte{shortMessage(99, "通知", string([]rune(longCJK)[60:]))},
+			kind:   "all",
 		},
 	}
 	for _, c := range cases {

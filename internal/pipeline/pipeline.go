@@ -81,7 +81,8 @@ type Result struct {
 	Sketch andd.Sketch
 	// BandKeys are the store keys of Sketch (nil when it is empty).
 	BandKeys [][]byte
-	// Short are the short-message keys of Doc.
+	// Short are the short-message keys of Doc (shortsig.Signer.SignUnsigned
+	// when Doc has neither I-Match signature nor sketch).
 	Short shortsig.Result
 }
 
@@ -97,7 +98,7 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 	if doc == nil {
 		doc = &mime.Document{}
 	}
-	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens), Short: p.short.Sign(doc)}
+	r := &Result{Doc: doc, Terms: mime.Analyze(doc, p.opts.Tokens)}
 	if p.imatch != nil {
 		r.IMatch = p.imatch.SignSorted(r.Terms.Sorted) // sorted by Analyze
 	}
@@ -106,6 +107,11 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 		if !r.Sketch.IsEmpty() {
 			r.BandKeys = p.andd.BandKeys(r.Sketch)
 		}
+	}
+	if len(r.IMatch.Signatures) == 0 && r.Sketch.IsEmpty() {
+		r.Short = p.short.SignUnsigned(doc)
+	} else {
+		r.Short = p.short.Sign(doc)
 	}
 	return r
 }

@@ -73,7 +73,10 @@ func sampleMessages(t *testing.T) map[string]testMessage {
 }
 
 func goldenOf(s *Signer, name string, doc *mime.Document) goldenEntry {
-	r := s.Sign(doc)
+	return goldenEntryOf(name, s.Sign(doc))
+}
+
+func goldenEntryOf(name string, r Result) goldenEntry {
 	e := goldenEntry{Name: name, Media: r.Media, Links: r.Links, Units: r.Units, Keys: []string{}}
 	for _, k := range r.Keys {
 		e.Keys = append(e.Keys, hex.EncodeToString(k))
@@ -97,6 +100,10 @@ func TestGolden(t *testing.T) {
 	for _, g := range goldenDocs {
 		got.Documents = append(got.Documents, goldenOf(s, g.name, &g.doc))
 	}
+	// A long text signed as a message without other signature.
+	long := mime.Document{Subject: "長文", List: "users", Parts: goldenDocs[1].doc.Parts,
+		Text: strings.Repeat("改善掉髮，預防禿頭的最佳選擇。純天然植物精華萃取，並經人體測試通過，絕無副作用。", 3)}
+	got.Documents = append(got.Documents, goldenEntryOf("unsigned-long", s.SignUnsigned(&long)))
 	var files []string
 	for _, pat := range []string{"testdata/*.eml", "../mime/testdata/*.eml"} {
 		f, err := filepath.Glob(pat)

@@ -26,9 +26,9 @@
 //     text with at least Options.MinTextUnits units; no key is made when
 //     no component is usable;
 //   - a message is short when its text has at most Options.MaxTextUnits
-//     units; only short messages get the content keys (all, media, links,
-//     body), so a company logo in a long message never makes a key of
-//     its own;
+//     units, or when it has no other signature (SignUnsigned); only short
+//     messages get the content keys (all, media, links, body), so a
+//     company logo in a long message never makes a key of its own;
 //   - the media and links keys, which leave the text out, are made only
 //     when the text is not usable: an image or attachment with a greeting
 //     is matched on its image, but a short message with text is matched
@@ -185,7 +185,7 @@ func New(opts Options) *Signer {
 // Result is the short-message signature of one message.
 type Result struct {
 	// Short is true when the message's text has at most
-	// Options.MaxTextUnits units.
+	// Options.MaxTextUnits units, or it was signed by SignUnsigned.
 	Short bool
 	// Keys are the message's keys, in the order all, media, links, body,
 	// lead (only those made; see Kind): a reported message is indexed
@@ -201,6 +201,19 @@ type Result struct {
 
 // Sign computes the keys of doc. A nil doc has none.
 func (s *Signer) Sign(doc *mime.Document) Result {
+	return s.sign(doc, false)
+}
+
+// SignUnsigned computes the keys of doc, a message that has no other
+// signature (no I-Match signature, no usable ANDD sketch: a long text in
+// a script the tokenizer does not split, for instance): it is signed as a
+// short message whatever its length. The media and links keys still need
+// the text to be unusable, so a long text never makes a key of a logo.
+func (s *Signer) SignUnsigned(doc *mime.Document) Result {
+	return s.sign(doc, true)
+}
+
+func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	var r Result
 	if doc == nil {
 		return r
@@ -212,7 +225,7 @@ func (s *Signer) Sign(doc *mime.Document) Result {
 	body := units(nil, doc.Text)
 	text := sortedSet(append(slices.Clone(subj), body...))
 	r.Media, r.Links, r.Units = len(media), len(links), len(text)
-	r.Short = len(text) <= o.MaxTextUnits
+	r.Short = unsigned || len(text) <= o.MaxTextUnits
 	mediaUsable := len(media) > 0
 	textUsable := len(text) >= o.MinTextUnits
 	if r.Short {

@@ -182,3 +182,20 @@ func TestKeyFormat(t *testing.T) {
 		t.Error("empty document has keys")
 	}
 }
+
+// TestSignUnsigned: a long message without other signature gets the
+// content keys of its text, never a media key of its own.
+func TestSignUnsigned(t *testing.T) {
+	logo := pngImage(t, 200, 100, 1)
+	long := testMessage{subject: "長文", text: "改善掉髮，預防禿頭的最佳選擇。純天然植物精華萃取，並經人體測試通過，絕無副作用。" +
+		"榮獲北京國際發明展銀牌獎及咸陽國際醫藥保健節金獎。即日起訂購兩瓶再送一瓶，數量有限，送完為止，歡迎來電洽詢專人服務。",
+		parts: []attachment{{typ: "image/png", name: "logo.png", data: logo, inline: true}}}
+	doc := mime.Parse(long.raw(), mime.Options{})
+	s := New(Options{})
+	if r := s.Sign(doc); r.Short || kinds(r) != "lead" {
+		t.Errorf("Sign: short %v, keys %q", r.Short, kinds(r))
+	}
+	if r := s.SignUnsigned(doc); !r.Short || kinds(r) != "all,lead" {
+		t.Errorf("SignUnsigned: short %v, keys %q", r.Short, kinds(r))
+	}
+}
