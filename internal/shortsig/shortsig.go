@@ -195,7 +195,9 @@ type Result struct {
 	// KindLead): a message is looked up under them too, never indexed.
 	Lookup [][]byte
 	// Media, Links and Units are the sizes of the components: usable
-	// media parts, normalized links, and distinct text units.
+	// media parts, normalized links, and distinct text units (for a long
+	// message signed by Sign, counted only until it is known to be long
+	// and its lead is complete).
 	Media, Links, Units int
 }
 
@@ -222,10 +224,34 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	media := s.media(doc.Parts)
 	links, domains, linksUsable := s.links(doc.URLs)
 	subj := units(nil, doc.Subject)
-	body := units(nil, doc.Text)
-	text := sortedSet(append(slices.Clone(subj), body...))
-	r.Media, r.Links, r.Units = len(media), len(links), len(text)
-	r.Short = unsigned || len(text) <= o.MaxTextUnits
+	// The body's units: all of them for a short message; for a long one
+	// (known once it has more than MaxTextUnits), only until the lead is
+	// complete, so that a long text costs little.
+	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
+	seen := make(map[string]bool, o.MaxTextUnits+1)
+	for _, u := range subj {
+		seen[u] = true
+	}
+	var lead []string
+	leadSeen := make(map[string]bool, leadMax)
+	eachUnit(doc.Text, func(u string) bool {
+		seen[u] = true
+		if len(lead) < leadMax && !leadSeen[u] {
+			leadSeen[u] = true
+			lead = append(lead, u)
+		}
+		return unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax
+	})
+	r.Short = unsigned || len(seen) <= o.MaxTextUnits
+	var text []string
+	if r.Short {
+		text = make([]string, 0, len(seen))
+		for u := range seen {
+			text = append(text, u)
+		}
+		slices.Sort(text)
+	}
+	r.Media, r.Links, r.Units = len(media), len(links), len(seen)
 	mediaUsable := len(media) > 0
 	textUsable := len(text) >= o.MinTextUnits
 	if r.Short {
@@ -245,7 +271,6 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		}
 	}
 	if doc.List == "" {
-		lead := firstDistinct(body, o.LeadLevels[len(o.LeadLevels)-1])
 		subjSet := sortedSet(subj)
 		for i := len(o.LeadLevels) - 1; i >= 0; i-- {
 			n := o.LeadLevels[i]
@@ -318,23 +343,6 @@ func key(kind Kind, comps ...[]string) []byte {
 func sortedSet(ss []string) []string {
 	slices.Sort(ss)
 	return slices.Compact(ss)
-}
-
-// firstDistinct returns the first n distinct elements of ss, in order (or
-// all of them when there are fewer).
-func firstDistinct(ss []string, n int) []string {
-	seen := make(map[string]bool, n)
-	out := make([]string, 0, n)
-	for _, u := range ss {
-		if len(out) == n {
-			break
-		}
-		if !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // afterFirstLine returns text after its first non-empty line, and false

@@ -28,6 +28,16 @@ func isUnspaced(r rune) bool {
 // are skipped (a run of one
 // character is a unit of its own). s is NFKC-normalized text (mime.Parse).
 func units(dst []string, s string) []string {
+	eachUnit(s, func(u string) bool {
+		dst = append(dst, u)
+		return true
+	})
+	return dst
+}
+
+// eachUnit calls f with each text unit of s in order (see units) until f
+// returns false.
+func eachUnit(s string, f func(u string) bool) {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if (r == 'h' || r == 'H' || r == 'w' || r == 'W') && isURLStart(s, i) {
@@ -48,13 +58,15 @@ func units(dst []string, s string) []string {
 				if !isUnspaced(r2) {
 					break
 				}
-				dst = append(dst, s[prev:j+sz])
+				if !f(s[prev : j+sz]) {
+					return
+				}
 				prev = j
 				j += sz
 				n++
 			}
-			if n == 1 {
-				dst = append(dst, s[i:j])
+			if n == 1 && !f(s[i:j]) {
+				return
 			}
 			i = j
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
@@ -71,15 +83,14 @@ func units(dst []string, s string) []string {
 				runes++
 				j += sz
 			}
-			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 {
-				dst = append(dst, strings.ToLower(s[i:j]))
+			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 && !f(strings.ToLower(s[i:j])) {
+				return
 			}
 			i = j
 		default:
 			i += size
 		}
 	}
-	return dst
 }
 
 // isURLStart reports whether a URL (http://, https:// or www.) starts at
