@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -173,12 +174,12 @@ func TestShortCampaigns(t *testing.T) {
 			}
 			for i, cp := range c.copies {
 				v := f.check(t, cp(uint64(100+i)))
-				if v.Action != Quarantine || !hasShort(v, c.kind) {
+				if v.Action != action.Quarantine || !hasShort(v, c.kind) {
 					t.Errorf("copy %d: %s %+v, want quarantine on a %s key", i, v.Action, v, c.kind)
 				}
 			}
 			for i, o := range c.others {
-				if v := f.check(t, o); v.Action != Accept {
+				if v := f.check(t, o); v.Action != action.Accept {
 					t.Errorf("other message %d: %+v", i, v)
 				}
 			}
@@ -220,7 +221,7 @@ func TestShortGuards(t *testing.T) {
 	for _, r := range []string{"dave", "erin"} {
 		f.report(t, shortMessage(2, "Hello", "", [2]string{"image/png", img}), store.KindHam, r)
 	}
-	if v := f.check(t, spam); v.Action != Accept || !strings.Contains(v.Rule, "revoked") {
+	if v := f.check(t, spam); v.Action != action.Accept || !strings.Contains(v.Rule, "revoked") {
 		t.Errorf("after not-junk reports: %+v", v)
 	}
 }
@@ -237,21 +238,21 @@ func TestShortListFooter(t *testing.T) {
 			t.Fatalf("report: %+v", o)
 		}
 	}
-	if v := f.check(t, spam); v.Action == Accept || !hasShort(v, "all") {
+	if v := f.check(t, spam); v.Action == action.Accept || !hasShort(v, "all") {
 		t.Errorf("exact copy: %+v", v)
 	}
 	for _, post := range []string{"添付の画面について質問があります。よろしくお願いします。", "thanks!"} {
 		m := listMessage("[ILUG] question", post, footer)
-		if v := f.check(t, m); v.Action != Accept {
+		if v := f.check(t, m); v.Action != action.Accept {
 			t.Errorf("other post %q: %+v", post, v)
 		}
 	}
-	one, err := f.eng.sign(listMessage("[ILUG] ok", "thanks!", footer))
+	one, err := f.sign(listMessage("[ILUG] ok", "thanks!", footer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(one.shortKeys) != 0 {
-		t.Errorf("one-line post has %d short keys", len(one.shortKeys))
+	if len(one.ShortKeys) != 0 {
+		t.Errorf("one-line post has %d short keys", len(one.ShortKeys))
 	}
 }
 
@@ -266,13 +267,13 @@ func TestPaddedCopies(t *testing.T) {
 	}
 	for _, kb := range []int{1, 4, 8, 16, 64} {
 		v := f.check(t, shortMessage(uint64(100+kb), c.subject, c.body+"\n\n"+padWords(kb<<10, uint64(kb))))
-		if v.Action == Accept || !hasShort(v, "lead") {
+		if v.Action == action.Accept || !hasShort(v, "lead") {
 			t.Errorf("%d KB of padding: %+v", kb, v)
 		}
 		t.Logf("%d KB: %s", kb, v.Rule)
 	}
 	// Another message with the same subject is not a copy.
-	if v := f.check(t, shortMessage(7, c.subject, campaignTexts[1].body)); v.Action != Accept {
+	if v := f.check(t, shortMessage(7, c.subject, campaignTexts[1].body)); v.Action != action.Accept {
 		t.Errorf("same subject, other text: %+v", v)
 	}
 }

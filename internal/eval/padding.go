@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
@@ -165,13 +166,13 @@ func padRun(ctx context.Context, ao AccuracyOptions, eo campaign.Options, docs [
 			}
 			row.Copies++
 			switch v.Action {
-			case campaign.Accept:
+			case action.Accept:
 				continue
-			case campaign.Tag:
+			case action.Tag:
 				row.Tag++
-			case campaign.Quarantine:
+			case action.Quarantine:
 				row.Quarantine++
-			case campaign.Reject:
+			case action.Reject:
 				row.Reject++
 			}
 			row.Detected++

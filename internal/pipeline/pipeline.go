@@ -1,11 +1,19 @@
-// Package pipeline computes every signature of one message in one pass:
+// Package pipeline is the only place where a message's bytes become
+// evidence. Sign (SignReport for reports: an ARF wrapper is unwrapped)
+// returns one immutable Message: the I-Match signatures, the ANDD sketch
+// and its band keys, the short-message keys (shortsig: digests of images
+// and attachments, links, short text, leading text), the mailing-list
+// footer located (footer.go) with the signatures that are the footer's
+// alone left out, the sketch of the body without the footer on demand, a
+// typed skip reason when nothing usable is left, and the parse warnings. The campaign engine matches, decides and
+// ingests Messages; it never parses.
+//
+// Underneath, every signature of one message is computed in one pass:
 // the message is parsed once (mime.Parse), its words are analyzed once
 // (mime.Analyze: distinct terms, sorted, with per-term statistics), and
 // that one analysis feeds both signature families — the bagged I-Match
 // signatures (imatchbag) and the ANDD sketch with its band keys (andd).
-// Neither family tokenizes the text again or builds a token list. The
-// short-message keys (shortsig: digests of images and attachments, links,
-// text units, leading text) are computed from the same parsed document.
+// Neither family tokenizes the text again or builds a token list.
 //
 // The results are, bit for bit, those of the separate calls
 //
@@ -16,8 +24,7 @@
 //	keys := andd.BandKeys(sk)
 //
 // (tested beside the code; the I-Match part through Signer.SignSorted,
-// Analyze's terms being sorted), at a lower cost (14% less CPU time in
-// BenchmarkFull, and fewer allocations): see docs/LEXICON.md and
+// Analyze's terms being sorted), at a lower cost: see docs/LEXICON.md and
 // docs/ANDD.md for the figures and the commands that measure them.
 package pipeline
 
@@ -28,6 +35,14 @@ import (
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
+)
+
+// MimeOptions and TokenOptions are mime's, under the pipeline's name:
+// the campaign engine configures parsing through the pipeline without
+// importing mime.
+type (
+	MimeOptions  = mime.Options
+	TokenOptions = mime.TokenOptions
 )
 
 // Options configure a Pipeline. The zero value selects the defaults of each
@@ -43,6 +58,8 @@ type Options struct {
 	ANDDMinTerms int
 	// Short configures the short-message keys (shortsig.Options defaults).
 	Short shortsig.Options
+	// DisableShort turns the short-message keys off.
+	DisableShort bool
 }
 
 // Pipeline computes the signatures of messages. It is safe for concurrent
@@ -50,7 +67,7 @@ type Options struct {
 type Pipeline struct {
 	imatch *imatchbag.Signer
 	andd   *andd.Signer
-	short  *shortsig.Signer
+	short  *shortsig.Signer // nil when Options.DisableShort
 	opts   Options
 }
 
@@ -63,7 +80,11 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 	if imatch == nil && anddSigner == nil {
 		return nil, ErrNoSigner
 	}
-	return &Pipeline{imatch: imatch, andd: anddSigner, short: shortsig.New(opts.Short), opts: opts}, nil
+	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
+	if !opts.DisableShort {
+		p.short = shortsig.New(opts.Short)
+	}
+	return p, nil
 }
 
 // Result holds everything computed for one message.
@@ -81,9 +102,6 @@ type Result struct {
 	Sketch andd.Sketch
 	// BandKeys are the store keys of Sketch (nil when it is empty).
 	BandKeys [][]byte
-	// Short are the short-message keys of Doc (shortsig.Signer.SignUnsigned
-	// when Doc has neither I-Match signature nor sketch).
-	Short shortsig.Result
 }
 
 // Analyze parses raw and computes its signatures. It never fails and never
@@ -107,11 +125,6 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 		if !r.Sketch.IsEmpty() {
 			r.BandKeys = p.andd.BandKeys(r.Sketch)
 		}
-	}
-	if len(r.IMatch.Signatures) == 0 && r.Sketch.IsEmpty() {
-		r.Short = p.short.SignUnsigned(doc)
-	} else {
-		r.Short = p.short.Sign(doc)
 	}
 	return r
 }
