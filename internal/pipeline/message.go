@@ -139,13 +139,17 @@ func (m *Message) Body() *Body {
 // Sign parses raw and makes it evidence: its signatures and sketch, its
 // mailing-list footer located and the signatures that are the footer's
 // alone left out. It checks ctx between its stages (parse, analyze,
-// sign) and returns ctx's error, wrapped, when it is done; malformed
-// input is never an error (see mime.Parse).
+// sign; mime.ParseContext also checks it within a long message) and
+// returns ctx's error, wrapped, when it is done; malformed input is never
+// an error (see mime.Parse).
 func (p *Pipeline) Sign(ctx context.Context, raw []byte) (*Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
-	doc := mime.Parse(raw, p.opts.Mime)
+	doc, err := mime.ParseContext(ctx, raw, p.opts.Mime)
+	if err != nil {
+		return nil, fmt.Errorf("sign: parse: %w", err)
+	}
 	return p.sign(ctx, doc, false)
 }
 
@@ -157,7 +161,10 @@ func (p *Pipeline) SignReport(ctx context.Context, raw []byte) (*Message, error)
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	orig, arf := mime.UnwrapARF(raw)
-	doc := mime.Parse(orig, p.opts.Mime)
+	doc, err := mime.ParseContext(ctx, orig, p.opts.Mime)
+	if err != nil {
+		return nil, fmt.Errorf("sign: parse: %w", err)
+	}
 	return p.sign(ctx, doc, arf)
 }
 
