@@ -221,52 +221,54 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		return r
 	}
 	o := &s.opts
-	media := s.media(doc.Parts)
-	links, domains, linksUsable := s.links(doc.URLs)
+	var kb keyBuilder
 	subj := units(nil, doc.Subject)
 	// The body's units: all of them for a short message; for a long one
 	// (known once it has more than MaxTextUnits), only until the lead is
-	// complete, so that a long text costs little.
+	// complete, so that a long text costs little. seen holds every unit
+	// of the text, with inLead set for those of the lead.
+	const inText, inLead = 1, 2
 	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
-	seen := make(map[string]bool, o.MaxTextUnits+1)
+	seen := make(map[string]uint8, o.MaxTextUnits+1)
 	for _, u := range subj {
-		seen[u] = true
+		seen[u] = inText
 	}
-	var lead []string
-	leadSeen := make(map[string]bool, leadMax)
+	lead := make([]string, 0, leadMax)
 	eachUnit(doc.Text, func(u string) bool {
-		seen[u] = true
-		if len(lead) < leadMax && !leadSeen[u] {
-			leadSeen[u] = true
+		f := seen[u]
+		if len(lead) < leadMax && f&inLead == 0 {
+			f |= inLead
 			lead = append(lead, u)
 		}
+		seen[u] = f | inText
 		return unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax
 	})
+	r.Units = len(seen)
 	r.Short = unsigned || len(seen) <= o.MaxTextUnits
-	var text []string
 	if r.Short {
-		text = make([]string, 0, len(seen))
+		// Media and links matter to short messages only.
+		media := s.media(doc.Parts)
+		links, domains, linksUsable := s.links(doc.URLs)
+		r.Media, r.Links = len(media), len(links)
+		text := make([]string, 0, len(seen))
 		for u := range seen {
 			text = append(text, u)
 		}
 		slices.Sort(text)
-	}
-	r.Media, r.Links, r.Units = len(media), len(links), len(seen)
-	mediaUsable := len(media) > 0
-	textUsable := len(text) >= o.MinTextUnits
-	if r.Short {
+		mediaUsable := len(media) > 0
+		textUsable := len(text) >= o.MinTextUnits
 		if mediaUsable || linksUsable || textUsable {
-			r.Keys = append(r.Keys, key(KindAll, media, links, text))
+			r.Keys = append(r.Keys, kb.key(KindAll, media, links, text))
 		}
 		if mediaUsable && !textUsable {
-			r.Keys = append(r.Keys, key(KindMedia, media, domains))
+			r.Keys = append(r.Keys, kb.key(KindMedia, media, domains))
 		}
 		if linksUsable && len(doc.Parts) == 0 && !textUsable {
-			r.Keys = append(r.Keys, key(KindLinks, links))
+			r.Keys = append(r.Keys, kb.key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
 			if bu := sortedSet(units(nil, rest)); len(bu) >= o.MinTextUnits {
-				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
+				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
 			}
 		}
 	}
@@ -277,7 +279,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 			if len(lead) < n {
 				continue
 			}
-			k := key(KindLead, subjSet, lead[:n])
+			k := kb.key(KindLead, subjSet, lead[:n])
 			if len(r.Keys) > 0 && r.Keys[len(r.Keys)-1][2] == byte(KindLead) {
 				r.Lookup = append(r.Lookup, k)
 			} else {
@@ -319,24 +321,36 @@ func (s *Signer) media(parts []mime.Part) []string {
 	return sortedSet(out)
 }
 
+// keyBuilder makes the keys of one message: its scratch buffer is reused
+// from key to key.
+type keyBuilder struct{ buf []byte }
+
 // key hashes the kind and the components (each a list of byte strings)
-// into a key: SHA-256 over the kind byte, then for each component its
-// number of elements and each element's length and bytes (uvarints), the
-// first hashLen bytes kept.
-func key(kind Kind, comps ...[]string) []byte {
-	h := sha256.New()
-	var buf [binary.MaxVarintLen64]byte
-	h.Write([]byte{Version, Family, byte(kind), byte(len(comps))})
+// into a key: SHA-256 over the version, family and kind bytes and the
+// number of components, then for each component its number of elements
+// and each element's length (uvarints) and bytes; the first hashLen bytes
+// of the hash are kept.
+func (kb *keyBuilder) key(kind Kind, comps ...[]string) []byte {
+	b := append(kb.buf[:0], Version, Family, byte(kind), byte(len(comps)))
 	for _, c := range comps {
-		h.Write(buf[:binary.PutUvarint(buf[:], uint64(len(c)))])
+		b = binary.AppendUvarint(b, uint64(len(c)))
 		for _, e := range c {
-			h.Write(buf[:binary.PutUvarint(buf[:], uint64(len(e)))])
-			h.Write([]byte(e))
+			b = binary.AppendUvarint(b, uint64(len(e)))
+			b = append(b, e...)
 		}
 	}
-	k := make([]byte, 3, KeyLen)
+	kb.buf = b
+	sum := sha256.Sum256(b)
+	k := make([]byte, KeyLen)
 	k[0], k[1], k[2] = Version, Family, byte(kind)
-	return h.Sum(k)[:KeyLen]
+	copy(k[3:], sum[:hashLen])
+	return k
+}
+
+// key is keyBuilder.key with a fresh buffer.
+func key(kind Kind, comps ...[]string) []byte {
+	var kb keyBuilder
+	return kb.key(kind, comps...)
 }
 
 // sortedSet sorts ss and removes duplicates, in place.

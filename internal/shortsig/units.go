@@ -39,6 +39,10 @@ func units(dst []string, s string) []string {
 // returns false.
 func eachUnit(s string, f func(u string) bool) {
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf && !isASCIIAlnum(c) {
+			i++ // fast path: ASCII punctuation and space
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if (r == 'h' || r == 'H' || r == 'w' || r == 'W') && isURLStart(s, i) {
 			// A URL is in the links component, not in the text: its
@@ -73,6 +77,18 @@ func eachUnit(s string, f func(u string) bool) {
 			j := i
 			runes, digits := 0, 0
 			for j < len(s) {
+				if c := s[j]; c < utf8.RuneSelf {
+					// fast path: ASCII letters and digits
+					if !isASCIIAlnum(c) {
+						break
+					}
+					if c <= '9' {
+						digits++
+					}
+					runes++
+					j++
+					continue
+				}
 				r2, sz := utf8.DecodeRuneInString(s[j:])
 				if isUnspaced(r2) || !(unicode.IsLetter(r2) || unicode.IsDigit(r2) || unicode.IsMark(r2)) {
 					break
@@ -114,4 +130,9 @@ func isURLStart(s string, i int) bool {
 // isURLEnd reports whether c ends a URL in text.
 func isURLEnd(c byte) bool {
 	return c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\''
+}
+
+// isASCIIAlnum reports whether c is an ASCII letter or digit.
+func isASCIIAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z'
 }
