@@ -67,3 +67,22 @@ func TestImageSizeMalformed(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseAttachment is the cost of a non-text part: a message with
+// a 1 MiB base64 attachment (transfer decoding and SHA-256 of the part).
+func BenchmarkParseAttachment(b *testing.B) {
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * 131)
+	}
+	msg := []byte("Subject: invoice\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n" +
+		"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment\r\nContent-Transfer-Encoding: base64\r\n\r\n" +
+		base64.StdEncoding.EncodeToString(data) + "\r\n--b--\r\n")
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if doc := Parse(msg, Options{}); len(doc.Parts) != 1 {
+			b.Fatal("no part")
+		}
+	}
+}
