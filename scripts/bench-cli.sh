@@ -26,7 +26,7 @@ if [ -z "$bin" ]; then
 	(cd "$root" && go build -o "$bin" ./cmd/nddmilter)
 fi
 
-count() { find "$@" -type f | wc -l; }
+count() { find "$@" -type f -name "*.eml" | wc -l; }
 
 # run NAME MESSAGES ARGS...: one timed run of the binary.
 run() {

@@ -400,6 +400,7 @@ func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOption
 		}
 	}
 	best.hexKeys()
+	best.decision.Rule = best.decision.Explain()
 	v.Decision = &best.decision
 	v.Action = best.decision.Action
 	v.Campaign = best.rec.rec.ID

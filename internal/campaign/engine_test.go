@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
@@ -685,6 +686,10 @@ func TestEngineReportBatchError(t *testing.T) {
 	outs, err := f.eng.ReportBatch(f.ctx, reqs)
 	if err == nil || !strings.Contains(err.Error(), "report 3") || len(outs) != 3 {
 		t.Fatalf("outs %+v, err %v", outs, err)
+	}
+	var be *BatchError
+	if !errors.As(err, &be) || be.Index != 3 {
+		t.Errorf("error %v: want a *BatchError at report 3", err)
 	}
 	if !outs[0].Created || outs[1].Skipped == "" || !outs[2].Created {
 		t.Errorf("outcomes %+v", outs)

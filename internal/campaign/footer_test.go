@@ -361,9 +361,9 @@ func TestEngineFooterOnlyReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.IMatchKeys) != 0 || !s.HasSketch() || !(s.Skip == pipeline.FooterSketch) {
+	if len(s.IMatchKeys) != 0 || !s.HasSketch() || s.Skip != pipeline.FooterSketch {
 		t.Fatalf("want a sketch of the footer only and no I-Match signature: %d I-Match keys, sketch %v, footer only %v",
-			len(s.IMatchKeys), s.HasSketch(), (s.Skip == pipeline.FooterSketch))
+			len(s.IMatchKeys), s.HasSketch(), s.Skip == pipeline.FooterSketch)
 	}
 	o := f.report(t, msg, store.KindSpam, "alice")
 	if o.Skipped != (Skip{Reason: SkipFooterSketch}).String() || o.Campaign != 0 {
@@ -374,15 +374,15 @@ func TestEngineFooterOnlyReport(t *testing.T) {
 	}
 	// Without the footer the same text has no sketch at all, as before.
 	plain := listMessage("[ILUG] 辦公室出租", "台北市各區辦公室出租,歡迎來電洽詢。\n電話: 02-27492314", "")
-	if s, _ := f.sign(plain); s.HasSketch() || (s.Skip == pipeline.FooterSketch) {
-		t.Errorf("without the footer: sketch %v, footer only %v", s.HasSketch(), (s.Skip == pipeline.FooterSketch))
+	if s, _ := f.sign(plain); s.HasSketch() || s.Skip == pipeline.FooterSketch {
+		t.Errorf("without the footer: sketch %v, footer only %v", s.HasSketch(), s.Skip == pipeline.FooterSketch)
 	}
 }
 
 // BenchmarkSignListMessage is the cost of the footer on signing a message
-// relayed by a list: sign (the engine's: pipeline, footer found, I-Match
+// relayed by a list: sign (pipeline.Sign: footer found, I-Match
 // signatures checked against the footer's by dropFooterIMatch) against
-// pipeline (internal/pipeline alone) on the same message.
+// pipeline.Analyze (the signatures alone) on the same message.
 func BenchmarkSignListMessage(b *testing.B) {
 	f := newFixture(b, Options{})
 	msg := listMessage(campaignTexts[0].subject, campaignTexts[0].body, footerSignature)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,10 +20,10 @@ import (
 //
 // Every report takes one path, whatever the caller: Report is a batch of
 // one, ReportBatch one batch, and a ReportStream consecutive batches.
-// A batch is signed on a bounded pool (pipeline.SignReport, CPU only),
-// matched against the store on the same pool (reads only), then applied
-// in order in one store transaction (store.Badger.ReportBatch: one fsync)
-// by apply, which is where reports become campaigns.
+// A batch is signed on one bounded pool (pipeline.SignReport, CPU only),
+// matched against the store on the same pool (prepare, reads only), then
+// applied in order in one store transaction (store.Badger.ReportBatch:
+// one fsync); apply is where reports become campaigns.
 
 // ReportRequest is one report of a batch.
 type ReportRequest struct {
@@ -43,14 +44,7 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 	if len(outs) == 1 {
 		return outs[0], err
 	}
-	var out ReportOutcome
-	err = unwrapIndex(err)
-	var je *jobError
-	if errors.As(err, &je) {
-		out.ARF = je.arf
-		err = je.err
-	}
-	return out, fmt.Errorf("report: %w", err)
+	return ReportOutcome{}, fmt.Errorf("report: %w", errors.Unwrap(err))
 }
 
 // ReportBatch applies many reports, for bulk ingestion: messages are
@@ -62,19 +56,30 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // only when the earlier sketch verifies), and that not-spam reports are
 // checked for revocation after the whole batch.
 //
-// On error, outs holds the outcomes of reqs[:len(outs)], which are
-// applied; reqs[len(outs)] failed and the reports after it were not
-// applied.
+// On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
+// which are applied; reqs[len(outs)] failed and the reports after it were
+// not applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	var pool errgroup.Group
+	pool.SetLimit(runtime.GOMAXPROCS(0))
 	jobs := make([]*job, len(reqs))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, r := range reqs {
-		jobs[i] = e.signAsync(ctx, &g, r)
+		jobs[i] = e.signAsync(ctx, &pool, r)
 	}
-	_ = g.Wait() // errors are per job
-	return e.apply(ctx, jobs)
+	outs, err := e.apply(ctx, &pool, jobs)
+	_ = pool.Wait() // every task is done; errors are per report
+	return outs, err
 }
+
+// BatchError is the error of a batch that stopped at report Index: the
+// reports before it are applied, it and those after it are not.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("report %d: %v", e.Index, e.Err) }
+func (e *BatchError) Unwrap() error { return e.Err }
 
 // job is one report on its way: signed, then prepared, then applied.
 type job struct {
@@ -84,21 +89,11 @@ type job struct {
 	err   error
 }
 
-// jobError is the error of a report that could not be signed or
-// prepared, with what is known of it.
-type jobError struct {
-	arf bool
-	err error
-}
-
-func (e *jobError) Error() string { return e.err.Error() }
-func (e *jobError) Unwrap() error { return e.err }
-
-// signAsync starts signing a report on g (the pool bounds how many run
-// at once; Go waits for a free slot).
-func (e *Engine) signAsync(ctx context.Context, g *errgroup.Group, r ReportRequest) *job {
+// signAsync starts signing a report on the pool (which bounds how many
+// tasks run at once: Go waits for a free slot).
+func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRequest) *job {
 	j := &job{req: r, ready: make(chan struct{})}
-	g.Go(func() error {
+	pool.Go(func() error {
 		defer close(j.ready)
 		if r.Kind != store.KindSpam && r.Kind != store.KindHam {
 			j.err = fmt.Errorf("unknown kind %d", r.Kind)
@@ -119,34 +114,30 @@ type preparedReport struct {
 	matched []store.CampaignID
 }
 
-// apply prepares signed reports (matching them against the store, in
-// parallel) and applies them, in order, in one store transaction when the
-// store can. It stops at the first report that cannot be prepared or
-// stored: outs are the outcomes of jobs[:len(outs)], applied, and the
-// error names jobs[len(outs)], not applied, nor are those after it.
-func (e *Engine) apply(ctx context.Context, jobs []*job) ([]ReportOutcome, error) {
+// apply prepares signed reports (matching them against the store, on the
+// pool that signs them) and applies them, in order, in one store
+// transaction when the store can. It stops at the first report that
+// cannot be prepared or stored: outs are the outcomes of
+// jobs[:len(outs)], applied, and the error, a *BatchError, names
+// jobs[len(outs)], not applied, nor are those after it.
+func (e *Engine) apply(ctx context.Context, pool *errgroup.Group, jobs []*job) ([]ReportOutcome, error) {
 	preps := make([]*preparedReport, len(jobs))
 	errs := make([]error, len(jobs))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	var prepared sync.WaitGroup
 	for i, j := range jobs {
-		g.Go(func() error {
-			<-j.ready
+		prepared.Add(1)
+		pool.Go(func() error {
+			defer prepared.Done()
+			<-j.ready // signing started before: it does not wait for a slot
 			if j.err != nil {
 				errs[i] = j.err
-				if j.msg != nil {
-					errs[i] = &jobError{arf: j.msg.ARF, err: j.err}
-				}
 				return nil
 			}
 			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter)
-			if errs[i] != nil {
-				errs[i] = &jobError{arf: j.msg.ARF, err: errs[i]}
-			}
 			return nil
 		})
 	}
-	_ = g.Wait() // errors are per report
+	prepared.Wait()
 	return e.store(ctx, preps, errs)
 }
 
@@ -221,7 +212,7 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	var prepErr error
 	for i, err := range errs {
 		if err != nil {
-			preps, prepErr = preps[:i], fmt.Errorf("report %d: %w", i, err)
+			preps, prepErr = preps[:i], &BatchError{Index: i, Err: err}
 			break
 		}
 	}
@@ -273,7 +264,7 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 		if k < len(idx) {
 			e.invalidateReport(preps[idx[k]], store.ReportResult{})
 		}
-		return outs, fmt.Errorf("report %d: %w", len(outs), &jobError{arf: preps[len(outs)].out.ARF, err: err})
+		return outs, &BatchError{Index: len(outs), Err: err}
 	}
 	return outs, prepErr
 }
@@ -380,8 +371,8 @@ type StreamOptions struct {
 	// Batch is the number of reports applied together, as one ReportBatch
 	// (one store transaction and fsync). Default DefaultStreamBatch (256).
 	Batch int
-	// Workers is the number of messages signed at once, ahead of the
-	// store. Default runtime.GOMAXPROCS(0).
+	// Workers bounds the messages signed (ahead of the store) and matched
+	// against the store at once. Default runtime.GOMAXPROCS(0).
 	Workers int
 	// Ahead is the number of full batches queued behind the one being
 	// applied: at most (Ahead+2)×Batch messages (raw and signed) are held.
@@ -417,10 +408,11 @@ type ReportStream struct {
 	opts     StreamOptions
 	onResult func(StreamResult)
 
-	signers errgroup.Group // the signing pool
-	batch   []*job         // being filled by Add
-	batches chan []*job    // full batches, to the applier
-	done    chan struct{}  // closed when the applier returns
+	pool errgroup.Group // signs ahead, and prepares each batch
+
+	batch   []*job        // being filled by Add
+	batches chan []*job   // full batches, to the applier
+	done    chan struct{} // closed when the applier returns
 	seq     int
 	closed  bool
 	errs    []error // set by the applier before done is closed
@@ -450,7 +442,7 @@ func (e *Engine) NewReportStream(ctx context.Context, opts StreamOptions, onResu
 		batches:  make(chan []*job, opts.Ahead),
 		done:     make(chan struct{}),
 	}
-	s.signers.SetLimit(opts.Workers)
+	s.pool.SetLimit(opts.Workers)
 	go s.applier()
 	return s
 }
@@ -468,7 +460,7 @@ func (s *ReportStream) Add(req ReportRequest) error {
 		return s.stopErr()
 	default:
 	}
-	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.signers, req))
+	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.pool, req))
 	s.seq++
 	if len(s.batch) < s.opts.Batch {
 		return nil
@@ -502,7 +494,7 @@ func (s *ReportStream) Close() error {
 		close(s.batches)
 	}
 	<-s.done
-	_ = s.signers.Wait()
+	_ = s.pool.Wait()
 	return errors.Join(s.errs...)
 }
 
@@ -524,7 +516,7 @@ func (s *ReportStream) applier() {
 				s.errs = append(s.errs, fmt.Errorf("report stream: %w", err))
 				return
 			}
-			outs, err := s.e.apply(s.ctx, b)
+			outs, err := s.e.apply(s.ctx, &s.pool, b)
 			for _, o := range outs {
 				s.onResult(StreamResult{Seq: seq, Outcome: o})
 				seq++
@@ -538,18 +530,9 @@ func (s *ReportStream) applier() {
 			}
 			// The batch stopped at report len(outs): its result is the
 			// error, and the rest is the next batch.
-			s.onResult(StreamResult{Seq: seq, Err: fmt.Errorf("report: %w", unwrapIndex(err))})
+			s.onResult(StreamResult{Seq: seq, Err: fmt.Errorf("report: %w", errors.Unwrap(err))})
 			seq++
 			b = b[len(outs)+1:]
 		}
 	}
-}
-
-// unwrapIndex drops the "report N: " of a batch error for a report's own
-// result.
-func unwrapIndex(err error) error {
-	if u := errors.Unwrap(err); u != nil {
-		return u
-	}
-	return err
 }

@@ -396,10 +396,13 @@ type Decision struct {
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	return p.decide(c, ev, threshold, p.Thresholds())
+	d := p.decide(c, ev, threshold, p.Thresholds())
+	d.Rule = d.Explain()
+	return d
 }
 
-// decide is Decide for a policy with defaults applied and its thresholds.
+// decide is Decide for a policy with defaults applied and its thresholds,
+// without rendering Rule (only the chosen campaign's is needed).
 func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th []Threshold) Decision {
 	d := Decision{
 		Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c),
@@ -410,7 +413,6 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
 	d.P = d.Match * d.Reputation
 	if c.State == store.StateAllowed || c.State == store.StateRevoked {
-		d.Rule = d.Explain()
 		return d
 	}
 	maxA, err := action.Parse(p.MaxAction)
@@ -437,7 +439,6 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 	} else {
 		d.Threshold, d.CostFP = th[best].From, p.CostFP.of(best)
 	}
-	d.Rule = d.Explain()
 	return d
 }
 

@@ -170,7 +170,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		if err != nil {
 			return nil, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 		}
-		if out.Skipped != "" {
+		if out.Skip != campaign.NotSkipped {
 			res.Skipped++
 		}
 	}

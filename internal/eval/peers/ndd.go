@@ -69,7 +69,7 @@ func (n *NDD) Report(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("nddmilter report: %w", err)
 	}
-	if o.Skipped != "" {
+	if o.Skip != campaign.NotSkipped {
 		return fmt.Errorf("%w: %s", ErrSkipped, o.Skipped)
 	}
 	return nil
