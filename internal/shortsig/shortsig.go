@@ -38,6 +38,11 @@
 //     made for mailing-list messages (their leading template is shared by
 //     every post).
 //
+// The work is linear in the text read and bounded: a long message's units
+// are read only until it is known to be long and its lead is complete,
+// links and media are reduced only for short messages, and at most
+// Options.MaxUnits distinct units are read from any text.
+//
 // Keys are a wire format: a change of what is hashed bumps Version, and
 // the golden vectors of testdata/golden.json pin them.
 package shortsig
@@ -124,6 +129,12 @@ type Options struct {
 	// MaxTextUnits is the largest number of distinct text units of a short
 	// message. Default 64.
 	MaxTextUnits int
+	// MaxUnits bounds the distinct units read from the subject, from the
+	// text and from the body without its first line: the first MaxUnits
+	// in order of appearance are kept, so that the work and memory of a
+	// long message signed by SignUnsigned stay bounded. Default 4096 (at
+	// least MaxTextUnits + 1 and the largest lead level).
+	MaxUnits int
 	// LeadLevels are the numbers of distinct leading units of the body
 	// lead keys hash, increasing; a body with fewer than the first has no
 	// lead key. Default 16, 24, 32.
@@ -160,6 +171,10 @@ func (o Options) withDefaults() Options {
 	if len(o.LeadLevels) == 0 {
 		o.LeadLevels = []int{16, 24, 32}
 	}
+	if o.MaxUnits <= 0 {
+		o.MaxUnits = 4096
+	}
+	o.MaxUnits = max(o.MaxUnits, o.MaxTextUnits+1, o.LeadLevels[len(o.LeadLevels)-1])
 	if o.CommonDomains == nil {
 		o.CommonDomains = DefaultCommonDomains
 	}
@@ -222,7 +237,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	}
 	o := &s.opts
 	var kb keyBuilder
-	subj := units(nil, doc.Subject)
+	subj := firstUnits(doc.Subject, o.MaxUnits)
 	// The body's units: all of them for a short message; for a long one
 	// (known once it has more than MaxTextUnits), only until the lead is
 	// complete, so that a long text costs little. seen holds every unit
@@ -241,7 +256,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 			lead = append(lead, u)
 		}
 		seen[u] = f | inText
-		return unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax
+		return len(seen) < o.MaxUnits && (unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax)
 	})
 	r.Units = len(seen)
 	r.Short = unsigned || len(seen) <= o.MaxTextUnits
@@ -267,7 +282,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 			r.Keys = append(r.Keys, kb.key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
-			if bu := sortedSet(units(nil, rest)); len(bu) >= o.MinTextUnits {
+			if bu := sortedSet(firstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
 				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
 			}
 		}
@@ -357,6 +372,20 @@ func key(kind Kind, comps ...[]string) []byte {
 func sortedSet(ss []string) []string {
 	slices.Sort(ss)
 	return slices.Compact(ss)
+}
+
+// firstUnits returns the first max distinct units of s, in order.
+func firstUnits(s string, max int) []string {
+	seen := map[string]bool{}
+	var out []string
+	eachUnit(s, func(u string) bool {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+		return len(out) < max
+	})
+	return out
 }
 
 // afterFirstLine returns text after its first non-empty line, and false

@@ -199,3 +199,22 @@ func TestSignUnsigned(t *testing.T) {
 		t.Errorf("SignUnsigned: short %v, keys %q", r.Short, kinds(r))
 	}
 }
+
+// TestMaxUnits: a long text without other signature is read up to
+// MaxUnits distinct units; what follows does not change its keys.
+func TestMaxUnits(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		b.WriteRune(rune(0x4e00 + i*7%20000)) // a run of Han: bigrams
+	}
+	text := b.String()
+	s := New(Options{MaxUnits: 500})
+	r := s.SignUnsigned(&mime.Document{Text: text})
+	if r.Units != 500 || len(r.Keys) == 0 {
+		t.Fatalf("units %d, keys %d", r.Units, len(r.Keys))
+	}
+	more := s.SignUnsigned(&mime.Document{Text: text + "其他內容"})
+	if shared(r, more) != kinds(r) {
+		t.Errorf("keys changed past MaxUnits: %q of %q", shared(r, more), kinds(r))
+	}
+}
