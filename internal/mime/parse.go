@@ -338,7 +338,9 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	}
 	txt := p.decodeCharset(data, cs, what)
 	if isHTML {
+		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
+		p.html.onData = nil
 		txt = p.raw
 	} else if mt.flowed {
 		p.raw = appendUnflowed(p.raw[:0], txt, mt.delsp)

@@ -7,11 +7,13 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"strings"
 )
 
 // Part is a MIME part whose content is not read as text: an image, an
 // attachment of any type (text attachments included), audio, video or any
-// other non-text leaf part. Its decoded bytes are not kept, only what
+// other non-text leaf part, or an image inlined in HTML as a data: URI of
+// a src attribute. Its decoded bytes are not kept, only what
 // identifies them: they are what an image-only or attachment-only message
 // is made of (internal/shortsig signs them).
 type Part struct {
@@ -47,6 +49,28 @@ func (p *parser) binaryPart(typ, cte string, body []byte, attachment bool) {
 	part := Part{Type: typ, Size: len(data), Digest: sha256.Sum256(data), Attachment: attachment}
 	part.Width, part.Height = imageSize(data)
 	p.media = append(p.media, part)
+}
+
+// dataURI records the content of a data: URI of an HTML src attribute
+// ("data:image/png;base64,…", an image inlined in the HTML) as a non-text
+// part: base64 content is decoded, other content is taken as it is.
+func (p *parser) dataURI(val []byte) {
+	rest := val[len("data:"):]
+	comma := bytes.IndexByte(rest, ',')
+	if comma < 0 {
+		return
+	}
+	meta := strings.ToLower(string(rest[:comma]))
+	typ, params, _ := strings.Cut(meta, ";")
+	typ = strings.TrimSpace(typ)
+	if typ == "" {
+		typ = "text/plain"
+	}
+	cte := ""
+	if strings.Contains(params, "base64") {
+		cte = "base64"
+	}
+	p.binaryPart(typ, cte, rest[comma+1:], false)
 }
 
 // imageSize returns the dimensions of a GIF, PNG or JPEG image from its

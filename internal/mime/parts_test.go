@@ -86,3 +86,25 @@ func BenchmarkParseAttachment(b *testing.B) {
 		}
 	}
 }
+
+// An image inlined in HTML as a data: URI is a part, not a URL.
+func TestPartsDataURI(t *testing.T) {
+	gif, _ := base64.StdEncoding.DecodeString(pixelGIF)
+	msg := "Content-Type: text/html\r\n\r\n<p>Hi <img src=\"data:image/gif;base64," + pixelGIF + "\"> <img src='DATA:text/plain,hello'> <a href=\"data:x\">x</a></p>"
+	doc := Parse([]byte(msg), Options{})
+	want := []Part{
+		{Type: "image/gif", Size: len(gif), Digest: sha256.Sum256(gif), Width: 1, Height: 1},
+		{Type: "text/plain", Size: 5, Digest: sha256.Sum256([]byte("hello"))},
+	}
+	if len(doc.Parts) != len(want) || doc.Parts[0] != want[0] || doc.Parts[1] != want[1] {
+		t.Errorf("parts %+v, want %+v", doc.Parts, want)
+	}
+	for _, u := range doc.URLs {
+		if strings.HasPrefix(strings.ToLower(u), "data:") {
+			t.Errorf("data: URI among the URLs: %q", u)
+		}
+	}
+	if !strings.Contains(doc.Text, "Hi") {
+		t.Errorf("text %q", doc.Text)
+	}
+}

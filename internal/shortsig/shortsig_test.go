@@ -1,6 +1,7 @@
 package shortsig
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ func TestGuards(t *testing.T) {
 		{"image only", testMessage{parts: []attachment{img}}, "all,media"},
 		{"image with a greeting", testMessage{subject: "Hi", text: "Hello Bob,", parts: []attachment{img}}, "all,media"},
 		{"inline image (multipart/related)", testMessage{html: `<img src="cid:part0@test">`, parts: []attachment{{typ: "image/png", name: "a.png", data: img.data, inline: true}}}, "all,media"},
+		{"image inlined as a data: URI", testMessage{html: `<img src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(img.data) + `">`}, "all,media"},
 		{"tracking pixel only", testMessage{parts: []attachment{{typ: "image/gif", name: "p.gif", data: pixelGIF}}}, ""},
 		{"spacer image (800x2)", testMessage{parts: []attachment{{typ: "image/png", name: "s.png", data: pngImage(t, 800, 2, 2)}}}, ""},
 		{"icon (24x24)", testMessage{parts: []attachment{{typ: "image/png", name: "i.png", data: pngImage(t, 24, 24, 3)}}}, ""},
