@@ -272,6 +272,13 @@ func TestPaddedCopies(t *testing.T) {
 		}
 		t.Logf("%d KB: %s", kb, v.Rule)
 	}
+	// A padded copy reported is weak evidence (a lead key: the subject and
+	// leading text only), as an ANDD-only match is: it does not extend the
+	// campaign (docs/SECURITY.md, the merge rule).
+	o := f.report(t, shortMessage(200, c.subject, c.body+"\n\n"+padWords(16<<10, 200)), store.KindSpam, "mallory")
+	if !o.Apart && o.VoteOnly == "" {
+		t.Errorf("padded copy reported: %+v, want apart or vote only", o)
+	}
 	// Another message with the same subject is not a copy.
 	if v := f.check(t, shortMessage(7, c.subject, campaignTexts[1].body)); v.Action != action.Accept {
 		t.Errorf("same subject, other text: %+v", v)
