@@ -26,6 +26,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/eval/djmilter"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/milter"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
@@ -46,6 +47,7 @@ type benchMilterFlags struct {
 	memprof   string
 	network   string
 	replyEach bool
+	server    string
 }
 
 func newBenchMilterCmd(gf *globalFlags) *cobra.Command {
@@ -86,6 +88,7 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.StringVar(&f.memprof, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")
 	fl.BoolVar(&f.replyEach, "reply-each-step", false, "offer no milter protocol flags, so that the milter replies to every step (an MTA at protocol version 2)")
 	fl.StringVar(&f.network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
+	fl.StringVar(&f.server, "server", "own", `milter protocol server of the in-process milter: "own" (internal/milter, the daemon's), "d--j" (github.com/d--j/go-milter over the same message logic, for comparison) or "d--j-buffered" (the same with buffered socket I/O)`)
 	return cmd
 }
 
@@ -346,6 +349,16 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 		if err != nil {
 			return err
 		}
+		var serve func(net.Listener) error = srv.Serve
+		var shutdown func(context.Context) error = srv.Shutdown
+		switch f.server {
+		case "own":
+		case "d--j", "d--j-buffered":
+			dsrv := djmilter.New(srv, djmilter.Options{Buffered: f.server == "d--j-buffered"})
+			serve, shutdown = dsrv.Serve, dsrv.Shutdown
+		default:
+			return fmt.Errorf("bench milter: --server %q: want own, d--j or d--j-buffered", f.server)
+		}
 		var ln net.Listener
 		switch f.network {
 		case "tcp":
@@ -363,15 +376,19 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 		if err != nil {
 			return err
 		}
-		go srv.Serve(ln)
+		go serve(ln)
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			srv.Shutdown(sctx)
+			shutdown(sctx)
 		}()
 		network, addr = f.network, ln.Addr().String()
 	}
 
+	serverName := f.server
+	if f.addr != "" {
+		serverName = "at " + f.addr
+	}
 	msgs := make([]benchMsg, f.messages)
 	spamCount := 0
 	for i := range msgs {
@@ -386,7 +403,7 @@ func runBenchMilter(ctx context.Context, gf *globalFlags, f *benchMilterFlags, o
 			msgs[i] = legitimate(voc, rng, i)
 		}
 	}
-	fmt.Fprintf(out, "mix             %d messages: %d campaign copies, %d legitimate; %d sessions\n", f.messages, spamCount, f.messages-spamCount, f.sessions)
+	fmt.Fprintf(out, "mix             %d messages: %d campaign copies, %d legitimate; %d sessions; server %s\n", f.messages, spamCount, f.messages-spamCount, f.sessions, serverName)
 
 	type result struct {
 		lat     time.Duration

@@ -16,6 +16,7 @@
 package djmilter
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	dj "github.com/d--j/go-milter"
@@ -37,6 +39,12 @@ type Options struct {
 	// comes); with Postfix over TCP each message then waits 40 ms (see
 	// docs/MILTER.md, "Delayed acknowledgements").
 	NoQuickAck bool
+	// Buffered reads the socket through a 16 KiB buffer and holds the
+	// replies until the server next reads (one write per batch of
+	// replies), as nddmilter's own server does. By default the library
+	// does its own I/O: two reads per packet (length, then the rest)
+	// and two writes per reply packet.
+	Buffered bool
 	// IdleTimeout bounds the wait for the MTA's next packet. Default 10m,
 	// as milter.Options.IdleTimeout.
 	IdleTimeout time.Duration
@@ -89,9 +97,7 @@ func negotiate(mtaVersion, milterVersion uint32, mtaActions, milterActions dj.Op
 
 // Serve accepts milter connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.opts.NoQuickAck {
-		ln = quickAckListener{ln}
-	}
+	ln = wrapListener{Listener: ln, quickAck: !s.opts.NoQuickAck, buffered: s.opts.Buffered}
 	err := s.lib.Serve(ln)
 	if errors.Is(err, dj.ErrServerClosed) {
 		return nil
@@ -103,19 +109,28 @@ func (s *Server) Serve(ln net.Listener) error {
 // ends, then closes them.
 func (s *Server) Shutdown(ctx context.Context) error { return s.lib.Shutdown(ctx) }
 
-// quickAckListener gives connections that set TCP_QUICKACK after every
-// read, like nddmilter's own server.
-type quickAckListener struct{ net.Listener }
+// wrapListener gives connections that set TCP_QUICKACK after every read
+// and, if buffered, buffer both ways.
+type wrapListener struct {
+	net.Listener
+	quickAck, buffered bool
+}
 
-func (l quickAckListener) Accept() (net.Conn, error) {
+func (l wrapListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := c.(*net.TCPConn); !ok {
-		return c, nil
+	_, tcp := c.(*net.TCPConn)
+	if l.buffered {
+		bc := &bufConn{Conn: c, quickAck: l.quickAck && tcp, bw: bufio.NewWriterSize(c, 16<<10)}
+		bc.br = bufio.NewReaderSize(rawReader{bc}, 16<<10)
+		return bc, nil
 	}
-	return quickAckConn{c}, nil
+	if l.quickAck && tcp {
+		return quickAckConn{c}, nil
+	}
+	return c, nil
 }
 
 type quickAckConn struct{ net.Conn }
@@ -123,6 +138,64 @@ type quickAckConn struct{ net.Conn }
 func (c quickAckConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	milter.QuickAck(c.Conn)
+	return n, err
+}
+
+// bufConn reads through a buffer and writes into one that is flushed
+// before the next read from the socket (the server reads only after it
+// has answered) and at close. The library's Shutdown closes connections
+// from another goroutine, hence the lock on the write buffer.
+type bufConn struct {
+	net.Conn
+	quickAck bool
+	br       *bufio.Reader
+	mu       sync.Mutex
+	bw       *bufio.Writer
+}
+
+func (c *bufConn) Read(p []byte) (int, error) {
+	if c.br.Buffered() == 0 {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return c.br.Read(p)
+}
+
+func (c *bufConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bw.Write(p)
+}
+
+// flush writes the held replies, under a write deadline of its own (the
+// library's, set around its Write, has been lifted by then).
+func (c *bufConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return c.bw.Flush()
+}
+
+// writeTimeout is the library's default write timeout.
+const writeTimeout = 10 * time.Second
+
+func (c *bufConn) Close() error {
+	c.flush()
+	return c.Conn.Close()
+}
+
+// rawReader fills the read buffer from the socket.
+type rawReader struct{ c *bufConn }
+
+func (r rawReader) Read(p []byte) (int, error) {
+	n, err := r.c.Conn.Read(p)
+	if r.c.quickAck {
+		milter.QuickAck(r.c.Conn)
+	}
 	return n, err
 }
 

@@ -46,7 +46,7 @@ func (c *subjectChecker) CheckWith(_ context.Context, raw []byte, o campaign.Che
 	return v, nil
 }
 
-func serve(t *testing.T, c milter.Checker, o milter.Options) string {
+func serve(t *testing.T, c milter.Checker, o milter.Options, do Options) string {
 	t.Helper()
 	o.Logger = slog.New(slog.DiscardHandler)
 	own, err := milter.New(c, o)
@@ -57,7 +57,7 @@ func serve(t *testing.T, c milter.Checker, o milter.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(own, Options{})
+	s := New(own, do)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -151,11 +151,17 @@ func TestSameBehaviour(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
 		proto gomilter.OptProtocol
-	}{{"no-reply", mtadial.PostfixProtocol}, {"reply-each-step", 0}} {
+		opts  Options
+	}{
+		{"no-reply", mtadial.PostfixProtocol, Options{}},
+		{"reply-each-step", 0, Options{}},
+		{"no-reply/buffered", mtadial.PostfixProtocol, Options{Buffered: true}},
+		{"reply-each-step/buffered", 0, Options{Buffered: true}},
+	} {
 		for _, tt := range tests {
 			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
 				c := &subjectChecker{}
-				s := session(t, serve(t, c, tt.opts), mode.proto)
+				s := session(t, serve(t, c, tt.opts, mode.opts), mode.proto)
 				hs := append([][2]string{{"From", "a@example.net"}, {"Subject", tt.subject}}, forged...)
 				for range 2 { // two messages on one connection
 					mods, act := send(t, s, "user@example.org", hs)
