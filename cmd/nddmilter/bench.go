@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/eval/bench"
+)
 
 func newBenchCmd(gf *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -8,5 +14,96 @@ func newBenchCmd(gf *globalFlags) *cobra.Command {
 		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
 	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf))
+	return cmd
+}
+
+func newBenchMilterCmd(gf *globalFlags) *cobra.Command {
+	var o bench.MilterOptions
+	cmd := &cobra.Command{
+		Use:   "milter",
+		Short: "Drive the milter with concurrent go-milter sessions and measure throughput and latency",
+		Long: `Starts the milter in-process over a store of --campaigns campaigns (or drives
+a running daemon with --addr), and sends --messages messages over --sessions
+concurrent milter sessions on loopback, the way Postfix does (MAIL, RCPT,
+each header, body chunks, end of message with the queue id macro).
+
+The store holds --templates real campaigns, each reported by five users
+(so that the default policy rejects their copies), and synthetic campaigns
+(one spam report and the I-Match signatures of one message, one per bag,
+with random hashes) up to --campaigns, built with the store's bulk
+ReportBatch and cached in --dir for the next run. The message mix is
+--spam randomized copies of the real campaigns (words replaced, text
+appended, paragraphs shuffled) and legitimate messages of random text.
+
+Prints messages/s, latency percentiles (MAIL FROM to the final reply),
+the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(gf)
+			if err != nil {
+				return err
+			}
+			o.Config = cfg
+			return bench.Milter(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Sessions, "sessions", 8, "concurrent milter sessions (the SMTP sessions receiving mail at once)")
+	fl.IntVar(&o.Messages, "messages", 20000, "messages to send")
+	fl.IntVar(&o.Campaigns, "campaigns", 1_000_000, "campaigns in the store")
+	fl.IntVar(&o.Templates, "templates", 50, "real campaigns whose copies are sent")
+	fl.Float64Var(&o.Spam, "spam", 0.2, "fraction of messages that are campaign copies")
+	fl.StringVar(&o.Dir, "dir", "", "store directory, reused when it holds the same shape (default .cache/bench-milter-v3-CAMPAIGNS-TEMPLATES)")
+	fl.StringVar(&o.Addr, "addr", "", "drive a running milter at inet:HOST:PORT or unix:/path instead (its store is used as is)")
+	fl.Uint64Var(&o.Seed, "seed", 1, "random seed of the message mix")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
+	fl.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")
+	fl.BoolVar(&o.ReplyEachStep, "reply-each-step", false, "offer no milter protocol flags, so that the milter replies to every step (an MTA at protocol version 2)")
+	fl.StringVar(&o.Network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
+	fl.StringVar(&o.Server, "server", "own", `protocol server of the in-process milter: "own" (internal/milter, the daemon's), "d--j" (github.com/d--j/go-milter over the same message logic, for comparison) or "d--j-buffered" (the same with buffered socket I/O)`)
+	return cmd
+}
+
+func newBenchStoreCmd(gf *globalFlags) *cobra.Command {
+	var o bench.StoreOptions
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Build a store of synthetic signatures and measure lookups, ingestion and disk use",
+		Long: `Builds a store holding --signatures index keys through bulk ingestion
+(campaigns of --imatch-keys 22-byte I-Match keys and --andd-keys 12-byte ANDD
+band keys, one spam report each, plus --repeat of reports joining an existing
+campaign), then measures:
+
+  ingestion   reports/s and signatures/s through ReportBatch (fsync per batch)
+  disk        bytes on disk per signature
+  lookup      latency of Store.Lookup for one message's --lookup-keys keys:
+              messages of a known campaign and unknown messages (p50/p99)
+  report      latency of single atomic Report calls (fsync each)
+
+Without --dir the store is built in a temporary directory and removed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.Store(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Signatures, "signatures", 10_000_000, "number of index keys (signatures) to build")
+	fl.StringVar(&o.Dir, "dir", "", "store directory (default: a temporary directory, removed afterwards)")
+	fl.BoolVar(&o.Reuse, "reuse", false, "measure an existing store built earlier by this command in --dir, skip ingestion")
+	fl.IntVar(&o.Append, "append", 0, "with --reuse: first ingest this many more signatures (new campaigns numbered after the --signatures ones) into the existing store")
+	fl.IntVar(&o.IMatchKeys, "imatch-keys", 6, "I-Match keys (22 bytes) per campaign")
+	fl.IntVar(&o.ANDDKeys, "andd-keys", 5, "ANDD band keys (12 bytes) per campaign")
+	fl.IntVar(&o.Batch, "batch", 1000, "reports per ReportBatch call")
+	fl.IntVar(&o.Workers, "workers", 4, "concurrent ingesting goroutines (their commits share fsyncs)")
+	fl.Float64Var(&o.Repeat, "repeat", 0.1, "fraction of reports that repeat a known campaign (joins)")
+	fl.IntVar(&o.Lookups, "lookups", 50_000, "messages to look up")
+	fl.IntVar(&o.LookupKeys, "lookup-keys", 16, "keys per looked-up message (11+b)")
+	fl.IntVar(&o.SingleReports, "single-reports", 500, "single atomic reports to time")
+	fl.BoolVar(&o.Warm, "warm", true, "read the table files into the page cache before timing lookups")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the lookup phase to FILE")
+	fl.StringVar(&o.IngestProfile, "ingest-cpuprofile", "", "write a CPU profile of the ingestion phase to FILE")
+	fl.BoolVar(&o.Compact, "compact", false, "compact the store after building it (and measure its size again)")
+	fl.BoolVar(&o.NoSync, "no-sync", false, "do not fsync commits (faster, not crash-safe)")
+	fl.DurationVar(&o.Progress, "progress", 10*time.Second, "progress report period on stderr (0: none)")
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +15,8 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/daemon"
 )
-
-// defaultAPIURL is the daemon's HTTP listener by default (config http.listen).
-const defaultAPIURL = "http://127.0.0.1:8898"
 
 // apiFlags select the running daemon's API instead of the store directory.
 type apiFlags struct {
@@ -30,7 +26,7 @@ type apiFlags struct {
 
 func (af *apiFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&af.url, "api", os.Getenv("NDDMILTER_API"),
-		"talk to a running daemon's HTTP API at this URL (e.g. "+defaultAPIURL+") instead of opening the store; env NDDMILTER_API")
+		"talk to a running daemon's HTTP API at this URL (e.g. "+daemon.DefaultAPIURL+") instead of opening the store; env NDDMILTER_API")
 	cmd.Flags().StringVar(&af.token, "token", "", "bearer token of the API (default: env NDDMILTER_API_TOKEN)")
 }
 
@@ -39,170 +35,6 @@ func (af *apiFlags) tokenOrEnv() string {
 		return af.token
 	}
 	return os.Getenv("NDDMILTER_API_TOKEN")
-}
-
-// backend is where report, check and campaigns act: the store directly,
-// or a running daemon's API.
-type backend interface {
-	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
-	// ReportBatch reports many messages; on error it returns the outcomes
-	// of the messages reported before the failure.
-	ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error)
-	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
-	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
-	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
-	Delete(ctx context.Context, id campaign.CampaignID) error
-	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
-	Close() error
-}
-
-// localBackend works on the store directory.
-type localBackend struct{ rt *runtimeEnv }
-
-func (l localBackend) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
-	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
-	return api.NewOutcome(kind, o), err
-}
-
-func (l localBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	reqs := make([]campaign.ReportRequest, len(raws))
-	for i, r := range raws {
-		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
-	}
-	res, err := l.rt.Engine.ReportBatch(ctx, reqs)
-	out := make([]api.Outcome, len(res))
-	for i, o := range res {
-		out[i] = api.NewOutcome(kind, o)
-	}
-	return out, err
-}
-
-func (l localBackend) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
-	if record {
-		return l.rt.Engine.Check(ctx, raw)
-	}
-	return l.rt.Engine.Evaluate(ctx, raw)
-}
-
-func (l localBackend) List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error) {
-	q := campaign.Query{Sort: sort, Limit: limit}
-	if since > 0 {
-		q.Since = time.Now().Add(-since)
-	}
-	cs, err := l.rt.Engine.List(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.Summary, len(cs))
-	for i := range cs {
-		out[i] = api.NewSummary(&cs[i])
-	}
-	return out, nil
-}
-
-func (l localBackend) Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error) {
-	return api.GetDetail(ctx, l.rt.Engine, id)
-}
-
-func (l localBackend) Delete(ctx context.Context, id campaign.CampaignID) error {
-	if _, err := l.rt.Engine.Get(ctx, id); err != nil {
-		return err // names the campaign already
-	}
-	if err := l.rt.Engine.Delete(ctx, id); err != nil {
-		return fmt.Errorf("delete campaign %d: %w", id, err)
-	}
-	return nil
-}
-
-func (l localBackend) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error) {
-	c, err := l.rt.Engine.Allow(ctx, id, !undo)
-	if err != nil {
-		return api.Summary{}, err // names the campaign already
-	}
-	return api.NewSummary(c), nil
-}
-
-func (l localBackend) Close() error { return l.rt.Close() }
-
-// remoteBackend goes through the daemon's API.
-type remoteBackend struct{ *api.Client }
-
-func (remoteBackend) Close() error { return nil }
-
-func (r remoteBackend) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	out := make([]api.Outcome, 0, len(raws))
-	for _, raw := range raws {
-		o, err := r.Report(ctx, raw, kind, reporter)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// isLockError tells whether opening the store failed because another
-// process (the daemon) holds Badger's directory lock.
-func isLockError(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "Cannot acquire directory lock") ||
-		strings.Contains(s, "Another process is using this Badger database") ||
-		strings.Contains(s, "locked")
-}
-
-// openBackend opens the store, or the daemon's API when --api is given or
-// when the store is locked by a running daemon and an API token is known
-// (--token, NDDMILTER_API_TOKEN, or http.token / http.token_file of the
-// configuration; the URL is then that of http.listen).
-//
-// With create false (check, campaigns) a store directory that does not
-// exist is an error rather than a new empty store, so that a mistyped
-// --store does not silently answer "accept" for everything.
-func openBackend(ctx context.Context, gf *globalFlags, af *apiFlags, stderr io.Writer, create bool) (backend, error) {
-	if af.url != "" {
-		return remoteBackend{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, nil
-	}
-	if !create {
-		if err := requireStore(gf); err != nil {
-			return nil, err
-		}
-	}
-	rt, err := openRuntime(ctx, gf)
-	if err == nil {
-		return localBackend{rt}, nil
-	}
-	if !isLockError(err) {
-		return nil, err
-	}
-	dir, url, tok := gf.store, defaultAPIURL, af.tokenOrEnv()
-	if cfg, cerr := loadConfig(gf); cerr == nil {
-		dir = cfg.Store.Dir
-		if cfg.HTTP.Listen != "" {
-			url = "http://" + cfg.HTTP.Listen
-		}
-		if tok == "" {
-			tok, _, _ = resolveAPIToken(cfg, false)
-		}
-	}
-	if dir == "" {
-		dir = defaultStoreDir
-	}
-	if u := runningAPIURL(dir); u != "" {
-		url = u
-	}
-	if tok != "" {
-		fmt.Fprintf(stderr, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
-		return remoteBackend{&api.Client{BaseURL: url, Token: tok}}, nil
-	}
-	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
-		"(Badger allows one process at a time).\nGo through the daemon's API instead: --api %s --token TOKEN "+
-		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, url, err)
 }
 
 func newCampaignsCmd(gf *globalFlags) *cobra.Command {

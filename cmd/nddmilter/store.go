@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +35,7 @@ func openStoreForMaintenance(gf *globalFlags, readOnly bool) (*store.Badger, str
 	dir := storeDir(gf)
 	st, err := store.Open(dir, store.Options{ReadOnly: readOnly, Expiry: -1, GCInterval: -1, Logger: storeLogger()})
 	if err != nil {
-		if strings.Contains(err.Error(), "directory lock") {
+		if errors.Is(err, store.ErrLocked) {
 			return nil, dir, fmt.Errorf("%w (is nddmilter serve running on it? stop it first)", err)
 		}
 		return nil, dir, err

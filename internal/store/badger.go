@@ -115,6 +115,19 @@ var ErrReadOnly = errors.New("store is open read-only")
 // ErrClosed is returned by calls on a closed store.
 var ErrClosed = errors.New("store is closed")
 
+// ErrLocked is wrapped by the error of Open when another process holds the
+// store's directory lock (Badger allows one read-write process at a time):
+// most likely a running daemon.
+var ErrLocked = errors.New("store is locked by another process")
+
+// isLockError tells whether err is Badger's failure to take the directory
+// lock. Badger formats the flock error into its message instead of
+// wrapping it, so the message is all there is to recognize.
+func isLockError(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
+		strings.Contains(err.Error(), "Cannot acquire directory lock")
+}
+
 // Badger is the Badger-backed Store. It is safe for concurrent use.
 type Badger struct {
 	dir  string
@@ -186,6 +199,9 @@ func Open(dir string, opts Options) (*Badger, error) {
 		}
 	}
 	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("open badger in %s: %w: %w", dir, ErrLocked, err)
+		}
 		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
 	}
 	if err := checkSchema(db, opts.ReadOnly); err != nil {

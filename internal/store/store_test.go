@@ -877,3 +877,37 @@ func TestMergeLongLivedCampaign(t *testing.T) {
 	}
 	verifyClean(t, s)
 }
+
+// TestSentinelErrors checks the errors callers test with errors.Is: a
+// second Open of a store in use (the daemon holds it) is ErrLocked, read
+// and write calls on a closed store are ErrClosed, an unknown campaign is
+// ErrNotFound.
+func TestSentinelErrors(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	a := mustReport(t, s, spam("r", t0, "a"))
+	for _, ro := range []bool{false, true} {
+		second, err := Open(dir, Options{ReadOnly: ro, Logger: testLogger(t)})
+		if err == nil {
+			second.Close()
+			t.Fatalf("second Open (read-only %v) of a store in use succeeded", ro)
+		}
+		if !errors.Is(err, ErrLocked) {
+			t.Errorf("second Open (read-only %v): %v, want ErrLocked", ro, err)
+		}
+	}
+	if _, err := s.Get(ctx, a.Campaign+1000); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of an unknown campaign: %v, want ErrNotFound", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Report(ctx, spam("r", t0, "b")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Report on a closed store: %v, want ErrClosed", err)
+	}
+	// Once closed, the directory opens again.
+	again := openTest(t, dir, Options{})
+	if lookupOne(t, again, "a") != a.Campaign {
+		t.Errorf("reopened store lost campaign %d", a.Campaign)
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // The daemon as the administrator runs it: config file, milter and HTTP
 // listeners, metrics, reload on SIGHUP (a bad file keeps the running
 // configuration), clean stop when the context ends.
-func TestServeDaemon(t *testing.T) {
+func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
@@ -55,7 +55,7 @@ func TestServeDaemon(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, &globalFlags{config: cfgPath}, serveFlags{}) }()
+	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: io.Discard}) }()
 
 	base := "http://" + httpAddr
 	ready := false
@@ -74,6 +74,10 @@ func TestServeDaemon(t *testing.T) {
 	}
 	if code, body := httpGet(t, base+"/healthz"); code != 200 || !strings.Contains(body, "ok") {
 		t.Errorf("/healthz: %d %q", code, body)
+	}
+	storeDir := filepath.Join(dir, "store")
+	if got := RunningAPIURL(storeDir); got != base {
+		t.Errorf("recorded API address %q, want %q", got, base)
 	}
 
 	send := func() (map[string]string, *gomilter.Action) {
@@ -148,6 +152,9 @@ func TestServeDaemon(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+	if got := RunningAPIURL(storeDir); got != "" {
+		t.Errorf("API address %q still recorded after the daemon stopped", got)
 	}
 }
 

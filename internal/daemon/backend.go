@@ -1,0 +1,214 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Backend is where report, check and campaigns act: the store directly
+// (Local), or a running daemon's API (Remote).
+type Backend interface {
+	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
+	// ReportBatch reports many messages; on error it returns the outcomes
+	// of the messages reported before the failure.
+	ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error)
+	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
+	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
+	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
+	Delete(ctx context.Context, id campaign.CampaignID) error
+	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
+	Close() error
+}
+
+// Local works on the store directory.
+type Local struct{ rt *Runtime }
+
+// NewLocal returns the backend of an open runtime; Close closes it.
+func NewLocal(rt *Runtime) *Local { return &Local{rt: rt} }
+
+// Runtime returns the store and engine the backend works on.
+func (l *Local) Runtime() *Runtime { return l.rt }
+
+// Report reports one message.
+func (l *Local) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
+	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
+	return api.NewOutcome(kind, o), err
+}
+
+// ReportBatch reports many messages through the engine's batch path.
+func (l *Local) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
+	reqs := make([]campaign.ReportRequest, len(raws))
+	for i, r := range raws {
+		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
+	}
+	res, err := l.rt.Engine.ReportBatch(ctx, reqs)
+	out := make([]api.Outcome, len(res))
+	for i, o := range res {
+		out[i] = api.NewOutcome(kind, o)
+	}
+	return out, err
+}
+
+// Check checks one message; with record, a match is counted as the
+// milter counts it.
+func (l *Local) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
+	if record {
+		return l.rt.Engine.Check(ctx, raw)
+	}
+	return l.rt.Engine.Evaluate(ctx, raw)
+}
+
+// List lists campaigns seen within since (all when 0).
+func (l *Local) List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error) {
+	q := campaign.Query{Sort: sort, Limit: limit}
+	if since > 0 {
+		q.Since = time.Now().Add(-since)
+	}
+	cs, err := l.rt.Engine.List(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Summary, len(cs))
+	for i := range cs {
+		out[i] = api.NewSummary(&cs[i])
+	}
+	return out, nil
+}
+
+// Get returns one campaign in detail.
+func (l *Local) Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error) {
+	return api.GetDetail(ctx, l.rt.Engine, id)
+}
+
+// Delete deletes a campaign.
+func (l *Local) Delete(ctx context.Context, id campaign.CampaignID) error {
+	if _, err := l.rt.Engine.Get(ctx, id); err != nil {
+		return err // names the campaign already
+	}
+	if err := l.rt.Engine.Delete(ctx, id); err != nil {
+		return fmt.Errorf("delete campaign %d: %w", id, err)
+	}
+	return nil
+}
+
+// Allow marks a campaign allowed (undo: active again).
+func (l *Local) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error) {
+	c, err := l.rt.Engine.Allow(ctx, id, !undo)
+	if err != nil {
+		return api.Summary{}, err // names the campaign already
+	}
+	return api.NewSummary(c), nil
+}
+
+// Close closes the store.
+func (l *Local) Close() error { return l.rt.Close() }
+
+// Remote goes through a running daemon's API.
+type Remote struct{ *api.Client }
+
+// Close does nothing: the API holds no resource.
+func (Remote) Close() error { return nil }
+
+// ReportBatch reports the messages one by one (the API takes one report
+// per request).
+func (r Remote) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
+	out := make([]api.Outcome, 0, len(raws))
+	for _, raw := range raws {
+		o, err := r.Report(ctx, raw, kind, reporter)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// BackendOptions select a backend. Zero values: the embedded default
+// configuration, its store directory, no API.
+type BackendOptions struct {
+	// ConfigPath and StoreDir are as for LoadConfig.
+	ConfigPath, StoreDir string
+	// APIURL, when set, selects the daemon's API at this URL without
+	// trying the store.
+	APIURL string
+	// Token is the API's bearer token. When the store is locked and Token
+	// is "", the configuration's http.token or http.token_file, then the
+	// token file in the store directory, are used.
+	Token string
+	// Create lets a store directory that does not exist be created (report);
+	// otherwise it is an error (check, campaigns), so that a mistyped
+	// store directory does not silently answer "accept" for everything.
+	Create bool
+	// LogOutput receives the engine's logs and the notice that the daemon's
+	// API is used because the store is locked. Default os.Stderr.
+	LogOutput io.Writer
+}
+
+// OpenBackend opens the store, or the daemon's API when o.APIURL is set or
+// when the store is locked by a running daemon and an API token is known
+// (o.Token, or the configuration's, or the store directory's token file);
+// the URL is then the one the daemon recorded in the store directory, or
+// that of http.listen.
+func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
+	if o.APIURL != "" {
+		return Remote{&api.Client{BaseURL: o.APIURL, Token: o.Token}}, nil
+	}
+	if o.LogOutput == nil {
+		o.LogOutput = os.Stderr
+	}
+	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Create {
+		if err := requireStore(cfg.Store.Dir); err != nil {
+			return nil, err
+		}
+	}
+	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
+	if err == nil {
+		return NewLocal(rt), nil
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		return nil, err
+	}
+	dir, url, tok := cfg.Store.Dir, DefaultAPIURL, o.Token
+	if cfg.HTTP.Listen != "" {
+		url = "http://" + cfg.HTTP.Listen
+	}
+	if tok == "" {
+		tok, _, _ = ResolveAPIToken(cfg, false)
+	}
+	if u := RunningAPIURL(dir); u != "" {
+		url = u
+	}
+	if tok != "" {
+		fmt.Fprintf(o.LogOutput, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
+		return Remote{&api.Client{BaseURL: url, Token: tok}}, nil
+	}
+	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
+		"(Badger allows one process at a time).\nGo through the daemon's API instead: --api %s --token TOKEN "+
+		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, url, err)
+}
+
+// requireStore fails when the store directory does not exist, saying how
+// to get one.
+func requireStore(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no store at %s: feed junk reports first (nddmilter report), "+
+				"or name the store with --store DIR or store.dir in --config", dir)
+		}
+		return fmt.Errorf("store %s: %w", dir, err)
+	}
+	return nil
+}

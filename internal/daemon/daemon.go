@@ -1,0 +1,386 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/metrics"
+	"github.com/nddmilter/nddmilter/internal/milter"
+)
+
+// Options configure Run. The zero value runs the embedded default
+// configuration.
+type Options struct {
+	// ConfigPath is the YAML configuration file, read again on every
+	// reload; "" selects the embedded defaults.
+	ConfigPath string
+	// StoreDir, MilterListen and HTTPListen, when set, override store.dir,
+	// milter.listen and http.listen (the command's flags). HTTPListen
+	// "off" disables the HTTP listener.
+	StoreDir, MilterListen, HTTPListen string
+	// LogOutput receives the logs, in the configured format. Default
+	// os.Stderr.
+	LogOutput io.Writer
+}
+
+// Config loads the configuration and applies the overrides of o.
+func (o Options) Config() (*config.Config, error) {
+	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.MilterListen != "" {
+		cfg.Milter.Listen = o.MilterListen
+	}
+	switch o.HTTPListen {
+	case "":
+	case "off":
+		cfg.HTTP.Listen = ""
+	default:
+		cfg.HTTP.Listen = o.HTTPListen
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// describeSource names where the configuration came from, for logs.
+func (o Options) describeSource() string {
+	if o.ConfigPath == "" {
+		return "embedded defaults"
+	}
+	return strings.TrimSpace(o.ConfigPath)
+}
+
+func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) milter.Options {
+	m := cfg.Milter
+	o := milter.Options{
+		MaxBodyBytes:     m.MaxBodyBytes,
+		CheckTimeout:     m.CheckTimeout.D(),
+		IdleTimeout:      m.IdleTimeout.D(),
+		OnError:          m.OnError,
+		HeaderPrefix:     m.HeaderPrefix,
+		NoAcceptHeader:   !m.HeaderOnAccept,
+		RejectWith:       m.RejectWith,
+		RejectText:       m.RejectText,
+		TempfailText:     m.TempfailText,
+		QuarantineReason: m.QuarantineReason,
+		Overrides:        map[string]string{},
+		Logger:           log,
+		Metrics:          met,
+	}
+	if m.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = -1 // headers only
+	}
+	for k, v := range m.Overrides {
+		o.Overrides[lower(k)] = v
+	}
+	return o
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// apiSwitch serves the /v1 API of the current engine (swapped on reload)
+// and counts reports.
+type apiSwitch struct {
+	h   atomic.Pointer[http.Handler]
+	met *metrics.Metrics
+}
+
+func (a *apiSwitch) set(h http.Handler) { a.h.Store(&h) }
+
+func (a *apiSwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/reports" {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		(*a.h.Load()).ServeHTTP(rec, r)
+		if rec.status == http.StatusOK {
+			a.met.Report(r.URL.Query().Get("kind"))
+		}
+		return
+	}
+	(*a.h.Load()).ServeHTTP(w, r)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+	tok, generated, err := ResolveAPIToken(cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
+			"file", filepath.Join(cfg.Store.Dir, TokenFile))
+	}
+	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
+}
+
+// daemon is the state of a running daemon.
+type daemon struct {
+	opts    Options
+	cfg     *config.Config // the running configuration, replaced on reload
+	log     *slog.Logger
+	rt      *Runtime
+	met     *metrics.Metrics
+	srv     *milter.Server
+	apiH    *apiSwitch
+	ready   atomic.Bool
+	httpSrv *http.Server // nil without an HTTP listener
+}
+
+// Run runs the daemon until ctx ends (then it drains the sessions in
+// flight within milter.shutdown_timeout and returns nil) or the milter
+// server fails. SIGHUP reloads the configuration, lexicon and model
+// without dropping connections; a configuration that does not load keeps
+// the running one.
+func Run(ctx context.Context, o Options) error {
+	if o.LogOutput == nil {
+		o.LogOutput = os.Stderr
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		return err
+	}
+	log := NewLogger(cfg, o.LogOutput)
+	// Libraries that log through the standard log package (Badger's
+	// adapter aside) end up in the same handler.
+	slog.SetDefault(log)
+
+	rt, err := OpenRuntime(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := rt.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
+	d.apiH = &apiSwitch{met: d.met}
+	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
+	if err != nil {
+		return err
+	}
+	network, addr, _ := config.SplitListen(cfg.Milter.Listen)
+	mode, _ := cfg.Milter.SocketFileMode() // validated with the configuration
+	ln, err := milter.ListenSocket(network, addr, milter.SocketOptions{Mode: mode, Group: cfg.Milter.SocketGroup})
+	if err != nil {
+		return err
+	}
+	h, err := newAPIHandler(cfg, rt.Engine, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.apiH.set(h)
+	if cfg.HTTP.Listen != "" {
+		stop, err := d.startHTTP()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
+
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
+		s, err := rt.Store.Stats(ctx)
+		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes}, err
+	}, log)
+	return d.serve(ctx, ln)
+}
+
+// serve serves the milter on ln, reloading on SIGHUP, until ctx ends or
+// the server fails.
+func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- d.srv.Serve(ln) }()
+	d.ready.Store(true)
+	d.log.Info("nddmilter serving", "milter", d.cfg.Milter.Listen, "http", d.cfg.HTTP.Listen,
+		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid())
+
+	for {
+		select {
+		case <-hup:
+			d.reload()
+			continue
+		case err := <-serveErr:
+			d.ready.Store(false)
+			if err != nil {
+				d.log.Error("milter server stopped", "err", err)
+			}
+			d.shutdown()
+			return err
+		case <-ctx.Done():
+		}
+		break
+	}
+	d.ready.Store(false)
+	d.log.Info("shutting down", "sessions", d.srv.Sessions(), "timeout", d.cfg.Milter.ShutdownTimeout.D())
+	d.shutdown()
+	<-serveErr
+	d.log.Info("stopped")
+	return nil
+}
+
+// startHTTP listens on http.listen and serves /metrics, /healthz, /readyz
+// and the /v1 API; it records the API's address in the store directory
+// for the CLI. stop removes the record.
+func (d *daemon) startHTTP() (stop func(), err error) {
+	cfg, log := d.cfg, d.log
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.met.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", d.readyz)
+	mux.Handle("/v1/", d.apiH)
+	hln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		hint := ""
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = " (another process listens there — a running nddmilter? Stop it, or set http.listen / --http, \"off\" to disable)"
+		}
+		return nil, fmt.Errorf("listen http %s: %w%s", cfg.HTTP.Listen, err, hint)
+	}
+	// Tell the CLI where the API of this store's daemon is.
+	addrFile := filepath.Join(cfg.Store.Dir, AddressFile)
+	if err := os.WriteFile(addrFile, []byte("http://"+hln.Addr().String()+"\n"), 0o644); err != nil {
+		log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
+	}
+	d.httpSrv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := d.httpSrv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	return func() { os.Remove(addrFile) }, nil
+}
+
+// readyz answers 200 while the daemon serves and its store answers.
+func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
+	if !d.ready.Load() {
+		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	sctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if _, err := d.rt.Store.Stats(sctx); err != nil {
+		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// shutdown stops the milter server (draining its sessions within
+// milter.shutdown_timeout) and the HTTP server.
+func (d *daemon) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Milter.ShutdownTimeout.D())
+	defer cancel()
+	if err := d.srv.Shutdown(ctx); err != nil {
+		d.log.Warn("milter shutdown", "err", err)
+	}
+	if d.httpSrv != nil {
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer hcancel()
+		if err := d.httpSrv.Shutdown(hctx); err != nil {
+			d.log.Warn("http shutdown", "err", err)
+		}
+	}
+}
+
+// reload re-reads the configuration, lexicon and model and swaps in a new
+// engine; on any error the running configuration stays.
+func (d *daemon) reload() {
+	log, met, old := d.log, d.met, d.cfg
+	log.Info("SIGHUP: reloading", "config", d.opts.describeSource())
+	fail := func(err error) {
+		met.Reload(false)
+		met.Error("reload")
+		log.Error("reload failed; keeping the running configuration", "err", err)
+	}
+	cfg, err := d.opts.Config()
+	if err != nil {
+		fail(err)
+		return
+	}
+	keepRestartSettings(cfg, old, log)
+	eng, err := BuildEngine(cfg, d.rt.Store, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	h, err := newAPIHandler(cfg, eng, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
+		fail(err)
+		return
+	}
+	d.apiH.set(h)
+	d.cfg = cfg
+	d.rt.Engine = eng
+	met.Reload(true)
+	log.Info("reloaded")
+}
+
+// keepRestartSettings gives cfg the running values of the settings that
+// change only on restart, warning about those the file changed.
+func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
+	for _, c := range []struct{ key, was, now string }{
+		{"milter.listen", old.Milter.Listen, cfg.Milter.Listen},
+		{"milter.socket_mode", old.Milter.SocketMode, cfg.Milter.SocketMode},
+		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
+		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
+		{"store.dir", old.Store.Dir, cfg.Store.Dir},
+	} {
+		if c.was != c.now {
+			log.Warn("setting changes only on restart", "key", c.key, "running", c.was, "file", c.now)
+		}
+	}
+	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
+	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
+}
