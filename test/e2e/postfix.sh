@@ -25,12 +25,22 @@
 # exits non-zero on failure. Needs root (Postfix's own user and queue).
 # Environment: NDD_E2E_TIMEOUT (seconds, default 280), NDD_E2E_LEXICON (a
 # lexicon file instead of the embedded one), NDD_E2E_LOAD (messages of the
-# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in).
+# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in),
+# NDD_E2E_SERVER (d--j or d--j-buffered: run every step against the daemon
+# speaking the milter protocol through github.com/d--j/go-milter, `nddmilter
+# bench serve`, to compare it with the own server; default: nddmilter serve).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-280}
+# The daemon's command: `serve`, or the lab's comparison server.
+SERVE=(serve)
+case "${NDD_E2E_SERVER:-}" in
+"" | own) ;;
+d--j | d--j-buffered) SERVE=(bench serve --server "$NDD_E2E_SERVER") ;;
+*) echo "FATAL: NDD_E2E_SERVER=$NDD_E2E_SERVER: want own, d--j or d--j-buffered"; exit 1 ;;
+esac
 
 passed=0
 failed=0
@@ -215,7 +225,7 @@ EOF
 	fi
 }
 write_config reject
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+"$T/nddmilter" "${SERVE[@]}" --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 ready=
 for _ in $(seq 100); do
@@ -226,8 +236,8 @@ for _ in $(seq 100); do
 	kill -0 $NDD_PID 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$ready" ] || die "nddmilter serve did not become ready"
-pass "nddmilter serve is ready (/readyz)"
+[ -n "$ready" ] || die "nddmilter ${SERVE[*]} did not become ready"
+pass "nddmilter ${SERVE[*]} is ready (/readyz)"
 
 # --- messages -----------------------------------------------------------------
 CAMPAIGN_TEXT="Dear friend, we are pleased to announce that your account has been selected
@@ -462,7 +472,7 @@ fi
 # that a socket Postfix cannot open shows as a 4xx.
 write_config reject
 sed -i "s#^  listen: inet:127.0.0.1:$MILTER_PORT#  listen: unix:$T/milter.sock\n  socket_group: postfix#" "$T/nddmilter.yaml"
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+"$T/nddmilter" "${SERVE[@]}" --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 for _ in $(seq 100); do
 	[ -S "$T/milter.sock" ] && curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break

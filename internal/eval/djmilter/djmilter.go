@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ type Options struct {
 	// IdleTimeout bounds the wait for the MTA's next packet. Default 10m,
 	// as milter.Options.IdleTimeout.
 	IdleTimeout time.Duration
+	// Logger gets the negotiation of each connection (debug), as
+	// nddmilter's own server logs it. Default: none.
+	Logger *slog.Logger
 }
 
 // Actions are the milter actions asked for, as nddmilter's own server
@@ -72,27 +76,37 @@ func New(srv *milter.Server, o Options) *Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 10 * time.Minute
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{srv: srv, opts: o}
 	s.lib = dj.NewServer(
 		dj.WithMilter(func() dj.Milter { return &backend{sess: srv.NewMessageSession()} }),
 		dj.WithActions(Actions),
 		dj.WithProtocols(Protocol),
 		dj.WithReadTimeout(o.IdleTimeout),
-		dj.WithNegotiationCallback(negotiate),
+		dj.WithNegotiationCallback(s.negotiate),
 	)
 	return s
 }
+
+// noReplyAll are the no-reply flags of the steps an MTA sends for every
+// message: with all of them the MTA streams a message and waits once.
+const noReplyAll = dj.OptNoMailReply | dj.OptNoRcptReply | dj.OptNoHeaderReply | dj.OptNoEOHReply | dj.OptNoBodyReply
 
 // negotiate grants what both sides have, as nddmilter's own server does:
 // the lower protocol version, the wanted actions the MTA allows, the
 // wanted protocol flags the MTA offers. (Without a callback the library
 // refuses an MTA that does not offer every flag asked for, such as a
 // protocol-2 MTA.)
-func negotiate(mtaVersion, milterVersion uint32, mtaActions, milterActions dj.OptAction, mtaProtocol, milterProtocol dj.OptProtocol, offered dj.DataSize) (uint32, dj.OptAction, dj.OptProtocol, dj.DataSize, error) {
+func (s *Server) negotiate(mtaVersion, milterVersion uint32, mtaActions, milterActions dj.OptAction, mtaProtocol, milterProtocol dj.OptProtocol, offered dj.DataSize) (uint32, dj.OptAction, dj.OptProtocol, dj.DataSize, error) {
 	if mtaVersion < 2 {
 		return 0, 0, 0, 0, fmt.Errorf("djmilter: MTA speaks milter protocol version %d, need 2 or later", mtaVersion)
 	}
-	return min(mtaVersion, milterVersion), mtaActions & milterActions, mtaProtocol & milterProtocol, dj.DataSize64K, nil
+	v, a, p := min(mtaVersion, milterVersion), mtaActions&milterActions, mtaProtocol&milterProtocol
+	s.opts.Logger.Debug("milter connection negotiated", "version", v, "actions", fmt.Sprintf("%#x", uint32(a)),
+		"protocol", fmt.Sprintf("%#x", uint32(p)), "streaming", p&noReplyAll == noReplyAll, "server", "d--j/go-milter")
+	return v, a, p, dj.DataSize64K, nil
 }
 
 // Serve accepts milter connections on ln until Shutdown.
