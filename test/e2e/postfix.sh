@@ -364,6 +364,8 @@ LOAD=${NDD_E2E_LOAD:-400}
 ls "$T/sink" >"$T/sink-before.txt"
 checked0=$(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log")
 pflines0=$(wc -l <"$T/postfix.log")
+daemon_cpu() { awk '{print $14 + $15}' "/proc/$NDD_PID/stat"; } # clock ticks
+cpu0=$(daemon_cpu)
 t0=$(date +%s%N)
 smtp-source -s 4 -m "$LOAD" -d -l 2000 -f load@example.net -t user@example.org "127.0.0.1:$SMTP_PORT" >"$T/load.log" 2>&1 ||
 	fail "(e) smtp-source: $(tail -3 "$T/load.log")"
@@ -374,6 +376,7 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 t2=$(date +%s%N)
+cpu1=$(daemon_cpu)
 delivered=$(load_files | wc -l)
 with_verdict=$(cd "$T/sink" && load_files | xargs -r grep -l '^X-NDD-Verdict: accept; score=' | wc -l)
 checked=$(($(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log") - checked0))
@@ -385,6 +388,7 @@ else
 	fail "(e) load: $delivered of $LOAD delivered, $with_verdict with a verdict, $checked checked, $trouble milter warnings in the Postfix log"
 	tail -n +$((pflines0 + 1)) "$T/postfix.log" | grep -iE 'milter' | tail -5
 fi
+echo "INFO: (e) nddmilter ${SERVE[*]}: $(((cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / LOAD)) µs of CPU per message during the load (its process, from /proc; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
 # The same load with no milter attached: Postfix's own rate. With the
 # milter, Postfix must keep at least a third of it. (Without quickAck,
