@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/daemon"
@@ -130,8 +131,8 @@ func formatActions(m map[string]int64) string {
 		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool {
-		ai, _ := campaign.ParseAction(names[i])
-		aj, _ := campaign.ParseAction(names[j])
+		ai, _ := action.Parse(names[i])
+		aj, _ := action.Parse(names[j])
 		if ai != aj {
 			return ai > aj
 		}

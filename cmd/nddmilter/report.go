@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,13 +35,8 @@ type reportSummary struct {
 
 func (s *reportSummary) add(o api.Outcome) {
 	switch {
-	case o.Skipped != "":
-		// Group by the reason's category, before its details.
-		reason := o.Skipped
-		if i := strings.IndexAny(reason, "(:;"); i > 0 {
-			reason = strings.TrimSpace(reason[:i])
-		}
-		s.Skipped[reason]++
+	case o.SkipReason != campaign.NotSkipped:
+		s.Skipped[o.SkipReason.String()]++
 	case o.Created:
 		s.Created++
 	case o.Campaign != 0:
@@ -99,13 +93,14 @@ func (s *reportSummary) print(w io.Writer) {
 
 func newReportCmd(gf *globalFlags) *cobra.Command {
 	var (
-		af        apiFlags
-		reporter  string
-		notSpam   bool
-		filesFrom string
-		verbose   bool
-		asJSON    bool
-		batch     int
+		af         apiFlags
+		reporter   string
+		notSpam    bool
+		filesFrom  string
+		verbose    bool
+		asJSON     bool
+		batch      int
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "report [--reporter ID] [--not-spam] [--files-from FILE] PATH...",
@@ -174,6 +169,13 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 					return fmt.Errorf("report: nothing reported: %w", err)
 				}
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// Reports go to the store in batches: one transaction and one
 			// fsync for many reports (each report stays atomic).
 			sink := newReportSink(cmd.Context(), be, kind, reporter, max(batch, 1), onResult)
@@ -215,13 +217,14 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print one line per message")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&batch, "batch", 256, "reports applied per store transaction (bulk ingestion)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	return cmd
 }
 
 func describeOutcome(o api.Outcome) string {
 	var b strings.Builder
 	switch {
-	case o.Skipped != "":
+	case o.SkipReason != campaign.NotSkipped:
 		b.WriteString("skipped: " + o.Skipped)
 	case o.Created:
 		fmt.Fprintf(&b, "created campaign %d", o.Campaign)
@@ -258,7 +261,7 @@ func newReportSink(ctx context.Context, be backend, kind campaign.Kind, reporter
 	if l, ok := be.(localBackend); ok {
 		return newStreamSink(ctx, l.rt.Engine, kind, reporter, batch, onResult)
 	}
-	return &batchSink{ctx: ctx, be: be, kind: kind, reporter: reporter, batch: batch, onResult: onResult}
+	return &apiSink{ctx: ctx, be: be, kind: kind, reporter: reporter, onResult: onResult}
 }
 
 // streamSink reports to the local store through a campaign.ReportStream:
@@ -299,56 +302,20 @@ func (ss *streamSink) add(raw []byte, name string) error {
 
 func (ss *streamSink) close() error { return ss.s.Close() }
 
-// batchSink reports through backend.ReportBatch, batch after batch (the
-// daemon's API).
-type batchSink struct {
+// apiSink reports through a running daemon's API, one message per
+// request (the daemon applies each at once).
+type apiSink struct {
 	ctx      context.Context
 	be       backend
 	kind     campaign.Kind
 	reporter string
-	batch    int
 	onResult func(name string, o api.Outcome, err error)
-	raws     [][]byte
-	names    []string
-	errs     []error // errors of no single message
 }
 
-func (bs *batchSink) add(raw []byte, name string) error {
-	bs.raws = append(bs.raws, raw)
-	bs.names = append(bs.names, name)
-	if len(bs.raws) >= bs.batch {
-		bs.flush()
-	}
+func (as *apiSink) add(raw []byte, name string) error {
+	o, err := as.be.Report(as.ctx, raw, as.kind, as.reporter)
+	as.onResult(name, o, err)
 	return nil
 }
 
-func (bs *batchSink) close() error {
-	if bs.ctx.Err() == nil {
-		bs.flush()
-	}
-	return errors.Join(bs.errs...)
-}
-
-func (bs *batchSink) flush() {
-	defer func() { bs.raws, bs.names = bs.raws[:0], bs.names[:0] }()
-	if len(bs.raws) == 0 {
-		return
-	}
-	outs, err := bs.be.ReportBatch(bs.ctx, bs.raws, bs.kind, bs.reporter)
-	for i, o := range outs {
-		bs.onResult(bs.names[i], o, nil)
-	}
-	if err == nil {
-		return
-	}
-	if len(outs) >= len(bs.raws) {
-		bs.errs = append(bs.errs, err)
-		return
-	}
-	// The batch stopped at message len(outs): report the rest one by one.
-	bs.onResult(bs.names[len(outs)], api.Outcome{}, err)
-	for i := len(outs) + 1; i < len(bs.raws); i++ {
-		o, err := bs.be.Report(bs.ctx, bs.raws[i], bs.kind, bs.reporter)
-		bs.onResult(bs.names[i], o, err)
-	}
-}
+func (as *apiSink) close() error { return nil }

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 func runStoreCmd(t *testing.T, gf *globalFlags, args ...string) (string, error) {
@@ -66,5 +69,14 @@ func TestStoreCommands(t *testing.T) {
 	}
 	if got := storeDir(&globalFlags{}); got != defaultStoreDir {
 		t.Errorf("storeDir default %q", got)
+	}
+	// A store held by another process (the daemon) is named as such.
+	held, err := store.Open(src, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := runStoreCmd(t, gf, "compact"); !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "nddmilter serve running") {
+		t.Errorf("compact of a held store: %v", err)
 	}
 }

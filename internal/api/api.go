@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
 
@@ -34,21 +35,26 @@ type Outcome struct {
 	Repeated bool                  `json:"repeated"`
 	Revoked  bool                  `json:"revoked"`
 	ARF      bool                  `json:"arf"`
-	Skipped  string                `json:"skipped,omitempty"`
+	// SkipReason and Skipped are set when the message could not be used:
+	// the reason's short name (the same for every message it applies to)
+	// and the explanation.
+	SkipReason campaign.SkipReason `json:"skip_reason,omitempty"`
+	Skipped    string              `json:"skipped,omitempty"`
 }
 
 // NewOutcome converts an engine outcome.
 func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 	return Outcome{
-		Kind:     KindName(kind),
-		Campaign: o.Campaign,
-		Created:  o.Created,
-		Joined:   o.Joined,
-		Merged:   o.Merged,
-		Repeated: o.Repeated,
-		Revoked:  o.Revoked,
-		ARF:      o.ARF,
-		Skipped:  o.Skipped,
+		Kind:       KindName(kind),
+		Campaign:   o.Campaign,
+		Created:    o.Created,
+		Joined:     o.Joined,
+		Merged:     o.Merged,
+		Repeated:   o.Repeated,
+		Revoked:    o.Revoked,
+		ARF:        o.ARF,
+		SkipReason: o.Skip,
+		Skipped:    o.Skipped,
 	}
 }
 
@@ -141,11 +147,11 @@ type Detail struct {
 	Summary
 	// Decision is what the policy would do with an exact copy (all I-Match
 	// bags matched), with its explanation.
-	Decision      campaign.Action `json:"decision"`
-	DecisionRule  string          `json:"decision_rule"`
-	Reputation    float64         `json:"reputation"`
-	SignatureKeys []string        `json:"signature_keys"` // hex
-	Timeline      []Day           `json:"timeline"`
+	Decision      action.Action `json:"decision"`
+	DecisionRule  string        `json:"decision_rule"`
+	Reputation    float64       `json:"reputation"`
+	SignatureKeys []string      `json:"signature_keys"` // hex
+	Timeline      []Day         `json:"timeline"`
 }
 
 // GetDetail reads a campaign and its timeline through eng, and shows what

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -158,7 +159,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Errorf("check answer: %s", raw)
 	}
 	v, err := c.Check(ctx, spamCopy(t, 77), true)
-	if err != nil || v.Action != campaign.Reject || v.Campaign != id {
+	if err != nil || v.Action != action.Reject || v.Campaign != id {
 		t.Fatalf("client check: %+v %v", v, err)
 	}
 
@@ -171,14 +172,14 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.ID != id || len(d.SignatureKeys) == 0 || len(d.Timeline) == 0 || d.Timeline[0].SpamReports != 5 ||
-		d.Decision != campaign.Reject || !strings.Contains(d.SampleSubject, "watch") {
+		d.Decision != action.Reject || !strings.Contains(d.SampleSubject, "watch") {
 		t.Errorf("detail: %+v", d)
 	}
 	s, err := c.Allow(ctx, id, false)
 	if err != nil || s.State != "allowed" {
 		t.Fatalf("allow: %+v %v", s, err)
 	}
-	if v, _ := c.Check(ctx, spamMessage(), false); v.Action != campaign.Accept || !strings.Contains(v.Rule, "allowed") {
+	if v, _ := c.Check(ctx, spamMessage(), false); v.Action != action.Accept || !strings.Contains(v.Rule, "allowed") {
 		t.Errorf("check after allow: %+v", v)
 	}
 	if s, err := c.Allow(ctx, id, true); err != nil || s.State != "active" {

@@ -1,32 +1,27 @@
-// Package campaign is nddmilter's judgment: it signs messages (I-Match bags
-// and ANDD sketches), matches them against the store's campaigns, applies
-// junk and not-junk reports, and decides with a cost-weighted policy whether
-// to accept, tag, quarantine or reject. The milter, the CLI and the HTTP API
-// all call the same Engine.
+// Package campaign is nddmilter's judgment: it matches signed messages
+// (internal/pipeline makes raw bytes evidence) against the store's
+// campaigns, decides with a cost-weighted policy whether to accept, tag,
+// quarantine or reject (a Verdict with its factors), and ingests junk and
+// not-junk reports into campaigns, one report, a batch or a stream on the
+// same path. The milter, the CLI and the HTTP API all call the same Engine.
+//
+// A checked message goes Engine.CheckWith → check (pipeline.Sign, then
+// decide: match looks its keys up in the store, Policy.decide picks the
+// action, store.RecordHit counts it); a report goes Engine.Report →
+// ReportBatch → apply (pipeline.SignReport, prepare, store.ReportBatch).
 package campaign
 
 import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/mime"
-	"github.com/nddmilter/nddmilter/internal/store"
-)
-
-// Action is what to do with a message.
-type Action int
-
-const (
-	Accept Action = iota
-	Tag
-	Quarantine
-	Reject
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 )
 
 // Options configure an Engine. Zero values select the documented defaults.
 type Options struct {
-	Mime   mime.Options
-	Tokens mime.TokenOptions
+	Mime   pipeline.MimeOptions
+	Tokens pipeline.TokenOptions
 	IMatch imatchbag.Options
 	// DisableANDD turns the ANDD family off (I-Match only).
 	DisableANDD bool
@@ -60,26 +55,4 @@ type Evidence struct {
 	Bag        int     `json:"bag"`        // I-Match lexicon index (0 = original)
 	Key        string  `json:"key"`        // the signature key, hex
 	Similarity float64 `json:"similarity"` // ANDD estimated cosine (1 for I-Match)
-}
-
-// Verdict is the decision on one message, with its explanation.
-type Verdict struct {
-	Action   Action           `json:"action"`
-	Campaign store.CampaignID `json:"campaign"` // 0 if none matched
-	Score    float64          `json:"score"`    // estimated probability of campaign spam
-	Rule     string           `json:"rule"`     // the policy rule that chose Action
-	Evidence []Evidence       `json:"evidence"`
-	Warnings []string         `json:"warnings,omitempty"` // parse warnings
-}
-
-// ReportOutcome tells what a report did.
-type ReportOutcome struct {
-	store.ReportResult
-	ARF     bool   // the report was an ARF wrapper, its attachment was used
-	Skipped string // non-empty: why the message could not be used
-	// Joined lists the existing campaigns the message matched (before any
-	// merge); empty when the report created a campaign or matched nothing.
-	Joined []store.CampaignID
-	// Revoked is true when this not-spam report revoked the campaign.
-	Revoked bool
 }

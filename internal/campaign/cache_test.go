@@ -3,6 +3,7 @@ package campaign
 import (
 	"encoding/hex"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"testing"
 	"time"
 
@@ -51,10 +52,10 @@ func TestRecordCache(t *testing.T) {
 
 func TestBandEstimate(t *testing.T) {
 	keys := make([][]byte, 32)
-	withBits := &signed{bandKeys: keys}
-	withBits.sketch.Bits = make([]uint64, 6) // 384 bits, 12 per band
+	withBits := &pipeline.Message{BandKeys: keys}
+	withBits.Sketch.Bits = make([]uint64, 6) // 384 bits, 12 per band
 	tests := []struct {
-		s        *signed
+		s        *pipeline.Message
 		shared   int
 		min, max float64
 	}{
@@ -63,8 +64,8 @@ func TestBandEstimate(t *testing.T) {
 		{withBits, 24, 0.99, 1},
 		{withBits, 15, -1, -1},
 		{withBits, 0, -1, -1},
-		{&signed{bandKeys: keys}, 32, -1, -1}, // no bits (min-hash only)
-		{&signed{}, 0, -1, -1},
+		{&pipeline.Message{BandKeys: keys}, 32, -1, -1}, // no bits (min-hash only)
+		{&pipeline.Message{}, 0, -1, -1},
 	}
 	for i, tt := range tests {
 		got := bandEstimate(tt.s, tt.shared)

@@ -10,12 +10,11 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -108,104 +107,6 @@ func (e *Engine) ANDDThreshold() float64 { return e.threshold }
 // Store returns the engine's store.
 func (e *Engine) Store() store.Store { return e.st }
 
-// signed is one message's signatures.
-type signed struct {
-	doc       *mime.Document
-	unique    int
-	reason    string
-	imatch    []imatchbag.Signature
-	imKeys    [][]byte // keys[:len(imKeys)]
-	keys      [][]byte // I-Match keys then band keys
-	sketch    andd.Sketch
-	hasSketch bool
-	sketchRaw []byte
-	bandKeys  [][]byte
-	// body is the sketch without the mailing-list footer (evidence.go),
-	// computed when an ANDD-only match needs confirming.
-	body *bodySketch
-	// footerOnly lists the campaigns match found through the footer only
-	// (their ANDD evidence was not counted).
-	footerOnly []*footerOnly
-	// footerAt is the offset of the mailing-list footer in doc.Text, -1
-	// when it has none (footerStart).
-	footerAt int
-	// footerIMatch counts the I-Match signatures dropped because they are
-	// those of the footer alone (dropFooterIMatch).
-	footerIMatch int
-	// footerOnlySketch is set when the message has no I-Match signature
-	// and every word its ANDD sketch weighs is in its mailing-list footer:
-	// the sketch is the list's, not the message's, and is not used.
-	footerOnlySketch bool
-}
-
-// allKeys is the I-Match keys then the band keys, for one store lookup.
-func (s *signed) allKeys() [][]byte {
-	if len(s.keys) == len(s.imKeys)+len(s.bandKeys) {
-		return s.keys
-	}
-	keys := make([][]byte, 0, len(s.imKeys)+len(s.bandKeys))
-	keys = append(keys, s.imKeys...)
-	return append(keys, s.bandKeys...)
-}
-
-// empty reports whether s has no usable signature: neither I-Match nor
-// ANDD, or an ANDD sketch that weighs only words of the message's
-// mailing-list footer (footerOnlySketch).
-func (s *signed) empty() bool {
-	return (len(s.imKeys) == 0 && !s.hasSketch) || s.footerOnlySketch
-}
-
-// skipReason says why a message without signatures cannot be used:
-// "too short for a signature (N unique words)", or the signer's reason.
-func (s *signed) skipReason() string {
-	switch {
-	case s.footerOnlySketch:
-		return footerOnlyReason
-	case s.footerIMatch > 0 && len(s.imKeys) == 0 && !s.hasSketch:
-		return footerIMatchReason
-	case s.reason == "", strings.HasPrefix(s.reason, "too short for a signature"):
-		return fmt.Sprintf("too short for a signature (%d unique words)", s.unique)
-	default:
-		return fmt.Sprintf("too short for a signature (%d unique words; %s)", s.unique, s.reason)
-	}
-}
-
-// sign parses and signs a raw message (internal/pipeline: one parse, one
-// word analysis for both signature families).
-func (e *Engine) sign(raw []byte) (*signed, error) {
-	r := e.pipe.Analyze(raw)
-	res := r.IMatch
-	s := &signed{doc: r.Doc, unique: res.Unique, reason: res.Reason, imatch: res.Signatures, footerAt: -1}
-	if s.unique == 0 {
-		s.unique = len(r.Terms.Sorted)
-	}
-	s.footerAt = messageFooter(r.Doc)
-	if s.footerAt >= 0 && len(s.imatch) > 0 {
-		e.dropFooterIMatch(s, r.Terms.Sorted)
-	}
-	// One slice for all keys, band keys appended below: the store lookup
-	// takes them in one call without another copy.
-	s.keys = make([][]byte, 0, len(s.imatch)+len(r.BandKeys))
-	for _, sig := range s.imatch {
-		s.keys = append(s.keys, sig.Key())
-	}
-	s.imKeys = s.keys[:len(s.keys):len(s.keys)]
-	if !r.Sketch.IsEmpty() {
-		b, err := r.Sketch.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("encode sketch: %w", err)
-		}
-		s.sketch, s.hasSketch, s.sketchRaw = r.Sketch, true, b
-		s.bandKeys = r.BandKeys
-		s.keys = append(s.keys, s.bandKeys...)
-		if len(s.imKeys) == 0 {
-			b := e.body(s)
-			s.footerOnlySketch = b.hasFooter && !b.hasSketch
-		}
-	}
-	return s, nil
-}
-
 // candidate is one campaign found through the index.
 type candidate struct {
 	id       store.CampaignID
@@ -217,8 +118,6 @@ type candidate struct {
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
 	footerNote string
-	// footerOnly is set when the ANDD match held through the footer only.
-	footerOnly *footerOnly
 }
 
 // addEvidence appends evidence whose Key is filled later by hexKeys (only
@@ -247,34 +146,47 @@ func (c *candidate) hexKeys() {
 	}
 }
 
-// imatchBag returns the bag of an I-Match key of s, or -1 when k is not
+// imatchBag returns the bag of an I-Match key of m, or -1 when k is not
 // one of them (it is a band key). A message has one I-Match key per
 // lexicon, a handful: a scan beats building a map per message.
-func (s *signed) imatchBag(k []byte) int {
-	for i, ik := range s.imKeys {
+func imatchBag(m *pipeline.Message, k []byte) int {
+	for i, ik := range m.IMatchKeys {
 		if bytes.Equal(ik, k) {
-			return int(s.imatch[i].Bag)
+			return int(m.IMatch[i].Bag)
 		}
 	}
 	return -1
 }
 
-// match looks up a signed message and returns the campaigns it matches,
-// with evidence (I-Match keys are exact evidence; band hits are verified
-// against the campaign's sketches). When wantUnverified is set, the band
-// keys through which only unverified campaigns were found are returned in
-// unverified (reports need them; Check does not).
-func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (matched []*candidate, unverified map[string]bool, err error) {
-	keys := s.allKeys()
+// matches is what match found for one message.
+type matches struct {
+	// matched are the campaigns the message matches, with evidence.
+	matched []*candidate
+	// unverified are the band keys through which only campaigns the
+	// sketch does not verify were found (when asked for: reports need
+	// them, Check does not).
+	unverified map[string]bool
+	// footerOnly are the campaigns matched through the message's
+	// mailing-list footer only (their ANDD evidence was not counted).
+	footerOnly []FooterOnly
+}
+
+// match looks up a signed message in the store and returns the campaigns
+// it matches, with evidence: I-Match keys are exact evidence; band hits
+// are verified against the campaign's sketches, and an ANDD match no
+// I-Match signature supports must not rest on a mailing-list footer
+// (confirmANDD).
+func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified bool) (res matches, err error) {
+	keys := m.Keys()
 	if len(keys) == 0 {
-		return nil, nil, nil
+		return res, nil
 	}
 	hits, err := e.st.Lookup(ctx, keys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lookup signatures: %w", err)
+		return res, fmt.Errorf("lookup signatures: %w", err)
 	}
 	if len(hits) == 0 {
-		return nil, nil, nil
+		return res, nil
 	}
 	// A message hits few campaigns: a slice searched linearly is cheaper
 	// than a map.
@@ -286,7 +198,7 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 			i = len(cands) - 1
 		}
 		c := &cands[i]
-		if bag := s.imatchBag(h.Key); bag >= 0 {
+		if bag := imatchBag(m, h.Key); bag >= 0 {
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
@@ -294,7 +206,7 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.id, b.id) })
 	if wantUnverified {
-		unverified = map[string]bool{}
+		res.unverified = map[string]bool{}
 	}
 	for i := range cands {
 		c := &cands[i]
@@ -303,13 +215,13 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 			continue // deleted or expired meanwhile
 		}
 		if err != nil {
-			return nil, nil, err
+			return matches{}, err
 		}
 		c.rec = rec
-		if s.hasSketch && len(rec.sketches) > 0 {
+		if m.HasSketch() && len(rec.sketches) > 0 {
 			best := -1.0
 			for _, sk := range rec.sketches {
-				if cos := andd.Cosine(s.sketch, sk); cos > best {
+				if cos := andd.Cosine(m.Sketch, sk); cos > best {
 					best = cos
 				}
 			}
@@ -317,15 +229,15 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 				// The campaign keeps a few representative sketches only:
 				// a message sharing most of its band keys with the
 				// campaign is near-identical to members no longer kept.
-				if est := bandEstimate(s, len(c.bandKeys)); est >= e.threshold {
+				if est := bandEstimate(m, len(c.bandKeys)); est >= e.threshold {
 					best = est
 				}
 			}
 			if best >= e.threshold && len(c.evidence) == 0 {
 				// ANDD alone: it must not rest on a mailing-list footer.
-				ok, note := e.confirmANDD(s, c, best)
-				if !ok {
-					s.footerOnly = append(s.footerOnly, c.footerOnly)
+				note, fo := e.confirmANDD(m, c, best)
+				if fo != nil {
+					res.footerOnly = append(res.footerOnly, *fo)
 					best = -1
 				}
 				c.footerNote = note
@@ -334,8 +246,8 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 				var key []byte
 				if len(c.bandKeys) > 0 {
 					key = c.bandKeys[0]
-				} else if len(s.bandKeys) > 0 {
-					key = s.bandKeys[0]
+				} else if len(m.BandKeys) > 0 {
+					key = m.BandKeys[0]
 				}
 				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best}, key)
 			}
@@ -343,14 +255,14 @@ func (e *Engine) match(ctx context.Context, s *signed, wantUnverified bool) (mat
 		if len(c.evidence) == 0 {
 			if wantUnverified {
 				for _, k := range c.bandKeys {
-					unverified[string(k)] = true
+					res.unverified[string(k)] = true
 				}
 			}
 			continue
 		}
-		matched = append(matched, c)
+		res.matched = append(res.matched, c)
 	}
-	return matched, unverified, nil
+	return res, nil
 }
 
 // bandQuorum is the share of a message's band keys that must point at a
@@ -360,8 +272,8 @@ const bandQuorum = 0.5
 // bandEstimate estimates the cosine between a message and a campaign from
 // the share of the message's band keys that point at the campaign (see
 // bandEstimateOf).
-func bandEstimate(s *signed, shared int) float64 {
-	return bandEstimateOf(s.sketch, len(s.bandKeys), shared)
+func bandEstimate(m *pipeline.Message, shared int) float64 {
+	return bandEstimateOf(m.Sketch, len(m.BandKeys), shared)
 }
 
 // bandEstimateOf estimates the cosine between a sketch and a campaign from
@@ -398,7 +310,7 @@ type CheckOptions struct {
 	// (milter.overrides), so that the verdict, its rule and the campaign's
 	// counters all say what was done. Capping applies only when CapBy is
 	// set.
-	MaxAction Action
+	MaxAction action.Action
 	// CapBy names what set MaxAction, for the verdict's rule (e.g.
 	// "milter.overrides abuse@example.org").
 	CapBy string
@@ -421,155 +333,90 @@ func (e *Engine) Evaluate(ctx context.Context, raw []byte) (Verdict, error) {
 	return e.check(ctx, raw, false, CheckOptions{})
 }
 
+// check is the path of every checked message: the pipeline makes the
+// raw bytes evidence (pipeline.Sign), and decide looks it up in the store
+// and applies the policy.
 func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOptions) (Verdict, error) {
-	s, err := e.sign(raw)
+	m, err := e.pipe.Sign(ctx, raw)
 	if err != nil {
-		return Verdict{Action: Accept, Rule: "accept: " + err.Error()}, fmt.Errorf("check: %w", err)
-	}
-	return e.decideSigned(ctx, s, record, o)
-}
-
-// decideSigned is check after signing: lookup, verification, policy.
-func (e *Engine) decideSigned(ctx context.Context, s *signed, record bool, o CheckOptions) (Verdict, error) {
-	v := Verdict{Action: Accept, Warnings: s.doc.Warnings}
-	if s.empty() {
-		v.Rule = "accept: no signature, " + s.skipReason()
-		return v, nil
-	}
-	matched, _, err := e.match(ctx, s, false)
-	if err != nil {
-		v.Rule = "accept: store error"
+		v := Verdict{Action: action.Accept, Failed: "sign"}
+		v.Rule = v.Explain()
 		return v, fmt.Errorf("check: %w", err)
 	}
-	if len(matched) == 0 {
-		v.Rule = "accept: no campaign matched"
-		if len(s.footerOnly) > 0 {
-			v.Rule = "accept: " + footerOnlySummary(s.footerOnly, e.threshold)
-		}
+	return e.decide(ctx, m, record, o)
+}
+
+// decide is check after signing: lookup, verification, policy, and the
+// campaign's statistics when record is set.
+func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
+	v, err := e.verdict(ctx, m, o)
+	v.Rule = v.Explain()
+	if err != nil || v.Campaign == 0 || !record {
+		return v, err
+	}
+	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
+		e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
+	}
+	return v, nil
+}
+
+// verdict fills a verdict's fields (not its Rule).
+func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOptions) (Verdict, error) {
+	v := Verdict{Action: action.Accept, Warnings: m.Warnings}
+	if m.Skip != pipeline.NoSkip {
+		v.Skip = skipOf(m)
+		return v, nil
+	}
+	res, err := e.match(ctx, m, false)
+	if err != nil {
+		v.Failed = "store"
+		return v, fmt.Errorf("check: %w", err)
+	}
+	v.FooterOnly = res.footerOnly
+	if len(res.matched) == 0 {
 		return v, nil
 	}
 	var best *candidate
-	for _, c := range matched {
+	for _, c := range res.matched {
 		c.decision = e.policy.decide(c.rec.rec, c.evidence, e.threshold, e.th)
 		if best == nil || c.decision.P > best.decision.P ||
 			(c.decision.P == best.decision.P && len(c.evidence) > len(best.evidence)) {
 			best = c
 		}
 	}
+	for _, c := range res.matched {
+		if c != best {
+			v.OtherCampaigns = append(v.OtherCampaigns, c.rec.rec.ID)
+		}
+	}
 	best.hexKeys()
+	best.decision.Rule = best.decision.Explain()
+	v.Decision = &best.decision
 	v.Action = best.decision.Action
 	v.Campaign = best.rec.rec.ID
 	v.Score = best.decision.P
-	v.Rule = best.decision.Rule
 	v.Evidence = best.evidence
-	if best.footerNote != "" {
-		v.Rule += "; " + best.footerNote
-	}
-	if len(matched) > 1 {
-		v.Rule += fmt.Sprintf("; %d campaigns matched", len(matched))
-	}
-	if len(s.footerOnly) > 0 {
-		v.Rule += "; ignored: " + footerOnlySummary(s.footerOnly, e.threshold)
-	}
+	v.FooterNote = best.footerNote
 	if o.CapBy != "" && v.Action > o.MaxAction {
-		v.Rule += fmt.Sprintf("; %s capped to %s by %s", v.Action, o.MaxAction, o.CapBy)
+		v.Cap = &Cap{From: v.Action, To: o.MaxAction, By: o.CapBy}
 		v.Action = o.MaxAction
 	}
-	taken := v.Action.String()
-	if o.DeferRejects && v.Action == Reject {
-		v.Rule += "; deferred with a 4xx reply (milter.reject_with: tempfail)"
-		taken = "tempfail"
-	}
-	if record {
-		if err := e.st.RecordHit(ctx, v.Campaign, taken, e.now()); err != nil {
-			e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
-		}
-	}
+	v.Deferred = o.DeferRejects && v.Action == action.Reject
 	return v, nil
 }
 
-// Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
-func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
-	p, err := e.prepareReport(ctx, raw, kind, reporter)
-	if err != nil {
-		return p.out, fmt.Errorf("report: %w", err)
+// skipOf says why m has no usable signature.
+func skipOf(m *pipeline.Message) *Skip {
+	s := &Skip{Unique: m.Unique, Signer: m.SignerReason}
+	switch m.Skip {
+	case pipeline.FooterIMatch:
+		s.Reason = SkipFooterIMatch
+	case pipeline.FooterSketch:
+		s.Reason = SkipFooterSketch
+	default:
+		s.Reason = SkipTooShort
 	}
-	if p.skip {
-		return p.out, nil
-	}
-	res, err := e.st.Report(ctx, p.in)
-	e.invalidateReport(p, res)
-	if err != nil {
-		return p.out, fmt.Errorf("report: %w", err)
-	}
-	return e.finishReport(ctx, p, res)
-}
-
-// preparedReport is a signed and matched report, ready for the store.
-type preparedReport struct {
-	out     ReportOutcome
-	skip    bool // out.Skipped says why; nothing to store
-	in      store.ReportInput
-	sketch  andd.Sketch
-	hasSk   bool
-	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
-	matched []store.CampaignID
-	// body is the sketch without the mailing-list footer, when the
-	// message has one (batch.go holds ANDD joins within a batch to the
-	// rule confirmANDD applies against the store).
-	body *bodySketch
-}
-
-// prepareReport unwraps, signs and matches a report. It only reads the
-// store.
-func (e *Engine) prepareReport(ctx context.Context, raw []byte, kind store.Kind, reporter string) (*preparedReport, error) {
-	s, arf, err := e.signReport(raw, kind)
-	if err != nil {
-		p := &preparedReport{}
-		p.out.ARF = arf
-		return p, err
-	}
-	return e.prepareSigned(ctx, s, arf, kind, reporter)
-}
-
-// invalidateReport drops from the cache whatever a report may have
-// touched (even when it failed).
-func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
-	e.invalidate(res.Campaign)
-	for _, id := range res.Merged {
-		e.invalidate(id)
-	}
-	for _, id := range p.matched {
-		e.invalidate(id)
-	}
-	for _, id := range p.in.Join {
-		e.invalidate(id)
-	}
-}
-
-// finishReport fills the outcome of a stored report and revokes the
-// campaign when not-spam evidence outweighs its spam reports.
-func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
-	out := p.out
-	out.ReportResult = res
-	if res.Created {
-		out.Joined = nil
-	}
-	if p.in.Kind == store.KindHam && res.Campaign != 0 {
-		c, err := e.st.Get(ctx, res.Campaign)
-		if err != nil {
-			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
-		}
-		if c.State == store.StateActive && e.policy.ShouldRevoke(c) {
-			if err := e.SetState(ctx, c.ID, store.StateRevoked); err != nil {
-				return out, fmt.Errorf("report: revoke campaign %d: %w", c.ID, err)
-			}
-			out.Revoked = true
-			e.log.Info("campaign revoked", "campaign", c.ID,
-				"ham_reporters", c.HamReporters, "spam_reporters", c.SpamReporters)
-		}
-	}
-	return out, nil
+	return s
 }
 
 // SetState changes a campaign's administrative state.

@@ -2,7 +2,10 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +143,11 @@ func (f *fixture) report(t testing.TB, raw []byte, kind store.Kind, reporter str
 	return o
 }
 
+// sign is the engine's pipeline.Sign of a message.
+func (f *fixture) sign(raw []byte) (*pipeline.Message, error) {
+	return f.eng.pipe.Sign(f.ctx, raw)
+}
+
 func (f *fixture) check(t testing.TB, raw []byte) Verdict {
 	t.Helper()
 	v, err := f.eng.Check(f.ctx, raw)
@@ -152,7 +160,7 @@ func (f *fixture) check(t testing.TB, raw []byte) Verdict {
 func TestEngineReportAndCheck(t *testing.T) {
 	f := newFixture(t, Options{})
 	v := f.check(t, baseMessage(0))
-	if v.Action != Accept || v.Campaign != 0 || !strings.Contains(v.Rule, "no campaign matched") {
+	if v.Action != action.Accept || v.Campaign != 0 || !strings.Contains(v.Rule, "no campaign matched") {
 		t.Fatalf("empty store: %+v", v)
 	}
 	o := f.report(t, copyOf(t, 0, 1), store.KindSpam, "alice")
@@ -162,7 +170,7 @@ func TestEngineReportAndCheck(t *testing.T) {
 	id := o.Campaign
 	// One reporter: at most tag.
 	v = f.check(t, copyOf(t, 0, 2))
-	if v.Campaign != id || v.Action != Tag {
+	if v.Campaign != id || v.Action != action.Tag {
 		t.Fatalf("after one report: %+v", v)
 	}
 	for i, r := range []string{"bob", "carol", "dave", "erin"} {
@@ -172,7 +180,7 @@ func TestEngineReportAndCheck(t *testing.T) {
 		}
 	}
 	v = f.check(t, copyOf(t, 0, 99, spamgen.Typos))
-	if v.Campaign != id || v.Action != Reject {
+	if v.Campaign != id || v.Action != action.Reject {
 		t.Fatalf("after five reporters: %+v", v)
 	}
 	if !strings.HasPrefix(v.Rule, "reject: p=") || !strings.Contains(v.Rule, "cost_fp.reject=100") ||
@@ -199,7 +207,7 @@ func TestEngineReportAndCheck(t *testing.T) {
 	}
 	// A different campaign does not match.
 	v = f.check(t, baseMessage(1))
-	if v.Action != Accept || v.Campaign != 0 {
+	if v.Action != action.Accept || v.Campaign != 0 {
 		t.Errorf("other campaign: %+v", v)
 	}
 	// Hits are counted.
@@ -236,7 +244,7 @@ func TestEngineReporterFlooding(t *testing.T) {
 		f.check(t, copyOf(t, 1, uint64(100+i)))
 	}
 	v := f.check(t, baseMessage(1))
-	if v.Campaign != id || v.Action > Tag {
+	if v.Campaign != id || v.Action > action.Tag {
 		t.Fatalf("one reporter flooding: %+v", v)
 	}
 	c, _ := f.st.Get(f.ctx, id)
@@ -249,14 +257,14 @@ func TestEngineRevocation(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.report(t, copyOf(t, 2, 1), store.KindSpam, "alice").Campaign
 	f.report(t, copyOf(t, 2, 2), store.KindSpam, "bob")
-	if v := f.check(t, baseMessage(2)); v.Action != Tag {
+	if v := f.check(t, baseMessage(2)); v.Action != action.Tag {
 		t.Fatalf("two reporters: %+v", v)
 	}
 	o := f.report(t, copyOf(t, 2, 3), store.KindHam, "henry")
 	if o.Campaign != id || o.Created || o.Revoked {
 		t.Fatalf("first ham: %+v", o)
 	}
-	if v := f.check(t, baseMessage(2)); v.Action != Accept || v.Campaign != id || !strings.Contains(v.Rule, "2 spam/1 not-spam") {
+	if v := f.check(t, baseMessage(2)); v.Action != action.Accept || v.Campaign != id || !strings.Contains(v.Rule, "2 spam/1 not-spam") {
 		t.Fatalf("after one ham report: %+v", v)
 	}
 	// The same ham reporter again does not revoke.
@@ -276,7 +284,7 @@ func TestEngineRevocation(t *testing.T) {
 		f.report(t, copyOf(t, 2, 6), store.KindSpam, r)
 	}
 	v := f.check(t, baseMessage(2))
-	if v.Action != Accept || !strings.Contains(v.Rule, "revoked") {
+	if v.Action != action.Accept || !strings.Contains(v.Rule, "revoked") {
 		t.Fatalf("revoked: %+v", v)
 	}
 	// A ham report matching nothing changes nothing.
@@ -291,20 +299,20 @@ func TestEngineAllowed(t *testing.T) {
 	for i, r := range []string{"a", "b", "c", "d", "e", "f"} {
 		id = f.report(t, copyOf(t, 0, uint64(i)), store.KindSpam, r).Campaign
 	}
-	if v := f.check(t, baseMessage(0)); v.Action != Reject {
+	if v := f.check(t, baseMessage(0)); v.Action != action.Reject {
 		t.Fatalf("before allow: %+v", v)
 	}
 	if err := f.eng.SetState(f.ctx, id, store.StateAllowed); err != nil {
 		t.Fatal(err)
 	}
 	v := f.check(t, baseMessage(0))
-	if v.Action != Accept || v.Campaign != id || !strings.Contains(v.Rule, "allowed by an administrator") {
+	if v.Action != action.Accept || v.Campaign != id || !strings.Contains(v.Rule, "allowed by an administrator") {
 		t.Fatalf("allowed: %+v", v)
 	}
 	if err := f.eng.SetState(f.ctx, id, store.StateActive); err != nil {
 		t.Fatal(err)
 	}
-	if v := f.check(t, baseMessage(0)); v.Action != Reject {
+	if v := f.check(t, baseMessage(0)); v.Action != action.Reject {
 		t.Fatalf("after undo: %+v", v)
 	}
 }
@@ -329,7 +337,7 @@ func TestEngineExpiry(t *testing.T) {
 	if _, err := f.st.Get(f.ctx, a); err == nil {
 		t.Errorf("campaign %d survived expiry", a)
 	}
-	if v := f.check(t, baseMessage(0)); v.Campaign != 0 || v.Action != Accept {
+	if v := f.check(t, baseMessage(0)); v.Campaign != 0 || v.Action != action.Accept {
 		t.Errorf("expired campaign still matches: %+v", v)
 	}
 	if v := f.check(t, baseMessage(1)); v.Campaign != b {
@@ -342,15 +350,15 @@ func TestEngineExpiry(t *testing.T) {
 func TestEngineMerge(t *testing.T) {
 	f := newFixture(t, Options{})
 	msg := copyOf(t, 0, 7)
-	s, err := f.eng.sign(msg)
+	s, err := f.sign(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.imKeys) < 4 {
-		t.Fatalf("only %d I-Match keys", len(s.imKeys))
+	if len(s.IMatchKeys) < 4 {
+		t.Fatalf("only %d I-Match keys", len(s.IMatchKeys))
 	}
 	var even, odd [][]byte
-	for i, k := range s.imKeys {
+	for i, k := range s.IMatchKeys {
 		if i%2 == 0 {
 			even = append(even, k)
 		} else {
@@ -398,12 +406,12 @@ func TestEngineANDDOnly(t *testing.T) {
 		t.Skip("no ANDD model")
 	}
 	base := baseMessage(1)
-	s, err := f.eng.sign(base)
-	if err != nil || !s.hasSketch {
-		t.Fatalf("sign: %v (sketch %v)", err, s != nil && s.hasSketch)
+	s, err := f.sign(base)
+	if err != nil || !s.HasSketch() {
+		t.Fatalf("sign: %v (sketch %v)", err, s != nil && s.HasSketch())
 	}
 	r, err := f.st.Report(f.ctx, store.ReportInput{Time: f.clock.Now(), Kind: store.KindSpam, Reporter: "x",
-		Keys: s.bandKeys, Sketch: s.sketchRaw, Create: true, Index: true})
+		Keys: s.BandKeys, Sketch: s.SketchBytes, Create: true, Index: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +460,11 @@ func TestEngineTooShort(t *testing.T) {
 		"\x00\xff garbage",
 	} {
 		o := f.report(t, []byte(raw), store.KindSpam, "a")
-		if !strings.HasPrefix(o.Skipped, "too short for a signature (") || o.Campaign != 0 {
+		if !strings.HasPrefix(o.Skipped, "too short for a signature (") || o.Skip != SkipTooShort || o.Campaign != 0 {
 			t.Errorf("%q: %+v", raw, o)
 		}
 		v := f.check(t, []byte(raw))
-		if v.Action != Accept || !strings.Contains(v.Rule, "no signature") {
+		if v.Action != action.Accept || !strings.Contains(v.Rule, "no signature") || v.Skip == nil || v.Skip.Reason != SkipTooShort {
 			t.Errorf("%q: check %+v", raw, v)
 		}
 	}
@@ -524,13 +532,13 @@ func BenchmarkCheckSigned(b *testing.B) {
 				"Please send corrections by Friday so that the final version can go to the board.", false)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			s, err := f.eng.sign(tc.msg)
+			s, err := f.sign(tc.msg)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f.eng.decideSigned(f.ctx, s, false, CheckOptions{}); err != nil {
+				if _, err := f.eng.decide(f.ctx, s, false, CheckOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -618,7 +626,7 @@ func TestEngineConcurrent(t *testing.T) {
 	if len(cs) != 1 || cs[0].SpamReporters != 4 || cs[0].SpamReports != 20 {
 		t.Fatalf("campaigns after concurrent reports: %+v", cs)
 	}
-	if v := f.check(t, baseMessage(0)); v.Campaign != cs[0].ID || v.Action != Quarantine {
+	if v := f.check(t, baseMessage(0)); v.Campaign != cs[0].ID || v.Action != action.Quarantine {
 		t.Errorf("check: %+v", v)
 	}
 }
@@ -679,6 +687,10 @@ func TestEngineReportBatchError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "report 3") || len(outs) != 3 {
 		t.Fatalf("outs %+v, err %v", outs, err)
 	}
+	var be *BatchError
+	if !errors.As(err, &be) || be.Index != 3 {
+		t.Errorf("error %v: want a *BatchError at report 3", err)
+	}
 	if !outs[0].Created || outs[1].Skipped == "" || !outs[2].Created {
 		t.Errorf("outcomes %+v", outs)
 	}
@@ -698,16 +710,16 @@ func TestEngineCheckWithCap(t *testing.T) {
 	tests := []struct {
 		name string
 		o    CheckOptions
-		want Action
+		want action.Action
 		rule string
 	}{
-		{"no cap", CheckOptions{}, Reject, ""},
-		{"cap without a reason is ignored", CheckOptions{MaxAction: Tag}, Reject, ""},
-		{"capped to tag", CheckOptions{MaxAction: Tag, CapBy: "milter.overrides example.org"}, Tag, "; reject capped to tag by milter.overrides example.org"},
-		{"capped to accept", CheckOptions{MaxAction: Accept, CapBy: "milter.overrides abuse@example.org"}, Accept, "; reject capped to accept by milter.overrides abuse@example.org"},
-		{"cap above the verdict", CheckOptions{MaxAction: Reject, CapBy: "milter.overrides example.net"}, Reject, ""},
-		{"rejects deferred", CheckOptions{DeferRejects: true}, Reject, "; deferred with a 4xx reply (milter.reject_with: tempfail)"},
-		{"capped, so not deferred", CheckOptions{MaxAction: Tag, CapBy: "milter.overrides example.org", DeferRejects: true}, Tag, "; reject capped to tag by milter.overrides example.org"},
+		{"no cap", CheckOptions{}, action.Reject, ""},
+		{"cap without a reason is ignored", CheckOptions{MaxAction: action.Tag}, action.Reject, ""},
+		{"capped to tag", CheckOptions{MaxAction: action.Tag, CapBy: "milter.overrides example.org"}, action.Tag, "; reject capped to tag by milter.overrides example.org"},
+		{"capped to accept", CheckOptions{MaxAction: action.Accept, CapBy: "milter.overrides abuse@example.org"}, action.Accept, "; reject capped to accept by milter.overrides abuse@example.org"},
+		{"cap above the verdict", CheckOptions{MaxAction: action.Reject, CapBy: "milter.overrides example.net"}, action.Reject, ""},
+		{"rejects deferred", CheckOptions{DeferRejects: true}, action.Reject, "; deferred with a 4xx reply (milter.reject_with: tempfail)"},
+		{"capped, so not deferred", CheckOptions{MaxAction: action.Tag, CapBy: "milter.overrides example.org", DeferRejects: true}, action.Tag, "; reject capped to tag by milter.overrides example.org"},
 	}
 	for _, tt := range tests {
 		v, err := f.eng.CheckWith(f.ctx, copyOf(t, 0, 99), tt.o)

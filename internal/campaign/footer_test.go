@@ -2,103 +2,17 @@ package campaign
 
 import (
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
-	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
-
-func TestFooterStart(t *testing.T) {
-	mailman := "_______________________________________________\nUsers mailing list\nusers@lists.example.org\nhttps://lists.example.org/mailman/listinfo/users\n"
-	long := strings.Repeat("a line of the footer that goes on\n", 20)
-	tests := []struct {
-		name string
-		text string
-		want string // the footer's first line, "" for none
-	}{
-		{"none", "Hello,\nsee you tomorrow.\n", ""},
-		{"empty", "", ""},
-		{"mailman", "Hello,\nsee you tomorrow.\n\n" + mailman, "_______________________________________________"},
-		{"signature then mailman: the longest footer", "Hello.\n-- \nJoe\n" + mailman, "-- "},
-		{"signature without its space", "Hello.\n--\nJoe Example\n", "--"},
-		{"sourceforge sponsor block", "Hi.\n\n-------------------------------------------------------\nThis sf.net email is sponsored by: ThinkGeek\n" + mailman,
-			"-------------------------------------------------------"},
-		{"rule with text", "Hi.\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nGet it now\n", "------------------------ Yahoo! Groups Sponsor ---------------------~-->"},
-		{"equals rule", "Hi.\n==========\nsent by the list\n", "=========="},
-		{"indented rule", "Hi.\n   ____________\n list footer\n", "   ____________"},
-		{"too short a rule", "Hi.\n---------\nnot a footer\n", ""},
-		{"dashes with a word are not a delimiter", "Hi.\n--DeathToSpam--\nmore\n", ""},
-		{"nothing before it", mailman, ""},
-		{"only blank lines before it", "\n \n" + mailman, ""},
-		{"a rule in the middle of a long text", "Intro\n__________\n" + long, ""},
-		{"too many lines after the rule", "Intro\n__________\n" + strings.Repeat("x\n", footerMaxLines+1), ""},
-		{"as many lines as allowed", "Intro\n__________\n" + strings.Repeat("x\n", footerMaxLines), "__________"},
-		{"too many bytes after the rule", "Intro\n__________\n" + strings.Repeat("y", footerMaxBytes) + "\n", ""},
-		{"CRLF line ends", "Hello.\r\n-- \r\nJoe\r\n", "-- \r"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			i := footerStart(tt.text)
-			got := ""
-			if i >= 0 {
-				got, _, _ = strings.Cut(tt.text[i:], "\n")
-			}
-			if got != tt.want {
-				t.Errorf("footer starts with %q, want %q (offset %d)", got, tt.want, i)
-			}
-			if i > 0 && tt.text[i-1] != '\n' {
-				t.Errorf("offset %d is not at a line start", i)
-			}
-		})
-	}
-}
-
-func TestWithoutFooter(t *testing.T) {
-	doc := &mime.Document{
-		Subject: "Re: [Users] build fails",
-		Text:    "Try make clean, see https://docs.example.org/build\n-- \nhttps://lists.example.org/listinfo/users\nhttps://docs.example.org/build\n",
-		URLs:    []string{"https://docs.example.org/build", "https://lists.example.org/listinfo/users"},
-		Hosts:   []string{"docs.example.org", "lists.example.org"},
-		From:    "joe@example.org",
-	}
-	got, ok := withoutFooter(doc)
-	if !ok {
-		t.Fatal("no footer found")
-	}
-	if got.Text != "Try make clean, see https://docs.example.org/build\n" || got.Subject != doc.Subject || got.From != doc.From {
-		t.Errorf("document without footer: %+v", got)
-	}
-	if !slices.Equal(got.URLs, []string{"https://docs.example.org/build"}) || !slices.Equal(got.Hosts, []string{"docs.example.org"}) {
-		t.Errorf("URLs %v hosts %v: want the body's only", got.URLs, got.Hosts)
-	}
-	if doc.Text == got.Text || len(doc.URLs) != 2 {
-		t.Error("the original document was changed")
-	}
-	if d, ok := withoutFooter(&mime.Document{Text: "no footer here"}); ok || d.Text != "no footer here" {
-		t.Errorf("without a footer: %v %+v", ok, d)
-	}
-	if _, ok := withoutFooter(nil); ok {
-		t.Error("nil document has a footer")
-	}
-}
-
-func FuzzFooterStart(f *testing.F) {
-	for _, s := range []string{"", "--", "a\n--\nb", "a\n__________\n", "\n\n\n", "x\r\n-- \r\ny", "é\n==========é\n"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		i := footerStart(s)
-		if i < -1 || i >= len(s) || (i > 0 && s[i-1] != '\n') {
-			t.Fatalf("footerStart(%q) = %d", s, i)
-		}
-		withoutFooter(&mime.Document{Text: s, URLs: []string{s}, Hosts: []string{s}})
-	})
-}
 
 // List footers appended by mailing lists (the SourceForge one is that of
 // the SpamAssassin corpus's easy-ham-2-01358).
@@ -170,21 +84,21 @@ func TestEngineListFooter(t *testing.T) {
 			// The reproduction holds: whole, the post is an ANDD
 			// near-duplicate of the spam, and no I-Match signature of
 			// theirs is shared.
-			ss, err := f.eng.sign(spam)
+			ss, err := f.sign(spam)
 			if err != nil {
 				t.Fatal(err)
 			}
-			hs, err := f.eng.sign(ham)
+			hs, err := f.sign(ham)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !ss.hasSketch || !hs.hasSketch {
-				t.Fatalf("sketches: spam %v ham %v", ss.hasSketch, hs.hasSketch)
+			if !ss.HasSketch() || !hs.HasSketch() {
+				t.Fatalf("sketches: spam %v ham %v", ss.HasSketch(), hs.HasSketch())
 			}
-			cos := andd.Cosine(ss.sketch, hs.sketch)
+			cos := andd.Cosine(ss.Sketch, hs.Sketch)
 			t.Logf("whole-message ANDD cosine of the post and the spam: %.3f (threshold %.3f)", cos, f.eng.ANDDThreshold())
-			for _, k := range hs.imKeys {
-				if slices.ContainsFunc(ss.imKeys, func(x []byte) bool { return string(x) == string(k) }) {
+			for _, k := range hs.IMatchKeys {
+				if slices.ContainsFunc(ss.IMatchKeys, func(x []byte) bool { return string(x) == string(k) }) {
 					t.Fatal("the post shares an I-Match signature with the spam")
 				}
 			}
@@ -211,12 +125,12 @@ func TestEngineListFooter(t *testing.T) {
 				t.Fatal(err)
 			}
 			old := f.eng.Policy().Decide(c, []Evidence{{Family: FamilyANDD, Similarity: cos}}, f.eng.ANDDThreshold())
-			if old.Action == Accept {
+			if old.Action == action.Accept {
 				t.Fatalf("the post would not have been flagged without the footer check: %s", old.Rule)
 			}
 
 			v := f.check(t, ham)
-			if v.Action != Accept || v.Campaign != 0 || len(v.Evidence) != 0 {
+			if v.Action != action.Accept || v.Campaign != 0 || len(v.Evidence) != 0 {
 				t.Fatalf("legitimate post: %+v", v)
 			}
 			// The band keys of the post and the spam need not collide
@@ -228,7 +142,7 @@ func TestEngineListFooter(t *testing.T) {
 			}
 			t.Logf("legitimate post: %s", v.Rule)
 
-			if v := f.check(t, spam); v.Action == Accept || v.Campaign != id {
+			if v := f.check(t, spam); v.Action == action.Accept || v.Campaign != id {
 				t.Errorf("exact copy of the spam: %+v", v)
 			}
 			// Randomized copies: each kind catches at least 2 of 3.
@@ -236,11 +150,11 @@ func TestEngineListFooter(t *testing.T) {
 				caught := 0
 				for seed := uint64(1); seed <= 3; seed++ {
 					v := f.check(t, mutate(t, spam, kind, seed))
-					if v.Action != Accept && v.Campaign == id {
+					if v.Action != action.Accept && v.Campaign == id {
 						caught++
 					}
 					imatch := slices.ContainsFunc(v.Evidence, func(e Evidence) bool { return e.Family == FamilyIMatch })
-					if v.Action != Accept && !imatch && !strings.Contains(v.Rule, "mailing-list footer") {
+					if v.Action != action.Accept && !imatch && !strings.Contains(v.Rule, "mailing-list footer") {
 						t.Errorf("%s copy %d: ANDD-only match without a word on the footer: %q", kind, seed, v.Rule)
 					}
 					t.Logf("%s copy %d: %s", kind, seed, v.Rule)
@@ -260,11 +174,11 @@ func TestEngineListFooter(t *testing.T) {
 			// signatures that hash the footer's words alone are not used
 			// (dropFooterIMatch).
 			meds := listMessage("處方藥", "線上藥房,無需處方,隔夜送達: http://pharma-discount.example.biz/", tt.footer)
-			ms, err := f.eng.sign(meds)
+			ms, err := f.sign(meds)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("I-Match signatures of the footer alone, not used: %d of the spam, %d of the other", ss.footerIMatch, ms.footerIMatch)
+			t.Logf("I-Match signatures of the footer alone, not used: %d of the spam, %d of the other", ss.FooterIMatch, ms.FooterIMatch)
 			if o := f.report(t, meds, store.KindSpam, "erin"); o.Campaign == id || slices.Contains(o.Joined, id) {
 				t.Errorf("a spam whose signed words are the footer's joined the first campaign: %+v", o)
 			}
@@ -275,40 +189,40 @@ func TestEngineListFooter(t *testing.T) {
 func TestDropFooterIMatch(t *testing.T) {
 	f := newFixture(t, Options{})
 	body := "線上藥房,無需處方,隔夜送達: http://pharma-discount.example.biz/"
-	withFooter, err := f.eng.sign(listMessage("處方藥", body, footerSourceForge))
+	withFooter, err := f.sign(listMessage("處方藥", body, footerSourceForge))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if withFooter.footerAt < 0 || withFooter.footerIMatch == 0 || len(withFooter.imatch) != 0 || len(withFooter.imKeys) != 0 {
+	if withFooter.FooterAt < 0 || withFooter.FooterIMatch == 0 || len(withFooter.IMatch) != 0 || len(withFooter.IMatchKeys) != 0 {
 		t.Fatalf("footer at %d, %d footer signatures dropped, %d kept: want all dropped",
-			withFooter.footerAt, withFooter.footerIMatch, len(withFooter.imatch))
+			withFooter.FooterAt, withFooter.FooterIMatch, len(withFooter.IMatch))
 	}
 	// Another post to the list with no word in a lexicon had the same
 	// signatures: they are the footer's.
 	other := f.eng.pipe.Analyze(listMessage("質問", "添付の画面について質問があります。", footerSourceForge))
-	if len(other.IMatch.Signatures) != withFooter.footerIMatch {
-		t.Errorf("another post: %d signatures, want the same %d", len(other.IMatch.Signatures), withFooter.footerIMatch)
+	if len(other.IMatch.Signatures) != withFooter.FooterIMatch {
+		t.Errorf("another post: %d signatures, want the same %d", len(other.IMatch.Signatures), withFooter.FooterIMatch)
 	}
 	// Without ANDD, nothing usable is left, and a check says why.
 	im := newFixture(t, Options{DisableANDD: true})
-	if v := im.check(t, listMessage("處方藥", body, footerSourceForge)); v.Action != Accept || v.Rule != "accept: no signature, "+footerIMatchReason {
+	if v := im.check(t, listMessage("處方藥", body, footerSourceForge)); v.Action != action.Accept || v.Rule != "accept: no signature, "+(Skip{Reason: SkipFooterIMatch}).String() {
 		t.Errorf("I-Match only: %+v", v)
 	}
 	// The same words without a footer keep every signature they have.
-	plain, err := f.eng.sign(listMessage("處方藥", body, ""))
+	plain, err := f.sign(listMessage("處方藥", body, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.footerAt >= 0 || plain.footerIMatch != 0 {
-		t.Errorf("no footer: footer at %d, %d dropped", plain.footerAt, plain.footerIMatch)
+	if plain.FooterAt >= 0 || plain.FooterIMatch != 0 {
+		t.Errorf("no footer: footer at %d, %d dropped", plain.FooterAt, plain.FooterIMatch)
 	}
 	// A message with words of its own in the lexicons keeps them all.
-	own, err := f.eng.sign(listMessage(campaignTexts[0].subject, campaignTexts[0].body, footerMailman))
+	own, err := f.sign(listMessage(campaignTexts[0].subject, campaignTexts[0].body, footerMailman))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if own.footerIMatch != 0 || len(own.imatch) != 11 {
-		t.Errorf("long message with a footer: %d signatures, %d dropped", len(own.imatch), own.footerIMatch)
+	if own.FooterIMatch != 0 || len(own.IMatch) != 11 {
+		t.Errorf("long message with a footer: %d signatures, %d dropped", len(own.IMatch), own.FooterIMatch)
 	}
 }
 
@@ -352,7 +266,7 @@ func TestEngineFooterEvidence(t *testing.T) {
 		{"short spam, exact copy: matches, footer included",
 			shortSpam, shortSpam, true, "ANDD: exact copy, mailing-list footer included"},
 		{"nothing but the footer signed or weighted",
-			shortSpam, listMessage("質問", japanese, footerSourceForge), false, "accept: no signature, " + footerOnlyReason},
+			shortSpam, listMessage("質問", japanese, footerSourceForge), false, "accept: no signature, " + (Skip{Reason: SkipFooterSketch}).String()},
 		{"nothing weighted but the footer",
 			shortSpam, listMessage("質問", japanese+"\nThis would have been done with some more time.", footerSourceForge), false, "matched through the mailing-list footer only (ANDD "},
 		{"no footer: unchanged",
@@ -364,15 +278,15 @@ func TestEngineFooterEvidence(t *testing.T) {
 			if f.eng.andd == nil {
 				t.Skip("no ANDD model")
 			}
-			s, err := f.eng.sign(tt.reported)
-			if err != nil || !s.hasSketch {
+			s, err := f.sign(tt.reported)
+			if err != nil || !s.HasSketch() {
 				t.Fatalf("sign: %v", err)
 			}
 			// Three reporters: any match is acted on.
 			var id store.CampaignID
 			for _, r := range []string{"alice", "bob", "carol"} {
 				res, err := f.st.Report(f.ctx, store.ReportInput{Time: f.clock.Now(), Kind: store.KindSpam, Reporter: r,
-					Keys: s.bandKeys, Sketch: s.sketchRaw, Create: true, Index: true})
+					Keys: s.BandKeys, Sketch: s.SketchBytes, Create: true, Index: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -380,7 +294,7 @@ func TestEngineFooterEvidence(t *testing.T) {
 			}
 			v := f.check(t, tt.checked)
 			t.Logf("%s", v.Rule)
-			if flagged := v.Action != Accept; flagged != tt.flagged || (flagged && v.Campaign != id) {
+			if flagged := v.Action != action.Accept; flagged != tt.flagged || (flagged && v.Campaign != id) {
 				t.Fatalf("verdict %+v, want flagged %v", v, tt.flagged)
 			}
 			if !strings.Contains(v.Rule, tt.rule) || (tt.rule == "" && strings.Contains(v.Rule, "footer")) {
@@ -407,12 +321,12 @@ func BenchmarkCheckListFooter(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixture(b, Options{})
-			s, err := f.eng.sign(bc.reported)
-			if err != nil || !s.hasSketch {
+			s, err := f.sign(bc.reported)
+			if err != nil || !s.HasSketch() {
 				b.Fatalf("sign: %v", err)
 			}
 			if _, err := f.st.Report(f.ctx, store.ReportInput{Time: f.clock.Now(), Kind: store.KindSpam, Reporter: "x",
-				Keys: s.bandKeys, Sketch: s.sketchRaw, Create: true, Index: true}); err != nil {
+				Keys: s.BandKeys, Sketch: s.SketchBytes, Create: true, Index: true}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
@@ -436,39 +350,39 @@ func TestEngineFooterOnlyReport(t *testing.T) {
 	}
 	footer := "-- \nIrish Linux Users' Group: ilug@linux.ie\nhttp://www.linux.ie/mailman/listinfo/ilug for (un)subscription information.\nList maintainer: listmaster@linux.ie\n"
 	msg := listMessage("[ILUG] 辦公室出租", "台北市各區辦公室出租,歡迎來電洽詢。\n電話: 02-27492314", footer)
-	s, err := f.eng.sign(msg)
+	s, err := f.sign(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.imKeys) != 0 || !s.hasSketch || !s.footerOnlySketch {
+	if len(s.IMatchKeys) != 0 || !s.HasSketch() || s.Skip != pipeline.FooterSketch {
 		t.Fatalf("want a sketch of the footer only and no I-Match signature: %d I-Match keys, sketch %v, footer only %v",
-			len(s.imKeys), s.hasSketch, s.footerOnlySketch)
+			len(s.IMatchKeys), s.HasSketch(), s.Skip == pipeline.FooterSketch)
 	}
 	o := f.report(t, msg, store.KindSpam, "alice")
-	if o.Skipped != footerOnlyReason || o.Campaign != 0 {
+	if o.Skipped != (Skip{Reason: SkipFooterSketch}).String() || o.Campaign != 0 {
 		t.Errorf("report: %+v", o)
 	}
-	if v := f.check(t, msg); v.Action != Accept || v.Rule != "accept: no signature, "+footerOnlyReason {
+	if v := f.check(t, msg); v.Action != action.Accept || v.Rule != "accept: no signature, "+(Skip{Reason: SkipFooterSketch}).String() {
 		t.Errorf("check: %+v", v)
 	}
 	// Without the footer the same text has no sketch at all, as before.
 	plain := listMessage("[ILUG] 辦公室出租", "台北市各區辦公室出租,歡迎來電洽詢。\n電話: 02-27492314", "")
-	if s, _ := f.eng.sign(plain); s.hasSketch || s.footerOnlySketch {
-		t.Errorf("without the footer: sketch %v, footer only %v", s.hasSketch, s.footerOnlySketch)
+	if s, _ := f.sign(plain); s.HasSketch() || s.Skip == pipeline.FooterSketch {
+		t.Errorf("without the footer: sketch %v, footer only %v", s.HasSketch(), s.Skip == pipeline.FooterSketch)
 	}
 }
 
 // BenchmarkSignListMessage is the cost of the footer on signing a message
-// relayed by a list: sign (the engine's: pipeline, footer found, I-Match
+// relayed by a list: sign (pipeline.Sign: footer found, I-Match
 // signatures checked against the footer's by dropFooterIMatch) against
-// pipeline (internal/pipeline alone) on the same message.
+// pipeline.Analyze (the signatures alone) on the same message.
 func BenchmarkSignListMessage(b *testing.B) {
 	f := newFixture(b, Options{})
 	msg := listMessage(campaignTexts[0].subject, campaignTexts[0].body, footerSignature)
 	b.Run("sign", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := f.eng.sign(msg); err != nil {
+			if _, err := f.sign(msg); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"github.com/nddmilter/nddmilter/internal/action"
 	"math"
 	"testing"
 
@@ -36,7 +37,7 @@ func FuzzEngine(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Check: %v", err)
 		}
-		if v.Action < Accept || v.Action > Reject || math.IsNaN(v.Score) || v.Score < 0 || v.Score > 1 || v.Rule == "" {
+		if v.Action < action.Accept || v.Action > action.Reject || math.IsNaN(v.Score) || v.Score < 0 || v.Score > 1 || v.Rule == "" {
 			t.Fatalf("verdict %+v", v)
 		}
 		if o.Campaign != 0 && v.Campaign == 0 {

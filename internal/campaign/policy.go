@@ -6,56 +6,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
-
-// String returns the action's name: accept, tag, quarantine or reject.
-func (a Action) String() string {
-	switch a {
-	case Accept:
-		return "accept"
-	case Tag:
-		return "tag"
-	case Quarantine:
-		return "quarantine"
-	case Reject:
-		return "reject"
-	}
-	return fmt.Sprintf("action(%d)", int(a))
-}
-
-// ParseAction parses an action name (case-insensitive).
-func ParseAction(s string) (Action, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "accept":
-		return Accept, nil
-	case "tag":
-		return Tag, nil
-	case "quarantine":
-		return Quarantine, nil
-	case "reject":
-		return Reject, nil
-	}
-	return Accept, fmt.Errorf("unknown action %q (want accept, tag, quarantine or reject)", s)
-}
-
-// MarshalText encodes the action as its name (so JSON shows "reject").
-func (a Action) MarshalText() ([]byte, error) {
-	if a < Accept || a > Reject {
-		return nil, fmt.Errorf("invalid action %d", int(a))
-	}
-	return []byte(a.String()), nil
-}
-
-// UnmarshalText decodes an action name.
-func (a *Action) UnmarshalText(b []byte) error {
-	v, err := ParseAction(string(b))
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
-}
 
 // Costs holds one number per acting action (accepting has no false-positive
 // cost and no benefit).
@@ -65,13 +18,13 @@ type Costs struct {
 	Reject     float64 `yaml:"reject" json:"reject"`
 }
 
-func (c Costs) of(a Action) float64 {
+func (c Costs) of(a action.Action) float64 {
 	switch a {
-	case Tag:
+	case action.Tag:
 		return c.Tag
-	case Quarantine:
+	case action.Quarantine:
 		return c.Quarantine
-	case Reject:
+	case action.Reject:
 		return c.Reject
 	}
 	return 0
@@ -183,7 +136,7 @@ func (p Policy) WithDefaults() Policy {
 		p.RevokeHamReporters = 2
 	}
 	if p.MaxAction == "" {
-		p.MaxAction = Reject.String()
+		p.MaxAction = action.Reject.String()
 	}
 	return p
 }
@@ -232,7 +185,7 @@ func (p Policy) Validate() error {
 	if p.RevokeHamReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.revoke_ham_reporters must be ≥ 0, got %d", p.RevokeHamReporters))
 	}
-	if _, err := ParseAction(p.MaxAction); err != nil {
+	if _, err := action.Parse(p.MaxAction); err != nil {
 		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))
 	}
 	return errors.Join(errs...)
@@ -240,14 +193,14 @@ func (p Policy) Validate() error {
 
 // EU is the expected utility of applying a to a message that is campaign
 // spam with probability prob.
-func (p Policy) EU(a Action, prob float64) float64 {
+func (p Policy) EU(a action.Action, prob float64) float64 {
 	p = p.WithDefaults()
 	return p.eu(a, prob)
 }
 
 // eu is EU for a policy with defaults applied.
-func (p *Policy) eu(a Action, prob float64) float64 {
-	if a == Accept {
+func (p *Policy) eu(a action.Action, prob float64) float64 {
+	if a == action.Accept {
 		return -prob * p.MissCost
 	}
 	return prob*p.Benefit.of(a) - (1-prob)*p.CostFP.of(a)
@@ -256,7 +209,7 @@ func (p *Policy) eu(a Action, prob float64) float64 {
 // Threshold is one action's operating range: the action maximizes
 // expected utility for From < p ≤ To (From = To = 1 when it never does).
 type Threshold struct {
-	Action   Action
+	Action   action.Action
 	From, To float64
 }
 
@@ -266,9 +219,9 @@ type Threshold struct {
 func (p Policy) Thresholds() []Threshold {
 	p = p.WithDefaults()
 	// EU lines are linear in prob; scan for the upper envelope.
-	best := func(prob float64) Action {
-		b := Accept
-		for a := Tag; a <= Reject; a++ {
+	best := func(prob float64) action.Action {
+		b := action.Accept
+		for a := action.Tag; a <= action.Reject; a++ {
 			if p.eu(a, prob) > p.eu(b, prob)+1e-15 {
 				b = a
 			}
@@ -276,12 +229,12 @@ func (p Policy) Thresholds() []Threshold {
 		return b
 	}
 	out := make([]Threshold, 0, 4)
-	for a := Accept; a <= Reject; a++ {
+	for _, a := range action.Verdicts() {
 		out = append(out, Threshold{Action: a, From: 1, To: 1})
 	}
 	// Crossing points: bisect between the actions chosen at each end.
-	var walk func(lo, hi float64, alo, ahi Action)
-	walk = func(lo, hi float64, alo, ahi Action) {
+	var walk func(lo, hi float64, alo, ahi action.Action)
+	walk = func(lo, hi float64, alo, ahi action.Action) {
 		if alo == ahi {
 			return
 		}
@@ -370,92 +323,154 @@ func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 	return 1 - miss
 }
 
-// Decision is the policy's answer for one campaign match.
+// Decision is the policy's answer for one campaign match: the action, the
+// probability and each of its factors, and the rule that chose the action.
+// Rule is its one-line explanation, rendered from the other fields by
+// Explain.
 type Decision struct {
-	Action     Action
-	P          float64 // match × reputation
-	Match      float64
-	Reputation float64
-	Rule       string
+	Action     action.Action    `json:"action"`
+	P          float64          `json:"p"`          // match × reputation
+	Match      float64          `json:"match"`      // confidence that the message is a copy
+	Reputation float64          `json:"reputation"` // probability that the campaign is spam
+	Campaign   store.CampaignID `json:"campaign"`
+	// State is the campaign's administrative state: an allowed or revoked
+	// campaign is never acted on, whatever P.
+	State store.State `json:"state"`
+	// The reputation's factors.
+	SpamReporters int64 `json:"spam_reporters"`
+	HamReporters  int64 `json:"ham_reporters"`
+	Messages      int64 `json:"messages"`
+	// The match's factors: I-Match bags matched, best verified ANDD
+	// similarity (-1 when none) and the model's threshold.
+	IMatchBags    int     `json:"imatch_bags"`
+	ANDD          float64 `json:"andd"`
+	ANDDThreshold float64 `json:"andd_threshold"`
+	// Threshold is the probability above which the policy picks Action
+	// (for accept, the tag threshold P stayed at or below), and CostFP the
+	// false-positive cost that set it (cost_fp of Action; cost_fp.tag for
+	// accept).
+	Threshold float64 `json:"threshold"`
+	CostFP    float64 `json:"cost_fp"`
+	// RejectMinReporters is set when the policy chose reject but the
+	// campaign had fewer spam reporters than policy.reject_min_reporters:
+	// the next best action applies.
+	RejectMinReporters int `json:"reject_min_reporters,omitempty"`
+	// MaxAction is set when policy.max_action capped the action.
+	MaxAction *action.Action `json:"max_action,omitempty"`
+	// Rule is Explain(): "tag: p=0.7500 > 0.6667 (cost_fp.tag=1); p = …".
+	Rule string `json:"rule"`
 }
 
 // Decide chooses the action for a message matching campaign c with the
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	return p.decide(c, ev, threshold, p.Thresholds())
+	d := p.decide(c, ev, threshold, p.Thresholds())
+	d.Rule = d.Explain()
+	return d
 }
 
-// decide is Decide for a policy with defaults applied and its thresholds.
+// decide is Decide for a policy with defaults applied and its thresholds,
+// without rendering Rule (only the chosen campaign's is needed).
 func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th []Threshold) Decision {
-	d := Decision{Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c)}
+	d := Decision{
+		Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c),
+		Campaign: c.ID, State: c.State,
+		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
+		ANDDThreshold: threshold,
+	}
+	d.IMatchBags, d.ANDD = evidenceFactors(ev)
 	d.P = d.Match * d.Reputation
-	switch c.State {
-	case store.StateAllowed:
-		d.Rule = fmt.Sprintf("accept: campaign %d is allowed by an administrator (p=%.4f ignored)", c.ID, d.P)
-		return d
-	case store.StateRevoked:
-		d.Rule = fmt.Sprintf("accept: campaign %d is revoked by not-spam reports (%d not-spam vs %d spam reporters; p=%.4f ignored)",
-			c.ID, c.HamReporters, c.SpamReporters, d.P)
+	if c.State == store.StateAllowed || c.State == store.StateRevoked {
 		return d
 	}
-	maxA, err := ParseAction(p.MaxAction)
+	maxA, err := action.Parse(p.MaxAction)
 	if err != nil {
-		maxA = Reject
+		maxA = action.Reject
 	}
-	best, bestEU := Accept, p.eu(Accept, d.P)
-	for a := Tag; a <= Reject; a++ {
+	best, bestEU := action.Accept, p.eu(action.Accept, d.P)
+	for a := action.Tag; a <= action.Reject; a++ {
 		if eu := p.eu(a, d.P); eu > bestEU+1e-12 {
 			best, bestEU = a, eu
 		}
 	}
-	why := ""
-	if best == Reject && c.SpamReporters < int64(p.RejectMinReporters) {
-		why = fmt.Sprintf("; reject needs %d spam reporters, has %d", p.RejectMinReporters, c.SpamReporters)
-		best = p.bestBelow(Reject, d.P)
+	if best == action.Reject && c.SpamReporters < int64(p.RejectMinReporters) {
+		d.RejectMinReporters = p.RejectMinReporters
+		best = p.bestBelow(action.Reject, d.P)
 	}
 	if best > maxA {
-		why += fmt.Sprintf("; capped by max_action=%s", maxA)
+		d.MaxAction = &maxA
 		best = p.bestBelow(maxA+1, d.P)
 	}
 	d.Action = best
-	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
-		d.Match, evidenceSummary(ev, threshold), d.Reputation, c.SpamReporters, c.HamReporters, c.Messages)
-	switch {
-	case best == Accept && why == "":
-		d.Rule = fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",
-			d.P, th[Tag].From, p.CostFP.Tag, basis)
-	case best == Accept:
-		d.Rule = fmt.Sprintf("accept: p=%.4f%s; p = %s", d.P, why, basis)
-	default:
-		d.Rule = fmt.Sprintf("%s: p=%.4f > %.4f (cost_fp.%s=%g)%s; p = %s",
-			best, d.P, th[best].From, best, p.CostFP.of(best), why, basis)
+	if best == action.Accept {
+		d.Threshold, d.CostFP = th[action.Tag].From, p.CostFP.Tag
+	} else {
+		d.Threshold, d.CostFP = th[best].From, p.CostFP.of(best)
 	}
 	return d
 }
 
-// evidenceSummary describes evidence in a few words: "3 I-Match bags,
-// ANDD 0.934".
-func evidenceSummary(ev []Evidence, threshold float64) string {
-	bags, best := 0, -1.0
+// Explain renders the decision in one line, e.g. "tag: p=0.7500 > 0.6667
+// (cost_fp.tag=1); p = match 1.0000 (11 I-Match bags, ANDD 1.000 ≥ 0.589)
+// × reputation 0.7500 (1 spam/0 not-spam reporters, 0 msgs)".
+func (d *Decision) Explain() string {
+	switch d.State {
+	case store.StateAllowed:
+		return fmt.Sprintf("accept: campaign %d is allowed by an administrator (p=%.4f ignored)", d.Campaign, d.P)
+	case store.StateRevoked:
+		return fmt.Sprintf("accept: campaign %d is revoked by not-spam reports (%d not-spam vs %d spam reporters; p=%.4f ignored)",
+			d.Campaign, d.HamReporters, d.SpamReporters, d.P)
+	}
+	why := ""
+	if d.RejectMinReporters > 0 {
+		why = fmt.Sprintf("; reject needs %d spam reporters, has %d", d.RejectMinReporters, d.SpamReporters)
+	}
+	if d.MaxAction != nil {
+		why += fmt.Sprintf("; capped by max_action=%s", *d.MaxAction)
+	}
+	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
+		d.Match, d.evidenceSummary(), d.Reputation, d.SpamReporters, d.HamReporters, d.Messages)
+	switch {
+	case d.Action == action.Accept && why == "":
+		return fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",
+			d.P, d.Threshold, d.CostFP, basis)
+	case d.Action == action.Accept:
+		return fmt.Sprintf("accept: p=%.4f%s; p = %s", d.P, why, basis)
+	default:
+		return fmt.Sprintf("%s: p=%.4f > %.4f (cost_fp.%s=%g)%s; p = %s",
+			d.Action, d.P, d.Threshold, d.Action, d.CostFP, why, basis)
+	}
+}
+
+// evidenceFactors counts the matched I-Match bags and finds the best ANDD
+// similarity (-1 when none).
+func evidenceFactors(ev []Evidence) (bags int, andd float64) {
+	andd = -1
 	for _, e := range ev {
 		switch e.Family {
 		case FamilyIMatch:
 			bags++
 		case FamilyANDD:
-			best = math.Max(best, e.Similarity)
+			andd = math.Max(andd, e.Similarity)
 		}
 	}
+	return bags, andd
+}
+
+// evidenceSummary describes the match's evidence in a few words:
+// "3 I-Match bags, ANDD 0.934 ≥ 0.589".
+func (d *Decision) evidenceSummary() string {
 	var parts []string
-	switch bags {
+	switch d.IMatchBags {
 	case 0:
 	case 1:
 		parts = append(parts, "1 I-Match bag")
 	default:
-		parts = append(parts, fmt.Sprintf("%d I-Match bags", bags))
+		parts = append(parts, fmt.Sprintf("%d I-Match bags", d.IMatchBags))
 	}
-	if best >= 0 {
-		parts = append(parts, fmt.Sprintf("ANDD %.3f ≥ %.3f", best, threshold))
+	if d.ANDD >= 0 {
+		parts = append(parts, fmt.Sprintf("ANDD %.3f ≥ %.3f", d.ANDD, d.ANDDThreshold))
 	}
 	if len(parts) == 0 {
 		return "no evidence"
@@ -466,9 +481,9 @@ func evidenceSummary(ev []Evidence, threshold float64) string {
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }
 
 // bestBelow is the best action milder than limit.
-func (p *Policy) bestBelow(limit Action, prob float64) Action {
-	best, bestEU := Accept, p.eu(Accept, prob)
-	for a := Tag; a < limit; a++ {
+func (p *Policy) bestBelow(limit action.Action, prob float64) action.Action {
+	best, bestEU := action.Accept, p.eu(action.Accept, prob)
+	for a := action.Tag; a < limit; a++ {
 		if eu := p.eu(a, prob); eu > bestEU+1e-12 {
 			best, bestEU = a, eu
 		}
@@ -503,12 +518,12 @@ func (p Policy) DescribeThresholds() []string {
 			rng = fmt.Sprintf("%.4f < p ≤ %.4f", t.From, t.To)
 		}
 		line := fmt.Sprintf("%-10s  %s", t.Action, rng)
-		if t.Action != Accept {
+		if t.Action != action.Accept {
 			line += fmt.Sprintf("  (cost_fp %g, benefit %g)", p.CostFP.of(t.Action), p.Benefit.of(t.Action))
 		}
 		lines = append(lines, line)
 	}
-	maxA, _ := ParseAction(p.MaxAction)
+	maxA, _ := action.Parse(p.MaxAction)
 	lines = append(lines, fmt.Sprintf("reject also needs ≥ %d distinct spam reporters; actions are capped at %s", p.RejectMinReporters, maxA))
 	return lines
 }

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"github.com/nddmilter/nddmilter/internal/action"
 	"math"
 	"strings"
 	"testing"
@@ -20,13 +21,13 @@ func allBags() []Evidence {
 func TestThresholdsDefaults(t *testing.T) {
 	th := DefaultPolicy().Thresholds()
 	want := []struct {
-		a        Action
+		a        action.Action
 		from, to float64
 	}{
-		{Accept, 0, 2.0 / 3},
-		{Tag, 2.0 / 3, 9 / 9.4},
-		{Quarantine, 9 / 9.4, 90 / 90.1},
-		{Reject, 90 / 90.1, 1},
+		{action.Accept, 0, 2.0 / 3},
+		{action.Tag, 2.0 / 3, 9 / 9.4},
+		{action.Quarantine, 9 / 9.4, 90 / 90.1},
+		{action.Reject, 90 / 90.1, 1},
 	}
 	for i, w := range want {
 		got := th[i]
@@ -40,11 +41,11 @@ func TestThresholdsNeverChosen(t *testing.T) {
 	// With equal benefits, quarantine dominates reject: reject is never chosen.
 	p := Policy{Benefit: Costs{Tag: 0.5, Quarantine: 1, Reject: 1}}
 	th := p.Thresholds()
-	if th[Reject].From != 1 || th[Reject].To != 1 {
-		t.Errorf("reject range = %+v, want empty at 1", th[Reject])
+	if th[action.Reject].From != 1 || th[action.Reject].To != 1 {
+		t.Errorf("reject range = %+v, want empty at 1", th[action.Reject])
 	}
-	if th[Quarantine].To != 1 {
-		t.Errorf("quarantine range = %+v, want up to 1", th[Quarantine])
+	if th[action.Quarantine].To != 1 {
+		t.Errorf("quarantine range = %+v, want up to 1", th[action.Quarantine])
 	}
 }
 
@@ -66,31 +67,31 @@ func TestDecide(t *testing.T) {
 		policy   Policy
 		c        *store.Campaign
 		ev       []Evidence
-		want     Action
+		want     action.Action
 		ruleHas  string
 		minP     float64
 		maxP     float64
 		maxMatch float64
 	}{
-		{name: "single reporter, exact copy", c: camp(1, 0, 0), ev: allBags(), want: Tag, ruleHas: "tag: p=0.7500"},
-		{name: "single reporter flooding, huge volume", c: flooded, ev: allBags(), want: Tag, maxP: 0.957},
-		{name: "three reporters", c: camp(3, 0, 10), ev: allBags(), want: Quarantine},
-		{name: "five reporters", c: camp(5, 0, 10), ev: allBags(), want: Reject, ruleHas: "reject: p=0.99", minP: 0.9989},
-		{name: "many reporters, one bag only", c: camp(20, 0, 100), ev: allBags()[:1], want: Quarantine, maxP: 0.99},
-		{name: "many reporters, two bags", c: camp(20, 0, 100), ev: allBags()[:2], want: Reject},
-		{name: "ham report pulls down", c: camp(5, 1, 10), ev: allBags(), want: Quarantine},
-		{name: "two ham reports pull further", c: camp(5, 2, 10), ev: allBags(), want: Tag},
-		{name: "ham outweighs", c: camp(2, 2, 10), ev: allBags(), want: Accept, ruleHas: "accept: p="},
-		{name: "allowed never acts", c: allowed, ev: allBags(), want: Accept, ruleHas: "allowed by an administrator"},
-		{name: "revoked never acts", c: revoked, ev: allBags(), want: Accept, ruleHas: "revoked"},
-		{name: "ANDD at threshold caps at tag", c: camp(20, 0, 100), ev: anddAt(0.8), want: Tag, maxMatch: 0.7 + 1e-9},
-		{name: "ANDD alone never beyond tag", c: camp(20, 0, 100), ev: anddAt(1), want: Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
-		{name: "ANDD and one bag reject", c: camp(20, 0, 100), ev: append(allBags()[:1], anddAt(0.95)...), want: Reject, ruleHas: "1 I-Match bag, ANDD 0.950"},
-		{name: "ANDD below threshold is no evidence", c: camp(20, 0, 100), ev: anddAt(0.5), want: Accept, maxMatch: 0},
-		{name: "min reporters guard", policy: Policy{PriorOdds: 1000}, c: camp(2, 0, 0), ev: allBags(), want: Quarantine, ruleHas: "reject needs 3 spam reporters, has 2"},
-		{name: "max action cap", policy: Policy{MaxAction: "quarantine"}, c: camp(50, 0, 0), ev: allBags(), want: Quarantine, ruleHas: "capped by max_action=quarantine"},
-		{name: "max action accept", policy: Policy{MaxAction: "accept"}, c: camp(50, 0, 0), ev: allBags(), want: Accept, ruleHas: "capped"},
-		{name: "reject cost 1000 needs more", policy: Policy{CostFP: Costs{Reject: 1000}}, c: camp(5, 0, 10), ev: allBags(), want: Quarantine},
+		{name: "single reporter, exact copy", c: camp(1, 0, 0), ev: allBags(), want: action.Tag, ruleHas: "tag: p=0.7500"},
+		{name: "single reporter flooding, huge volume", c: flooded, ev: allBags(), want: action.Tag, maxP: 0.957},
+		{name: "three reporters", c: camp(3, 0, 10), ev: allBags(), want: action.Quarantine},
+		{name: "five reporters", c: camp(5, 0, 10), ev: allBags(), want: action.Reject, ruleHas: "reject: p=0.99", minP: 0.9989},
+		{name: "many reporters, one bag only", c: camp(20, 0, 100), ev: allBags()[:1], want: action.Quarantine, maxP: 0.99},
+		{name: "many reporters, two bags", c: camp(20, 0, 100), ev: allBags()[:2], want: action.Reject},
+		{name: "ham report pulls down", c: camp(5, 1, 10), ev: allBags(), want: action.Quarantine},
+		{name: "two ham reports pull further", c: camp(5, 2, 10), ev: allBags(), want: action.Tag},
+		{name: "ham outweighs", c: camp(2, 2, 10), ev: allBags(), want: action.Accept, ruleHas: "accept: p="},
+		{name: "allowed never acts", c: allowed, ev: allBags(), want: action.Accept, ruleHas: "allowed by an administrator"},
+		{name: "revoked never acts", c: revoked, ev: allBags(), want: action.Accept, ruleHas: "revoked"},
+		{name: "ANDD at threshold caps at tag", c: camp(20, 0, 100), ev: anddAt(0.8), want: action.Tag, maxMatch: 0.7 + 1e-9},
+		{name: "ANDD alone never beyond tag", c: camp(20, 0, 100), ev: anddAt(1), want: action.Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
+		{name: "ANDD and one bag reject", c: camp(20, 0, 100), ev: append(allBags()[:1], anddAt(0.95)...), want: action.Reject, ruleHas: "1 I-Match bag, ANDD 0.950"},
+		{name: "ANDD below threshold is no evidence", c: camp(20, 0, 100), ev: anddAt(0.5), want: action.Accept, maxMatch: 0},
+		{name: "min reporters guard", policy: Policy{PriorOdds: 1000}, c: camp(2, 0, 0), ev: allBags(), want: action.Quarantine, ruleHas: "reject needs 3 spam reporters, has 2"},
+		{name: "max action cap", policy: Policy{MaxAction: "quarantine"}, c: camp(50, 0, 0), ev: allBags(), want: action.Quarantine, ruleHas: "capped by max_action=quarantine"},
+		{name: "max action accept", policy: Policy{MaxAction: "accept"}, c: camp(50, 0, 0), ev: allBags(), want: action.Accept, ruleHas: "capped"},
+		{name: "reject cost 1000 needs more", policy: Policy{CostFP: Costs{Reject: 1000}}, c: camp(5, 0, 10), ev: allBags(), want: action.Quarantine},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +125,7 @@ func TestSingleReporterNeverRejects(t *testing.T) {
 	for _, msgs := range []int64{0, 1, 10, 1e3, 1e6, 1e9} {
 		c := &store.Campaign{ID: 1, SpamReporters: 1, SpamReports: 1e6, Messages: msgs}
 		d := p.Decide(c, allBags(), 0.8)
-		if d.Action > Tag {
+		if d.Action > action.Tag {
 			t.Errorf("messages=%d: action %v (rule %q)", msgs, d.Action, d.Rule)
 		}
 	}
@@ -135,7 +136,7 @@ func TestSingleReporterNeverRejects(t *testing.T) {
 func TestDecideMonotone(t *testing.T) {
 	p := DefaultPolicy()
 	for ham := int64(0); ham < 5; ham++ {
-		prev := Accept
+		prev := action.Accept
 		for spam := int64(1); spam < 30; spam++ {
 			d := p.Decide(&store.Campaign{SpamReporters: spam, HamReporters: ham}, allBags(), 0.8)
 			if d.Action < prev {
@@ -190,25 +191,6 @@ func TestPolicyValidate(t *testing.T) {
 	}
 }
 
-func TestActionText(t *testing.T) {
-	for a := Accept; a <= Reject; a++ {
-		b, err := a.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Action
-		if err := back.UnmarshalText(b); err != nil || back != a {
-			t.Errorf("%v round trip: %v %v", a, back, err)
-		}
-	}
-	if _, err := ParseAction("drop"); err == nil {
-		t.Error("ParseAction(drop) succeeded")
-	}
-	if _, err := Action(9).MarshalText(); err == nil {
-		t.Error("invalid action marshalled")
-	}
-}
-
 func TestDescribeThresholds(t *testing.T) {
 	got := strings.Join(DefaultPolicy().DescribeThresholds(), "\n")
 	for _, want := range []string{
@@ -223,7 +205,7 @@ func TestDescribeThresholds(t *testing.T) {
 		}
 	}
 	never := Policy{Benefit: Costs{Quarantine: 1}}.DescribeThresholds()
-	if !strings.Contains(never[Reject], "never") {
-		t.Errorf("dominated reject: %q", never[Reject])
+	if !strings.Contains(never[action.Reject], "never") {
+		t.Errorf("dominated reject: %q", never[action.Reject])
 	}
 }

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"errors"
+	"github.com/nddmilter/nddmilter/internal/action"
 	"testing"
 	"time"
 )
@@ -70,7 +71,7 @@ func TestQueryAllow(t *testing.T) {
 	for i, r := range []string{"a", "b", "c", "d", "e"} {
 		id = f.report(t, copyOf(t, 2, uint64(i)), KindSpam, r).Campaign
 	}
-	if v := f.check(t, baseMessage(2)); v.Action == Accept || v.Campaign != id {
+	if v := f.check(t, baseMessage(2)); v.Action == action.Accept || v.Campaign != id {
 		t.Fatalf("before allow: %+v", v)
 	}
 	tests := []struct {
@@ -88,7 +89,7 @@ func TestQueryAllow(t *testing.T) {
 			t.Fatalf("Allow(%v): %+v %v", tt.allow, c, err)
 		}
 		// The engine's cache sees the change at once.
-		if v := f.check(t, baseMessage(2)); (v.Action == Accept) != tt.accept {
+		if v := f.check(t, baseMessage(2)); (v.Action == action.Accept) != tt.accept {
 			t.Errorf("after Allow(%v): %+v", tt.allow, v)
 		}
 	}

@@ -22,32 +22,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 )
-
-// Actions, weakest first. A verdict's action and the caps below use these
-// names.
-const (
-	ActionAccept     = "accept"
-	ActionTag        = "tag"
-	ActionQuarantine = "quarantine"
-	ActionReject     = "reject"
-)
-
-// ActionNames lists the verdict actions, weakest first.
-var actionNames = []string{ActionAccept, ActionTag, ActionQuarantine, ActionReject}
-
-// ActionRank returns the strength of an action name (accept 0 … reject 3)
-// and false for an unknown name.
-func ActionRank(name string) (int, bool) {
-	for i, a := range actionNames {
-		if a == name {
-			return i, true
-		}
-	}
-	return 0, false
-}
 
 // Config is the whole configuration.
 type Config struct {
@@ -201,10 +179,10 @@ func Default() *Config {
 			CheckTimeout:     Duration(2 * time.Second),
 			IdleTimeout:      Duration(10 * time.Minute),
 			ShutdownTimeout:  Duration(30 * time.Second),
-			OnError:          "accept",
+			OnError:          action.Accept.String(),
 			HeaderPrefix:     "X-NDD-",
 			HeaderOnAccept:   true,
-			RejectWith:       "reject",
+			RejectWith:       action.Reject.String(),
 			RejectText:       DefaultRejectText,
 			TempfailText:     DefaultTempfailText,
 			QuarantineReason: DefaultQuarantine,
@@ -369,6 +347,15 @@ func bad(key, format string, args ...any) error {
 	return &ValueError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
+// names are the names of actions, for oneOf.
+func names(as ...action.Action) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
 func oneOf(key, v string, allowed ...string) error {
 	for _, a := range allowed {
 		if v == a {
@@ -410,13 +397,13 @@ func (c *Config) Validate() error {
 	if m.ShutdownTimeout < 0 {
 		return bad("milter.shutdown_timeout", "must be >= 0")
 	}
-	if err := oneOf("milter.on_error", m.OnError, "accept", "tempfail"); err != nil {
+	if err := oneOf("milter.on_error", m.OnError, names(action.Accept, action.Tempfail)...); err != nil {
 		return err
 	}
 	if !headerRe.MatchString(m.HeaderPrefix) {
 		return bad("milter.header_prefix", "%q is not a valid header name start (printable ASCII, no spaces or colons)", m.HeaderPrefix)
 	}
-	if err := oneOf("milter.reject_with", m.RejectWith, "reject", "tempfail"); err != nil {
+	if err := oneOf("milter.reject_with", m.RejectWith, names(action.Reject, action.Tempfail)...); err != nil {
 		return err
 	}
 	if !rejectRe.MatchString(m.RejectText) || strings.ContainsAny(m.RejectText, "\r\n") {
@@ -440,7 +427,7 @@ func (c *Config) Validate() error {
 		if rcpt == "" || strings.ContainsAny(rcpt, " \t<>") {
 			return bad(key, "%q is not a recipient address or domain", rcpt)
 		}
-		if err := oneOf(key, a, actionNames...); err != nil {
+		if err := oneOf(key, a, names(action.Verdicts()...)...); err != nil {
 			return err
 		}
 	}

@@ -18,9 +18,6 @@ import (
 // (Local), or a running daemon's API (Remote).
 type Backend interface {
 	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
-	// ReportBatch reports many messages; on error it returns the outcomes
-	// of the messages reported before the failure.
-	ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
 	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
@@ -42,20 +39,6 @@ func (l *Local) Runtime() *Runtime { return l.rt }
 func (l *Local) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
 	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
-}
-
-// ReportBatch reports many messages through the engine's batch path.
-func (l *Local) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	reqs := make([]campaign.ReportRequest, len(raws))
-	for i, r := range raws {
-		reqs[i] = campaign.ReportRequest{Raw: r, Kind: kind, Reporter: reporter}
-	}
-	res, err := l.rt.Engine.ReportBatch(ctx, reqs)
-	out := make([]api.Outcome, len(res))
-	for i, o := range res {
-		out[i] = api.NewOutcome(kind, o)
-	}
-	return out, err
 }
 
 // Check checks one message; with record, a match is counted as the
@@ -117,20 +100,6 @@ type Remote struct{ *api.Client }
 
 // Close does nothing: the API holds no resource.
 func (Remote) Close() error { return nil }
-
-// ReportBatch reports the messages one by one (the API takes one report
-// per request).
-func (r Remote) ReportBatch(ctx context.Context, raws [][]byte, kind campaign.Kind, reporter string) ([]api.Outcome, error) {
-	out := make([]api.Outcome, 0, len(raws))
-	for _, raw := range raws {
-		o, err := r.Report(ctx, raw, kind, reporter)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
 
 // BackendOptions select a backend. Zero values: the embedded default
 // configuration, its store directory, no API.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -508,7 +509,7 @@ func engineMatch(ctx context.Context, c *Corpus, e *experiment, eo campaign.Opti
 	if firstErr != nil {
 		return o, firstErr
 	}
-	flagged := func(j int) bool { return verdicts[j].Action != campaign.Accept }
+	flagged := func(j int) bool { return verdicts[j].Action != action.Accept }
 	// found as a duplicate of q: flagged as a member of q's campaign
 	found := func(q, j int) bool {
 		return flagged(j) && verdicts[q].Campaign != 0 && verdicts[j].Campaign == verdicts[q].Campaign

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
@@ -166,7 +167,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		if err != nil {
 			return nil, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 		}
-		if out.Skipped != "" {
+		if out.Skip != campaign.NotSkipped {
 			res.Skipped++
 		}
 	}
@@ -176,7 +177,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		if err != nil {
 			return nil, fmt.Errorf("check %s: %w", c.Docs[q].Path, err)
 		}
-		if v.Action != campaign.Accept {
+		if v.Action != action.Accept {
 			detectable = append(detectable, q)
 		}
 	}
@@ -234,7 +235,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		if near {
 			cell.NearDup++
 		}
-		if v.Action != campaign.Accept {
+		if v.Action != action.Accept {
 			if near {
 				cell.NearDupDetected++
 			}
@@ -273,7 +274,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	flagged := make([]bool, len(c.Docs))
 	parallel(len(hams), ao.Workers, func(k int) {
 		v, err := eng.Evaluate(ctx, c.Docs[hams[k]].Raw)
-		if err == nil && v.Action != campaign.Accept {
+		if err == nil && v.Action != action.Accept {
 			flagged[hams[k]] = true
 		}
 	})

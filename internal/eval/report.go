@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/action"
 )
 
 func pct(n, d float64) string {
@@ -47,7 +47,7 @@ func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
 		}
 	}
 	if len(eng) > 0 {
-		acts := []campaign.Action{campaign.Accept, campaign.Tag, campaign.Quarantine, campaign.Reject}
+		acts := []action.Action{action.Accept, action.Tag, action.Quarantine, action.Reject}
 		fmt.Fprintln(w, "\nActions taken by the engine on the checked messages (mean per seed):")
 		fmt.Fprintln(w)
 		fmt.Fprint(w, "| configuration | class |")

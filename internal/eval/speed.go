@@ -97,7 +97,7 @@ type SpeedOptions struct {
 var DefaultChildren = [][]string{
 	{"bench", "store", "--signatures", "1000000", "--progress", "0"},
 	{"bench", "store", "--signatures", "10000000", "--progress", "0"},
-	// its own store folder: built once (about 15 minutes), then reused;
+	// its own store folder: built once, then reused;
 	// 4 sessions for the latency target (p99 < 5 ms), 16 for the
 	// throughput with more work queued than cores
 	{"bench", "milter", "--dir", ".cache/eval-bench-milter", "--sessions", "4"},

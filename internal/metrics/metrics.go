@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -108,8 +109,8 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	// Pre-create the usual label values so that rates exist from the start.
-	for _, a := range []string{"accept", "tag", "quarantine", "reject", "tempfail"} {
-		m.messages.WithLabelValues(a)
+	for _, a := range action.All() {
+		m.messages.WithLabelValues(a.String())
 	}
 	for _, f := range []string{"imatch", "andd"} {
 		m.matches.WithLabelValues(f)
@@ -142,11 +143,11 @@ func (m *Metrics) Handler() http.Handler {
 // Message records one checked message: the action taken, the signature
 // families that matched, the check duration, the body size and the number
 // of parse warnings.
-func (m *Metrics) Message(action string, families []string, d time.Duration, bodyBytes int64, warnings int) {
+func (m *Metrics) Message(a action.Action, families []string, d time.Duration, bodyBytes int64, warnings int) {
 	if m == nil {
 		return
 	}
-	m.messages.WithLabelValues(action).Inc()
+	m.messages.WithLabelValues(a.String()).Inc()
 	for _, f := range families {
 		m.matches.WithLabelValues(f).Inc()
 	}

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/action"
 )
 
 func TestExposition(t *testing.T) {
 	m := New()
-	m.Message("reject", []string{"imatch", "andd"}, 3*time.Millisecond, 2048, 2)
-	m.Message("accept", nil, time.Millisecond, 100, 0)
+	m.Message(action.Reject, []string{"imatch", "andd"}, 3*time.Millisecond, 2048, 2)
+	m.Message(action.Accept, nil, time.Millisecond, 100, 0)
 	m.Error("timeout")
 	m.FailOpen()
 	m.Report("spam")
@@ -46,7 +48,7 @@ func TestExposition(t *testing.T) {
 
 func TestNilSafe(t *testing.T) {
 	var m *Metrics
-	m.Message("accept", nil, 0, 0, 0)
+	m.Message(action.Accept, nil, 0, 0, 0)
 	m.Error("x")
 	m.FailOpen()
 	m.Report("spam")

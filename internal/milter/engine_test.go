@@ -110,7 +110,7 @@ func TestRealEngineEndToEnd(t *testing.T) {
 
 	// A recipient whose override caps at tag: the copy is tagged, the
 	// verdict says why, and the campaign counts a tag, not a reject.
-	if err := h.srv.Update(nil, Options{Overrides: map[string]string{"abuse@example.org": ActTag}, Metrics: h.met}); err != nil {
+	if err := h.srv.Update(nil, Options{Overrides: map[string]string{"abuse@example.org": "tag"}, Metrics: h.met}); err != nil {
 		t.Fatal(err)
 	}
 	m := campaignCopy(8)

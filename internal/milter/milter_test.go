@@ -18,6 +18,7 @@ import (
 
 	gomilter "github.com/emersion/go-milter"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
@@ -39,7 +40,7 @@ func (c *scriptChecker) CheckWith(ctx context.Context, raw []byte, o campaign.Ch
 		v.Rule += "; " + v.Action.String() + " capped to " + o.MaxAction.String() + " by " + o.CapBy
 		v.Action = o.MaxAction
 	}
-	if err == nil && o.DeferRejects && v.Action == campaign.Reject {
+	if err == nil && o.DeferRejects && v.Action == action.Reject {
 		v.Rule += "; deferred"
 	}
 	return v, err
@@ -62,11 +63,11 @@ func (c *scriptChecker) verdict(ctx context.Context, raw []byte) (campaign.Verdi
 	ev := []campaign.Evidence{{Family: "imatch", Bag: 0}, {Family: "imatch", Bag: 3}, {Family: "andd", Similarity: 0.934}}
 	switch subj {
 	case "tag":
-		return campaign.Verdict{Action: campaign.Tag, Campaign: 42, Score: 0.7, Rule: "reports>=1", Evidence: ev}, nil
+		return campaign.Verdict{Action: action.Tag, Campaign: 42, Score: 0.7, Rule: "reports>=1", Evidence: ev}, nil
 	case "quarantine":
-		return campaign.Verdict{Action: campaign.Quarantine, Campaign: 42, Score: 0.9, Rule: "r", Evidence: ev}, nil
+		return campaign.Verdict{Action: action.Quarantine, Campaign: 42, Score: 0.9, Rule: "r", Evidence: ev}, nil
 	case "reject":
-		return campaign.Verdict{Action: campaign.Reject, Campaign: 42, Score: 0.99, Rule: "r", Evidence: ev}, nil
+		return campaign.Verdict{Action: action.Reject, Campaign: 42, Score: 0.99, Rule: "r", Evidence: ev}, nil
 	case "error":
 		return campaign.Verdict{}, errors.New("store: disk on fire")
 	case "panic":
@@ -74,12 +75,12 @@ func (c *scriptChecker) verdict(ctx context.Context, raw []byte) (campaign.Verdi
 	case "slow":
 		<-ctx.Done()
 		time.Sleep(50 * time.Millisecond)
-		return campaign.Verdict{Action: campaign.Reject}, ctx.Err()
+		return campaign.Verdict{Action: action.Reject}, ctx.Err()
 	case "hang":
 		time.Sleep(2 * time.Second)
-		return campaign.Verdict{Action: campaign.Reject}, nil
+		return campaign.Verdict{Action: action.Reject}, nil
 	}
-	return campaign.Verdict{Action: campaign.Accept, Score: 0.01}, nil
+	return campaign.Verdict{Action: action.Accept, Score: 0.01}, nil
 }
 
 func (c *scriptChecker) last() string {
@@ -269,15 +270,15 @@ func TestActions(t *testing.T) {
 		{name: "reject", m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550, text: "5.7.1 Message rejected as spam campaign 42 (nddmilter)"},
 		{name: "custom reject text", opts: Options{RejectText: "554 5.7.0 no thanks (%c, %s, %r, 100%%)"}, m: simple("reject"),
 			code: gomilter.ActReplyCode, smtp: 554, text: "5.7.0 no thanks (42, 0.99, r, 100%%)"}, // '%' doubled for the MTA,
-		{name: "reject as tempfail", opts: Options{RejectWith: ActTempfail}, m: simple("reject"),
+		{name: "reject as tempfail", opts: Options{RejectWith: "tempfail"}, m: simple("reject"),
 			code: gomilter.ActReplyCode, smtp: 451, text: "4.7.1 Message deferred as suspected spam campaign 42"},
-		{name: "max action tag", opts: Options{MaxAction: ActTag}, m: simple("reject"), code: gomilter.ActAccept,
+		{name: "max action tag", opts: Options{MaxAction: "tag"}, m: simple("reject"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r; reject capped to tag by milter max_action"}},
-		{name: "override by domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept}}, m: simple("reject"),
+		{name: "override by domain", opts: Options{Overrides: map[string]string{"example.org": "accept"}}, m: simple("reject"),
 			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "accept; score=0.990; rule=r; reject capped to accept by milter.overrides example.org"}},
-		{name: "override by address wins over domain", opts: Options{Overrides: map[string]string{"example.org": ActAccept, "user@example.org": ActReject}},
+		{name: "override by address wins over domain", opts: Options{Overrides: map[string]string{"example.org": "accept", "user@example.org": "reject"}},
 			m: simple("reject"), code: gomilter.ActReplyCode, smtp: 550},
-		{name: "weakest recipient cap", opts: Options{MaxAction: ActReject, Overrides: map[string]string{"abuse@example.com": ActTag}},
+		{name: "weakest recipient cap", opts: Options{MaxAction: "reject", Overrides: map[string]string{"abuse@example.com": "tag"}},
 			m:    func() msg { m := simple("reject"); m.rcpts = append(m.rcpts, "Abuse@Example.com"); return m }(),
 			code: gomilter.ActAccept, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r; reject capped to tag by milter.overrides abuse@example.com"}},
 		{name: "header prefix", opts: Options{HeaderPrefix: "X-Campaign-"}, m: simple("tag"), code: gomilter.ActAccept,
@@ -286,7 +287,7 @@ func TestActions(t *testing.T) {
 			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=check"}, noHeader: []string{"X-NDD-Campaign"}},
 		{name: "error fails open without header", opts: Options{NoAcceptHeader: true}, m: simple("error"), code: gomilter.ActAccept,
 			noHeader: []string{"X-NDD-Verdict"}},
-		{name: "error tempfails", opts: Options{OnError: ActTempfail}, m: simple("error"), code: gomilter.ActTempFail},
+		{name: "error tempfails", opts: Options{OnError: "tempfail"}, m: simple("error"), code: gomilter.ActTempFail},
 		{name: "panic fails open", m: simple("panic"), code: gomilter.ActAccept,
 			headers: map[string]string{"X-NDD-Verdict": "unchecked; error=panic"}},
 		{name: "timeout fails open", opts: Options{CheckTimeout: 50 * time.Millisecond}, m: simple("slow"), code: gomilter.ActAccept,
@@ -649,7 +650,7 @@ func TestUpdateWithoutDroppingSessions(t *testing.T) {
 	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActReplyCode {
 		t.Fatalf("before: %c", act.Code)
 	}
-	if err := h.srv.Update(nil, Options{MaxAction: ActTag, Metrics: h.met, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+	if err := h.srv.Update(nil, Options{MaxAction: "tag", Metrics: h.met, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, act := send(t, s, simple("reject")); act.Code != gomilter.ActAccept {
@@ -712,7 +713,7 @@ func TestExpand(t *testing.T) {
 }
 
 func TestOverrideLookup(t *testing.T) {
-	ov := map[string]string{"example.org": "tag", "boss@example.org": "reject", "corp": "accept"}
+	ov := map[string]action.Action{"example.org": action.Tag, "boss@example.org": action.Reject, "corp": action.Accept}
 	tests := []struct{ rcpt, want string }{
 		{"user@example.org", "tag"},
 		{"<Boss@Example.org>", "reject"},
@@ -722,7 +723,8 @@ func TestOverrideLookup(t *testing.T) {
 		{"postmaster", ""},
 	}
 	for _, tt := range tests {
-		if got, _ := override(ov, tt.rcpt); got != tt.want {
+		got, _, ok := override(ov, tt.rcpt)
+		if !ok && tt.want != "" || ok && got.String() != tt.want {
 			t.Errorf("override(%q) = %q, want %q", tt.rcpt, got, tt.want)
 		}
 	}

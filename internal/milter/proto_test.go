@@ -345,7 +345,7 @@ func TestQueueIDAtMailStage(t *testing.T) {
 
 // Every recipient's override counts, however many recipients come first.
 func TestOverrideAfterManyRecipients(t *testing.T) {
-	h := start(t, &scriptChecker{}, Options{Overrides: map[string]string{"abuse@example.org": ActAccept}})
+	h := start(t, &scriptChecker{}, Options{Overrides: map[string]string{"abuse@example.org": "accept"}})
 	m := dialRaw(t, h.addr)
 	m.send(optneg(6, 0x1ff, 0x1fffff))
 	m.recv()

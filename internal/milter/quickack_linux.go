@@ -14,9 +14,9 @@ import (
 // the content). With nothing to answer in between — and with the no-reply
 // flags there is nothing to answer before the end of the message — the
 // second write waits, under Nagle's algorithm, for the acknowledgement of
-// the first, which Linux delays by 40 ms. Measured with Postfix 3.7 on
-// loopback (test/e2e/postfix.sh, NDD_E2E_LOAD): 87 messages/s without
-// this, 300 and more with it, against 360–420 with no milter at all.
+// the first, which Linux delays by 40 ms: Postfix's throughput through
+// the milter collapses without this (docs/MILTER.md has the figures and
+// the command that measures them).
 func quickAck(nc net.Conn) {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 )
@@ -36,15 +37,6 @@ import (
 type Checker interface {
 	CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error)
 }
-
-// Action names used in options, headers, logs and metrics.
-const (
-	ActAccept     = "accept"
-	ActTag        = "tag"
-	ActQuarantine = "quarantine"
-	ActReject     = "reject"
-	ActTempfail   = "tempfail"
-)
 
 // Options configure the milter. Zero values select the defaults, which
 // are those of config/nddmilter.yaml.
@@ -95,16 +87,16 @@ func (o Options) withDefaults() Options {
 		o.IdleTimeout = 10 * time.Minute
 	}
 	if o.OnError == "" {
-		o.OnError = ActAccept
+		o.OnError = action.Accept.String()
 	}
 	if o.HeaderPrefix == "" {
 		o.HeaderPrefix = "X-NDD-"
 	}
 	if o.MaxAction == "" {
-		o.MaxAction = ActReject
+		o.MaxAction = action.Reject.String()
 	}
 	if o.RejectWith == "" {
-		o.RejectWith = ActReject
+		o.RejectWith = action.Reject.String()
 	}
 	if o.RejectText == "" {
 		o.RejectText = "550 5.7.1 Message rejected as spam campaign %c (nddmilter)"
@@ -121,22 +113,34 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) validate() error {
-	if o.OnError != ActAccept && o.OnError != ActTempfail {
-		return fmt.Errorf("milter: OnError %q is not one of accept, tempfail", o.OnError)
+// actions are the action settings of Options, parsed.
+type actions struct {
+	onError    action.Action // Accept or Tempfail
+	rejectWith action.Action // Reject or Tempfail
+	maxAction  action.Action
+	overrides  map[string]action.Action
+}
+
+// parse checks the options and parses their action settings.
+func (o Options) parse() (actions, error) {
+	var a actions
+	var err error
+	if a.onError, err = action.Parse(o.OnError, action.Accept, action.Tempfail); err != nil {
+		return a, fmt.Errorf("milter: OnError: %w", err)
 	}
-	if o.RejectWith != ActReject && o.RejectWith != ActTempfail {
-		return fmt.Errorf("milter: RejectWith %q is not one of reject, tempfail", o.RejectWith)
+	if a.rejectWith, err = action.Parse(o.RejectWith, action.Reject, action.Tempfail); err != nil {
+		return a, fmt.Errorf("milter: RejectWith: %w", err)
 	}
-	if rank(o.MaxAction) < 0 {
-		return fmt.Errorf("milter: MaxAction %q is not one of accept, tag, quarantine, reject", o.MaxAction)
+	if a.maxAction, err = action.Parse(o.MaxAction); err != nil {
+		return a, fmt.Errorf("milter: MaxAction: %w", err)
 	}
+	a.overrides = make(map[string]action.Action, len(o.Overrides))
 	for k, v := range o.Overrides {
-		if rank(v) < 0 {
-			return fmt.Errorf("milter: override %s: %q is not one of accept, tag, quarantine, reject", k, v)
+		if a.overrides[k], err = action.Parse(v); err != nil {
+			return a, fmt.Errorf("milter: override %s: %w", k, err)
 		}
 	}
-	return nil
+	return a, nil
 }
 
 // state is what Update swaps atomically: a message uses the state it saw
@@ -144,6 +148,7 @@ func (o Options) validate() error {
 type state struct {
 	checker Checker
 	opts    Options
+	act     actions // opts' action settings, parsed
 }
 
 // Server is a milter server. Use New, then Serve; Update swaps the engine
@@ -187,11 +192,12 @@ func New(c Checker, opts Options) (*Server, error) {
 		return nil, errors.New("milter: nil checker")
 	}
 	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
+	act, err := opts.parse()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{conns: map[*conn]struct{}{}}
-	s.state.Store(&state{checker: c, opts: opts})
+	s.state.Store(&state{checker: c, opts: opts, act: act})
 	return s, nil
 }
 
@@ -199,13 +205,14 @@ func New(c Checker, opts Options) (*Server, error) {
 // FROM finish with the old ones. A nil checker keeps the current one.
 func (s *Server) Update(c Checker, opts Options) error {
 	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
+	act, err := opts.parse()
+	if err != nil {
 		return err
 	}
 	if c == nil {
 		c = s.state.Load().checker
 	}
-	s.state.Store(&state{checker: c, opts: opts})
+	s.state.Store(&state{checker: c, opts: opts, act: act})
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
 
@@ -33,8 +34,8 @@ type session struct {
 	queueID   string
 	from      string
 	rcpts     int           // recipients seen
-	capLimit  string        // weakest override among the recipients ("" none)
-	capBy     string        // the override that set capLimit
+	capLimit  action.Action // weakest override among the recipients (when capBy is set)
+	capBy     string        // the override that set capLimit ("" none)
 	raw       *bytes.Buffer // headers then body, CRLF line ends; from srv.bufs
 	headerLen int
 	eoh       bool  // the end of headers was seen
@@ -66,7 +67,7 @@ type forgedHeader struct {
 func (s *session) reset() {
 	s.st = s.srv.current()
 	s.queueID, s.from = "", ""
-	s.rcpts, s.capLimit, s.capBy = 0, "", ""
+	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
 	if s.raw != nil {
 		s.raw.Reset()
 	}
@@ -132,7 +133,7 @@ func (s *session) rcptTo(args []byte) {
 	// The cap of each recipient is applied as it arrives: there may be
 	// more recipients than are worth keeping.
 	r, _ := cstring(args)
-	if c, key := override(st.opts.Overrides, string(r)); c != "" && (s.capLimit == "" || rank(c) < rank(s.capLimit)) {
+	if c, key, ok := override(st.act.overrides, string(r)); ok && (s.capBy == "" || c < s.capLimit) {
 		s.capLimit, s.capBy = c, "milter.overrides "+sanitize(key)
 	}
 }
@@ -301,7 +302,7 @@ func (s *session) decide(r *reply) {
 	}
 	for _, f := range s.forged {
 		if f.count > maxForged {
-			o.Metrics.Message(ActReject, nil, 0, s.bodyLen, 0)
+			o.Metrics.Message(action.Reject, nil, 0, s.bodyLen, 0)
 			o.Logger.Warn("message rejected: too many forged headers", "queue_id", s.queueID, "from", s.from,
 				"header", sanitize(f.name), "count", f.count, "client", s.client)
 			r.replyCode(fmt.Sprintf("550 5.7.1 Message rejected: %d %s headers (nddmilter)", f.count, sanitize(f.name)))
@@ -311,16 +312,16 @@ func (s *session) decide(r *reply) {
 	truncated := s.bodyLen > o.MaxBodyBytes
 
 	t0 := time.Now()
-	limit, capBy := s.limit(o)
+	limit, capBy := s.limit(st.act)
 	v, stage, err := s.check(st, limit, capBy)
 	elapsed := time.Since(t0)
 	if err != nil {
 		o.Metrics.Error(stage)
 		o.Metrics.FailOpen()
-		o.Metrics.Message(o.OnError, nil, elapsed, s.bodyLen, 0)
+		o.Metrics.Message(st.act.onError, nil, elapsed, s.bodyLen, 0)
 		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
-			"err", err, "action", o.OnError, "duration_ms", ms(elapsed))
-		if o.OnError == ActTempfail {
+			"err", err, "action", st.act.onError.String(), "duration_ms", ms(elapsed))
+		if st.act.onError == action.Tempfail {
 			r.final(repTempfail)
 			return
 		}
@@ -333,14 +334,14 @@ func (s *session) decide(r *reply) {
 		return
 	}
 
-	verdictAction := actionName(v.Action)
+	verdictAction := v.Action
 	// The checker applies the cap itself (its rule says so and the
 	// campaign counts the action taken); capping again here keeps the
 	// promise with a checker that does not.
-	action := capAction(verdictAction, limit)
-	reply := action
-	if action == ActReject && o.RejectWith == ActTempfail {
-		reply = ActTempfail
+	act := verdictAction.Cap(limit)
+	reply := act
+	if act == action.Reject && st.act.rejectWith == action.Tempfail {
+		reply = action.Tempfail
 	}
 	families := familiesOf(v.Evidence)
 	o.Metrics.Message(reply, families, elapsed, s.bodyLen, len(v.Warnings))
@@ -351,7 +352,7 @@ func (s *session) decide(r *reply) {
 		attrs := make([]slog.Attr, 0, 15)
 		attrs = append(attrs,
 			slog.String("queue_id", s.queueID), slog.String("from", s.from), slog.Int("rcpts", s.rcpts),
-			slog.String("action", reply), slog.Uint64("campaign", uint64(v.Campaign)),
+			slog.String("action", reply.String()), slog.Uint64("campaign", uint64(v.Campaign)),
 			slog.Float64("score", round3(v.Score)), slog.String("rule", v.Rule),
 			slog.String("evidence", evidence), slog.Int64("body_bytes", s.bodyLen),
 			slog.Float64("duration_ms", ms(elapsed)))
@@ -359,7 +360,7 @@ func (s *session) decide(r *reply) {
 			attrs = append(attrs, slog.String("client", s.client))
 		}
 		if reply != verdictAction {
-			attrs = append(attrs, slog.String("verdict", verdictAction))
+			attrs = append(attrs, slog.String("verdict", verdictAction.String()))
 		}
 		if truncated {
 			attrs = append(attrs, slog.Bool("truncated", true))
@@ -371,24 +372,24 @@ func (s *session) decide(r *reply) {
 	}
 
 	switch reply {
-	case ActReject:
+	case action.Reject:
 		r.replyCode(expand(o.RejectText, v))
 		return
-	case ActTempfail:
+	case action.Tempfail:
 		r.replyCode(expand(o.TempfailText, v))
 		return
 	}
 	s.deleteForged(r)
-	if action != ActAccept || !o.NoAcceptHeader {
-		r.addHeader(o.HeaderPrefix+"Verdict", verdictHeader(action, v))
+	if act != action.Accept || !o.NoAcceptHeader {
+		r.addHeader(o.HeaderPrefix+"Verdict", verdictHeader(act, v))
 	}
-	if action != ActAccept && v.Campaign != 0 {
+	if act != action.Accept && v.Campaign != 0 {
 		r.addHeader(o.HeaderPrefix+"Campaign", strconv.FormatUint(uint64(v.Campaign), 10))
 		if evidence != "" {
 			r.addHeader(o.HeaderPrefix+"Evidence", evidence)
 		}
 	}
-	if action == ActQuarantine {
+	if act == action.Quarantine {
 		r.quarantine(expand(o.QuarantineReason, v))
 	}
 	r.final(repAccept)
@@ -396,11 +397,10 @@ func (s *session) decide(r *reply) {
 
 // check runs the checker under the deadline, recovering from panics. The
 // stage of a failure is "check", "timeout" or "panic".
-func (s *session) check(st *state, limit, capBy string) (v campaign.Verdict, stage string, err error) {
-	co := campaign.CheckOptions{DeferRejects: st.opts.RejectWith == ActTempfail}
+func (s *session) check(st *state, limit action.Action, capBy string) (v campaign.Verdict, stage string, err error) {
+	co := campaign.CheckOptions{DeferRejects: st.act.rejectWith == action.Tempfail}
 	if capBy != "" {
-		co.MaxAction, _ = campaign.ParseAction(limit) // validated with the options
-		co.CapBy = capBy
+		co.MaxAction, co.CapBy = limit, capBy
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), st.opts.CheckTimeout)
 	defer cancel()
@@ -456,72 +456,38 @@ func (s *session) deleteForged(r *reply) {
 // limit is the strongest action allowed for the message: Options.MaxAction,
 // lowered by the overrides of its recipients (the weakest cap among them
 // wins), and what set it ("" when nothing caps below reject).
-func (s *session) limit(o Options) (limit, by string) {
-	limit = o.MaxAction
-	if limit != ActReject {
+func (s *session) limit(a actions) (limit action.Action, by string) {
+	limit = a.maxAction
+	if limit != action.Reject {
 		by = "milter max_action"
 	}
-	if s.capLimit != "" && rank(s.capLimit) < rank(limit) {
+	if s.capBy != "" && s.capLimit < limit {
 		limit, by = s.capLimit, s.capBy
 	}
 	return limit, by
 }
 
-// capAction lowers action to limit.
-func capAction(action, limit string) string {
-	if rank(action) > rank(limit) {
-		return limit
-	}
-	return action
-}
-
 // override finds the cap for a recipient: the address, then its domain
 // and parent domains. It returns the cap and the key that set it.
-func override(ov map[string]string, rcpt string) (limit, key string) {
+func override(ov map[string]action.Action, rcpt string) (limit action.Action, key string, ok bool) {
 	if len(ov) == 0 {
-		return "", ""
+		return limit, "", false
 	}
 	r := strings.ToLower(strings.Trim(rcpt, "<> "))
 	if c, ok := ov[r]; ok {
-		return c, r
+		return c, r, true
 	}
 	_, d, ok := strings.Cut(r, "@")
 	if !ok {
-		return "", ""
+		return limit, "", false
 	}
 	for d != "" {
 		if c, ok := ov[d]; ok {
-			return c, d
+			return c, d, true
 		}
 		_, d, _ = strings.Cut(d, ".")
 	}
-	return "", ""
-}
-
-func rank(a string) int {
-	switch a {
-	case ActAccept:
-		return 0
-	case ActTag:
-		return 1
-	case ActQuarantine:
-		return 2
-	case ActReject:
-		return 3
-	}
-	return -1
-}
-
-func actionName(a campaign.Action) string {
-	switch a {
-	case campaign.Tag:
-		return ActTag
-	case campaign.Quarantine:
-		return ActQuarantine
-	case campaign.Reject:
-		return ActReject
-	}
-	return ActAccept
+	return limit, "", false
 }
 
 func familiesOf(ev []campaign.Evidence) []string {
@@ -547,9 +513,9 @@ func evidenceShort(ev []campaign.Evidence) string {
 	other := map[string]int{}
 	for _, e := range ev {
 		switch e.Family {
-		case "imatch":
+		case campaign.FamilyIMatch:
 			bags = append(bags, strconv.Itoa(e.Bag))
-		case "andd":
+		case campaign.FamilyANDD:
 			if e.Similarity > best {
 				best = e.Similarity
 			}
@@ -570,8 +536,8 @@ func evidenceShort(ev []campaign.Evidence) string {
 	return strings.Join(parts, "; ")
 }
 
-func verdictHeader(action string, v campaign.Verdict) string {
-	h := action + "; score=" + strconv.FormatFloat(v.Score, 'f', 3, 64)
+func verdictHeader(a action.Action, v campaign.Verdict) string {
+	h := a.String() + "; score=" + strconv.FormatFloat(v.Score, 'f', 3, 64)
 	if v.Rule != "" {
 		h += "; rule=" + sanitizeN(v.Rule, maxHeaderRule)
 	}

@@ -20,6 +20,12 @@ type Terms struct {
 	Tokens int
 	// Options are the token options used, defaults filled in.
 	Options TokenOptions
+	// OverBudget is true when the document had more than
+	// Options.MaxTokens tokens: the terms are those of the first
+	// MaxTokens.
+	OverBudget bool
+
+	probes int // slots visited in the term table, for the tests of linearity
 }
 
 // TermStats are the statistics of one distinct term over the tokens of a
@@ -69,6 +75,8 @@ func Analyze(doc *Document, opts TokenOptions) *Terms {
 		out.Stats[i] = an.stats[p]
 	}
 	out.Tokens = int(an.n)
+	out.OverBudget = t.full
+	out.probes = ts.probes
 	return out
 }
 
@@ -108,7 +116,7 @@ func (ts *termSet) order() []int32 {
 		for i := range perm {
 			perm[i] = int32(i)
 		}
-		slices.SortFunc(perm, func(a, b int32) int { return strings.Compare(ts.terms[a], ts.terms[b]) })
+		sortTerms(perm, func(i int32) string { return ts.terms[i] }, 0)
 		return perm
 	}
 	if cap(ts.keys) < n {
@@ -130,9 +138,84 @@ func (ts *termSet) order() []int32 {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(perm[i:j], func(a, b int32) int { return strings.Compare(ts.terms[a], ts.terms[b]) })
+			sortTerms(perm[i:j], func(i int32) string { return ts.terms[i] }, 6)
 		}
 		i = j
 	}
 	return perm
+}
+
+// sortTerms sorts idx, indices of distinct terms that share their first
+// off bytes, by term: by the next 8 bytes read as an integer (zero-padded:
+// terms hold no NUL, so a shorter term sorts first), then each run of
+// equal keys from off+8 on. Integer keys keep a large group of words
+// sharing a long prefix (hostile text) from costing a string comparison
+// per step of the sort.
+func sortTerms(idx []int32, term func(int32) string, off int) {
+	if len(idx) <= 32 || off > 256 {
+		slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(term(a), term(b)) })
+		return
+	}
+	ks := make([]keyedTerm, 2*len(idx))
+	for j, i := range idx {
+		ks[j] = keyedTerm{keyAt(term(i), off), i}
+	}
+	ks = radixSort(ks[:len(idx)], ks[len(idx):])
+	for j := range ks {
+		idx[j] = ks[j].i
+	}
+	for i := 0; i < len(ks); {
+		j := i + 1
+		for j < len(ks) && ks[j].k == ks[i].k {
+			j++
+		}
+		if j-i > 1 {
+			sortTerms(idx[i:j], term, off+8)
+		}
+		i = j
+	}
+}
+
+// radixSort sorts a by key, stably, with tmp (as long as a) as scratch,
+// and returns the sorted slice (a or tmp): a least-significant-byte-first
+// radix sort that skips the bytes all keys share.
+func radixSort(a, tmp []keyedTerm) []keyedTerm {
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for _, x := range a {
+			count[byte(x.k>>shift)]++
+		}
+		if count[byte(a[0].k>>shift)] == len(a) {
+			continue
+		}
+		pos := 0
+		for b, c := range count {
+			count[b] = pos
+			pos += c
+		}
+		for _, x := range a {
+			b := byte(x.k >> shift)
+			tmp[count[b]] = x
+			count[b]++
+		}
+		a, tmp = tmp, a
+	}
+	return a
+}
+
+type keyedTerm struct {
+	k uint64
+	i int32
+}
+
+// keyAt packs s[off:off+8] into a uint64, big-endian, zero-padded.
+func keyAt(s string, off int) uint64 {
+	var k uint64
+	for j := 0; j < 8; j++ {
+		k <<= 8
+		if off+j < len(s) {
+			k |= uint64(s[off+j])
+		}
+	}
+	return k
 }

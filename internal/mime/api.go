@@ -1,11 +1,26 @@
 package mime
 
+import "context"
+
 // This file is the package's contract with the rest of nddmilter.
 
 // Parse parses a raw message (header and body) into a normalized Document.
 // It never fails and never panics: malformed input produces warnings.
+//
+// Parse is bounded by opts (see Options): its work is linear in the bytes
+// it scans, whatever the content, and a message over a budget is parsed
+// on its bounded prefix with a warning and Document.OverBudget set.
 func Parse(raw []byte, opts Options) *Document {
-	return parse(raw, opts)
+	doc, _ := parse(nil, raw, opts)
+	return doc
+}
+
+// ParseContext is Parse that also stops when ctx is done: it checks ctx
+// between MIME parts and every 64 KiB of text normalized, and then
+// returns the document of what was read so far (with a warning) and an
+// error wrapping ctx.Err(). The document is never nil.
+func ParseContext(ctx context.Context, raw []byte, opts Options) (*Document, error) {
+	return parse(ctx, raw, opts)
 }
 
 // Tokenize splits the subject and text of doc into tokens, applying opts.

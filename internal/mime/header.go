@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -291,29 +292,46 @@ func parseMediaType(v string) mediaType {
 // decoding, so that a multi-byte character split across words (common in
 // CJK mail) survives. Raw 8-bit text that is not UTF-8 is decoded with
 // fallback (a charset name) and a warning.
+//
+// The work is linear in len(v): at most Options.MaxHeaderBytes of v are
+// read and at most Options.MaxEncodedWords words decoded (per message);
+// the rest of v is dropped with a warning. The decoded bytes of a run of
+// joined words go to one buffer that grows geometrically, and the search
+// for a word's closing "?=" is not repeated for each "=?" it spans.
 func (p *parser) decodeHeaderText(v string, what, fallback string) string {
+	if max := p.opts.MaxHeaderBytes; max > 0 && len(v) > max {
+		p.overBudget(what + " longer than " + strconv.Itoa(max) + " bytes: the rest is ignored")
+		v = v[:max]
+	}
 	if !strings.Contains(v, "=?") {
 		return p.header8bit(v, what, fallback)
 	}
+	ewWhat := "encoded-word in " + what
 	var out strings.Builder
 	out.Grow(len(v))
-	var pend []byte // decoded bytes of the pending run of encoded-words
+	pend := p.ewbuf[:0] // decoded bytes of the pending run of encoded-words
+	inRun := false
 	pendCS := ""
 	flush := func() {
-		if pend != nil {
-			out.Write(p.decodeCharset(pend, pendCS, "encoded-word in "+what))
-			pend = nil
+		if inRun {
+			out.Write(p.decodeCharset(pend, pendCS, ewWhat))
+			pend = pend[:0]
+			inRun = false
 		}
 	}
+	sc := ewScanner{close: cachedSearch{pos: -1}}
+	defer func() { p.work += sc.work + sc.close.work }()
 	i := 0
 	lastWordEnd := -1 // end of the previous encoded-word in v
 	for i < len(v) {
 		j := strings.Index(v[i:], "=?")
 		if j < 0 {
+			sc.work += len(v) - i
 			break
 		}
+		sc.work += j + 2
 		start := i + j
-		cs, enc, text, end, ok := scanEncodedWord(v, start)
+		cs, enc, text, end, ok := sc.scan(v, start)
 		if !ok {
 			// Not an encoded word: copy through "=?" and go on.
 			flush()
@@ -322,40 +340,66 @@ func (p *parser) decodeHeaderText(v string, what, fallback string) string {
 			lastWordEnd = -1
 			continue
 		}
+		if max := p.opts.MaxEncodedWords; max > 0 && p.words >= max {
+			p.overBudget("more than " + strconv.Itoa(max) + " encoded-words in the header: the rest of the " + what + " is ignored")
+			v = v[:start]
+			break
+		}
+		p.words++
 		between := v[i:start]
 		if !(lastWordEnd == i && strings.TrimLeft(between, " \t\r\n") == "") {
 			flush()
 			out.WriteString(p.header8bit(between, what, fallback))
 		}
-		if pend != nil && cs != pendCS {
+		if inRun && cs != pendCS {
 			flush()
 		}
-		var dec []byte
 		if enc == 'b' {
-			dec = p.decodeBase64Append(pend, []byte(text), "encoded-word in "+what)
+			pend = p.decodeBase64String(pend, text, ewWhat)
 		} else {
-			dec = decodeQAppend(pend, text)
+			pend = decodeQAppend(pend, text)
 		}
-		if dec == nil {
-			dec = []byte{}
-		}
-		pend, pendCS = dec, cs
+		inRun, pendCS = true, cs
 		i = end
 		lastWordEnd = end
 	}
 	flush()
-	out.WriteString(p.header8bit(v[i:], what, fallback))
+	if cap(pend) <= 64<<10 {
+		p.ewbuf = pend[:0]
+	}
+	if i < len(v) {
+		out.WriteString(p.header8bit(v[i:], what, fallback))
+	}
 	return out.String()
+}
+
+// decodeBase64String is decodeBase64Append for an encoded-word's text,
+// without converting it to a byte slice first.
+func (p *parser) decodeBase64String(dst []byte, text, what string) []byte {
+	var tmp [256]byte
+	if len(text) <= len(tmp) {
+		return p.decodeBase64Append(dst, tmp[:copy(tmp[:], text)], what)
+	}
+	return p.decodeBase64Append(dst, []byte(text), what)
 }
 
 // maxEncodedWord bounds the encoded text of one encoded-word (RFC 2047
 // allows 75 bytes for the whole word; long ones exist in the wild).
 const maxEncodedWord = 4096
 
-// scanEncodedWord parses "=?charset?enc?text?=" at v[start:].
-func scanEncodedWord(v string, start int) (cs string, enc byte, text string, end int, ok bool) {
+// ewScanner parses the encoded-words of one header value, remembering
+// where the next "?=" is: text full of "=?" never closed would otherwise
+// be searched up to maxEncodedWord bytes from each of them.
+type ewScanner struct {
+	close cachedSearch // the next "?="
+	work  int          // bytes examined besides close's, for the tests of linearity
+}
+
+// scan parses "=?charset?enc?text?=" at v[start:].
+func (sc *ewScanner) scan(v string, start int) (cs string, enc byte, text string, end int, ok bool) {
 	s := v[start+2:]
 	q1 := strings.IndexByte(s, '?')
+	sc.work += q1 + 1 // q1 < 0: nothing more to scan after this one
 	if q1 <= 0 || q1+2 >= len(s) || s[q1+2] != '?' {
 		return "", 0, "", 0, false
 	}
@@ -367,20 +411,17 @@ func scanEncodedWord(v string, start int) (cs string, enc byte, text string, end
 	if e != 'b' && e != 'q' {
 		return "", 0, "", 0, false
 	}
-	rest := s[q1+3:]
-	if len(rest) > maxEncodedWord {
-		rest = rest[:maxEncodedWord] // keeps hostile headers linear
+	from := start + 2 + q1 + 3 // start of the encoded text in v
+	c := sc.close.next(v, from, func(t string) int { return strings.Index(t, "?=") })
+	if c < 0 || c+2-from > maxEncodedWord {
+		return "", 0, "", 0, false // keeps hostile headers linear
 	}
-	q2 := strings.Index(rest, "?=")
-	if q2 < 0 {
+	text = v[from:c]
+	sc.work += len(text)
+	if e == 'b' && strings.ContainsAny(text, " \t") {
 		return "", 0, "", 0, false
 	}
-	text = rest[:q2]
-	if strings.ContainsAny(text, " \t") && e == 'b' {
-		return "", 0, "", 0, false
-	}
-	end = start + 2 + q1 + 3 + q2 + 2
-	return strings.ToLower(cs), e, text, end, true
+	return strings.ToLower(cs), e, text, c + 2, true
 }
 
 // decodeQAppend decodes the "Q" encoding of RFC 2047 4.2.

@@ -57,7 +57,8 @@ func VisibleTextFromHTML(b []byte) (text string, urls []string) {
 		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 	}
 	p.raw = p.html.extract(p.raw[:0], b, &p.urls)
-	p.text = p.nz.normalizeAppend(p.text[:0], p.raw)
+	p.nz.reset(defaultMaxComposeBytes)
+	p.text = p.nz.normalizeAppend(p.text[:0], p.raw, defaultMaxTextBytes)
 	text = string(p.text)
 	p.urls.scanText(text)
 	urls = p.urls.urls

@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -187,13 +188,50 @@ func isWordRune(r rune) bool {
 	return runeInfo(r)&rcClass != rcNone
 }
 
-// normalizer holds scratch buffers for normalizeAppend.
+// normalizer holds scratch buffers for normalizeAppend and the state of
+// the normalization budget of one message.
 type normalizer struct {
 	clean []byte
 	nfkc  []byte
+	// memo holds the NFKC form of short segments (a starter and the marks
+	// that follow it) already met, so that text repeating a few
+	// compatibility characters (U+FDFA, ligatures, fullwidth letters, the
+	// same accented letter in decomposed form) costs a map lookup per
+	// segment instead of a pass through the Unicode normalizer.
+	memo map[string]string
+	// composed counts the bytes that went through the Unicode normalizer
+	// (golang.org/x/text/unicode/norm) for this message; maxCompose bounds
+	// it (0: defaultMaxComposeBytes).
+	composed   int
+	maxCompose int
+	// cut is set when a budget dropped text.
+	cut bool
+	// work counts the bytes examined, for the tests of linearity (the
+	// parser zeroes it for each message).
+	work int
+	// done, when set, is asked every 64 KiB of input whether to stop
+	// (the parse's context is done); stopping sets cut.
+	done func() bool
 }
 
-// normalizeAppend appends the normalized form of s to dst:
+// Bounds of normalizer.memo.
+const (
+	maxMemoSegment = 32
+	maxMemoEntries = 4096
+)
+
+// reset prepares nz for a new message whose text may send maxCompose
+// bytes through the Unicode normalizer.
+func (nz *normalizer) reset(maxCompose int) {
+	nz.composed, nz.maxCompose = 0, maxCompose
+	nz.cut = false
+	if len(nz.memo) > maxMemoEntries {
+		clear(nz.memo)
+	}
+}
+
+// normalizeAppend appends the normalized form of s to dst, stopping when
+// dst reaches limit bytes (the rest of s is dropped and nz.cut is set):
 //
 //  1. invisible characters (zero-width, soft hyphen, …) are removed and
 //     invalid UTF-8 becomes U+FFFD;
@@ -209,37 +247,95 @@ type normalizer struct {
 // chunks of about 64 bytes cut after a space (a space ends a word and
 // NFKC never joins it with what follows, so chunks are independent), and
 // chunks without a non-ASCII byte are copied in bulk.
-func (nz *normalizer) normalizeAppend(dst, s []byte) []byte {
+//
+// The work is linear in len(s) and the output bounded by limit whatever
+// the input: NFKC expands some characters 18-fold (U+FDFA), so the
+// expansion stops at limit rather than after it, and the bytes sent
+// through the Unicode normalizer are bounded by nz.maxCompose. A cut
+// text ends at a word boundary when one is near.
+func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 	const chunk = 64
+	start := len(dst)
+	next := len(s) - 64<<10 // when to ask nz.done next
 	for len(s) > 0 {
+		if len(dst) >= limit {
+			nz.cut = true
+			break
+		}
+		if len(s) <= next && nz.done != nil {
+			if nz.done() {
+				nz.cut = true
+				break
+			}
+			next = len(s) - 64<<10
+		}
 		n := len(s)
 		if n > 2*chunk {
 			if k := bytes.IndexByte(s[chunk:], ' '); k >= 0 {
 				n = chunk + k + 1
 			}
 		}
+		nz.work += n
 		if isASCII(s[:n]) {
 			dst = append(dst, s[:n]...)
 		} else {
-			dst = nz.normalizeSlow(dst, s[:n])
+			var stop bool
+			dst, stop = nz.normalizeSlow(dst, s[:n], limit)
+			if stop {
+				nz.cut = true
+				break
+			}
 		}
 		s = s[n:]
+	}
+	if len(dst) > limit {
+		nz.cut = true
+		dst = cutText(dst, start, limit)
 	}
 	return dst
 }
 
+// cutText shortens b to at most limit bytes, not below start, at a rune
+// boundary, and drops the word the cut went through when a word boundary
+// is within reach.
+func cutText(b []byte, start, limit int) []byte {
+	if limit < start {
+		limit = start
+	}
+	if len(b) <= limit {
+		return b
+	}
+	i := limit
+	for i > start && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	for j := i; j > start && j > i-64; {
+		r, size := utf8.DecodeLastRune(b[start:j])
+		if !isWordRune(r) {
+			i = j
+			break
+		}
+		j -= size
+	}
+	return b[:i]
+}
+
 // normalizeSlow is normalizeAppend for a chunk holding non-ASCII bytes.
-func (nz *normalizer) normalizeSlow(dst, s []byte) []byte {
+// stop reports that a budget ended the text inside the chunk.
+func (nz *normalizer) normalizeSlow(dst, s []byte, limit int) (_ []byte, stop bool) {
 	tab := bmpInfo()
 	info := func(r rune) uint8 {
 		if r < 0x10000 {
 			return tab[r]
 		}
-		return computeRuneInfo(r)
+		return astralInfo(r)
 	}
 	// 1. invisible characters, invalid UTF-8; note whether steps 2 and 3
 	// can change anything.
 	c := nz.clean[:0]
+	if cap(c) < len(s) {
+		c = make([]byte, 0, len(s)+len(s)/8) // one allocation, not a series of growths
+	}
 	inert, fold := true, false
 	// Step 3 is needed only for a word that mixes Latin letters with
 	// look-alikes or holds stray marks; track that per word here.
@@ -300,16 +396,20 @@ func (nz *normalizer) normalizeSlow(dst, s []byte) []byte {
 	}
 	endWord()
 	nz.clean = c
-	// 2. NFKC.
+	nz.work += len(c)
+	// 2. NFKC, bounded: step 3 never lengthens the text, so what NFKC
+	// writes beyond the room left in dst would be cut anyway.
 	if !inert {
 		if n := norm.NFKC.QuickSpan(c); n < len(c) {
-			nz.nfkc = nfkcAppend(nz.nfkc[:0], c, n, info)
+			room := limit - len(dst)
+			nz.nfkc, stop = nz.nfkcAppend(slices.Grow(nz.nfkc[:0], min(room, 2*len(c))+64), c, n, room)
 			c = nz.nfkc
+			nz.work += len(c)
 			fold = true
 		}
 	}
 	if !fold {
-		return append(dst, c...)
+		return append(dst, c...), stop
 	}
 	// 3. homoglyphs and stray marks, word by word.
 	for i := 0; i < len(c); {
@@ -377,35 +477,86 @@ func (nz *normalizer) normalizeSlow(dst, s []byte) []byte {
 		}
 		i = j
 	}
-	return dst
+	return dst, stop
 }
 
 // nfkcAppend appends the NFKC form of c to dst, given that c[:n] is
-// already normalized. Only the stretches that need it go through the
-// normalizer: a stretch ends before a rune that NFKC leaves alone whatever
-// surrounds it.
-func nfkcAppend(dst, c []byte, n int, info func(rune) uint8) []byte {
+// already normalized, and stops (stop true) once it has written room
+// bytes or when the compose budget runs out. Only the stretches that need
+// it are normalized: a stretch ends before a rune that NFKC leaves alone
+// whatever surrounds it. A stretch is then cut into segments, each a rune
+// that nothing before it can combine with (norm.Properties.BoundaryBefore)
+// and the runes that follow it up to the next such rune: NFKC of the
+// stretch is NFKC of each segment in turn, which is what the Unicode
+// normalizer computes too. Short segments are memoized.
+func (nz *normalizer) nfkcAppend(dst, c []byte, n, room int) (_ []byte, stop bool) {
 	for n < len(c) {
 		dst = append(dst, c[:n]...)
 		c = c[n:]
 		// c[0] starts a stretch that may change; find its end.
-		m := 0
-		_, size := utf8.DecodeRune(c)
-		m += size
+		_, m := utf8.DecodeRune(c)
+		seg := 0
 		for m < len(c) {
 			b := c[m]
 			if b < utf8.RuneSelf {
 				break // ASCII is inert
 			}
 			r, size := utf8.DecodeRune(c[m:])
-			if info(r)&rfInert != 0 {
+			if runeInfo(r)&rfInert != 0 {
 				break
+			}
+			if nfkcBoundary(r) {
+				if dst, stop = nz.segment(dst, c[seg:m]); stop {
+					return dst, true
+				}
+				seg = m
+				if len(dst) >= room {
+					return dst, true
+				}
 			}
 			m += size
 		}
-		dst = norm.NFKC.Append(dst, c[:m]...)
+		if dst, stop = nz.segment(dst, c[seg:m]); stop {
+			return dst, true
+		}
+		if len(dst) >= room {
+			return dst, true
+		}
 		c = c[m:]
 		n = norm.NFKC.QuickSpan(c)
 	}
-	return append(dst, c...)
+	return append(dst, c...), false
+}
+
+// segment appends the NFKC form of the segment s to dst, from the memo or
+// through the Unicode normalizer while the compose budget lasts (stop is
+// true when it has run out).
+func (nz *normalizer) segment(dst, s []byte) (_ []byte, stop bool) {
+	// Only a segment that starts with a boundary is independent of what
+	// precedes it (the normalizer may rewrite the tail of dst otherwise).
+	r, _ := utf8.DecodeRune(s)
+	memo := len(s) <= maxMemoSegment && nfkcBoundary(r)
+	if memo {
+		if v, ok := nz.memo[string(s)]; ok {
+			return append(dst, v...), false
+		}
+	}
+	maxCompose := nz.maxCompose
+	if maxCompose <= 0 {
+		maxCompose = defaultMaxComposeBytes
+	}
+	if nz.composed+len(s) > maxCompose {
+		return dst, true
+	}
+	nz.composed += len(s)
+	start := len(dst)
+	dst = norm.NFKC.Append(dst, s...)
+	nz.work += len(s) + len(dst) - start
+	if memo && len(nz.memo) < maxMemoEntries {
+		if nz.memo == nil {
+			nz.memo = make(map[string]string)
+		}
+		nz.memo[string(s)] = string(dst[start:])
+	}
+	return dst, false
 }

@@ -2,7 +2,9 @@ package mime
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,11 +12,15 @@ import (
 
 // Defaults of Options and internal bounds.
 const (
-	defaultMaxBytes = 4 << 20
-	defaultMaxDepth = 16
-	defaultMaxParts = 256
-	defaultMaxURLs  = 1024
-	maxWarnings     = 64
+	defaultMaxBytes        = 4 << 20
+	defaultMaxDepth        = 16
+	defaultMaxParts        = 256
+	defaultMaxTextBytes    = 1 << 20
+	defaultMaxHeaderBytes  = 64 << 10
+	defaultMaxEncodedWords = 1024
+	defaultMaxComposeBytes = 256 << 10
+	defaultMaxURLs         = 1024
+	maxWarnings            = 64
 )
 
 func (o Options) withDefaults() Options {
@@ -26,6 +32,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxParts <= 0 {
 		o.MaxParts = defaultMaxParts
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = defaultMaxTextBytes
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = defaultMaxHeaderBytes
+	}
+	if o.MaxEncodedWords <= 0 {
+		o.MaxEncodedWords = defaultMaxEncodedWords
+	}
+	if o.MaxComposeBytes <= 0 {
+		o.MaxComposeBytes = defaultMaxComposeBytes
 	}
 	return o
 }
@@ -42,11 +60,22 @@ type parser struct {
 	dec      []byte // scratch: transfer-decoded leaf part
 	raw      []byte // scratch: visible text of an HTML part
 	csbuf    []byte // scratch: output of single-byte charset decoding
+	ewbuf    []byte // scratch: decoded bytes of a run of encoded-words
 	fields   []headerField
 	parts    int
+	words    int    // encoded-words decoded so far
 	charset  string // first non-UTF-8 charset declared by a text part
 	depthMsg bool
 	partsMsg bool
+	// over is set when a budget cut the content (Document.OverBudget).
+	over bool
+	// work counts the bytes examined by the scans that could repeat
+	// (see Document.work).
+	work int
+	// ctx is the context of ParseContext (nil for Parse); ctxErr is its
+	// error once seen.
+	ctx    context.Context
+	ctxErr error
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -65,13 +94,18 @@ func (p *parser) warn(msg string) {
 	}
 }
 
-func parse(raw []byte, opts Options) (doc *Document) {
+func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err error) {
 	p := parserPool.Get().(*parser)
+	p.ctx, p.ctxErr = ctx, nil
+	p.nz.done = p.done
 	p.opts = opts.withDefaults()
 	p.warnings = nil
 	p.text = p.text[:0]
 	p.urls.reset(defaultMaxURLs)
-	p.parts = 0
+	p.parts, p.words, p.work = 0, 0, 0
+	p.over = false
+	p.nz.reset(p.opts.MaxComposeBytes)
+	p.nz.work = 0
 	p.fields = p.fields[:0]
 	p.charset = ""
 	p.depthMsg, p.partsMsg = false, false
@@ -81,8 +115,13 @@ func parse(raw []byte, opts Options) (doc *Document) {
 			p.warn(fmt.Sprintf("internal error while parsing: %v", r))
 			p.finish(doc)
 		}
+		if p.ctxErr != nil {
+			err = fmt.Errorf("mime: parsing abandoned: %w", p.ctxErr)
+		}
+		p.ctx, p.nz.done = nil, nil
 		clear(p.fields) // drop references to the message
-		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 {
+		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 &&
+			cap(p.nz.clean) <= 1<<20 && cap(p.nz.nfkc) <= 1<<20 {
 			parserPool.Put(p)
 		}
 	}()
@@ -90,6 +129,7 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	if int64(len(raw)) > p.opts.MaxBytes {
 		raw = raw[:p.opts.MaxBytes]
 		doc.Truncated = true
+		p.over = true
 		p.warn("message longer than " + strconv.FormatInt(p.opts.MaxBytes, 10) + " bytes: the rest is ignored")
 	}
 	h, body := parseHeader(raw, p.warn, &p.fields)
@@ -105,13 +145,34 @@ func parse(raw []byte, opts Options) (doc *Document) {
 	doc.List = listName(&h)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
+		if p.done() {
+			return
+		}
 		// After the body: an 8-bit subject is read in the body's charset.
 		subj, _ := h.get("Subject")
 		subj = p.decodeHeaderText(subj, "subject", p.charset)
-		doc.Subject = p.normalizeLine(subj)
+		doc.Subject = p.normalizeLine(subj, "subject")
 	})
 	p.finish(doc)
-	return doc
+	return doc, nil
+}
+
+// done reports whether the context of the parse is done, recording its
+// error and a warning the first time. It is checked between MIME parts
+// and as text is normalized (see normalizer.done).
+func (p *parser) done() bool {
+	if p.ctxErr != nil {
+		return true
+	}
+	if p.ctx == nil {
+		return false
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.ctxErr = err
+		p.warn("parsing abandoned: " + err.Error())
+		return true
+	}
+	return false
 }
 
 // safely runs f, turning a panic (a bug, here or in a library) into a
@@ -127,6 +188,8 @@ func (p *parser) safely(what string, f func()) {
 
 // finish copies the accumulated state of p into doc.
 func (p *parser) finish(doc *Document) {
+	doc.OverBudget = p.over
+	doc.work = p.work + p.urls.work + p.nz.work
 	doc.Text = string(p.text)
 	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
 	p.urls.urls, p.urls.hosts = nil, nil
@@ -136,11 +199,16 @@ func (p *parser) finish(doc *Document) {
 
 // normalizeLine normalizes a header value: control characters become
 // spaces, runs of white space collapse.
-func (p *parser) normalizeLine(s string) string {
+func (p *parser) normalizeLine(s, what string) string {
 	if s == "" {
 		return ""
 	}
-	b := p.nz.normalizeAppend(nil, []byte(s))
+	p.nz.reset(p.opts.MaxComposeBytes) // a budget of its own, apart from the text's
+	b := p.nz.normalizeAppend(nil, []byte(s), p.opts.MaxHeaderBytes)
+	if p.nz.cut && p.ctxErr == nil {
+		p.overBudget("normalized " + what + " longer than " + strconv.Itoa(p.opts.MaxHeaderBytes) +
+			" bytes or too much text to compose (max " + strconv.Itoa(p.opts.MaxComposeBytes) + " bytes): the rest is ignored")
+	}
 	out := b[:0]
 	space := false
 	for _, c := range b {
@@ -162,11 +230,14 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 	if p.opts.testPanic && p.parts > 0 {
 		panic("test panic")
 	}
+	if p.done() {
+		return
+	}
 	p.parts++
 	if p.parts > p.opts.MaxParts {
 		if !p.partsMsg {
 			p.partsMsg = true
-			p.warn("more than " + strconv.Itoa(p.opts.MaxParts) + " MIME parts: the rest are ignored")
+			p.overBudget("more than " + strconv.Itoa(p.opts.MaxParts) + " MIME parts: the rest are ignored")
 		}
 		return
 	}
@@ -210,10 +281,16 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 	}
 }
 
+// overBudget records that a budget cut the content.
+func (p *parser) overBudget(msg string) {
+	p.over = true
+	p.warn(msg)
+}
+
 func (p *parser) tooDeep() {
 	if !p.depthMsg {
 		p.depthMsg = true
-		p.warn("MIME nesting deeper than " + strconv.Itoa(p.opts.MaxDepth) + ": inner parts ignored")
+		p.overBudget("MIME nesting deeper than " + strconv.Itoa(p.opts.MaxDepth) + ": inner parts ignored")
 	}
 }
 
@@ -234,6 +311,10 @@ func (p *parser) transferDecode(dst, body []byte, cte, what string) []byte {
 
 // leaf appends the text of a text/plain or text/html part.
 func (p *parser) leaf(mt mediaType, cte string, body []byte) {
+	if len(p.text) >= p.opts.MaxTextBytes || p.nz.cut {
+		p.textOverBudget()
+		return
+	}
 	what := mt.typ + " part"
 	data := p.transferDecode(p.dec[:0], body, cte, what)
 	if cte == "base64" || cte == "quoted-printable" {
@@ -258,15 +339,28 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		p.raw = appendLF(p.raw[:0], txt)
 		txt = p.raw
 	}
+	// The text is about as long as its source: grow once, not by steps.
+	p.text = slices.Grow(p.text, min(len(txt)+1, p.opts.MaxTextBytes-len(p.text)))
 	start := len(p.text)
 	if start > 0 {
 		p.text = append(p.text, '\n')
 		start++
 	}
-	p.text = p.nz.normalizeAppend(p.text, txt)
+	p.text = p.nz.normalizeAppend(p.text, txt, p.opts.MaxTextBytes)
+	if p.nz.cut {
+		p.textOverBudget()
+	}
 	if mayHoldURL(p.text[start:]) {
 		p.urls.scanText(string(p.text[start:]))
 	}
+}
+
+func (p *parser) textOverBudget() {
+	if p.ctxErr != nil {
+		return // not a budget: the context is done
+	}
+	p.overBudget("normalized text longer than " + strconv.Itoa(p.opts.MaxTextBytes) +
+		" bytes or too much text to compose (max " + strconv.Itoa(p.opts.MaxComposeBytes) + " bytes): the rest is ignored")
 }
 
 // metaCharset finds a charset declared in the first bytes of an HTML

@@ -2,6 +2,7 @@ package mime
 
 import (
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -78,5 +79,74 @@ func runeInfo(r rune) uint8 {
 		}
 		return bmpInfo()[r]
 	}
-	return computeRuneInfo(r)
+	return astralInfo(r)
+}
+
+// astralBlocks caches the properties of runes above the BMP by blocks of
+// 256, computed on first use: text of astral letters (mathematical
+// alphanumerics, CJK extensions, emoji) would otherwise pay several
+// Unicode table searches per rune. Blocks are immutable once stored;
+// two goroutines computing the same block store equal values.
+var astralBlocks [(utf8.MaxRune + 1) >> 8]atomic.Pointer[astralBlock]
+
+type astralBlock struct {
+	info     [256]uint8
+	boundary [4]uint64 // see nfkcBoundary
+}
+
+func astralBlockOf(r rune) *astralBlock {
+	b := astralBlocks[r>>8].Load()
+	if b == nil {
+		b = new(astralBlock)
+		base := r &^ 0xff
+		var buf [utf8.UTFMax]byte
+		for i := range b.info {
+			c := base + rune(i)
+			b.info[i] = computeRuneInfo(c)
+			if norm.NFKC.Properties(utf8.AppendRune(buf[:0], c)).BoundaryBefore() {
+				b.boundary[i>>6] |= 1 << (i & 63)
+			}
+		}
+		astralBlocks[r>>8].Store(b)
+	}
+	return b
+}
+
+// astralInfo returns the properties of a rune above the BMP.
+func astralInfo(r rune) uint8 {
+	if r > utf8.MaxRune {
+		return 0
+	}
+	return astralBlockOf(r).info[r&0xff]
+}
+
+// bmpBoundary marks the BMP runes that start an NFKC segment: nothing
+// before them combines with them (norm.Properties.BoundaryBefore).
+var bmpBoundary = sync.OnceValue(func() *[0x10000 / 64]uint64 {
+	var t [0x10000 / 64]uint64
+	var buf [utf8.UTFMax]byte
+	for r := rune(0); r < 0x10000; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		if norm.NFKC.Properties(utf8.AppendRune(buf[:0], r)).BoundaryBefore() {
+			t[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return &t
+})
+
+// nfkcBoundary reports whether r starts an NFKC segment.
+func nfkcBoundary(r rune) bool {
+	if r < utf8.RuneSelf {
+		return true
+	}
+	if r < 0x10000 {
+		return bmpBoundary()[r>>6]&(1<<(r&63)) != 0
+	}
+	if r > utf8.MaxRune {
+		return true
+	}
+	i := r & 0xff
+	return astralBlockOf(r).boundary[i>>6]&(1<<(i&63)) != 0
 }

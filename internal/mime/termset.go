@@ -1,7 +1,7 @@
 package mime
 
 import (
-	"slices"
+	"hash/maphash"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -26,8 +26,11 @@ func UniqueTermsOf(doc *Document, opts TokenOptions) []string {
 	return ts.sorted()
 }
 
-// termSet is an open-addressing set of terms keyed by their 6-byte prefix
-// (see prefixKey) and length.
+// termSet is an open-addressing set of terms hashed with hash/maphash
+// under a random seed of the set: a hash of the whole term, not of a part
+// of it, so that no choice of words (say, many distinct words sharing
+// their first letters and their length) piles them up in one probe chain.
+// Each term's 6-byte prefix (see prefixKey) is kept for sorting.
 //
 // Terms that are slices of the document are kept as such. Lower-cased
 // copies of capitalized words are written to one arena while the text is
@@ -37,6 +40,8 @@ func UniqueTermsOf(doc *Document, opts TokenOptions) []string {
 type termSet struct {
 	table  []int32  // 1 + index into terms; 0 is empty
 	prefix []uint64 // prefixKey of terms[i]
+	hash   []uint64 // maphash of terms[i]
+	seed   maphash.Seed
 	terms  []string
 	aoff   []int32 // offset of terms[i] in arena, -1 for document slices
 	alen   []int32 // length of terms[i] when in the arena
@@ -46,14 +51,19 @@ type termSet struct {
 	stats  []TermStats // scratch for Analyze
 	perm   []int32     // scratch for order
 	shift  uint
+	probes int // table slots visited, for the tests of linearity
 }
 
 var termSetPool = sync.Pool{New: func() any { return new(termSet) }}
 
 func (ts *termSet) reset(textLen int) {
 	// ~12 bytes of text per token, about half of them distinct.
+	if ts.seed == (maphash.Seed{}) {
+		ts.seed = maphash.MakeSeed()
+	}
 	ts.resize(max(64, textLen/12))
-	ts.prefix = ts.prefix[:0]
+	ts.prefix, ts.hash = ts.prefix[:0], ts.hash[:0]
+	ts.probes = 0
 	ts.terms = ts.terms[:0]
 	ts.aoff, ts.alen, ts.arena = ts.aoff[:0], ts.alen[:0], ts.arena[:0]
 }
@@ -103,8 +113,8 @@ func bitLen(x int) int {
 	return n
 }
 
-func (ts *termSet) slot(k uint64, n int) uint64 {
-	return ((k ^ uint64(n)) * 0x9e3779b97f4a7c15) >> ts.shift
+func (ts *termSet) slot(h uint64) uint64 {
+	return h >> ts.shift
 }
 
 // grow doubles the table when it is half full.
@@ -112,8 +122,9 @@ func (ts *termSet) grow() {
 	ts.resize(len(ts.terms) * 2)
 	mask := uint64(len(ts.table) - 1)
 	for i := range ts.terms {
-		h := ts.slot(ts.prefix[i], ts.length(i))
+		h := ts.slot(ts.hash[i])
 		for ts.table[h] != 0 {
+			ts.probes++
 			h = (h + 1) & mask
 		}
 		ts.table[h] = int32(i + 1)
@@ -123,15 +134,16 @@ func (ts *termSet) grow() {
 // add inserts s, a string the caller keeps alive (a slice of the
 // document), and returns its index in ts.terms.
 func (ts *termSet) add(s string) int {
-	k := prefixKey(s)
+	hs := maphash.String(ts.seed, s)
 	mask := uint64(len(ts.table) - 1)
-	h := ts.slot(k, len(s))
+	h := ts.slot(hs)
 	for {
+		ts.probes++
 		e := ts.table[h]
 		if e == 0 {
 			break
 		}
-		if i := e - 1; ts.prefix[i] == k {
+		if i := e - 1; ts.hash[i] == hs {
 			if o := ts.aoff[i]; o >= 0 {
 				if string(ts.arena[o:o+ts.alen[i]]) == s {
 					return int(i)
@@ -146,7 +158,8 @@ func (ts *termSet) add(s string) int {
 	ts.terms = append(ts.terms, s)
 	ts.aoff = append(ts.aoff, -1)
 	ts.alen = append(ts.alen, 0)
-	ts.prefix = append(ts.prefix, k)
+	ts.prefix = append(ts.prefix, prefixKey(s))
+	ts.hash = append(ts.hash, hs)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
@@ -159,15 +172,16 @@ func (ts *termSet) addLower(w string) int {
 	start := len(ts.arena)
 	ts.arena = lowerAppend(ts.arena, w)
 	b := ts.arena[start:]
-	k := prefixKey(string(b)) // no allocation: the conversion does not escape
+	hs := maphash.Bytes(ts.seed, b)
 	mask := uint64(len(ts.table) - 1)
-	h := ts.slot(k, len(b))
+	h := ts.slot(hs)
 	for {
+		ts.probes++
 		e := ts.table[h]
 		if e == 0 {
 			break
 		}
-		if i := e - 1; ts.prefix[i] == k {
+		if i := e - 1; ts.hash[i] == hs {
 			if o := ts.aoff[i]; o >= 0 {
 				if string(ts.arena[o:o+ts.alen[i]]) == string(b) {
 					ts.arena = ts.arena[:start]
@@ -184,7 +198,8 @@ func (ts *termSet) addLower(w string) int {
 	ts.terms = append(ts.terms, "")
 	ts.aoff = append(ts.aoff, int32(start))
 	ts.alen = append(ts.alen, int32(len(b)))
-	ts.prefix = append(ts.prefix, k)
+	ts.prefix = append(ts.prefix, prefixKey(string(b))) // no allocation: the conversion does not escape
+	ts.hash = append(ts.hash, hs)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
@@ -193,34 +208,10 @@ func (ts *termSet) addLower(w string) int {
 
 // sorted returns the terms in order, in a new slice.
 func (ts *termSet) sorted() []string {
-	n := len(ts.terms)
-	out := make([]string, n)
-	if n > 1<<16 {
-		copy(out, ts.terms)
-		slices.Sort(out)
-		return out
-	}
-	if cap(ts.keys) < n {
-		ts.keys = make([]uint64, n)
-		ts.tmp = make([]uint64, n)
-	}
-	keys := ts.keys[:n]
-	for i, k := range ts.prefix {
-		keys[i] = k | uint64(i)
-	}
-	keys = sortKeys(keys, ts.tmp[:n])
-	for i, k := range keys {
-		out[i] = ts.terms[k&0xffff]
-	}
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && keys[j]>>16 == keys[i]>>16 {
-			j++
-		}
-		if j-i > 1 {
-			slices.Sort(out[i:j])
-		}
-		i = j
+	perm := ts.order()
+	out := make([]string, len(perm))
+	for i, p := range perm {
+		out[i] = ts.terms[p]
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package mime
 
 import (
+	"hash/maphash"
 	"math/bits"
 	"slices"
 	"sync"
@@ -17,8 +18,13 @@ func (o TokenOptions) withDefaults() TokenOptions {
 	if o.MaxLen <= 0 {
 		o.MaxLen = 40
 	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = defaultMaxTokens
+	}
 	return o
 }
+
+const defaultMaxTokens = 1 << 17
 
 // tokenizer builds the tokens of one document. Lower-cased terms that
 // differ from their source are written to one arena that becomes a single
@@ -31,6 +37,8 @@ type tokenizer struct {
 	fix   []arenaRef
 	set   *termSet  // when set, terms go to the set instead of toks
 	an    *analysis // when set (with set), per-term statistics are kept
+	n     int       // tokens kept so far
+	full  bool      // a token past MaxTokens was met: the rest is ignored
 }
 
 type arenaRef struct {
@@ -75,7 +83,7 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 // words appends the tokens of s.
 func (t *tokenizer) words(s string, inSubject bool) {
 	tab := bmpInfo()
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s) && !t.full; {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if asciiClass[c] == rcNone {
@@ -94,7 +102,7 @@ func (t *tokenizer) words(s string, inSubject bool) {
 			if r < 0x10000 {
 				f = tab[r]
 			} else {
-				f = computeRuneInfo(r)
+				f = astralInfo(r)
 			}
 			if cl := f & rcClass; cl == rcNone || cl == rcMark {
 				i += size
@@ -136,7 +144,7 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 			if r < 0x10000 {
 				cl = tab[r] & rcClass
 			} else {
-				cl = computeRuneInfo(r) & rcClass
+				cl = astralInfo(r) & rcClass
 			}
 			if cl == rcNone {
 				break
@@ -160,6 +168,11 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	if runes < t.opts.MinLen || runes > t.opts.MaxLen || digits > t.opts.MaxDigits {
 		return j
 	}
+	if t.n >= t.opts.MaxTokens {
+		t.full = true // a token past the budget: stop here
+		return len(s)
+	}
+	t.n++
 	if t.set != nil {
 		var idx int
 		if upper == 0 {
@@ -193,7 +206,7 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 // becomes a 64-bit key made of its first 6 bytes (byte order is string
 // order; terms hold no NUL, so a shorter term sorts first) and its index in
 // the low 16 bits. Duplicates are removed first with an open-addressing
-// table hashed on the prefix (a message repeats about half of its words),
+// table hashed on the whole term (a message repeats about half of its words),
 // then the distinct keys are sorted as integers; only distinct terms
 // sharing a 6-byte prefix are compared as strings.
 func uniqueTerms(toks []Token) []string {
@@ -202,11 +215,16 @@ func uniqueTerms(toks []Token) []string {
 		return []string{}
 	}
 	if n > 1<<16 {
-		terms := make([]string, n)
-		for i := range toks {
-			terms[i] = toks[i].Term
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
 		}
-		slices.Sort(terms)
+		// sortTerms wants distinct terms, but sorts equal ones together too.
+		sortTerms(idx, func(i int32) string { return toks[i].Term }, 0)
+		terms := make([]string, n)
+		for i, k := range idx {
+			terms[i] = toks[k].Term
+		}
 		return slices.Compact(terms)
 	}
 	sc := uniqPool.Get().(*uniqScratch)
@@ -220,10 +238,15 @@ func uniqueTerms(toks []Token) []string {
 	clear(table)
 	mask := uint64(size - 1)
 	keys := sc.keys[:0]
+	if sc.seed == (maphash.Seed{}) {
+		sc.seed = maphash.MakeSeed()
+	}
 	for i := range toks {
 		s := toks[i].Term
 		k := prefixKey(s)
-		h := (k * 0x9e3779b97f4a7c15) >> shift
+		// The slot hashes the whole term (see termSet): a prefix hash
+		// would chain every word sharing a prefix.
+		h := maphash.String(sc.seed, s) >> shift
 		for {
 			e := table[h]
 			if e == 0 {
@@ -253,8 +276,17 @@ func uniqueTerms(toks []Token) []string {
 		for j < len(keys) && keys[j]>>16 == keys[i]>>16 {
 			j++
 		}
-		if j-i > 1 {
+		if j-i <= 32 {
 			slices.Sort(out[i:j])
+		} else {
+			idx := make([]int32, j-i)
+			for k := range idx {
+				idx[k] = int32(keys[i+k] & 0xffff)
+			}
+			sortTerms(idx, func(k int32) string { return toks[k].Term }, 6)
+			for k, t := range idx {
+				out[i+k] = toks[t].Term
+			}
 		}
 		i = j
 	}
@@ -276,6 +308,7 @@ func prefixKey(s string) uint64 {
 }
 
 type uniqScratch struct {
+	seed  maphash.Seed
 	table []int32
 	keys  []uint64
 	tmp   []uint64

@@ -10,6 +10,11 @@ type TokenOptions struct {
 	MaxDigits int
 	// MaxLen drops words with more runes (garbage, base64 runs). Default 40.
 	MaxLen int
+	// MaxTokens bounds the tokens of a document: the words after the
+	// first MaxTokens tokens (subject first) are not analyzed. It is a
+	// work budget, far above real mail (the SpamAssassin public corpus has
+	// at most 9,013 tokens in a message). Default 131072.
+	MaxTokens int
 }
 
 // Token is one word of a document, lower-cased.

@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 )
 
@@ -30,11 +31,10 @@ var b64table = func() (t [256]byte) {
 // trailing garbage) with a warning, and a trailing partial group yields the
 // bytes it holds. Everything that decodes is kept.
 func (p *parser) decodeBase64Append(dst, src []byte, what string) []byte {
-	if cap(dst)-len(dst) < len(src)*3/4+3 {
-		n := make([]byte, len(dst), len(dst)+len(src)*3/4+3)
-		copy(n, dst)
-		dst = n
-	}
+	// slices.Grow, not an exact-size copy: the header decoder appends
+	// word after word to one buffer, which must grow geometrically to stay
+	// linear in the number of words.
+	dst = slices.Grow(dst, len(src)*3/4+3)
 	var q uint32
 	n := 0
 	bad := 0
@@ -128,11 +128,7 @@ func unhex(c byte) byte {
 // joined to the next (soft break), "=XX" is a byte, an "=" that starts
 // neither is kept literally, and line breaks become LF.
 func decodeQPAppend(dst, src []byte) []byte {
-	if cap(dst)-len(dst) < len(src) {
-		n := make([]byte, len(dst), len(dst)+len(src))
-		copy(n, dst)
-		dst = n
-	}
+	dst = slices.Grow(dst, len(src))
 	for len(src) > 0 {
 		var line []byte
 		nl := bytes.IndexByte(src, '\n')

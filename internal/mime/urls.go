@@ -15,10 +15,12 @@ type urlSet struct {
 	seenU map[string]struct{}
 	seenH map[string]struct{}
 	max   int
+	work  int // bytes searched by scanText, for the tests of linearity
 }
 
 func (u *urlSet) reset(max int) {
 	u.urls, u.hosts = nil, nil
+	u.work = 0
 	if u.seenU == nil {
 		u.seenU = make(map[string]struct{})
 		u.seenH = make(map[string]struct{})
@@ -175,10 +177,11 @@ trimmed:
 	return i + j
 }
 
-// scanTextURLs adds the URLs found in text to u. A URL must start a word.
+// scanText adds the URLs found in text to u. A URL must start a word.
 func (u *urlSet) scanText(text string) {
+	sc := urlScanner{scheme: cachedSearch{pos: -1}, www: cachedSearch{pos: -1}}
 	for i := 0; i < len(text); {
-		j := indexURLStart(text, i)
+		j := sc.indexURLStart(text, i)
 		if j < 0 {
 			return
 		}
@@ -191,23 +194,58 @@ func (u *urlSet) scanText(text string) {
 			i = j + 1
 			continue
 		}
+		u.work += end - j
 		if _, dup := u.seenU[text[j:end]]; !dup {
 			u.add(strings.Clone(text[j:end]))
 		}
 		i = end
 	}
+	u.work += sc.scheme.work + sc.www.work
+}
+
+// urlScanner remembers, across the calls of one scan of a text, where the
+// next "://" and the next "www." are, so that text full of near misses
+// (a "www." inside a word, "http" without "://") is searched once, not
+// once per near miss.
+type urlScanner struct {
+	scheme, www cachedSearch
+}
+
+// cachedSearch finds the next occurrence of something in one text for
+// positions that grow, searching each stretch of the text at most once.
+type cachedSearch struct {
+	pos  int // index of the occurrence found last, -1 for none
+	from int // 1 + where that search started; 0 before the first search
+	work int // bytes searched, for the tests of linearity
+}
+
+// next returns search(s[i:]) as an index of s (or -1), reusing the
+// previous answer when it is still valid: when that search started at or
+// before i and found nothing before i.
+func (c *cachedSearch) next(s string, i int, search func(string) int) int {
+	if c.from == 0 || c.from-1 > i || c.pos >= 0 && c.pos < i {
+		k := search(s[i:])
+		c.from = i + 1
+		if k < 0 {
+			c.pos = -1
+			c.work += len(s) - i
+		} else {
+			c.pos = i + k
+			c.work += k + 1
+		}
+	}
+	return c.pos
 }
 
 // indexURLStart returns the index at or after i of the next "http" or
 // "www." (ASCII case-insensitive) that is followed by what could make a
 // URL, or -1. It looks for "://" and "ww." with the fast substring search
 // and checks what precedes them.
-func indexURLStart(s string, i int) int {
+func (sc *urlScanner) indexURLStart(s string, i int) int {
 	for i < len(s) {
 		best := -1
 		// "http://" or "https://"
-		if k := strings.Index(s[i:], "://"); k >= 0 {
-			p := i + k
+		if p := sc.scheme.next(s, i, func(t string) int { return strings.Index(t, "://") }); p >= 0 {
 			switch {
 			case p-5 >= i && hasPrefixFold(s[p-5:], "https"):
 				best = p - 5
@@ -217,19 +255,16 @@ func indexURLStart(s string, i int) int {
 			if best < 0 {
 				// Not a web scheme: look again after it, unless a www.
 				// comes first.
-				if w := indexWWW(s[i:p]); w >= 0 {
-					return i + w
+				if w := sc.www.next(s, i, indexWWW); w >= 0 && w < p {
+					return w
 				}
 				i = p + 3
 				continue
 			}
 		}
-		limit := len(s)
-		if best >= 0 {
-			limit = best
-		}
-		if w := indexWWW(s[i:limit]); w >= 0 {
-			return i + w
+		w := sc.www.next(s, i, indexWWW)
+		if w >= 0 && (best < 0 || w < best) {
+			return w
 		}
 		return best
 	}

@@ -1,4 +1,13 @@
-// Package pipeline computes every signature of one message in one pass:
+// Package pipeline is the only place where a message's bytes become
+// evidence. Sign (SignReport for reports: an ARF wrapper is unwrapped)
+// returns one immutable Message: the I-Match signatures, the ANDD sketch
+// and its band keys, the mailing-list footer located (footer.go) with the
+// signatures that are the footer's alone left out, the sketch of the body
+// without the footer on demand, a typed skip reason when nothing usable is
+// left, and the parse warnings. The campaign engine matches, decides and
+// ingests Messages; it never parses.
+//
+// Underneath, every signature of one message is computed in one pass:
 // the message is parsed once (mime.Parse), its words are analyzed once
 // (mime.Analyze: distinct terms, sorted, with per-term statistics), and
 // that one analysis feeds both signature families — the bagged I-Match
@@ -14,8 +23,7 @@
 //	keys := andd.BandKeys(sk)
 //
 // (tested beside the code; the I-Match part through Signer.SignSorted,
-// Analyze's terms being sorted), at a lower cost (14% less CPU time in
-// BenchmarkFull, and fewer allocations): see docs/LEXICON.md and
+// Analyze's terms being sorted), at a lower cost: see docs/LEXICON.md and
 // docs/ANDD.md for the figures and the commands that measure them.
 package pipeline
 
@@ -25,6 +33,14 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// MimeOptions and TokenOptions are mime's, under the pipeline's name:
+// the campaign engine configures parsing through the pipeline without
+// importing mime.
+type (
+	MimeOptions  = mime.Options
+	TokenOptions = mime.TokenOptions
 )
 
 // Options configure a Pipeline. The zero value selects the defaults of each

@@ -95,8 +95,8 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 // atomic and they are applied in order, with the outcome of calling Report
 // for each in turn, but many share one transaction (up to the batch budget
 // of batchBudgetEntries entries: 1,000 typical reports are one commit and
-// one fsync), which makes ingestion an order of magnitude faster than
-// calling Report for each. On error, the reports before the failing one
+// one fsync), so that bulk ingestion pays one fsync per batch instead of
+// one per report. On error, the reports before the failing one
 // (results[:i] of the returned slice, i = len(results)) are durable.
 func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportResult, error) {
 	if err := b.writable(); err != nil {

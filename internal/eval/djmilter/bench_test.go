@@ -11,6 +11,7 @@ import (
 
 	gomilter "github.com/emersion/go-milter"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/cputime"
 	"github.com/nddmilter/nddmilter/internal/metrics"
@@ -39,8 +40,8 @@ func BenchmarkServers(b *testing.B) {
 			name string
 			v    campaign.Verdict
 		}{
-			{"accept", campaign.Verdict{Action: campaign.Accept, Rule: "accept: no campaign matched"}},
-			{"tag", campaign.Verdict{Action: campaign.Tag, Campaign: 42, Score: 0.93, Rule: "tag: p=0.9300 > 0.6667",
+			{"accept", campaign.Verdict{Action: action.Accept, Rule: "accept: no campaign matched"}},
+			{"tag", campaign.Verdict{Action: action.Tag, Campaign: 42, Score: 0.93, Rule: "tag: p=0.9300 > 0.6667",
 				Evidence: []campaign.Evidence{{Family: campaign.FamilyIMatch, Bag: 0, Key: "0102"}, {Family: campaign.FamilyANDD, Key: "0304", Similarity: 0.92}}}},
 		} {
 			b.Run(server+"/"+tc.name, func(b *testing.B) {

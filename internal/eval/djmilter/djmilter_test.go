@@ -11,6 +11,7 @@ import (
 
 	gomilter "github.com/emersion/go-milter"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/milter"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
@@ -31,13 +32,13 @@ func (c *subjectChecker) CheckWith(_ context.Context, raw []byte, o campaign.Che
 	var v campaign.Verdict
 	switch {
 	case strings.Contains(string(raw), "Subject: reject"):
-		v = campaign.Verdict{Action: campaign.Reject, Campaign: 42, Score: 0.99, Rule: "r", Evidence: ev}
+		v = campaign.Verdict{Action: action.Reject, Campaign: 42, Score: 0.99, Rule: "r", Evidence: ev}
 	case strings.Contains(string(raw), "Subject: quarantine"):
-		v = campaign.Verdict{Action: campaign.Quarantine, Campaign: 42, Score: 0.9, Rule: "r", Evidence: ev}
+		v = campaign.Verdict{Action: action.Quarantine, Campaign: 42, Score: 0.9, Rule: "r", Evidence: ev}
 	case strings.Contains(string(raw), "Subject: tag"):
-		v = campaign.Verdict{Action: campaign.Tag, Campaign: 42, Score: 0.7, Rule: "r", Evidence: ev}
+		v = campaign.Verdict{Action: action.Tag, Campaign: 42, Score: 0.7, Rule: "r", Evidence: ev}
 	default:
-		v = campaign.Verdict{Action: campaign.Accept, Score: 0.01}
+		v = campaign.Verdict{Action: action.Accept, Score: 0.01}
 	}
 	if o.CapBy != "" && v.Action > o.MaxAction {
 		v.Rule += "; capped by " + o.CapBy
@@ -145,7 +146,7 @@ func TestSameBehaviour(t *testing.T) {
 		{name: "reject", subject: "reject", code: gomilter.ActReplyCode, smtp: 550, text: "5.7.1 Message rejected as spam campaign 42 (nddmilter)"},
 		{name: "reject text with percent", opts: milter.Options{RejectText: "554 5.7.0 no (%c, 100%%)"}, subject: "reject",
 			code: gomilter.ActReplyCode, smtp: 554, text: "5.7.0 no (42, 100%%)"},
-		{name: "override", opts: milter.Options{Overrides: map[string]string{"example.org": milter.ActTag}}, subject: "reject",
+		{name: "override", opts: milter.Options{Overrides: map[string]string{"example.org": action.Tag.String()}}, subject: "reject",
 			code: gomilter.ActAccept, deleted: 2, headers: map[string]string{"X-NDD-Verdict": "tag; score=0.990; rule=r; capped by milter.overrides example.org"}},
 	}
 	for _, mode := range []struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -68,7 +69,7 @@ func (n *NDD) Report(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("nddmilter report: %w", err)
 	}
-	if o.Skipped != "" {
+	if o.Skip != campaign.NotSkipped {
 		return fmt.Errorf("%w: %s", ErrSkipped, o.Skipped)
 	}
 	return nil
@@ -88,7 +89,7 @@ func (n *NDD) Check(ctx context.Context, raw []byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("nddmilter check: %w", err)
 	}
-	return v.Action != campaign.Accept, nil
+	return v.Action != action.Accept, nil
 }
 
 // Settle implements Detector: reports are visible at once.

@@ -7,11 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 func write(dir, name string, b []byte) {
 	os.MkdirAll(dir, 0o755)
 	s := "go test fuzz v1\n[]byte(" + strconv.Quote(string(b)) + ")\n"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+		panic(err)
+	}
+}
+
+// writeString writes a seed of a fuzz target taking one string.
+func writeString(dir, name, v string) {
+	os.MkdirAll(dir, 0o755)
+	s := "go test fuzz v1\nstring(" + strconv.Quote(v) + ")\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
 		panic(err)
 	}
@@ -59,6 +69,36 @@ func main() {
 	}
 	for name, s := range htmls {
 		write(base+"FuzzHTML", name, []byte(s))
+	}
+	headers := map[string]string{
+		"joined-base64":  "=?UTF-8?B?4p?= =?UTF-8?B?yI?= =?utf-8?b?UHJpemUgd2FpdGluZyEg?=\r\n =?utf-8?b?UHJpemU=?=",
+		"mixed-charsets": "=?iso-8859-2?b?d2lu6Q==?= =?windows-1251?b?d2lu6Q==?= =?koi8-r?q?=E9?= =?x-unknown?b?d2lu6Q==?=",
+		"never-closed":   "=?a?b?x=?a?b?x=?a?b?x=?utf-8?q?x",
+		"q-encoding":     "=?utf-8?q?caf=C3=A9_au_lait?= plain =?utf-8*en?Q?x?=",
+		"8bit-and-words": "\xe9t\xe9 =?utf-8?b?w6k=?= \xff",
+		"question-marks": "=??=?=?==?x?=?=??b??=",
+		"long-word":      "=?utf-8?b?" + strings.Repeat("QUFB", 1100) + "?=",
+		"utf16-word":     "=?utf-16?b?2D3eAA==?= =?utf-16le?q?h=00i=00?=",
+		"iso-2022-jp":    "=?iso-2022-jp?B?GyRCJUYlOSVIGyhC?=",
+		"spaces-in-b":    "=?utf-8?b?QUJD REVG?= =?utf-8?b?QUJD?=",
+	}
+	for name, v := range headers {
+		writeString(base+"FuzzDecodeHeader", name, v)
+	}
+	texts := map[string]string{
+		"fdfa":            strings.Repeat("\ufdfa", 40) + " text",
+		"ligatures":       "\ufdfb\u3300\u3232\ufb03\u33ff\u2474\u3250 \uff21\uff22",
+		"combining-marks": "a\u0301\u0302\u0303\u0304\u0305\u0306\u0307\u0308\u0309\u030a\u030b\u030c\u030d\u030e\u030f\u0310b",
+		"homoglyphs":      "p\u0430yp\u0430l \u0440\u0443\u0441\u0441\u043a\u0438\u0439 \u0391\u0392C",
+		"invisible":       "f\u200br\u200ce\u00ade\ufeff \U000e0041\u2060",
+		"astral":          "\U0001d41a\U0001d41b\U0001d41c \U00020000\U00020001 \U0001f600",
+		"hangul-jamo":     "\u1100\u1161\u11a8 \uac00\u11a8 \u1100\u1161",
+		"invalid-utf8":    "\xff\xfe a\xc3\x28 \xed\xa0\x80",
+		"long-no-space":   strings.Repeat("\u0430b\u0301", 200),
+		"arabic-hamza":    "\u0627\u0653\u0648\u0654 \ufdfa\u0654",
+	}
+	for name, v := range texts {
+		write(base+"FuzzNormalize", name, []byte(v))
 	}
 	fmt.Println("ok")
 }

@@ -1,10 +1,12 @@
-package campaign
+package pipeline
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
@@ -18,10 +20,12 @@ import (
 // the ANDD weight of both: the ANDD cosine says "near-duplicate" when only
 // the footer is common, and an I-Match signature can hash the footer's
 // words alone (docs/POLICY.md, "ANDD evidence and mailing-list footers").
-// The signatures are left as they are (they are a wire format); the engine
-// does not use an I-Match signature that is the footer's (dropFooterIMatch)
-// and checks, for an ANDD match that no I-Match signature confirms, that
-// the message still matches once its footer is cut off (confirmANDD).
+// The signatures are left as they are (they are a wire format): Sign
+// locates the footer (messageFooter), leaves out the I-Match signatures
+// that are the footer's alone (dropFooterIMatch), and computes on demand
+// the ANDD sketch of the body without its footer (Message.Body), with
+// which the campaign engine checks that an ANDD match that no I-Match
+// signature confirms still holds once the footer is cut off.
 
 // Footer limits: a separator line starts a footer only when what follows
 // it is short, so that a separator in the middle of a long text does not
@@ -116,7 +120,7 @@ func isSeparator(line string) bool {
 //     text above it.
 //
 // Otherwise "Hi\n--\n<the spam>" would make the whole spam a footer,
-// whose signatures the engine does not use.
+// whose signatures are not used.
 func messageFooter(doc *mime.Document) int {
 	if doc == nil {
 		return -1
@@ -171,4 +175,54 @@ func withoutFooterAt(doc *mime.Document, i int) *mime.Document {
 		}
 	}
 	return out
+}
+
+// dropFooterIMatch returns the I-Match signatures of a message (sigs, of
+// its sorted terms) that are not those of its mailing-list footer alone
+// (the text from footerAt), and how many were dropped. When no word
+// outside the footer is in a lexicon, the signature of that lexicon
+// hashes the footer's words only and is shared by every post to the list.
+// It signs the message's words again with each word that is not in the
+// footer replaced by a word of no lexicon (the same number of words, so
+// the same minimum of lexicon words per signature): a signature that
+// comes out the same hashed no word of the message's own. The message's
+// other signatures, and every signature of a message without a footer,
+// are kept. Signatures are a wire format: they are not changed, only not
+// used.
+func (p *Pipeline) dropFooterIMatch(doc *mime.Document, footerAt int, terms []string, sigs []imatchbag.Signature) ([]imatchbag.Signature, int) {
+	foot := mime.Analyze(&mime.Document{Text: doc.Text[footerAt:]}, p.opts.Tokens).Sorted
+	// The footer's words, in order, after n placeholders: "\x00" is not a
+	// word (tokens have no control characters), so it is in no lexicon,
+	// and it sorts first.
+	masked := make([]string, len(terms))
+	n := 0
+	for _, t := range terms {
+		if _, ok := slices.BinarySearch(foot, t); !ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return sigs, 0 // every word is the footer's: the signatures are the message's too
+	}
+	for i := range n {
+		masked[i] = "\x00"
+	}
+	k := n
+	for _, t := range terms {
+		if _, ok := slices.BinarySearch(foot, t); ok {
+			masked[k] = t
+			k++
+		}
+	}
+	same := p.imatch.SignSorted(masked).Signatures
+	if len(same) == 0 {
+		return sigs, 0
+	}
+	kept := sigs[:0:0]
+	for _, sig := range sigs {
+		if !slices.Contains(same, sig) {
+			kept = append(kept, sig)
+		}
+	}
+	return kept, len(sigs) - len(kept)
 }

@@ -62,21 +62,24 @@ func streamCorpus(t testing.TB, badKind bool) []ReportRequest {
 }
 
 // sequential is what a caller of ReportBatch gets: batches of n reports
-// and, when a batch stops at a report, the rest of it one at a time.
+// and, when a batch stops at a report, the rest of it as the next batch.
 func sequential(f *fixture, reqs []ReportRequest, n int) []StreamResult {
 	var res []StreamResult
 	for start := 0; start < len(reqs); start += n {
 		b := reqs[start:min(start+n, len(reqs))]
-		outs, err := f.eng.ReportBatch(f.ctx, b)
-		for i, o := range outs {
-			res = append(res, StreamResult{Seq: start + i, Outcome: o})
-		}
-		if err != nil && len(outs) < len(b) {
-			res = append(res, StreamResult{Seq: start + len(outs), Err: err})
-			for i := len(outs) + 1; i < len(b); i++ {
-				o, err := f.eng.Report(f.ctx, b[i].Raw, b[i].Kind, b[i].Reporter)
-				res = append(res, StreamResult{Seq: start + i, Outcome: o, Err: err})
+		seq := start
+		for len(b) > 0 {
+			outs, err := f.eng.ReportBatch(f.ctx, b)
+			for _, o := range outs {
+				res = append(res, StreamResult{Seq: seq, Outcome: o})
+				seq++
 			}
+			if err == nil || len(outs) >= len(b) {
+				break
+			}
+			res = append(res, StreamResult{Seq: seq, Err: fmt.Errorf("report: %w", errors.Unwrap(err))})
+			seq++
+			b = b[len(outs)+1:]
 		}
 	}
 	return res
@@ -156,31 +159,6 @@ func TestReportStreamMatchesReportBatch(t *testing.T) {
 				t.Errorf("stores differ: %d campaigns sequentially, %d streamed", len(a), len(b))
 			}
 		})
-	}
-}
-
-// signReport then prepareSigned is prepareReport, report for report,
-// against a store holding campaigns (the two halves mirror it).
-func TestPrepareSignedMatchesPrepareReport(t *testing.T) {
-	f := newFixture(t, Options{})
-	reqs := streamCorpus(t, true)
-	if _, err := f.eng.ReportBatch(f.ctx, reqs[:20]); err != nil { // before the bad kind
-		t.Fatal(err)
-	}
-	for i, r := range reqs {
-		want, werr := f.eng.prepareReport(f.ctx, r.Raw, r.Kind, r.Reporter)
-		s, arf, err := f.eng.signReport(r.Raw, r.Kind)
-		var got *preparedReport
-		if err == nil {
-			got, err = f.eng.prepareSigned(f.ctx, s, arf, r.Kind, r.Reporter)
-		}
-		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
-			t.Errorf("report %d: error %v, prepareReport %v", i, err, werr)
-			continue
-		}
-		if err == nil && !reflect.DeepEqual(got, want) {
-			t.Errorf("report %d:\n split         %+v\n prepareReport %+v", i, got, want)
-		}
 	}
 }
 

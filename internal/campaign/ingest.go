@@ -1,0 +1,533 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Ingestion: junk and not-junk reports.
+//
+// Every report takes one path, whatever the caller: Report is a batch of
+// one, ReportBatch one batch, and a ReportStream consecutive batches.
+// A batch is signed on one bounded pool (pipeline.SignReport, CPU only),
+// matched against the store on the same pool (prepare, reads only), then
+// applied in order in one store transaction (store.Badger.ReportBatch:
+// one fsync); apply is where reports become campaigns.
+
+// ReportRequest is one report of a batch.
+type ReportRequest struct {
+	Raw      []byte
+	Kind     store.Kind
+	Reporter string
+}
+
+// batchStore is implemented by stores that apply many reports in one
+// transaction (store.Badger).
+type batchStore interface {
+	ReportBatch(ctx context.Context, ins []store.ReportInput) ([]store.ReportResult, error)
+}
+
+// Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
+func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
+	outs, err := e.ReportBatch(ctx, []ReportRequest{{Raw: raw, Kind: kind, Reporter: reporter}})
+	if len(outs) == 1 {
+		return outs[0], err
+	}
+	return ReportOutcome{}, fmt.Errorf("report: %w", errors.Unwrap(err))
+}
+
+// ReportBatch applies many reports, for bulk ingestion: messages are
+// signed and matched in parallel, then applied in order in as few store
+// transactions (and fsyncs) as possible. Each report is still atomic, and
+// the outcomes are those Report would give one by one, except that a
+// message near-duplicate of an earlier message of the same batch joins its
+// campaign through shared signature keys only (its ANDD band keys are kept
+// only when the earlier sketch verifies), and that not-spam reports are
+// checked for revocation after the whole batch.
+//
+// On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
+// which are applied; reqs[len(outs)] failed and the reports after it were
+// not applied.
+func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	var pool errgroup.Group
+	pool.SetLimit(runtime.GOMAXPROCS(0))
+	jobs := make([]*job, len(reqs))
+	for i, r := range reqs {
+		jobs[i] = e.signAsync(ctx, &pool, r)
+	}
+	outs, err := e.apply(ctx, &pool, jobs)
+	_ = pool.Wait() // every task is done; errors are per report
+	return outs, err
+}
+
+// BatchError is the error of a batch that stopped at report Index: the
+// reports before it are applied, it and those after it are not.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("report %d: %v", e.Index, e.Err) }
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// job is one report on its way: signed, then prepared, then applied.
+type job struct {
+	req   ReportRequest
+	ready chan struct{} // closed once signed (or failed)
+	msg   *pipeline.Message
+	err   error
+}
+
+// signAsync starts signing a report on the pool (which bounds how many
+// tasks run at once: Go waits for a free slot).
+func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRequest) *job {
+	j := &job{req: r, ready: make(chan struct{})}
+	pool.Go(func() error {
+		defer close(j.ready)
+		if r.Kind != store.KindSpam && r.Kind != store.KindHam {
+			j.err = fmt.Errorf("unknown kind %d", r.Kind)
+			return nil
+		}
+		j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
+		return nil
+	})
+	return j
+}
+
+// preparedReport is a signed and matched report, ready for the store.
+type preparedReport struct {
+	out     ReportOutcome
+	skip    bool // out.Skip says why; nothing to store
+	in      store.ReportInput
+	msg     *pipeline.Message
+	matched []store.CampaignID
+}
+
+// apply prepares signed reports (matching them against the store, on the
+// pool that signs them) and applies them, in order, in one store
+// transaction when the store can. It stops at the first report that
+// cannot be prepared or stored: outs are the outcomes of
+// jobs[:len(outs)], applied, and the error, a *BatchError, names
+// jobs[len(outs)], not applied, nor are those after it.
+func (e *Engine) apply(ctx context.Context, pool *errgroup.Group, jobs []*job) ([]ReportOutcome, error) {
+	preps := make([]*preparedReport, len(jobs))
+	errs := make([]error, len(jobs))
+	var prepared sync.WaitGroup
+	for i, j := range jobs {
+		prepared.Add(1)
+		pool.Go(func() error {
+			defer prepared.Done()
+			<-j.ready // signing started before: it does not wait for a slot
+			if j.err != nil {
+				errs[i] = j.err
+				return nil
+			}
+			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter)
+			return nil
+		})
+	}
+	prepared.Wait()
+	return e.store(ctx, preps, errs)
+}
+
+// prepare matches a signed report against the store (reads only) and
+// prepares its store input.
+func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Kind, reporter string) (*preparedReport, error) {
+	p := &preparedReport{msg: m}
+	p.out.ARF = m.ARF
+	if m.Skip != pipeline.NoSkip {
+		p.skipWith(*skipOf(m))
+		return p, nil
+	}
+	res, err := e.match(ctx, m, true)
+	if err != nil {
+		return p, err
+	}
+	// Band keys that point at campaigns the sketch does not verify are
+	// left out: the store joins every campaign sharing a key.
+	keys := slices.Clone(m.IMatchKeys)
+	for _, k := range m.BandKeys {
+		if !res.unverified[string(k)] {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 && len(res.matched) == 0 {
+		// Only band keys, all owned by dissimilar campaigns: a campaign
+		// made of them could never be found again.
+		p.skipWith(Skip{Reason: SkipBandsTaken})
+		return p, nil
+	}
+	p.in = store.ReportInput{
+		Time:     e.now(),
+		Kind:     kind,
+		Reporter: reporter,
+		Keys:     keys,
+	}
+	for _, c := range res.matched {
+		p.matched = append(p.matched, c.rec.rec.ID)
+		for _, ev := range c.evidence {
+			if ev.Family == FamilyANDD {
+				p.in.Join = append(p.in.Join, c.rec.rec.ID)
+				break
+			}
+		}
+	}
+	p.out.Joined = p.matched
+	if kind == store.KindSpam {
+		p.in.Create, p.in.Index = true, true
+		p.in.Sketch = m.SketchBytes
+		p.in.Subject, p.in.From = m.Subject, m.From
+	}
+	return p, nil
+}
+
+// skipWith marks p skipped.
+func (p *preparedReport) skipWith(s Skip) {
+	p.skip = true
+	p.out.Skip, p.out.Skipped = s.Reason, s.String()
+}
+
+// store is apply after preparation: preps[i] (or errs[i]) is the
+// prepared report i of the batch, all matched against the same state of
+// the store.
+func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []error) ([]ReportOutcome, error) {
+	outs := make([]ReportOutcome, 0, len(preps))
+	// A report that cannot be prepared stops the batch there: the reports
+	// before it are applied, it and the rest are not.
+	var prepErr error
+	for i, err := range errs {
+		if err != nil {
+			preps, prepErr = preps[:i], &BatchError{Index: i, Err: err}
+			break
+		}
+	}
+	e.dropUnverifiedInBatch(preps)
+	var ins []store.ReportInput
+	var idx []int // ins[k] is the report of preps[idx[k]]
+	for i, p := range preps {
+		if !p.skip {
+			ins = append(ins, p.in)
+			idx = append(idx, i)
+		}
+	}
+	var results []store.ReportResult
+	var err error
+	if bs, ok := e.st.(batchStore); ok && len(ins) > 1 {
+		results, err = bs.ReportBatch(ctx, ins)
+	} else {
+		for _, in := range ins {
+			var r store.ReportResult
+			r, err = e.st.Report(ctx, in)
+			if err != nil {
+				break
+			}
+			results = append(results, r)
+		}
+	}
+	for k, r := range results {
+		e.invalidateReport(preps[idx[k]], r)
+	}
+	// Outcomes in order, up to the first report not applied.
+	k := 0
+	for _, p := range preps {
+		if p.skip {
+			outs = append(outs, p.out)
+			continue
+		}
+		if k >= len(results) {
+			break
+		}
+		o, ferr := e.finishReport(ctx, p, results[k])
+		k++
+		if ferr != nil {
+			// The report is applied; only the revocation check failed.
+			e.log.Warn("report: after report", "campaign", o.Campaign, "err", ferr)
+		}
+		outs = append(outs, o)
+	}
+	if err != nil {
+		if k < len(idx) {
+			e.invalidateReport(preps[idx[k]], store.ReportResult{})
+		}
+		return outs, &BatchError{Index: len(outs), Err: err}
+	}
+	return outs, prepErr
+}
+
+// dropUnverifiedInBatch removes from each report the band keys it shares
+// with an earlier report of the batch whose sketch it does not verify, so
+// that the store does not join them through an unverified LSH collision.
+func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
+	if e.andd == nil {
+		return
+	}
+	owners := map[string][]int{} // band key → earlier reports with it
+	for i, p := range preps {
+		if p.skip || !p.msg.HasSketch() {
+			continue
+		}
+		nIM := len(p.msg.IMatchKeys) // p.in.Keys[:nIM] are I-Match keys, the rest band keys
+		keep := p.in.Keys[:nIM:nIM]
+		for _, k := range p.in.Keys[nIM:] {
+			ok := true
+			for _, j := range owners[string(k)] {
+				if !e.batchJoinOK(preps[j].msg, p.msg) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				keep = append(keep, k)
+			}
+			if p.in.Index {
+				owners[string(k)] = append(owners[string(k)], i)
+			}
+		}
+		p.in.Keys = keep
+		if len(keep) == 0 && len(p.in.Join) == 0 && len(p.matched) == 0 {
+			p.skipWith(Skip{Reason: SkipBandsInBatch})
+		}
+	}
+}
+
+// batchJoinOK says whether report p may share a band key with the earlier
+// report j of the same batch (the store then joins their campaigns): the
+// rule Report applies when j is already in the store — the cosine must
+// reach the threshold and, when p has a mailing-list footer, hold without
+// it unless p is an exact copy (confirmANDD).
+func (e *Engine) batchJoinOK(j, p *pipeline.Message) bool {
+	cos := andd.Cosine(j.Sketch, p.Sketch)
+	if cos < e.threshold {
+		return false
+	}
+	if p.FooterAt < 0 || cos >= exactCosine(p.Sketch) {
+		return true
+	}
+	b := p.Body()
+	return !b.HasFooter || b.HasSketch() && andd.Cosine(j.Sketch, b.Sketch) >= e.threshold
+}
+
+// invalidateReport drops from the cache whatever a report may have
+// touched (even when it failed).
+func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
+	e.invalidate(res.Campaign)
+	for _, id := range res.Merged {
+		e.invalidate(id)
+	}
+	for _, id := range p.matched {
+		e.invalidate(id)
+	}
+	for _, id := range p.in.Join {
+		e.invalidate(id)
+	}
+}
+
+// finishReport fills the outcome of a stored report and revokes the
+// campaign when not-spam evidence outweighs its spam reports.
+func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
+	out := p.out
+	out.ReportResult = res
+	if res.Created {
+		out.Joined = nil
+	}
+	if p.in.Kind == store.KindHam && res.Campaign != 0 {
+		c, err := e.st.Get(ctx, res.Campaign)
+		if err != nil {
+			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
+		}
+		if c.State == store.StateActive && e.policy.ShouldRevoke(c) {
+			if err := e.SetState(ctx, c.ID, store.StateRevoked); err != nil {
+				return out, fmt.Errorf("report: revoke campaign %d: %w", c.ID, err)
+			}
+			out.Revoked = true
+			e.log.Info("campaign revoked", "campaign", c.ID,
+				"ham_reporters", c.HamReporters, "spam_reporters", c.SpamReporters)
+		}
+	}
+	return out, nil
+}
+
+// DefaultStreamBatch is the number of reports a ReportStream applies per
+// store transaction by default.
+const DefaultStreamBatch = 256
+
+// StreamOptions configure a ReportStream. Zero values select the defaults.
+type StreamOptions struct {
+	// Batch is the number of reports applied together, as one ReportBatch
+	// (one store transaction and fsync). Default DefaultStreamBatch (256).
+	Batch int
+	// Workers bounds the messages signed (ahead of the store) and matched
+	// against the store at once. Default runtime.GOMAXPROCS(0).
+	Workers int
+	// Ahead is the number of full batches queued behind the one being
+	// applied: at most (Ahead+2)×Batch messages (raw and signed) are held.
+	// Default 1.
+	Ahead int
+}
+
+// StreamResult is the result of one report of a ReportStream.
+type StreamResult struct {
+	// Seq is the report's position among those added, from 0.
+	Seq     int
+	Outcome ReportOutcome
+	// Err is non-nil when the report could not be applied.
+	Err error
+}
+
+// A ReportStream applies a stream of reports as ReportBatch calls on
+// consecutive batches of Batch reports, in the order they were added,
+// while the messages of the next batches are signed on other cores:
+// signing (CPU only) runs ahead; matching against the store and applying
+// stay in order, each batch being matched against the store as the
+// previous batches left it.
+//
+// When a batch stops at a report that cannot be prepared or stored, that
+// report's result carries the error and the rest of the batch is applied
+// as the next batch.
+//
+// Add and Close must be called from one goroutine; the results are
+// delivered in order, from another goroutine.
+type ReportStream struct {
+	e        *Engine
+	ctx      context.Context
+	opts     StreamOptions
+	onResult func(StreamResult)
+
+	pool errgroup.Group // signs ahead, and prepares each batch
+
+	batch   []*job        // being filled by Add
+	batches chan []*job   // full batches, to the applier
+	done    chan struct{} // closed when the applier returns
+	seq     int
+	closed  bool
+	errs    []error // set by the applier before done is closed
+}
+
+// NewReportStream starts a stream of reports applied through e. onResult
+// receives every report's result in order, from the stream's applying
+// goroutine; it must not call the stream. ctx bounds the whole stream.
+func (e *Engine) NewReportStream(ctx context.Context, opts StreamOptions, onResult func(StreamResult)) *ReportStream {
+	if opts.Batch <= 0 {
+		opts.Batch = DefaultStreamBatch
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Ahead <= 0 {
+		opts.Ahead = 1
+	}
+	if onResult == nil {
+		onResult = func(StreamResult) {}
+	}
+	s := &ReportStream{
+		e:        e,
+		ctx:      ctx,
+		opts:     opts,
+		onResult: onResult,
+		batches:  make(chan []*job, opts.Ahead),
+		done:     make(chan struct{}),
+	}
+	s.pool.SetLimit(opts.Workers)
+	go s.applier()
+	return s
+}
+
+// Add queues a report. It blocks while the stream holds as many reports
+// as its options allow, and fails once the stream has stopped (its
+// context was canceled). req.Raw must not be modified until the report's
+// result is delivered.
+func (s *ReportStream) Add(req ReportRequest) error {
+	if s.closed {
+		return errors.New("report stream: Add after Close")
+	}
+	select {
+	case <-s.done:
+		return s.stopErr()
+	default:
+	}
+	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.pool, req))
+	s.seq++
+	if len(s.batch) < s.opts.Batch {
+		return nil
+	}
+	return s.send()
+}
+
+// send hands the batch being filled to the applier.
+func (s *ReportStream) send() error {
+	b := s.batch
+	s.batch = make([]*job, 0, s.opts.Batch)
+	select {
+	case s.batches <- b:
+		return nil
+	case <-s.done:
+		return s.stopErr()
+	}
+}
+
+// Close applies the reports still pending, waits for their results and
+// stops the stream's goroutines. It returns the context's error when the
+// stream was stopped by it (the reports not yet applied are then not
+// applied and have no result), and errors that belong to no single
+// report.
+func (s *ReportStream) Close() error {
+	if !s.closed {
+		s.closed = true
+		if len(s.batch) > 0 {
+			_ = s.send() // a stopped stream says why below
+		}
+		close(s.batches)
+	}
+	<-s.done
+	_ = s.pool.Wait()
+	return errors.Join(s.errs...)
+}
+
+func (s *ReportStream) stopErr() error {
+	if err := errors.Join(s.errs...); err != nil {
+		return err
+	}
+	return errors.New("report stream stopped")
+}
+
+// applier applies the batches in order, and stops at the first one after
+// the context is canceled.
+func (s *ReportStream) applier() {
+	defer close(s.done)
+	seq := 0
+	for b := range s.batches {
+		for len(b) > 0 {
+			if err := s.ctx.Err(); err != nil {
+				s.errs = append(s.errs, fmt.Errorf("report stream: %w", err))
+				return
+			}
+			outs, err := s.e.apply(s.ctx, &s.pool, b)
+			for _, o := range outs {
+				s.onResult(StreamResult{Seq: seq, Outcome: o})
+				seq++
+			}
+			if err == nil {
+				break
+			}
+			if len(outs) >= len(b) {
+				s.errs = append(s.errs, err)
+				break
+			}
+			// The batch stopped at report len(outs): its result is the
+			// error, and the rest is the next batch.
+			s.onResult(StreamResult{Seq: seq, Err: fmt.Errorf("report: %w", errors.Unwrap(err))})
+			seq++
+			b = b[len(outs)+1:]
+		}
+	}
+}

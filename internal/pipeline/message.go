@@ -1,0 +1,230 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// Message is one message made evidence: everything the campaign engine
+// needs to match, decide and ingest it, computed by Sign or SignReport.
+// It is not changed after it is returned and is safe for concurrent use
+// (Body is computed once, on first use).
+type Message struct {
+	// ARF is set when the raw message was an ARF feedback report: the
+	// fields describe the message it carried (SignReport only).
+	ARF bool
+	// Subject and From are the message's, for a campaign's samples.
+	Subject, From string
+	// Warnings are the parse warnings (mime.Document.Warnings).
+	Warnings []string
+	// Unique is the number of distinct terms of the message.
+	Unique int
+	// SignerReason is the I-Match signer's reason for giving no
+	// signature ("" when it gave some).
+	SignerReason string
+	// IMatch are the usable I-Match signatures: those of the mailing-list
+	// footer alone are left out (FooterIMatch counts them).
+	IMatch []imatchbag.Signature
+	// IMatchKeys are the store keys of IMatch, in the same order.
+	IMatchKeys [][]byte
+	// FooterIMatch is the number of I-Match signatures left out because
+	// they hash the message's mailing-list footer alone.
+	FooterIMatch int
+	// Sketch is the ANDD sketch (empty: see HasSketch), SketchBytes its
+	// encoding and BandKeys its store keys.
+	Sketch      andd.Sketch
+	SketchBytes []byte
+	BandKeys    [][]byte
+	// FooterAt is the byte offset of the mailing-list footer in the
+	// message's text, -1 when it has none (see messageFooter).
+	FooterAt int
+	// Skip is set when the message has no usable signature.
+	Skip Skip
+
+	keys     [][]byte // IMatchKeys then BandKeys, one backing array
+	p        *Pipeline
+	doc      *mime.Document // for Body
+	bodyOnce sync.Once
+	body     Body
+}
+
+// Body is the ANDD evidence of a message without its mailing-list footer.
+type Body struct {
+	// HasFooter is set when the message has a footer; the other fields
+	// are then set.
+	HasFooter bool
+	// Sketch is the ANDD sketch of the text above the footer (empty when
+	// no weighted word is left: see HasSketch), BandKeys its store keys.
+	Sketch   andd.Sketch
+	BandKeys [][]byte
+}
+
+// HasSketch reports whether the body has an ANDD sketch.
+func (b *Body) HasSketch() bool { return !b.Sketch.IsEmpty() }
+
+// Skip says why a message has no usable signature.
+type Skip uint8
+
+// Skip reasons.
+const (
+	// NoSkip: the message has a usable signature.
+	NoSkip Skip = iota
+	// TooShort: too few words for an I-Match signature and an ANDD
+	// sketch.
+	TooShort
+	// FooterIMatch: its only I-Match signatures hash its mailing-list
+	// footer alone, and it has no ANDD sketch.
+	FooterIMatch
+	// FooterSketch: no I-Match signature, and every word its ANDD sketch
+	// weighs is in its mailing-list footer: the sketch is the list's, not
+	// the message's.
+	FooterSketch
+)
+
+// String names the reason.
+func (s Skip) String() string {
+	switch s {
+	case NoSkip:
+		return "none"
+	case TooShort:
+		return "too short"
+	case FooterIMatch:
+		return "footer I-Match only"
+	case FooterSketch:
+		return "footer sketch only"
+	}
+	return fmt.Sprintf("skip(%d)", int(s))
+}
+
+// HasSketch reports whether the message has an ANDD sketch.
+func (m *Message) HasSketch() bool { return len(m.SketchBytes) > 0 }
+
+// Keys returns the I-Match keys then the band keys, for one store lookup.
+// The slice is shared: do not modify it.
+func (m *Message) Keys() [][]byte { return m.keys }
+
+// Body returns the ANDD evidence of the message without its mailing-list
+// footer (HasFooter false when it has none or there is no ANDD signer). It
+// is computed on first use: most messages never need it.
+func (m *Message) Body() *Body {
+	m.bodyOnce.Do(func() {
+		if m.FooterAt < 0 || m.p == nil || m.p.andd == nil {
+			return
+		}
+		doc := withoutFooterAt(m.doc, m.FooterAt)
+		m.body.HasFooter = true
+		sk := m.p.andd.SketchTerms(doc, mime.Analyze(doc, m.p.opts.Tokens))
+		if sk.IsEmpty() {
+			return
+		}
+		m.body.Sketch = sk
+		m.body.BandKeys = m.p.andd.BandKeys(sk)
+	})
+	return &m.body
+}
+
+// Sign parses raw and makes it evidence: its signatures and sketch, its
+// mailing-list footer located and the signatures that are the footer's
+// alone left out. It checks ctx between its stages (parse, analyze,
+// sign; mime.ParseContext also checks it within a long message) and
+// returns ctx's error, wrapped, when it is done; malformed input is never
+// an error (see mime.Parse).
+func (p *Pipeline) Sign(ctx context.Context, raw []byte) (*Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	doc, err := mime.ParseContext(ctx, raw, p.opts.Mime)
+	if err != nil {
+		return nil, fmt.Errorf("sign: parse: %w", err)
+	}
+	return p.sign(ctx, doc, false)
+}
+
+// SignReport is Sign for a junk or not-junk report: an ARF feedback
+// report is unwrapped first (Message.ARF), and the message it carries is
+// signed.
+func (p *Pipeline) SignReport(ctx context.Context, raw []byte) (*Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	orig, arf := mime.UnwrapARF(raw)
+	doc, err := mime.ParseContext(ctx, orig, p.opts.Mime)
+	if err != nil {
+		return nil, fmt.Errorf("sign: parse: %w", err)
+	}
+	return p.sign(ctx, doc, arf)
+}
+
+// stageErr returns ctx's error after stage, wrapped, or nil.
+func stageErr(ctx context.Context, stage string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sign: after %s: %w", stage, err)
+	}
+	return nil
+}
+
+func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Message, error) {
+	if err := stageErr(ctx, "parse"); err != nil {
+		return nil, err
+	}
+	terms := mime.Analyze(doc, p.opts.Tokens)
+	if err := stageErr(ctx, "analyze"); err != nil {
+		return nil, err
+	}
+	m := &Message{
+		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
+		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+	}
+	if p.imatch != nil {
+		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
+		m.IMatch, m.SignerReason = res.Signatures, res.Reason
+		if res.Unique != 0 {
+			m.Unique = res.Unique
+		}
+		if m.FooterAt >= 0 && len(m.IMatch) > 0 {
+			m.IMatch, m.FooterIMatch = p.dropFooterIMatch(doc, m.FooterAt, terms.Sorted, m.IMatch)
+		}
+	}
+	var sk andd.Sketch
+	var bandKeys [][]byte
+	if p.andd != nil && len(terms.Sorted) >= p.opts.ANDDMinTerms {
+		sk = p.andd.SketchTerms(doc, terms)
+		if !sk.IsEmpty() {
+			bandKeys = p.andd.BandKeys(sk)
+		}
+	}
+	// One slice for all keys: the store lookup takes them in one call.
+	m.keys = make([][]byte, 0, len(m.IMatch)+len(bandKeys))
+	for _, sig := range m.IMatch {
+		m.keys = append(m.keys, sig.Key())
+	}
+	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
+	if !sk.IsEmpty() {
+		b, err := sk.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("sign: encode sketch: %w", err)
+		}
+		m.Sketch, m.SketchBytes, m.BandKeys = sk, b, bandKeys
+		m.keys = append(m.keys, bandKeys...)
+	}
+	switch {
+	case len(m.IMatchKeys) > 0:
+	case m.HasSketch():
+		if b := m.Body(); b.HasFooter && !b.HasSketch() {
+			m.Skip = FooterSketch
+		}
+	case m.FooterIMatch > 0:
+		m.Skip = FooterIMatch
+	default:
+		m.Skip = TooShort
+	}
+	if err := stageErr(ctx, "sign"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

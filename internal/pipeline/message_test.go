@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+)
+
+// Sign gives, for a message without a mailing-list footer, the
+// signatures, sketch and band keys of Analyze, with the keys in one slice.
+func TestSignMatchesAnalyze(t *testing.T) {
+	im, ad, lex := signers(t)
+	p, err := New(im, ad, Options{ANDDMinTerms: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, raw := range messages(t, lex) {
+		m, err := p.Sign(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.Analyze(raw)
+		if m.FooterAt >= 0 {
+			continue // checked in TestSignFooter
+		}
+		if !slices.Equal(m.IMatch, r.IMatch.Signatures) || m.FooterIMatch != 0 {
+			t.Errorf("message %d: I-Match %v, Analyze %v", i, m.IMatch, r.IMatch.Signatures)
+		}
+		if !slices.Equal(m.Sketch.Bits, r.Sketch.Bits) || !slices.EqualFunc(m.BandKeys, r.BandKeys, bytes.Equal) {
+			t.Errorf("message %d: sketch or band keys differ from Analyze's", i)
+		}
+		if len(m.Keys()) != len(m.IMatchKeys)+len(m.BandKeys) {
+			t.Errorf("message %d: %d keys, want %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.BandKeys))
+		}
+		if m.HasSketch() != !m.Sketch.IsEmpty() || m.Unique == 0 && m.Skip != TooShort {
+			t.Errorf("message %d: sketch %v, unique %d, skip %v", i, m.HasSketch(), m.Unique, m.Skip)
+		}
+		if b := m.Body(); b.HasFooter {
+			t.Errorf("message %d: a body without a footer", i)
+		}
+	}
+}
+
+// A mailing-list footer is located, and the body's sketch leaves it out.
+func TestSignFooter(t *testing.T) {
+	im, ad, _ := signers(t)
+	p, err := New(im, ad, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "Has anyone built the kernel module against the new headers? The build fails at the linking step with\n" +
+		"undefined references to the scheduler symbols, and the configuration options look right to me.\n"
+	footer := "_______________________________________________\nKernel-users mailing list\nKernel-users@lists.example.org\nhttps://lists.example.org/mailman/listinfo/kernel-users\n"
+	raw := []byte("List-Id: <kernel-users.lists.example.org>\r\nSubject: build fails\r\n\r\n" + body + footer)
+	m, err := p.Sign(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FooterAt != len(body) {
+		t.Fatalf("footer at %d, want %d", m.FooterAt, len(body))
+	}
+	b := m.Body()
+	if !b.HasFooter || !b.HasSketch() || len(b.BandKeys) == 0 {
+		t.Fatalf("body: %+v", b)
+	}
+	if andd.Cosine(b.Sketch, m.Sketch) >= 1 {
+		t.Error("the body's sketch is the whole message's")
+	}
+	if m.Body() != b {
+		t.Error("Body computed twice")
+	}
+}
+
+func TestSignSkipAndARF(t *testing.T) {
+	im, ad, _ := signers(t)
+	p, err := New(im, ad, Options{ANDDMinTerms: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := p.Sign(ctx, []byte("Subject: hi\r\n\r\nok\r\n"))
+	if err != nil || m.Skip != TooShort || len(m.Keys()) != 0 {
+		t.Errorf("short message: %+v %v", m, err)
+	}
+	arf, err := os.ReadFile(filepath.Join("..", "mime", "testdata", "arf.eml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = p.SignReport(ctx, arf)
+	if err != nil || !m.ARF {
+		t.Errorf("ARF report: ARF %v, %v", m != nil && m.ARF, err)
+	}
+	if m, err := p.Sign(ctx, arf); err != nil || m.ARF {
+		t.Errorf("Sign does not unwrap: %v", err)
+	}
+}
+
+func TestSignCanceled(t *testing.T) {
+	im, ad, _ := signers(t)
+	p, err := New(im, ad, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, sign := range []func(context.Context, []byte) (*Message, error){p.Sign, p.SignReport} {
+		if m, err := sign(ctx, []byte("Subject: x\r\n\r\nsome words\r\n")); !errors.Is(err, context.Canceled) || m != nil {
+			t.Errorf("canceled: %v %v", m, err)
+		}
+	}
+}
