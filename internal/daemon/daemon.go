@@ -87,6 +87,8 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		CheckTimeout:     m.CheckTimeout.D(),
 		IdleTimeout:      m.IdleTimeout.D(),
 		OnError:          m.OnError,
+		MaxSessions:      m.MaxSessions,
+		MaxBufferedBytes: m.MaxBufferedBytes,
 		HeaderPrefix:     m.HeaderPrefix,
 		NoAcceptHeader:   !m.HeaderOnAccept,
 		RejectWith:       m.RejectWith,
@@ -147,7 +149,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -156,7 +158,8 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (
 		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
-	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
+	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met}), nil
 }
 
 // daemon is the state of a running daemon.
@@ -216,7 +219,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, log)
+	h, err := newAPIHandler(cfg, rt.Engine, log, d.met)
 	if err != nil {
 		ln.Close()
 		return err
@@ -235,7 +238,8 @@ func Run(ctx context.Context, o Options) error {
 	defer stopBG()
 	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
-		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes}, err
+		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
+			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
 	return d.serve(ctx, ln)
 }
@@ -302,11 +306,15 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	if err := os.WriteFile(addrFile, []byte("http://"+hln.Addr().String()+"\n"), 0o644); err != nil {
 		log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
 	}
-	d.httpSrv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+	d.httpSrv = api.NewServer(mux, api.ServerOptions{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.D(),
+		ReadTimeout:       cfg.HTTP.ReadTimeout.D(),
+		WriteTimeout:      cfg.HTTP.WriteTimeout.D(),
+		IdleTimeout:       cfg.HTTP.IdleTimeout.D(),
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+		MaxBody:           cfg.HTTP.MaxBodyBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	})
 	go func() {
 		if err := d.httpSrv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -368,7 +376,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, log)
+	h, err := newAPIHandler(cfg, eng, log, met)
 	if err != nil {
 		fail(err)
 		return

@@ -18,8 +18,14 @@ type MessageSession struct {
 
 // NewMessageSession returns the message logic of one connection, using
 // srv's checker, options (swapped by Update) and buffer pool.
+// Like a connection of the own server, it holds one of the
+// Options.MaxSessions buffering slots (if one is free) and counts in the
+// sessions metric until Close.
 func (srv *Server) NewMessageSession() *MessageSession {
-	return &MessageSession{s: session{srv: srv}}
+	m := &MessageSession{s: session{srv: srv}}
+	m.s.slot = srv.acquireSlot()
+	srv.current().opts.Metrics.Session(1)
+	return m
 }
 
 // Connect records the SMTP client (address or host name) for the logs.
@@ -66,8 +72,16 @@ func (m *MessageSession) End(dst []byte, actions uint32) []byte {
 	return m.s.end(dst, negotiation{version: protocolVersion, actions: actions})
 }
 
-// Close gives the message buffer back to the pool (connection closed).
-func (m *MessageSession) Close() { m.s.release() }
+// Close gives back the message buffer, its budget and the session's
+// slot (connection closed).
+func (m *MessageSession) Close() {
+	m.s.release()
+	if m.s.slot {
+		m.s.slot = false
+		m.s.srv.releaseSlot()
+	}
+	m.s.srv.current().opts.Metrics.Session(-1)
+}
 
 // cstrings encodes parts as NUL-terminated strings in a reused buffer,
 // the form the session takes from the wire.

@@ -117,6 +117,12 @@ type Stats struct {
 	Campaigns int64
 	Keys      int64
 	DiskBytes int64
+	// DiskFree is the free space of the store's filesystem (-1: unknown),
+	// DiskFull whether writes are refused for lack of it (ErrDiskFull),
+	// WritesRefused how many were refused since the store was opened.
+	DiskFree      int64
+	DiskFull      bool
+	WritesRefused int64
 }
 
 // Store is the interface the campaign engine uses. Implementations are safe

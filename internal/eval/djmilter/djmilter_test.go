@@ -205,3 +205,34 @@ func TestSameBehaviour(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionSlotsReleased opens more connections, one after another,
+// than milter.Options.MaxSessions allows at once: each closed connection
+// gives its slot back, so every message is still checked.
+func TestSessionSlotsReleased(t *testing.T) {
+	addr := serve(t, &subjectChecker{}, milter.Options{MaxSessions: 2}, Options{})
+	for i := range 5 {
+		c := gomilter.NewClientWithOptions("tcp", addr, gomilter.ClientOptions{
+			Dialer: mtadial.Dialer{}, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+			ActionMask:   gomilter.OptAddHeader | gomilter.OptChangeHeader | gomilter.OptQuarantine,
+			ProtocolMask: mtadial.PostfixProtocol,
+		})
+		s, err := c.Session()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods, _ := send(t, s, "user@example.org", [][2]string{{"Subject", "hello"}})
+		s.Close()
+		got := ""
+		for _, m := range mods {
+			if m.Code == gomilter.ActAddHeader && m.HeaderName == "X-NDD-Verdict" {
+				got = m.HeaderValue
+			}
+		}
+		if !strings.HasPrefix(got, "accept; score=") {
+			t.Fatalf("connection %d: X-NDD-Verdict %q, want a checked accept", i, got)
+		}
+		// The server side closes asynchronously: wait for the slot.
+		time.Sleep(100 * time.Millisecond)
+	}
+}
