@@ -25,6 +25,8 @@ type reportSummary struct {
 	Created  int            `json:"campaigns_created"`
 	Joined   int            `json:"joined_existing"`
 	Merged   int            `json:"campaigns_merged"`
+	VoteOnly int            `json:"vote_only"`
+	Apart    int            `json:"started_apart"`
 	Repeated int            `json:"repeated_by_reporter"`
 	NoMatch  int            `json:"matched_nothing"`
 	Revoked  int            `json:"campaigns_revoked"`
@@ -45,6 +47,12 @@ func (s *reportSummary) add(o api.Outcome) {
 		s.NoMatch++
 	}
 	s.Merged += len(o.Merged)
+	if o.VoteOnly != "" {
+		s.VoteOnly++
+	}
+	if o.Apart {
+		s.Apart++
+	}
 	if o.Repeated {
 		s.Repeated++
 	}
@@ -71,6 +79,9 @@ func (s *reportSummary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "joined a campaign:    %d\n", s.Joined)
 	fmt.Fprintf(w, "campaigns merged:     %d\n", s.Merged)
+	if s.VoteOnly > 0 || s.Apart > 0 {
+		fmt.Fprintf(w, "merge rule:           %d counted as votes only, %d started apart (docs/SECURITY.md)\n", s.VoteOnly, s.Apart)
+	}
 	fmt.Fprintf(w, "repeated by reporter: %d (counted once per campaign)\n", s.Repeated)
 	if s.Kind == "ham" {
 		fmt.Fprintf(w, "matched no campaign:  %d\n", s.NoMatch)

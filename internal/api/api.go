@@ -40,6 +40,11 @@ type Outcome struct {
 	// and the explanation.
 	SkipReason campaign.SkipReason `json:"skip_reason,omitempty"`
 	Skipped    string              `json:"skipped,omitempty"`
+	// VoteOnly says why the report only counted on the campaign (the
+	// merge rule, docs/SECURITY.md); Apart that it matched through ANDD
+	// only and started a campaign of its own.
+	VoteOnly string `json:"vote_only,omitempty"`
+	Apart    bool   `json:"apart,omitempty"`
 }
 
 // NewOutcome converts an engine outcome.
@@ -55,6 +60,8 @@ func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 		ARF:        o.ARF,
 		SkipReason: o.Skip,
 		Skipped:    o.Skipped,
+		VoteOnly:   o.VoteOnly,
+		Apart:      o.Apart,
 	}
 }
 

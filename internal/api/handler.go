@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/metrics"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // DefaultMaxBody is the default bound on an uploaded message (32 MiB).
@@ -32,15 +35,32 @@ type Options struct {
 	MaxBody int64
 	// Logger receives one line per failed request. Default: discard.
 	Logger *slog.Logger
+	// Metrics, if not nil, count the requests refused by MaxInflight.
+	Metrics *metrics.Metrics
 	// Clock returns the current time (for ?since=). Default time.Now.
 	Clock func() time.Time
+	// RequestTimeout bounds a check or a report: past it the request is
+	// answered 503 (the work it started may still finish; a repeated
+	// report counts once). Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxInflight bounds the checks and reports running at once (those
+	// past their deadline included); more are answered 503 at once.
+	// Default DefaultMaxInflight; negative: no limit.
+	MaxInflight int
 }
+
+// Defaults of Options.RequestTimeout and Options.MaxInflight.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxInflight    = 16
+)
 
 type handler struct {
 	eng   *campaign.Engine
 	opts  Options
 	token [32]byte // sha256 of Token, compared in constant time
 	mux   *http.ServeMux
+	slots chan struct{} // MaxInflight (nil: no limit)
 }
 
 // NewHandler returns the /v1 API handler over eng (which holds the store).
@@ -55,7 +75,16 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MaxInflight == 0 {
+		opts.MaxInflight = DefaultMaxInflight
+	}
 	h := &handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token)), mux: http.NewServeMux()}
+	if opts.MaxInflight > 0 {
+		h.slots = make(chan struct{}, opts.MaxInflight)
+	}
 	h.mux.HandleFunc("POST /v1/reports", h.report)
 	h.mux.HandleFunc("POST /v1/check", h.check)
 	h.mux.HandleFunc("GET /v1/campaigns", h.list)
@@ -97,7 +126,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			h.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("message larger than %d bytes", mbe.Limit))
+			h.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes (http.max_body_bytes)", mbe.Limit))
 			return nil, false
 		}
 		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
@@ -120,9 +149,12 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, err := h.eng.Report(r.Context(), raw, kind, r.URL.Query().Get("reporter"))
-	if err != nil {
-		h.fail(w, r, http.StatusInternalServerError, err)
+	reporter := r.URL.Query().Get("reporter")
+	var out campaign.ReportOutcome
+	if !h.bounded(w, r, "report", func(ctx context.Context) (err error) {
+		out, err = h.eng.Report(ctx, raw, kind, reporter)
+		return err
+	}) {
 		return
 	}
 	h.reply(w, http.StatusOK, NewOutcome(kind, out))
@@ -137,9 +169,11 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	if d := r.URL.Query().Get("dry_run"); d != "" && d != "0" && d != "false" {
 		check = h.eng.Evaluate
 	}
-	v, err := check(r.Context(), raw)
-	if err != nil {
-		h.fail(w, r, http.StatusInternalServerError, err)
+	var v campaign.Verdict
+	if !h.bounded(w, r, "check", func(ctx context.Context) (err error) {
+		v, err = check(ctx, raw)
+		return err
+	}) {
 		return
 	}
 	if v.Evidence == nil {
@@ -263,4 +297,59 @@ func (h *handler) reply(w http.ResponseWriter, status int, v any) {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// bounded runs f (a check or a report) within MaxInflight and under
+// RequestTimeout, answering the failure itself; true when f succeeded in
+// time. Work past its deadline goes on in the background (the engine
+// stops at its next context check) and keeps its in-flight slot.
+func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f func(context.Context) error) bool {
+	if h.slots != nil {
+		select {
+		case h.slots <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "1")
+			h.opts.Metrics.Overload("api")
+			h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("too many checks and reports in flight (http.max_inflight %d): retry later", h.opts.MaxInflight))
+			return false
+		}
+	}
+	// Cancelled when bounded returns, never by the goroutine: the select
+	// below must not see the context end because f finished.
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if h.slots != nil {
+				<-h.slots
+			}
+		}()
+		done <- f(ctx)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done: // finished just in time
+		default:
+			if r.Context().Err() != nil {
+				return false // the client went away
+			}
+			err = ctx.Err()
+		}
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		w.Header().Set("Retry-After", "5")
+		h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("%s did not finish within %s (http.request_timeout); a report may still be recorded, retrying it is safe", what, h.opts.RequestTimeout))
+	case errors.Is(err, store.ErrDiskFull):
+		h.fail(w, r, http.StatusInsufficientStorage, err)
+	default:
+		h.fail(w, r, http.StatusInternalServerError, err)
+	}
+	return false
 }

@@ -399,7 +399,7 @@ func TestEngineMerge(t *testing.T) {
 }
 
 // A campaign known only by its ANDD sketch is found through band keys and
-// verified by cosine; the report joins it.
+// verified by cosine; the report of a near copy joins it.
 func TestEngineANDDOnly(t *testing.T) {
 	f := newFixture(t, Options{})
 	if f.eng.andd == nil {
@@ -422,6 +422,7 @@ func TestEngineANDDOnly(t *testing.T) {
 	if len(v.Evidence) != 1 || v.Evidence[0].Family != FamilyANDD || v.Evidence[0].Similarity < f.eng.ANDDThreshold() {
 		t.Fatalf("evidence %+v (threshold %v)", v.Evidence, f.eng.ANDDThreshold())
 	}
+	// A near copy of the campaign's sketch joins it (merge.go).
 	o := f.report(t, copyOf(t, 1, 4, spamgen.Typos), store.KindSpam, "y")
 	if o.Created || o.Campaign != r.Campaign {
 		t.Fatalf("report did not join the ANDD campaign: %+v", o)

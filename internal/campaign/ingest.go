@@ -12,6 +12,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -52,7 +53,9 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // the outcomes are those Report would give one by one, except that a
 // message near-duplicate of an earlier message of the same batch joins its
 // campaign through shared signature keys only (its ANDD band keys are kept
-// only when the earlier sketch verifies), and that not-spam reports are
+// only when the earlier sketch verifies, and the merge rule of merge.go
+// applies to it as if the earlier campaign were stored), that links
+// within a batch never merge campaigns, and that not-spam reports are
 // checked for revocation after the whole batch.
 //
 // On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
@@ -111,6 +114,9 @@ type preparedReport struct {
 	in      store.ReportInput
 	msg     *pipeline.Message
 	matched []store.CampaignID
+	nIM     int // in.Keys[:nIM] are exact keys (I-Match, then short keys but lead keys), the rest lead and band keys
+	// plan is what the merge rule allows the report (merge.go).
+	plan reportPlan
 }
 
 // apply prepares signed reports (matching them against the store, on the
@@ -154,8 +160,20 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		return p, err
 	}
 	// Band keys that point at campaigns the sketch does not verify are
-	// left out: the store joins every campaign sharing a key.
+	// left out: the store joins every campaign sharing a key. Short keys
+	// are exact, as I-Match keys are, except lead keys (the subject and
+	// leading text only): those go with the band keys, as weak evidence.
 	keys := slices.Clone(m.IMatchKeys)
+	var lead [][]byte
+	for _, k := range m.ShortKeys {
+		if kind, _ := shortsig.KindOf(k); kind == shortsig.KindLead {
+			lead = append(lead, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	nExact := len(keys)
+	keys = append(keys, lead...)
 	for _, k := range m.BandKeys {
 		if !res.unverified[string(k)] {
 			keys = append(keys, k)
@@ -173,14 +191,9 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		Reporter: reporter,
 		Keys:     keys,
 	}
+	p.nIM = nExact
 	for _, c := range res.matched {
 		p.matched = append(p.matched, c.rec.rec.ID)
-		for _, ev := range c.evidence {
-			if ev.Family == FamilyANDD {
-				p.in.Join = append(p.in.Join, c.rec.rec.ID)
-				break
-			}
-		}
 	}
 	p.out.Joined = p.matched
 	if kind == store.KindSpam {
@@ -188,6 +201,13 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		p.in.Sketch = m.SketchBytes
 		p.in.Subject, p.in.From = m.Subject, m.From
 	}
+	// What the report joins and merges: the merge rule (merge.go).
+	apart := kind == store.KindSpam && p.nIM > 0
+	var sk *andd.Sketch
+	if m.HasSketch() {
+		sk = &m.Sketch
+	}
+	e.applyPlan(p, planReport(mergeCandidates(res.matched, sk), e.threshold, apart), res.matched)
 	return p, nil
 }
 
@@ -267,35 +287,96 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 // dropUnverifiedInBatch removes from each report the band keys it shares
 // with an earlier report of the batch whose sketch it does not verify, so
 // that the store does not join them through an unverified LSH collision.
+// It also holds links within the batch to the merge rule (merge.go), as
+// if the earlier reports' campaigns were already stored: a report that
+// matched no stored campaign and is linked to earlier reports of the
+// batch through band keys only (an ANDD-only match) joins it when it is
+// a near copy of each such report (nearCopyCosine) and each started or
+// joined a campaign of the batch, else starts a campaign of its own when
+// it has I-Match signatures (those band keys are dropped) and otherwise
+// only counts on the campaign of such a report; one linked
+// through I-Match keys keeps only the band keys it shares with reports it
+// shares I-Match keys with, so that the store joins one of those. Links
+// within a batch never merge campaigns.
 func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
-	if e.andd == nil {
-		return
-	}
-	owners := map[string][]int{} // band key → earlier reports with it
+	owners := map[string][]int{}   // band key → earlier reports with it
+	imOwners := map[string][]int{} // I-Match key → earlier reports with it
 	for i, p := range preps {
-		if p.skip || !p.msg.HasSketch() {
+		if p.skip {
 			continue
 		}
-		nIM := len(p.msg.IMatchKeys) // p.in.Keys[:nIM] are I-Match keys, the rest band keys
-		keep := p.in.Keys[:nIM:nIM]
-		for _, k := range p.in.Keys[nIM:] {
+		var imLinked []int
+		for _, k := range p.in.Keys[:p.nIM] {
+			for _, j := range imOwners[string(k)] {
+				if !slices.Contains(imLinked, j) {
+					imLinked = append(imLinked, j)
+				}
+			}
+		}
+		keep := p.in.Keys[:p.nIM:p.nIM]
+		var linked [][]byte // kept band keys of earlier reports
+		nearCopy := true    // p is a near copy of every report it is linked with
+		for _, k := range p.in.Keys[p.nIM:] {
 			ok := true
 			for _, j := range owners[string(k)] {
-				if !e.batchJoinOK(preps[j].msg, p.msg) {
+				if e.andd == nil || !p.msg.HasSketch() || !e.batchJoinOK(preps[j].msg, p.msg) ||
+					(len(imLinked) > 0 && !slices.Contains(imLinked, j)) {
 					ok = false
 					break
 				}
 			}
 			if ok {
 				keep = append(keep, k)
-			}
-			if p.in.Index {
-				owners[string(k)] = append(owners[string(k)], i)
+				if len(owners[string(k)]) > 0 {
+					linked = append(linked, k)
+				}
+				for _, j := range owners[string(k)] {
+					q := preps[j]
+					nearCopy = nearCopy && q.in.Target == 0 && !q.plan.VoteOnly &&
+						andd.Cosine(q.msg.Sketch, p.msg.Sketch) >= max(e.threshold, nearCopyCosine)
+				}
 			}
 		}
 		p.in.Keys = keep
-		if len(keep) == 0 && len(p.in.Join) == 0 && len(p.matched) == 0 {
+		switch {
+		case p.in.Target != 0 || len(imLinked) > 0 || len(linked) == 0:
+		case nearCopy:
+			// A near copy of the earlier reports it shares band keys
+			// with, which started or joined campaigns of this batch:
+			// joined as planReport joins a near copy of a stored
+			// campaign.
+		case p.in.Kind == store.KindSpam && p.nIM > 0:
+			// ANDD-only within the batch, with I-Match signatures: a
+			// campaign of its own, as planReport decides against the
+			// store.
+			keep = p.in.Keys[:p.nIM:p.nIM]
+			for _, k := range p.in.Keys[p.nIM:] {
+				if len(owners[string(k)]) == 0 {
+					keep = append(keep, k)
+				}
+			}
+			p.in.Keys = keep
+			p.plan = reportPlan{Apart: true, Why: voteANDDOnly}
+		default:
+			// ANDD-only within the batch, no I-Match signature: a vote on
+			// the campaign of the earlier report, found through the
+			// shared band keys.
+			p.in.Keys, p.in.Sketch = linked, nil
+			p.in.Create, p.in.Index = false, false
+			p.nIM = 0
+			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}
+		}
+		if len(p.in.Keys) == 0 && p.in.Target == 0 && len(p.matched) == 0 {
 			p.skipWith(Skip{Reason: SkipBandsInBatch})
+			continue
+		}
+		if p.in.Index {
+			for _, k := range p.in.Keys[:p.nIM] {
+				imOwners[string(k)] = append(imOwners[string(k)], i)
+			}
+			for _, k := range p.in.Keys[p.nIM:] {
+				owners[string(k)] = append(owners[string(k)], i)
+			}
 		}
 	}
 }
@@ -327,7 +408,7 @@ func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
 	for _, id := range p.matched {
 		e.invalidate(id)
 	}
-	for _, id := range p.in.Join {
+	for _, id := range p.in.MayMerge {
 		e.invalidate(id)
 	}
 }
@@ -337,11 +418,15 @@ func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
 func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
 	out := p.out
 	out.ReportResult = res
+	if p.plan.VoteOnly && res.Campaign != 0 {
+		out.VoteOnly = p.plan.Why
+	}
+	out.Apart = p.plan.Apart && res.Created
 	if res.Created {
 		out.Joined = nil
 	}
 	if p.in.Kind == store.KindHam && res.Campaign != 0 {
-		c, err := e.st.Get(ctx, res.Campaign)
+		c, err := e.st.Record(ctx, res.Campaign)
 		if err != nil {
 			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
 		}

@@ -226,4 +226,11 @@ type ReportOutcome struct {
 	Joined []store.CampaignID
 	// Revoked is true when this not-spam report revoked the campaign.
 	Revoked bool
+	// VoteOnly, when set, says why the report only counted on the
+	// campaign (it added no signature, merged nothing): the merge rule of
+	// docs/SECURITY.md.
+	VoteOnly string
+	// Apart is true when the report matched campaigns through ANDD only
+	// and started a campaign of its own (Created) under the merge rule.
+	Apart bool
 }

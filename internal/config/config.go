@@ -55,6 +55,14 @@ type Milter struct {
 	CheckTimeout Duration `yaml:"check_timeout"`
 	// IdleTimeout closes a milter connection silent for that long. Default 10m.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxSessions bounds the milter connections that buffer messages;
+	// beyond it (up to twice as many) messages pass per on_error without
+	// being buffered, beyond that connections are closed. Default 1000.
+	MaxSessions int `yaml:"max_sessions"`
+	// MaxBufferedBytes bounds the message bytes all sessions hold beyond
+	// a 192 KiB allowance each; a message that would exceed it passes per
+	// on_error. Default 128 MiB.
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
 	// ShutdownTimeout is how long SIGTERM waits for sessions in flight. Default 30s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// OnError is what happens to a message when checking it fails
@@ -100,6 +108,20 @@ type HTTP struct {
 	TokenFile string `yaml:"token_file"`
 	// MaxBodyBytes bounds a report uploaded through the API. Default 10 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound
+	// a connection's request headers, whole request, response and idle
+	// keep-alive time. Defaults 10s, 1m, 1m, 30s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	ReadTimeout       Duration `yaml:"read_timeout"`
+	WriteTimeout      Duration `yaml:"write_timeout"`
+	IdleTimeout       Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's headers. Default 64 KiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// RequestTimeout bounds an API check or report (503 past it). Default 30s.
+	RequestTimeout Duration `yaml:"request_timeout"`
+	// MaxInflight bounds the API checks and reports running at once
+	// (503 beyond). Default 16.
+	MaxInflight int `yaml:"max_inflight"`
 }
 
 // Store configures the campaign store.
@@ -111,6 +133,10 @@ type Store struct {
 	Expiry Duration `yaml:"expiry"`
 	// ExpireInterval is how often expired campaigns are deleted. Default 1h.
 	ExpireInterval Duration `yaml:"expire_interval"`
+	// MinFreeBytes is the free space the store's filesystem must keep:
+	// below it reports are refused (mail checks go on) until space
+	// returns. Default 256 MiB; -1 turns the check off.
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 
 // Signatures configures the I-Match signatures.
@@ -179,6 +205,8 @@ func Default() *Config {
 			CheckTimeout:     Duration(2 * time.Second),
 			IdleTimeout:      Duration(10 * time.Minute),
 			ShutdownTimeout:  Duration(30 * time.Second),
+			MaxSessions:      1000,
+			MaxBufferedBytes: 128 << 20,
 			OnError:          action.Accept.String(),
 			HeaderPrefix:     "X-NDD-",
 			HeaderOnAccept:   true,
@@ -189,13 +217,21 @@ func Default() *Config {
 			Overrides:        map[string]string{},
 		},
 		HTTP: HTTP{
-			Listen:       DefaultHTTPListen,
-			MaxBodyBytes: 10 << 20,
+			Listen:            DefaultHTTPListen,
+			MaxBodyBytes:      10 << 20,
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(time.Minute),
+			WriteTimeout:      Duration(time.Minute),
+			IdleTimeout:       Duration(30 * time.Second),
+			MaxHeaderBytes:    64 << 10,
+			RequestTimeout:    Duration(30 * time.Second),
+			MaxInflight:       16,
 		},
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Expiry:         Duration(30 * 24 * time.Hour),
 			ExpireInterval: Duration(time.Hour),
+			MinFreeBytes:   256 << 20,
 		},
 		Signatures: Signatures{
 			K:         imatchbag.DefaultK,
@@ -397,6 +433,12 @@ func (c *Config) Validate() error {
 	if m.ShutdownTimeout < 0 {
 		return bad("milter.shutdown_timeout", "must be >= 0")
 	}
+	if m.MaxSessions <= 0 {
+		return bad("milter.max_sessions", "must be > 0")
+	}
+	if m.MaxBufferedBytes < 1<<20 {
+		return bad("milter.max_buffered_bytes", "must be at least 1048576 (1 MiB)")
+	}
 	if err := oneOf("milter.on_error", m.OnError, names(action.Accept, action.Tempfail)...); err != nil {
 		return err
 	}
@@ -442,8 +484,29 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes <= 0 {
 		return bad("http.max_body_bytes", "must be > 0")
 	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout},
+		{"http.write_timeout", c.HTTP.WriteTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout}, {"http.request_timeout", c.HTTP.RequestTimeout}} {
+		if d.v <= 0 {
+			return bad(d.key, "must be > 0")
+		}
+	}
+	if c.HTTP.WriteTimeout <= c.HTTP.RequestTimeout {
+		return bad("http.write_timeout", "%s must exceed http.request_timeout (%s), or the 503 past the deadline cannot be sent", c.HTTP.WriteTimeout, c.HTTP.RequestTimeout)
+	}
+	if c.HTTP.MaxHeaderBytes < 4096 {
+		return bad("http.max_header_bytes", "must be at least 4096")
+	}
+	if c.HTTP.MaxInflight <= 0 {
+		return bad("http.max_inflight", "must be > 0")
+	}
 	if c.Store.Dir == "" {
 		return bad("store.dir", "must not be empty")
+	}
+	if c.Store.MinFreeBytes < -1 {
+		return bad("store.min_free_bytes", "must be >= 0, or -1 to turn the free-space check off")
 	}
 	if c.Store.Expiry < Duration(time.Hour) {
 		return bad("store.expiry", "%s is too short (at least 1h)", c.Store.Expiry)

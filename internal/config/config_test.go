@@ -110,6 +110,13 @@ func TestBadConfigs(t *testing.T) {
 		{"token and file", "http:\n  token: a\n  token_file: /x\n", []string{"http.token_file"}},
 		{"bad http listen", "http:\n  listen: nowhere\n", []string{"http.listen"}},
 		{"not yaml", "milter: [\n", []string{"parse"}},
+		{"no sessions", "milter:\n  max_sessions: 0\n", []string{"line 2", "milter.max_sessions"}},
+		{"tiny buffer budget", "milter:\n  max_buffered_bytes: 1000\n", []string{"milter.max_buffered_bytes"}},
+		{"write timeout under request timeout", "http:\n  write_timeout: 10s\n  request_timeout: 20s\n", []string{"http.write_timeout", "http.request_timeout"}},
+		{"zero idle timeout", "http:\n  idle_timeout: 0s\n", []string{"http.idle_timeout"}},
+		{"tiny header limit", "http:\n  max_header_bytes: 100\n", []string{"http.max_header_bytes"}},
+		{"no inflight", "http:\n  max_inflight: 0\n", []string{"http.max_inflight"}},
+		{"bad free reserve", "store:\n  min_free_bytes: -5\n", []string{"store.min_free_bytes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

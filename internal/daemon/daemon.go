@@ -36,6 +36,18 @@ type Options struct {
 	// LogOutput receives the logs, in the configured format. Default
 	// os.Stderr.
 	LogOutput io.Writer
+	// Protocol, if set, returns the server that speaks the milter protocol
+	// over srv's message logic instead of srv itself (the lab's comparison
+	// with another milter library, `nddmilter bench serve`). Reloads,
+	// metrics and the API are the daemon's either way.
+	Protocol func(srv *milter.Server, log *slog.Logger) ProtocolServer
+}
+
+// ProtocolServer serves the milter protocol: *milter.Server, or another
+// implementation given by Options.Protocol.
+type ProtocolServer interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
 }
 
 // Config loads the configuration and applies the overrides of o.
@@ -75,6 +87,8 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		CheckTimeout:     m.CheckTimeout.D(),
 		IdleTimeout:      m.IdleTimeout.D(),
 		OnError:          m.OnError,
+		MaxSessions:      m.MaxSessions,
+		MaxBufferedBytes: m.MaxBufferedBytes,
 		HeaderPrefix:     m.HeaderPrefix,
 		NoAcceptHeader:   !m.HeaderOnAccept,
 		RejectWith:       m.RejectWith,
@@ -135,7 +149,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -144,7 +158,8 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (
 		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
-	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log}), nil
+	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met}), nil
 }
 
 // daemon is the state of a running daemon.
@@ -155,6 +170,7 @@ type daemon struct {
 	rt      *Runtime
 	met     *metrics.Metrics
 	srv     *milter.Server
+	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
@@ -193,13 +209,17 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	d.proto = d.srv
+	if o.Protocol != nil {
+		d.proto = o.Protocol(d.srv, log)
+	}
 	network, addr, _ := config.SplitListen(cfg.Milter.Listen)
 	mode, _ := cfg.Milter.SocketFileMode() // validated with the configuration
 	ln, err := milter.ListenSocket(network, addr, milter.SocketOptions{Mode: mode, Group: cfg.Milter.SocketGroup})
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, log)
+	h, err := newAPIHandler(cfg, rt.Engine, log, d.met)
 	if err != nil {
 		ln.Close()
 		return err
@@ -218,7 +238,8 @@ func Run(ctx context.Context, o Options) error {
 	defer stopBG()
 	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
-		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes}, err
+		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
+			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
 	return d.serve(ctx, ln)
 }
@@ -231,7 +252,7 @@ func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
 	defer signal.Stop(hup)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- d.srv.Serve(ln) }()
+	go func() { serveErr <- d.proto.Serve(ln) }()
 	d.ready.Store(true)
 	d.log.Info("nddmilter serving", "milter", d.cfg.Milter.Listen, "http", d.cfg.HTTP.Listen,
 		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid())
@@ -285,11 +306,15 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	if err := os.WriteFile(addrFile, []byte("http://"+hln.Addr().String()+"\n"), 0o644); err != nil {
 		log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
 	}
-	d.httpSrv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+	d.httpSrv = api.NewServer(mux, api.ServerOptions{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.D(),
+		ReadTimeout:       cfg.HTTP.ReadTimeout.D(),
+		WriteTimeout:      cfg.HTTP.WriteTimeout.D(),
+		IdleTimeout:       cfg.HTTP.IdleTimeout.D(),
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+		MaxBody:           cfg.HTTP.MaxBodyBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	})
 	go func() {
 		if err := d.httpSrv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -318,7 +343,7 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 func (d *daemon) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Milter.ShutdownTimeout.D())
 	defer cancel()
-	if err := d.srv.Shutdown(ctx); err != nil {
+	if err := d.proto.Shutdown(ctx); err != nil {
 		d.log.Warn("milter shutdown", "err", err)
 	}
 	if d.httpSrv != nil {
@@ -351,7 +376,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, log)
+	h, err := newAPIHandler(cfg, eng, log, met)
 	if err != nil {
 		fail(err)
 		return

@@ -56,6 +56,7 @@ func StoreOptions(cfg *config.Config, log *slog.Logger) store.Options {
 	return store.Options{
 		Expiry:         cfg.Store.Expiry.D(),
 		ExpiryInterval: cfg.Store.ExpireInterval.D(),
+		MinFreeBytes:   cfg.Store.MinFreeBytes,
 		Logger:         log,
 	}
 }

@@ -35,6 +35,11 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	connections   *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+	overload      *prometheus.CounterVec
+	buffered      prometheus.Gauge
+	diskFull      prometheus.Gauge
+	diskFree      prometheus.Gauge
+	diskRefused   prometheus.Gauge
 }
 
 // New returns the collectors registered on a fresh registry, with the Go
@@ -100,11 +105,32 @@ func New() *Metrics {
 			Name: "nddmilter_reloads_total",
 			Help: "Configuration reloads (SIGHUP), by result (ok, error).",
 		}, []string{"result"}),
+		overload: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nddmilter_overload_total",
+			Help: "Work refused because a resource budget was exhausted, by reason (sessions: milter.max_sessions reached, the message passed unbuffered per milter.on_error; connections: twice milter.max_sessions reached, the connection closed; bytes: milter.max_buffered_bytes reached, the message passed per milter.on_error; api: http.max_inflight reached, 503).",
+		}, []string{"reason"}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_milter_buffered_bytes",
+			Help: "Message and packet bytes the milter sessions hold beyond each session's small free allowance (bounded by milter.max_buffered_bytes).",
+		}),
+		diskFull: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_store_disk_full",
+			Help: "1 while the store refuses writes because its filesystem has less free space than store.min_free_bytes (checks go on read-only), else 0.",
+		}),
+		diskFree: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_store_disk_free_bytes",
+			Help: "Free space on the store's filesystem (for unprivileged users), as last measured.",
+		}),
+		diskRefused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_store_writes_refused",
+			Help: "Store writes refused since start because the disk was full (a counter kept by the store, sampled with the store gauges).",
+		}),
 	}
 	m.Registry.MustRegister(
 		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
 		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
-		m.sessions, m.connections, m.reloads,
+		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
+		m.diskFull, m.diskFree, m.diskRefused,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -112,7 +138,7 @@ func New() *Metrics {
 	for _, a := range action.All() {
 		m.messages.WithLabelValues(a.String())
 	}
-	for _, f := range []string{"imatch", "andd"} {
+	for _, f := range []string{"imatch", "andd", "short"} {
 		m.matches.WithLabelValues(f)
 	}
 	for _, s := range []string{"check", "timeout", "panic"} {
@@ -120,6 +146,9 @@ func New() *Metrics {
 	}
 	for _, k := range []string{"spam", "ham"} {
 		m.reports.WithLabelValues(k)
+	}
+	for _, r := range []string{"sessions", "connections", "bytes", "api"} {
+		m.overload.WithLabelValues(r)
 	}
 	return m
 }
@@ -190,6 +219,24 @@ func (m *Metrics) Session(delta int) {
 	m.sessions.Add(float64(delta))
 }
 
+// Overload counts work refused because a resource budget was exhausted
+// (reason: sessions, connections, bytes, api).
+func (m *Metrics) Overload(reason string) {
+	if m == nil {
+		return
+	}
+	m.overload.WithLabelValues(reason).Inc()
+}
+
+// Buffered tracks the bytes the milter sessions hold against
+// milter.max_buffered_bytes (+n reserved, -n released).
+func (m *Metrics) Buffered(delta int64) {
+	if m == nil {
+		return
+	}
+	m.buffered.Add(float64(delta))
+}
+
 // Reload counts a reload; ok tells whether it succeeded.
 func (m *Metrics) Reload(ok bool) {
 	if m == nil {
@@ -205,6 +252,12 @@ func (m *Metrics) Reload(ok bool) {
 // StoreStats is what the store gauges show.
 type StoreStats struct {
 	Campaigns, Keys, DiskBytes int64
+	// DiskFree is the free space of the store's filesystem (-1: unknown),
+	// DiskFull whether the store refuses writes for lack of it, and
+	// WritesRefused how many writes it refused so far.
+	DiskFree      int64
+	DiskFull      bool
+	WritesRefused int64
 }
 
 // SetStore sets the store gauges.
@@ -215,6 +268,15 @@ func (m *Metrics) SetStore(s StoreStats) {
 	m.campaigns.Set(float64(s.Campaigns))
 	m.indexKeys.Set(float64(s.Keys))
 	m.storeBytes.Set(float64(s.DiskBytes))
+	if s.DiskFree >= 0 {
+		m.diskFree.Set(float64(s.DiskFree))
+	}
+	full := 0.0
+	if s.DiskFull {
+		full = 1
+	}
+	m.diskFull.Set(full)
+	m.diskRefused.Set(float64(s.WritesRefused))
 }
 
 // RefreshStore calls stats now and then every interval until ctx ends,

@@ -23,6 +23,10 @@ type conn struct {
 	neg  negotiation
 	ok   bool // option negotiation done
 	sess session
+
+	// pktReserved is the budget reserved for the current packet's
+	// buffer (a packet over smallPacket bytes), released once handled.
+	pktReserved int64
 }
 
 // continuePacket is SMFIR_CONTINUE.
@@ -80,15 +84,19 @@ func (c *conn) serve() {
 		}
 	}()
 	for {
-		cmd, data, err := c.pr.next()
+		cmd, data, dropped, err := c.pr.next(c.admit)
+		if err == nil && dropped {
+			err = c.dropped(cmd)
+		}
 		if err == nil {
 			err = c.handle(cmd, data)
 		}
-		if cap(c.pr.buf) > 128<<10 {
-			// A rare huge packet: do not keep its buffer for the
-			// connection's lifetime.
-			c.pr.buf = nil
+		if err == nil && dropped && cmd == cmdMail {
+			// A new message whose MAIL packet did not fit the budget.
+			c.sess.overload(overBytes)
 		}
+		c.srv.release(c.pktReserved)
+		c.pktReserved = 0
 		if err != nil {
 			c.ended(err)
 			return
@@ -98,6 +106,8 @@ func (c *conn) serve() {
 
 func (c *conn) close() {
 	c.nc.Close()
+	c.srv.release(c.pktReserved)
+	c.pktReserved = 0
 	c.sess.release()
 	c.srv.untrack(c)
 }

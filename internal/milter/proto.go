@@ -118,27 +118,48 @@ type packetReader struct {
 }
 
 // next returns the next packet's command and data. The data is valid
-// until the next call.
-func (p *packetReader) next() (cmd byte, data []byte, err error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
-		return 0, nil, err
+// until the next call. Data of more than smallPacket bytes is read only
+// if admit (when not nil) allows it, into a buffer of its own; otherwise
+// it is skipped without being stored and dropped is true (data nil).
+func (p *packetReader) next(admit func(cmd byte, n int) bool) (cmd byte, data []byte, dropped bool, err error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(p.r, hdr[:4]); err != nil {
+		return 0, nil, false, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
+	n := binary.BigEndian.Uint32(hdr[:4])
 	if n == 0 || n > maxPacket {
-		return 0, nil, protocolErrorf("packet length %d not in [1, %d]", n, maxPacket)
+		return 0, nil, false, protocolErrorf("packet length %d not in [1, %d]", n, maxPacket)
 	}
-	if cap(p.buf) < int(n) {
-		p.buf = make([]byte, n, max(int(n), 4096))
+	if _, err := io.ReadFull(p.r, hdr[4:]); err != nil {
+		return 0, nil, false, fmt.Errorf("read packet: %w", unexpectedEOF(err))
 	}
-	b := p.buf[:n]
-	if _, err := io.ReadFull(p.r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	cmd, m := hdr[4], int(n-1)
+	var b []byte
+	switch {
+	case m <= smallPacket:
+		if cap(p.buf) < m {
+			p.buf = make([]byte, m, max(m, 4096))
 		}
-		return 0, nil, fmt.Errorf("read packet: %w", err)
+		b = p.buf[:m]
+	case admit == nil || admit(cmd, m):
+		b = make([]byte, m)
+	default:
+		if _, err := p.r.Discard(m); err != nil {
+			return 0, nil, false, fmt.Errorf("read packet: %w", unexpectedEOF(err))
+		}
+		return cmd, nil, true, nil
 	}
-	return b[0], b[1:], nil
+	if _, err := io.ReadFull(p.r, b); err != nil {
+		return 0, nil, false, fmt.Errorf("read packet: %w", unexpectedEOF(err))
+	}
+	return cmd, b, false, nil
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // appendPacket appends a packet with the given parts as data; the

@@ -48,8 +48,23 @@ type Options struct {
 	CheckTimeout time.Duration
 	// IdleTimeout closes a connection silent that long. Default 10m.
 	IdleTimeout time.Duration
-	// OnError is "accept" (default) or "tempfail".
+	// OnError is "accept" (default) or "tempfail". It is also the answer
+	// to a message that a resource budget (MaxSessions, MaxBufferedBytes)
+	// kept from being buffered.
 	OnError string
+	// MaxSessions bounds the connections that buffer messages. Default
+	// DefaultMaxSessions (1000); negative: no limit. Connections beyond
+	// it, up to as many again, are served without buffering (each message
+	// gets the OnError treatment); beyond twice MaxSessions a new
+	// connection is closed at once (the MTA applies its
+	// milter_default_action). See limits.go.
+	MaxSessions int
+	// MaxBufferedBytes bounds the bytes all sessions (and checks in
+	// flight) hold together beyond each connection's free allowance of
+	// 128 KiB of message and 64 KiB of packet. A message that would go
+	// over stops being buffered and gets the OnError treatment at its
+	// end. Default DefaultMaxBufferedBytes (128 MiB); negative: no limit.
+	MaxBufferedBytes int64
 	// HeaderPrefix starts the names of added headers. Default "X-NDD-".
 	HeaderPrefix string
 	// NoAcceptHeader leaves accepted messages without the verdict header.
@@ -88,6 +103,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OnError == "" {
 		o.OnError = action.Accept.String()
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxBufferedBytes == 0 {
+		o.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	if o.HeaderPrefix == "" {
 		o.HeaderPrefix = "X-NDD-"
@@ -166,11 +187,19 @@ type Server struct {
 	// bufs recycles the sessions' message buffers (*bytes.Buffer): a
 	// message is assembled in one and handed to the checker without a copy.
 	bufs sync.Pool
+
+	// buffered is what the sessions reserved from MaxBufferedBytes; slots
+	// counts the connections that may buffer (MaxSessions). See limits.go.
+	buffered atomic.Int64
+	slots    atomic.Int64
+	// overLog limits the overload warnings to one per second.
+	overLog atomic.Int64
 }
 
-// maxPooledBuffer is the largest message buffer kept for reuse; bigger
-// ones (rare, huge messages) are left to the garbage collector.
-const maxPooledBuffer = 4 << 20
+// maxPooledBuffer is the largest message buffer kept for reuse: the
+// uncharged allowance (a pooled buffer is never charged to the budget);
+// bigger ones are left to the garbage collector.
+const maxPooledBuffer = freeMessageBytes
 
 func (s *Server) getBuffer() *bytes.Buffer {
 	if b, ok := s.bufs.Get().(*bytes.Buffer); ok {
@@ -303,20 +332,45 @@ func (s *Server) Sessions() int {
 // the server is shutting down.
 func (s *Server) track(nc net.Conn) *conn {
 	c := newConn(s, nc)
+	o := s.current().opts
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
 		nc.Close()
 		return nil
 	}
+	if o.MaxSessions > 0 && len(s.conns) >= 2*o.MaxSessions {
+		n := len(s.conns)
+		s.mu.Unlock()
+		nc.Close()
+		o.Metrics.Overload(overConnections)
+		s.warnOverload("milter connection closed: too many connections (twice milter.max_sessions); the MTA applies its milter_default_action",
+			"connections", n, "max_sessions", o.MaxSessions)
+		return nil
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	s.current().opts.Metrics.Session(1)
+	c.sess.slot = s.acquireSlot()
+	o.Metrics.Session(1)
 	return c
 }
 
+// warnOverload logs an overload at most once a second.
+func (s *Server) warnOverload(msg string, args ...any) {
+	now := time.Now().UnixNano()
+	last := s.overLog.Load()
+	if now-last < int64(time.Second) || !s.overLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.current().opts.Logger.Warn(msg, args...)
+}
+
 func (s *Server) untrack(c *conn) {
+	if c.sess.slot {
+		c.sess.slot = false
+		s.releaseSlot()
+	}
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

@@ -29,6 +29,7 @@ type session struct {
 	// Connection data.
 	client string // address or host name of the SMTP client, for logs
 	warned uint32 // actions the MTA did not allow, already logged
+	slot   bool   // holds one of the MaxSessions buffering slots
 
 	// Message data.
 	queueID   string
@@ -41,6 +42,11 @@ type session struct {
 	eoh       bool  // the end of headers was seen
 	bodyLen   int64 // all body bytes seen, scanned or not
 	forged    []forgedHeader
+	// reserved is the part of raw's capacity charged to the budget;
+	// over, when set, is why the message is not buffered (overSessions,
+	// overBytes): its end gets the OnError treatment. See limits.go.
+	reserved int64
+	over     string
 }
 
 // maxForged bounds the forged copies of one of our headers that are
@@ -68,8 +74,19 @@ func (s *session) reset() {
 	s.st = s.srv.current()
 	s.queueID, s.from = "", ""
 	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
+	if s.reserved > 0 {
+		// A large buffer is not kept between messages.
+		s.dropBuf()
+	}
 	if s.raw != nil {
 		s.raw.Reset()
+	}
+	s.over = ""
+	if !s.slot {
+		s.slot = s.srv.acquireSlot()
+	}
+	if !s.slot {
+		s.over = overSessions
 	}
 	s.headerLen = 0
 	s.eoh = false
@@ -88,10 +105,7 @@ func (s *session) buf() *bytes.Buffer {
 }
 
 // release gives the message buffer back to the pool (connection closed).
-func (s *session) release() {
-	s.srv.putBuffer(s.raw)
-	s.raw = nil
-}
+func (s *session) release() { s.dropBuf() }
 
 func (s *session) state() *state {
 	if s.st == nil {
@@ -160,7 +174,11 @@ func (s *session) header(data []byte) {
 		s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
 		return
 	}
-	if s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
+	if s.over != "" || s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
+		return
+	}
+	if !s.grow(len(name) + len(value) + bytes.Count(value, []byte{'\n'}) + 4) {
+		s.overload(overBytes)
 		return
 	}
 	b := s.buf()
@@ -190,8 +208,15 @@ func writeCRLF(b *bytes.Buffer, v []byte) {
 func (s *session) endOfHeaders() {
 	s.state()
 	if !s.eoh {
-		s.buf().WriteString("\r\n")
 		s.eoh = true
+		if s.over != "" {
+			return
+		}
+		if !s.grow(2) {
+			s.overload(overBytes)
+			return
+		}
+		s.buf().WriteString("\r\n")
 	}
 }
 
@@ -203,10 +228,17 @@ func (s *session) body(chunk []byte) {
 		s.endOfHeaders()
 	}
 	s.bodyLen += int64(len(chunk))
+	if s.over != "" {
+		return
+	}
 	room := st.opts.MaxBodyBytes - (int64(s.buf().Len()) - int64(s.headerLen) - 2)
 	if room > 0 {
 		if int64(len(chunk)) > room {
 			chunk = chunk[:room]
+		}
+		if !s.grow(len(chunk)) {
+			s.overload(overBytes)
+			return
 		}
 		s.buf().Write(chunk)
 	}
@@ -291,6 +323,10 @@ func actionNames(a uint32) string {
 func (s *session) decide(r *reply) {
 	st := s.state()
 	o := st.opts
+	if s.over != "" {
+		s.overloaded(r)
+		return
+	}
 	if s.headerLen == 0 && s.buf().Len() == 0 {
 		// Nothing arrived (e.g. the MTA skipped headers): nothing to judge.
 		r.final(repAccept)
@@ -413,9 +449,10 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 	// The checker owns the message buffer until it returns, then gives it
 	// back to the pool: one that times out keeps running on it while the
 	// session goes on with a fresh buffer.
-	buf := s.buf()
-	s.raw = nil // the next message takes another one (see buf)
+	buf, reserved := s.buf(), s.reserved
+	s.raw, s.reserved = nil, 0 // the next message takes another one (see buf)
 	go func() {
+		defer s.srv.release(reserved)
 		defer s.srv.putBuffer(buf)
 		defer func() {
 			if p := recover(); p != nil {

@@ -85,6 +85,15 @@ type Options struct {
 	// Logger receives Badger's warnings and errors and the store's own
 	// messages. Default slog.Default().
 	Logger *slog.Logger
+	// MinFreeBytes is the free space the store's filesystem must keep:
+	// below it writes fail with ErrDiskFull (reads go on) until space
+	// returns, and Open opens the store read-only. Default
+	// DefaultMinFreeBytes (256 MiB); negative turns the guard off.
+	MinFreeBytes int64
+	// FreeSpace measures the free bytes of the filesystem holding a
+	// directory. Default: statfs (blocks available to unprivileged
+	// users). Tests inject a function here.
+	FreeSpace func(dir string) (int64, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +114,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	return o
 }
@@ -147,6 +159,12 @@ type Badger struct {
 	bgCtx     context.Context // cancelled by Close: stops background work
 	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
+
+	// disk refuses writes when the filesystem runs low (nil: in memory
+	// or turned off); roErr, when set, is why a store asked to be
+	// writable was opened read-only.
+	disk  *diskGuard
+	roErr error
 }
 
 var _ Store = (*Badger)(nil)
@@ -177,6 +195,20 @@ func badgerOptions(dir string, opts Options) badger.Options {
 // GC) unless opts.ReadOnly.
 func Open(dir string, opts Options) (*Badger, error) {
 	opts = opts.withDefaults()
+	disk := newDiskGuard(dir, opts)
+	var roErr error
+	if !opts.ReadOnly && disk != nil {
+		if _, err := os.Stat(dir); err == nil {
+			if err := disk.check(); err != nil {
+				// Opening read-write could already fault on a full disk
+				// (Badger writes new log files through memory maps):
+				// serve what is there read-only, refuse writes.
+				roErr = fmt.Errorf("%w; opened read-only: restart once space is freed: %w", err, ErrReadOnly)
+				opts.Logger.Error("store: disk nearly full at start: opening read-only, reports are refused; mail checks go on", "err", err)
+				opts.ReadOnly = true
+			}
+		}
+	}
 	if opts.ReadOnly && !opts.InMemory {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("no store to open read-only: %w", err)
@@ -185,6 +217,10 @@ func Open(dir string, opts Options) (*Badger, error) {
 	db, err := badger.Open(badgerOptions(dir, opts))
 	if err != nil && opts.ReadOnly && (errors.Is(err, badger.ErrTruncateNeeded) ||
 		strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())) { // badger's y.Wrapf does not wrap
+		if derr := disk.check(); derr != nil {
+			// Recovery writes: it needs the space.
+			return nil, fmt.Errorf("store %s was not closed cleanly and its recovery needs free disk space: %w", dir, derr)
+		}
 		// The store was not closed cleanly (crash, kill -9): its
 		// write-ahead log must be replayed and trimmed, which a read-only
 		// open cannot do. Recover it with a short read-write open (as
@@ -216,6 +252,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 		log:    opts.Logger,
 		hits:   make(map[CampaignID]*pendingHit),
 		closed: make(chan struct{}),
+		disk:   disk,
+		roErr:  roErr,
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.startIndexFilter()
@@ -267,9 +305,26 @@ func (b *Badger) writable() error {
 		return ErrClosed
 	}
 	if b.opts.ReadOnly {
-		return ErrReadOnly
+		return b.readOnlyErr()
 	}
 	return nil
+}
+
+// readOnlyErr is the error of a write on a read-only store: ErrReadOnly,
+// also ErrDiskFull when a full disk made it read-only.
+func (b *Badger) readOnlyErr() error {
+	if b.roErr != nil {
+		return b.roErr
+	}
+	return ErrReadOnly
+}
+
+// DiskState returns the free bytes of the store's filesystem (-1:
+// unknown or in memory), whether writes are refused for lack of space,
+// and how many were refused since Open.
+func (b *Badger) DiskState() (free int64, full bool, refused int64) {
+	free, full, refused = b.disk.state()
+	return free, full || b.roErr != nil, refused
 }
 
 // idLease is how many campaign ids the Badger sequence leases at a time.
@@ -344,7 +399,7 @@ func (b *Badger) loop(name string, every time.Duration, f func()) {
 // rewriting.
 func (b *Badger) runGC() int {
 	n := 0
-	for !b.isClosed() {
+	for !b.isClosed() && b.disk.check() == nil {
 		err := b.db.RunValueLogGC(0.5)
 		if err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {

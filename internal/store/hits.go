@@ -52,6 +52,10 @@ func (b *Badger) FlushHits(ctx context.Context) error {
 }
 
 func (b *Badger) flushHits() error {
+	if _, full, _ := b.disk.state(); full {
+		// Kept in memory (one entry per campaign hit) until space returns.
+		return nil
+	}
 	b.hitMu.Lock()
 	pending := b.hits
 	if len(pending) == 0 {

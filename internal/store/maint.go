@@ -75,6 +75,9 @@ func (b *Badger) Compact(ctx context.Context) (CompactResult, error) {
 	if err := b.writable(); err != nil {
 		return CompactResult{}, err
 	}
+	if err := b.disk.check(); err != nil {
+		return CompactResult{}, fmt.Errorf("compact: %w", err)
+	}
 	if err := b.flushHits(); err != nil {
 		return CompactResult{}, err
 	}

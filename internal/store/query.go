@@ -362,5 +362,6 @@ func (b *Badger) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	s.DiskBytes = b.diskUsage()
+	s.DiskFree, s.DiskFull, s.WritesRefused = b.DiskState()
 	return s, nil
 }

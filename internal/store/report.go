@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -218,13 +219,22 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 			}
 		}
 	}
-	for _, id := range in.Join {
-		if id != 0 && !slices.Contains(ids, id) {
-			ids = append(ids, id)
+	owned := slices.Clone(ids) // campaigns owning one of in.Keys
+	if in.Vetted {
+		for _, id := range append([]CampaignID{in.Target}, in.MayMerge...) {
+			if id != 0 && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	} else {
+		for _, id := range in.Join {
+			if id != 0 && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	slices.Sort(ids)
-	var recs []*record
+	recs := make(map[CampaignID]*record, len(ids))
 	for _, id := range ids {
 		r, err := getRecord(txn, id)
 		if errors.Is(err, ErrNotFound) {
@@ -233,12 +243,12 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		if err != nil {
 			return ReportResult{}, err
 		}
-		recs = append(recs, r)
+		recs[id] = r
 	}
+	dst, srcs := chooseCampaigns(in, ids, owned, recs)
 	need := 2*len(in.Keys) + 6
 	var res ReportResult
-	var dst *record
-	if len(recs) == 0 {
+	if dst == nil {
 		if !in.Create {
 			return ReportResult{}, nil
 		}
@@ -252,9 +262,8 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		dst = &record{Campaign: Campaign{ID: id, FirstSeen: in.Time, LastSeen: in.Time}}
 		res.Created = true
 	} else {
-		dst = recs[0]
 		largest, largestEst := CampaignID(0), 0
-		for _, r := range recs[1:] {
+		for _, r := range srcs {
 			e := mergeEstimate(r)
 			need += e
 			if e > largestEst && !slices.Contains(drained, r.ID) {
@@ -278,14 +287,11 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	}
 	res.Campaign = dst.ID
 	// Phase 2: writes.
-	for _, src := range recs[min(1, len(recs)):] {
+	for _, src := range srcs {
 		if err := b.mergeInto(w, dst, src); err != nil {
 			return ReportResult{}, err
 		}
 		res.Merged = append(res.Merged, src.ID)
-	}
-	merged := func(id CampaignID) bool {
-		return id == dst.ID || slices.Contains(res.Merged, id)
 	}
 	// Reporter.
 	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
@@ -349,7 +355,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if in.Index {
 		seen := make(map[string]struct{}, len(in.Keys))
 		for i, k := range in.Keys {
-			if len(k) == 0 || (keyIDs[i] != 0 && merged(keyIDs[i])) {
+			// A key of dst or of a merged campaign is already dst's; a
+			// key of a campaign left alone stays with its owner.
+			if len(k) == 0 || (keyIDs[i] != 0 && recs[keyIDs[i]] != nil) {
 				continue
 			}
 			if _, dup := seen[string(k)]; dup {
@@ -369,6 +377,62 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		return ReportResult{}, err
 	}
 	return res, nil
+}
+
+// chooseCampaigns decides what a report joins (dst, nil when it must
+// create a campaign or do nothing) and which campaigns are merged into
+// dst (srcs), from the campaigns read (recs, by id; ids sorted), those
+// owning one of the report's keys (owned). Whatever the caller asks,
+// only active campaigns are merged, and only into an active one: an
+// administrator's decision or a revocation is never spread nor lost by a
+// merge.
+func chooseCampaigns(in *ReportInput, ids, owned []CampaignID, recs map[CampaignID]*record) (dst *record, srcs []*record) {
+	if in.Vetted {
+		dst = recs[in.Target]
+		if dst == nil {
+			// No target (or it was deleted meanwhile): the oldest
+			// campaign owning a key, i.e. one created earlier in the same
+			// batch; nothing is merged.
+			for _, id := range owned {
+				if r := recs[id]; r != nil && (dst == nil || id < dst.ID) {
+					dst = r
+				}
+			}
+			return dst, nil
+		}
+		if dst.State != StateActive {
+			return dst, nil
+		}
+		group := []*record{dst}
+		for _, id := range in.MayMerge {
+			if r := recs[id]; r != nil && r.State == StateActive && !slices.Contains(group, r) {
+				group = append(group, r)
+			}
+		}
+		slices.SortFunc(group, func(a, b *record) int { return cmp.Compare(a.ID, b.ID) })
+		return group[0], group[1:]
+	}
+	// Without vetting: every active campaign found is merged into the
+	// oldest active one; when none is active, the oldest is joined alone.
+	for _, id := range ids {
+		r := recs[id]
+		if r == nil || r.State != StateActive {
+			continue
+		}
+		if dst == nil {
+			dst = r
+		} else {
+			srcs = append(srcs, r)
+		}
+	}
+	if dst == nil {
+		for _, id := range ids {
+			if r := recs[id]; r != nil {
+				return r, nil
+			}
+		}
+	}
+	return dst, srcs
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -554,10 +618,6 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	dst.MergedFrom = append(dst.MergedFrom, src.MergedFrom...)
 	if len(dst.MergedFrom) > DefaultMaxMergedFrom {
 		dst.MergedFrom = dst.MergedFrom[len(dst.MergedFrom)-DefaultMaxMergedFrom:]
-	}
-	// An administrator's "allow" is never lost silently by a merge.
-	if src.State == StateAllowed {
-		dst.State = StateAllowed
 	}
 	return w.del(campaignKey(src.ID))
 }

@@ -66,14 +66,28 @@ type ReportInput struct {
 	Time     time.Time
 	Kind     Kind
 	Reporter string // "" counts as an anonymous reporter
-	// Keys are the message's index keys. Campaigns sharing any of them are
-	// joined (several are merged into the oldest).
+	// Keys are the message's index keys. Without Vetted, campaigns sharing
+	// any of them are joined (several active ones are merged into the
+	// oldest). A key already owned by a campaign the report does not join
+	// or merge stays with its owner.
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
 	// Join lists campaigns the caller matched by similarity, joined like
-	// those found through Keys.
+	// those found through Keys (ignored when Vetted).
 	Join []CampaignID
+	// Vetted says that the caller (the campaign engine) decided what the
+	// report joins and merges (docs/SECURITY.md, "What one reporter can
+	// do"): the report joins Target — or, when Target is 0, the oldest
+	// campaign owning one of Keys (a campaign created earlier in the same
+	// batch), without merging anything, and else creates one (Create) —
+	// and only the campaigns of MayMerge are merged with it.
+	Vetted bool
+	// Target is the campaign a Vetted report joins (0: see Vetted).
+	Target CampaignID
+	// MayMerge lists the campaigns a Vetted report merges with Target,
+	// into the oldest of them.
+	MayMerge []CampaignID
 	// Create makes a new campaign when nothing matches (spam reports).
 	Create bool
 	// Index adds Keys to the index of the resulting campaign (spam reports).
@@ -117,6 +131,12 @@ type Stats struct {
 	Campaigns int64
 	Keys      int64
 	DiskBytes int64
+	// DiskFree is the free space of the store's filesystem (-1: unknown),
+	// DiskFull whether writes are refused for lack of it (ErrDiskFull),
+	// WritesRefused how many were refused since the store was opened.
+	DiskFree      int64
+	DiskFull      bool
+	WritesRefused int64
 }
 
 // Store is the interface the campaign engine uses. Implementations are safe

@@ -478,23 +478,115 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestSetStateAndAllowSurvivesMerge(t *testing.T) {
+// A campaign an administrator allowed, or a revoked one, is never merged
+// nor merged into, whatever the report asks (issue 11): a report sharing
+// keys with an active and a non-active campaign joins the active one, and
+// the keys of the other stay with it.
+func TestSetStateAndNoMergeAcrossStates(t *testing.T) {
+	for _, st := range []State{StateAllowed, StateRevoked} {
+		t.Run(fmt.Sprint(st), func(t *testing.T) {
+			s := openTest(t, "", Options{})
+			a := mustReport(t, s, spam("r", t0, "a"))
+			b := mustReport(t, s, spam("r", t0, "b"))
+			if err := s.SetState(ctx, a.Campaign, st); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetState(ctx, 4242, st); !errors.Is(err, ErrNotFound) {
+				t.Errorf("SetState unknown: %v", err)
+			}
+			c := mustReport(t, s, spam("r", t0, "c"))
+			// Legacy (not vetted): the active campaigns b and c merge, a
+			// (older, not active) is left alone.
+			r := mustReport(t, s, spam("x", t0, "a", "b", "c", "d"))
+			if r.Campaign != b.Campaign || !slices.Equal(r.Merged, []CampaignID{c.Campaign}) {
+				t.Fatalf("report: %+v, want joined %d merged [%d]", r, b.Campaign, c.Campaign)
+			}
+			if got := mustGet(t, s, a.Campaign); got.State != st || got.SpamReporters != 1 {
+				t.Errorf("campaign a after the report: %+v", got)
+			}
+			if got := mustGet(t, s, b.Campaign); got.State != StateActive || got.SpamReporters != 2 {
+				t.Errorf("campaign b after the report: %+v", got)
+			}
+			for k, want := range map[string]CampaignID{"a": a.Campaign, "b": b.Campaign, "c": b.Campaign, "d": b.Campaign} {
+				if id := lookupOne(t, s, k); id != want {
+					t.Errorf("Lookup(%s) = %d, want %d", k, id, want)
+				}
+			}
+			// A report found only through the non-active campaign joins it
+			// (its reporter counts) without changing its state.
+			r = mustReport(t, s, spam("y", t0, "a", "e"))
+			if r.Campaign != a.Campaign || len(r.Merged) != 0 {
+				t.Fatalf("report on a: %+v", r)
+			}
+			if got := mustGet(t, s, a.Campaign); got.State != st || got.SpamReporters != 2 {
+				t.Errorf("campaign a: %+v", got)
+			}
+			// Vetted: asking to merge a non-active campaign does nothing.
+			in := spam("z", t0, "f")
+			in.Vetted, in.Target, in.MayMerge = true, b.Campaign, []CampaignID{a.Campaign}
+			if r = mustReport(t, s, in); r.Campaign != b.Campaign || len(r.Merged) != 0 {
+				t.Errorf("vetted merge of a non-active campaign: %+v", r)
+			}
+			in = spam("z", t0, "g")
+			in.Vetted, in.Target, in.MayMerge = true, a.Campaign, []CampaignID{b.Campaign}
+			if r = mustReport(t, s, in); r.Campaign != a.Campaign || len(r.Merged) != 0 {
+				t.Errorf("vetted merge into a non-active campaign: %+v", r)
+			}
+			if got := mustGet(t, s, a.Campaign); got.State != st {
+				t.Errorf("campaign a state %d, want %d", got.State, st)
+			}
+			verifyClean(t, s)
+		})
+	}
+}
+
+// A vetted report joins its target and merges only what MayMerge names:
+// keys owned by other campaigns stay with them.
+func TestVettedReport(t *testing.T) {
 	s := openTest(t, "", Options{})
-	a := mustReport(t, s, spam("r", t0, "a"))
-	b := mustReport(t, s, spam("r", t0, "b"))
-	if err := s.SetState(ctx, b.Campaign, StateAllowed); err != nil {
-		t.Fatal(err)
+	a := mustReport(t, s, spam("r", t0, "a")).Campaign
+	b := mustReport(t, s, spam("r", t0, "b")).Campaign
+	c := mustReport(t, s, spam("r", t0, "c")).Campaign
+	vetted := func(who string, target CampaignID, may []CampaignID, keys ...string) ReportResult {
+		in := spam(who, t0, keys...)
+		in.Vetted, in.Target, in.MayMerge = true, target, may
+		return mustReport(t, s, in)
 	}
-	if err := s.SetState(ctx, 4242, StateAllowed); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SetState unknown: %v", err)
+	// Target c, sharing keys with a and b: only c is joined.
+	r := vetted("x", c, nil, "a", "b", "c", "n1")
+	if r.Campaign != c || r.Created || len(r.Merged) != 0 {
+		t.Fatalf("vetted join: %+v", r)
 	}
-	r := mustReport(t, s, spam("r", t0, "a", "b"))
-	if r.Campaign != a.Campaign {
-		t.Fatalf("merge %+v", r)
+	for k, want := range map[string]CampaignID{"a": a, "b": b, "c": c, "n1": c} {
+		if id := lookupOne(t, s, k); id != want {
+			t.Errorf("Lookup(%s) = %d, want %d", k, id, want)
+		}
 	}
-	if c := mustGet(t, s, a.Campaign); c.State != StateAllowed {
-		t.Errorf("state after merge %d, want allowed", c.State)
+	// Target c, may merge b: merged into the oldest (b); a left alone.
+	r = vetted("y", c, []CampaignID{b, 999}, "a", "n2")
+	if r.Campaign != b || !slices.Equal(r.Merged, []CampaignID{c}) {
+		t.Fatalf("vetted merge: %+v", r)
 	}
+	if id := lookupOne(t, s, "a"); id != a {
+		t.Errorf("Lookup(a) = %d, want %d", id, a)
+	}
+	if got := mustGet(t, s, b); got.SpamReporters != 3 {
+		t.Errorf("merged campaign: %+v", got)
+	}
+	// No target: the oldest campaign owning a key (one created earlier in
+	// a batch) is joined, nothing merged; else a campaign is created.
+	r = vetted("z", 0, []CampaignID{b}, "n2", "a", "n3")
+	if r.Campaign != a || len(r.Merged) != 0 || r.Created {
+		t.Fatalf("vetted without target: %+v", r)
+	}
+	if id := lookupOne(t, s, "n3"); id != a {
+		t.Errorf("Lookup(n3) = %d, want %d", id, a)
+	}
+	r = vetted("z", 0, nil, "n4")
+	if !r.Created {
+		t.Fatalf("vetted create: %+v", r)
+	}
+	verifyClean(t, s)
 }
 
 func TestSketches(t *testing.T) {

@@ -136,7 +136,10 @@ func (b *Badger) update(ctx context.Context, f func(w *wtx) error) error {
 // and maxBytes bytes (zero: the default budget).
 func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f func(w *wtx) error) error {
 	if b.opts.ReadOnly {
-		return ErrReadOnly
+		return b.readOnlyErr()
+	}
+	if err := b.disk.check(); err != nil {
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {

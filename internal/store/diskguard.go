@@ -1,0 +1,117 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrDiskFull is returned by writes while the store's filesystem has less
+// free space than Options.MinFreeBytes. Reads (and so mail checks) go on;
+// writes resume by themselves once space is freed.
+var ErrDiskFull = errors.New("store: disk nearly full, write refused (reports are not recorded; mail checks go on): free space on the store's filesystem, or lower store.min_free_bytes")
+
+// DefaultMinFreeBytes is the default free-space reserve of the store's
+// filesystem (Options.MinFreeBytes). Badger writes its write-ahead log and
+// new tables through memory maps of files created sparse at full size
+// (the log at twice the memtable size, 64 MiB here; tables at their size,
+// a memtable flush is up to 32 MiB; compactions write their new tables
+// before deleting the old ones). A page of such a file that cannot get a
+// disk block when it is first written kills the process with SIGBUS, so
+// writes must stop while that much is still free.
+const DefaultMinFreeBytes = 256 << 20
+
+// diskCheckInterval is how long a free-space measurement is trusted while
+// the free space is well above the reserve (twice it or more); nearer,
+// every write measures again.
+const diskCheckInterval = time.Second
+
+// diskGuard refuses writes when the store's filesystem runs low.
+type diskGuard struct {
+	dir  string
+	min  int64
+	free func(dir string) (int64, error)
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	checked time.Time
+	last    int64 // free bytes at the last measurement; -1 unknown
+	warned  bool  // a measurement failure was logged
+
+	full    atomic.Bool
+	refused atomic.Int64
+}
+
+func newDiskGuard(dir string, opts Options) *diskGuard {
+	if opts.InMemory || opts.MinFreeBytes < 0 {
+		return nil
+	}
+	free := opts.FreeSpace
+	if free == nil {
+		free = freeSpace
+	}
+	return &diskGuard{dir: dir, min: opts.MinFreeBytes, free: free, log: opts.Logger, last: -1}
+}
+
+// check returns an error wrapping ErrDiskFull when a write must be
+// refused. A nil guard allows everything.
+func (g *diskGuard) check() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	if g.last < 0 || g.last < 2*g.min || now.Sub(g.checked) >= diskCheckInterval {
+		g.measure(now)
+	}
+	full := g.last >= 0 && g.last < g.min
+	if was := g.full.Swap(full); was != full {
+		if full {
+			g.log.Error("store: disk nearly full, refusing writes until space is freed (mail checks go on)",
+				"dir", g.dir, "free_bytes", g.last, "min_free_bytes", g.min)
+		} else {
+			g.log.Info("store: disk space back, writes resume", "dir", g.dir, "free_bytes", g.last)
+		}
+	}
+	if full {
+		g.refused.Add(1)
+		return fmt.Errorf("%w (%s: %d bytes free, store.min_free_bytes %d)", ErrDiskFull, g.dir, g.last, g.min)
+	}
+	return nil
+}
+
+func (g *diskGuard) measure(now time.Time) {
+	g.checked = now
+	f, err := g.free(g.dir)
+	if err != nil {
+		// Unknown: allow writes (the guard must not stop a store whose
+		// filesystem cannot say), and say so once.
+		if !g.warned {
+			g.warned = true
+			g.log.Warn("store: cannot measure free disk space; the disk-full guard is off", "dir", g.dir, "err", err)
+		}
+		g.last = -1
+		return
+	}
+	g.last = f
+}
+
+// state returns the last measured free bytes (-1 unknown), whether writes
+// are refused, and how many were refused so far.
+func (g *diskGuard) state() (free int64, full bool, refused int64) {
+	if g == nil {
+		return -1, false, 0
+	}
+	g.mu.Lock()
+	if time.Since(g.checked) >= diskCheckInterval {
+		g.measure(time.Now())
+	}
+	free = g.last
+	g.mu.Unlock()
+	full = free >= 0 && free < g.min
+	return free, full || g.full.Load(), g.refused.Load()
+}
