@@ -30,11 +30,21 @@
 # package's /usr/bin/nddmilter), NDD_E2E_USER (run the daemon as this user,
 # e.g. the package's nddmilter, with group postfix as a supplementary
 # group like the unit's SupplementaryGroups=postfix; test/e2e/package.sh).
+# NDD_E2E_SERVER (d--j or d--j-buffered: run every step against the daemon
+# speaking the milter protocol through github.com/d--j/go-milter, `nddmilter
+# bench serve`, to compare it with the own server; default: nddmilter serve).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-280}
+# The daemon's command: `serve`, or the lab's comparison server.
+SERVE=(serve)
+case "${NDD_E2E_SERVER:-}" in
+"" | own) ;;
+d--j | d--j-buffered) SERVE=(bench serve --server "$NDD_E2E_SERVER") ;;
+*) echo "FATAL: NDD_E2E_SERVER=$NDD_E2E_SERVER: want own, d--j or d--j-buffered"; exit 1 ;;
+esac
 
 passed=0
 failed=0
@@ -153,15 +163,15 @@ else
 	echo "== building nddmilter"
 	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
 fi
-# serve: the daemon, as NDD_E2E_USER when set (the workspace, where its
-# unix socket goes, and its store given to it);
-# exec, so that $! of `serve … &` is the daemon's pid (signals reach it).
-serve() {
+# run_daemon: the daemon (SERVE), as NDD_E2E_USER when set (the workspace,
+# where its unix socket goes, and its store given to it); exec, so that $!
+# of `run_daemon … &` is the daemon's pid (signals reach it).
+run_daemon() {
 	if [ -n "${NDD_E2E_USER:-}" ]; then
 		mkdir -p "$T/store" && chown "$NDD_E2E_USER" "$T" "$T/store"
-		exec setpriv --reuid="$NDD_E2E_USER" --regid="$NDD_E2E_USER" --groups=postfix -- "$T/nddmilter" serve "$@"
+		exec setpriv --reuid="$NDD_E2E_USER" --regid="$NDD_E2E_USER" --groups=postfix -- "$T/nddmilter" "${SERVE[@]}" "$@"
 	fi
-	exec "$T/nddmilter" serve "$@"
+	exec "$T/nddmilter" "${SERVE[@]}" "$@"
 }
 
 # --- smtp-sink: the next hop that keeps every delivered message --------------
@@ -234,7 +244,7 @@ EOF
 	fi
 }
 write_config reject
-serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+run_daemon --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 ready=
 for _ in $(seq 100); do
@@ -245,8 +255,8 @@ for _ in $(seq 100); do
 	kill -0 $NDD_PID 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$ready" ] || die "nddmilter serve did not become ready"
-pass "nddmilter serve is ready (/readyz)"
+[ -n "$ready" ] || die "nddmilter ${SERVE[*]} did not become ready"
+pass "nddmilter ${SERVE[*]} is ready (/readyz)"
 
 # --- messages -----------------------------------------------------------------
 CAMPAIGN_TEXT="Dear friend, we are pleased to announce that your account has been selected
@@ -373,6 +383,8 @@ LOAD=${NDD_E2E_LOAD:-400}
 ls "$T/sink" >"$T/sink-before.txt"
 checked0=$(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log")
 pflines0=$(wc -l <"$T/postfix.log")
+daemon_cpu() { awk '{print $14 + $15}' "/proc/$NDD_PID/stat"; } # clock ticks
+cpu0=$(daemon_cpu)
 t0=$(date +%s%N)
 smtp-source -s 4 -m "$LOAD" -d -l 2000 -f load@example.net -t user@example.org "127.0.0.1:$SMTP_PORT" >"$T/load.log" 2>&1 ||
 	fail "(e) smtp-source: $(tail -3 "$T/load.log")"
@@ -383,6 +395,7 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 t2=$(date +%s%N)
+cpu1=$(daemon_cpu)
 delivered=$(load_files | wc -l)
 with_verdict=$(cd "$T/sink" && load_files | xargs -r grep -l '^X-NDD-Verdict: accept; score=' | wc -l)
 checked=$(($(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log") - checked0))
@@ -394,6 +407,7 @@ else
 	fail "(e) load: $delivered of $LOAD delivered, $with_verdict with a verdict, $checked checked, $trouble milter warnings in the Postfix log"
 	tail -n +$((pflines0 + 1)) "$T/postfix.log" | grep -iE 'milter' | tail -5
 fi
+echo "INFO: (e) nddmilter ${SERVE[*]}: $(((cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / LOAD)) µs of CPU per message during the load (its process, from /proc; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
 # The same load with no milter attached: Postfix's own rate. With the
 # milter, Postfix must keep at least a third of it. (Without quickAck,
@@ -481,7 +495,7 @@ fi
 # that a socket Postfix cannot open shows as a 4xx.
 write_config reject
 sed -i "s#^  listen: inet:127.0.0.1:$MILTER_PORT#  listen: unix:$T/milter.sock\n  socket_group: postfix#" "$T/nddmilter.yaml"
-serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+run_daemon --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 for _ in $(seq 100); do
 	[ -S "$T/milter.sock" ] && curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break
