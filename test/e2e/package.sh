@@ -92,6 +92,11 @@ check_stat /var/lib/nddmilter "nddmilter:nddmilter 700"
 check_stat "$CONF" "root:nddmilter 640"
 grep -qx /etc/nddmilter/nddmilter.yaml /var/lib/dpkg/info/nddmilter.conffiles && pass "(a) $CONF is a conffile" || fail "(a) $CONF is not a conffile"
 grep -q '^  dir: /var/lib/nddmilter$' "$CONF" && pass "(a) packaged store.dir: /var/lib/nddmilter" || fail "(a) packaged store.dir: $(grep -A2 '^store:' "$CONF" | grep dir:)"
+if /usr/bin/nddmilter config check "$CONF" >"$T/check.log" 2>&1 && grep -q '^  dir: /var/lib/nddmilter$' "$T/check.log"; then
+	pass "(a) nddmilter config check $CONF: OK, store.dir /var/lib/nddmilter"
+else
+	fail "(a) nddmilter config check $CONF: $(head -3 "$T/check.log")"
+fi
 UNIT=/usr/lib/systemd/system/nddmilter.service
 if grep -q '^User=nddmilter$' "$UNIT" && ! grep -q '^DynamicUser' "$UNIT" && grep -q '^ExecStart=/usr/bin/nddmilter serve --config /etc/nddmilter/nddmilter.yaml$' "$UNIT"; then
 	pass "(a) unit: User=nddmilter, $(grep ^ExecStart= "$UNIT")"
