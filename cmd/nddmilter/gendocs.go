@@ -29,7 +29,7 @@ func newGenDocsCmd() *cobra.Command {
 			hdr := &doc.GenManHeader{
 				Title:   "NDDMILTER",
 				Section: "1",
-				Source:  "nddmilter " + buildinfo.Version,
+				Source:  "nddmilter " + buildinfo.Get().Version,
 				Manual:  "nddmilter manual",
 			}
 			if err := doc.GenManTree(root, hdr, args[0]); err != nil {
