@@ -17,6 +17,7 @@
 #      campaign list see the reports, and no stray ./nddmilter-data appears
 #      (issue 16, items 1 and 2); with the daemon stopped, root is refused
 #      the nddmilter-owned store, and the nddmilter user reads it directly;
+#      installing the package again (an upgrade) keeps store and config;
 #   d) test/e2e/postfix.sh passes with the installed binary run as the
 #      package's user against a real Postfix (smaller load step);
 #   e) dpkg --purge leaves no nddmilter process, binary, store or
@@ -186,6 +187,16 @@ if runuser -u nddmilter -- /usr/bin/nddmilter --config "$CONF" campaigns list >"
 	pass "(c) runuser -u nddmilter -- nddmilter --config $CONF campaigns list: the store, directly"
 else
 	fail "(c) campaigns list as nddmilter: $(cat "$T/list2.log")"
+fi
+
+# An upgrade (the same package again) keeps the store and the
+# configuration's owner and mode.
+dpkg -i "$DEB" >>"$T/dpkg.log" 2>&1 || fail "(c) dpkg -i over the installed package: $(tail -3 "$T/dpkg.log")"
+if [ "$(stat -c '%U:%G %a' "$CONF")" = "root:nddmilter 640" ] &&
+	runuser -u nddmilter -- /usr/bin/nddmilter --config "$CONF" campaigns list 2>&1 | grep -q 'Exclusive investment'; then
+	pass "(c) dpkg -i again (upgrade): store and configuration kept (root:nddmilter 640)"
+else
+	fail "(c) upgrade: $(stat -c '%U:%G %a' "$CONF"), campaigns: $(runuser -u nddmilter -- /usr/bin/nddmilter --config "$CONF" campaigns list 2>&1 | head -2)"
 fi
 
 # (d) the installed binary, as the package's user, against a real Postfix.
