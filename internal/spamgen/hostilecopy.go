@@ -37,7 +37,7 @@ func HostileCopy(h Hostile, size int, subject, text string) []byte {
 	b.WriteString("MIME-Version: 1.0\r\n")
 	subj := "Subject: " + cleanLine(subject)
 	ctype := "Content-Type: text/plain; charset=utf-8\r\n"
-	for _, f := range headerFields(string(head)) {
+	for _, f := range HeaderFields(string(head)) {
 		name, value, _ := strings.Cut(f, ":")
 		switch strings.ToLower(name) {
 		case "from", "to", "message-id", "mime-version":
@@ -77,16 +77,27 @@ func HostileCopy(h Hostile, size int, subject, text string) []byte {
 	return b.Bytes()
 }
 
-// headerFields splits a header block into its fields, folded lines kept
-// with their field.
-func headerFields(head string) []string {
+// HeaderFields splits a header block (CRLF line ends, no blank line)
+// into its fields, each with its folded lines, in linear time.
+func HeaderFields(head string) []string {
 	var fs []string
-	for _, line := range strings.Split(head, "\r\n") {
-		if (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) && len(fs) > 0 {
-			fs[len(fs)-1] += "\r\n" + line
+	start := 0
+	for i := 0; i < len(head); {
+		j := strings.Index(head[i:], "\r\n")
+		if j < 0 {
+			j = len(head)
+		} else {
+			j += i
+		}
+		if next := j + 2; next >= len(head) || (head[next] != ' ' && head[next] != '\t') {
+			fs = append(fs, head[start:j])
+			start, i = next, next
+			if next >= len(head) {
+				break
+			}
 			continue
 		}
-		fs = append(fs, line)
+		i = j + 2
 	}
 	return fs
 }

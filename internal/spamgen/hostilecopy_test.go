@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"net/mail"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,22 @@ func TestHostileCopy(t *testing.T) {
 		}
 		if HostileHeader(h) != (len(m.Header.Get("Subject"))+len(m.Header) > 1000) {
 			t.Errorf("%s: HostileHeader %v, subject of %d bytes, %d fields", h, HostileHeader(h), len(m.Header.Get("Subject")), len(m.Header))
+		}
+	}
+}
+
+func TestHeaderFields(t *testing.T) {
+	for _, c := range []struct {
+		head string
+		want []string
+	}{
+		{"", nil},
+		{"A: 1", []string{"A: 1"}},
+		{"A: 1\r\nB: 2", []string{"A: 1", "B: 2"}},
+		{"A: 1\r\n 2\r\n\t3\r\nB: 4\r\n", []string{"A: 1\r\n 2\r\n\t3", "B: 4"}},
+	} {
+		if got := HeaderFields(c.head); !slices.Equal(got, c.want) {
+			t.Errorf("HeaderFields(%q) = %q, want %q", c.head, got, c.want)
 		}
 	}
 }

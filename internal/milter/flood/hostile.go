@@ -394,7 +394,7 @@ func sendOne(o HostileOptions, raw []byte, i int) (string, error) {
 		func() (*gomilter.Action, error) { return s.Mail("<sender@campaign.example>", nil) },
 		func() (*gomilter.Action, error) { return s.Rcpt("<user"+strconv.Itoa(i)+"@example.org>", nil) },
 	}
-	for _, f := range headerFields(head) {
+	for _, f := range spamgen.HeaderFields(head) {
 		name, value, _ := strings.Cut(f, ":")
 		value = strings.ReplaceAll(strings.TrimLeft(value, " "), "\r\n", "\n")
 		steps = append(steps, func() (*gomilter.Action, error) { return s.HeaderField(name, value) })
@@ -439,20 +439,6 @@ func sendOne(o HostileOptions, raw []byte, i int) (string, error) {
 		return "tempfail", nil
 	}
 	return actionName(a), nil
-}
-
-// headerFields splits a header block into its fields, folded lines kept
-// with their field.
-func headerFields(head string) []string {
-	var fs []string
-	for _, line := range strings.Split(head, "\r\n") {
-		if (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) && len(fs) > 0 {
-			fs[len(fs)-1] += "\r\n" + line
-			continue
-		}
-		fs = append(fs, line)
-	}
-	return fs
 }
 
 // cpuOf returns the user + system CPU time of a process from
