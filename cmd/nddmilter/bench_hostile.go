@@ -64,7 +64,7 @@ encoded-word message. See docs/SECURITY.md, "Hostile content".`,
 	f.IntVar(&o.HeaderBytes, "header-bytes", 512<<10, "hostile content of a header kind")
 	f.IntVar(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "the daemon's milter.max_body_bytes (to count scanned bytes)")
 	f.IntVar(&o.APIBytes, "api-bytes", 4_200_000, "encoded-word message posted to /v1/check and /v1/reports (-1: none)")
-	f.BoolVar(&o.Alone, "alone", false, "first send one copy of each kind alone, to measure its CPU time")
+	f.IntVar(&o.Alone, "alone", 0, "first send each kind this many times alone, one copy after the other, to measure its CPU time")
 	f.DurationVar(&o.IdleWindow, "idle-window", time.Second, "how long the daemon's CPU time is watched after the last reply, twice")
 	f.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "bound on the whole run")
 	return cmd

@@ -10,14 +10,15 @@
 # the last reply, or if the API takes long over a 4.2 MB encoded-word
 # message.
 #
-#   test/e2e/hostile.sh          # the issue's attack: 48 hostile copies, each kind alone first
+#   test/e2e/hostile.sh          # every kind (each alone first, 5 times), then issue 11's two
+#                                # attacks: 48 U+FDFA copies, 64 encoded-word headers of 0.5 MB
 #   test/e2e/hostile.sh --ci     # small and quick (CI): 17 copies of 256 KiB
 set -euo pipefail
 export PATH="$PATH:/usr/local/go/bin"
 cd "$(dirname "$0")/../.."
-copies=48 ordinary=16 body=1020000 hdr=524288 apibytes=4200000 alone=--alone
+copies=48 ordinary=16 body=1020000 hdr=524288 apibytes=4200000 alone=5 ci=
 if [ "${1:-}" = "--ci" ]; then
-  copies=17 ordinary=4 body=262144 hdr=131072 apibytes=1048576 alone=
+  copies=17 ordinary=4 body=262144 hdr=131072 apibytes=1048576 alone=0 ci=1
 fi
 # Kinds whose copies keep the campaign's text intact before content the
 # signatures do not count: they must still be rejected. Not listed (see
@@ -50,31 +51,42 @@ for i in $(seq 1 100); do
   kill -0 $pid 2>/dev/null || { cat $T/log; exit 1; }
   sleep 0.1
 done
-echo "== $copies hostile copies + $ordinary plain over 16 sessions, default settings (load $(cut -d' ' -f1 /proc/loadavg))"
-$B bench hostile --addr inet:127.0.0.1:$port --api http://127.0.0.1:$hport --token hostile-test-token \
-  --pid $pid --copies $copies --ordinary $ordinary --body-bytes $body --header-bytes $hdr \
-  --api-bytes $apibytes $alone --timeout 4m | tee $T/out
-kill -0 $pid || { echo "FAIL: the daemon died"; cat $T/log; exit 1; }
 fail=0
-grep -q "a copy of it: reject" $T/out || { echo "FAIL: the reported campaign is not rejected"; fail=1; }
-if ! grep -qE "^unchecked +0 of" $T/out; then echo "FAIL: copies went unchecked or unanswered"; fail=1; fi
-if grep -E "^[a-z-]+ .*(unchecked|failed)" $T/out; then echo "FAIL: the kinds above got no verdict"; fail=1; fi
-line=$(grep "^ordinary copy" $T/out)
-if echo "$line" | grep -qE "(accept|tag|quarantine|tempfail)="; then echo "FAIL: plain copies not all rejected: $line"; fail=1; fi
-for k in $must_reject; do
-  line=$(grep "^$k " $T/out) || continue
-  if echo "$line" | sed 's/.*  //' | grep -qE "(accept|tag|quarantine|tempfail)="; then
-    echo "FAIL: $k copies (text intact) not all rejected: $line"; fail=1
-  fi
-done
-idle_ms=$(awk '/^after last reply/ {print $(NF-4)}' $T/out)
-if [ -z "$idle_ms" ] || [ "$idle_ms" -gt 100 ]; then echo "FAIL: the daemon used ${idle_ms:-?} ms of CPU between 1 and 2 s after the last reply"; fail=1; fi
-n_api=0
-while read -r route status secs; do
-  n_api=$((n_api + 1))
-  case $status in 200|413|503) ;; *) echo "FAIL: API $route: status $status"; fail=1 ;; esac
-  if awk -v s="$secs" 'BEGIN {exit !(s > 10)}'; then echo "FAIL: API $route took ${secs}s"; fail=1; fi
-done < <(awk '/^API / {for (i=1;i<=NF;i++) {if ($i=="status") st=$(i+1); if ($i=="in") sec=$(i+1)}; print $2, st, sec}' $T/out)
-[ $n_api = 2 ] || { echo "FAIL: $n_api API requests reported, want 2"; fail=1; }
-[ $fail = 0 ] && echo "PASS: every copy got a verdict, the copies with their text intact were rejected, the daemon was idle right after the last reply"
+# attack NAME ARGS: one run of bench hostile, then its checks.
+attack() {
+  local name=$1; shift
+  echo "== $name (load $(cut -d' ' -f1 /proc/loadavg))"
+  $B bench hostile --addr inet:127.0.0.1:$port --api http://127.0.0.1:$hport --token hostile-test-token \
+    --pid $pid --body-bytes $body --header-bytes $hdr --timeout 4m "$@" | tee $T/out || fail=1
+  kill -0 $pid || { echo "FAIL: the daemon died"; cat $T/log; exit 1; }
+  grep -q "a copy of it: reject" $T/out || { echo "FAIL: the reported campaign is not rejected"; fail=1; }
+  if ! grep -qE "^unchecked +0 of" $T/out; then echo "FAIL: copies went unchecked or unanswered"; fail=1; fi
+  if grep -E "^[a-z-]+ .*(unchecked|failed)" $T/out; then echo "FAIL: the kinds above got no verdict"; fail=1; fi
+  local line k
+  line=$(grep "^ordinary copy" $T/out) || true
+  if echo "$line" | sed 's/.*  //' | grep -qE "(accept|tag|quarantine|tempfail)="; then echo "FAIL: plain copies not all rejected: $line"; fail=1; fi
+  for k in $must_reject; do
+    line=$(grep "^$k " $T/out) || continue
+    if echo "$line" | sed 's/.*  //' | grep -qE "(accept|tag|quarantine|tempfail)="; then
+      echo "FAIL: $k copies (text intact) not all rejected: $line"; fail=1
+    fi
+  done
+  local idle_ms
+  idle_ms=$(awk '/^after last reply/ {print $(NF-4)}' $T/out)
+  if [ -z "$idle_ms" ] || [ "$idle_ms" -gt 100 ]; then echo "FAIL: the daemon used ${idle_ms:-?} ms of CPU between 1 and 2 s after the last reply"; fail=1; fi
+  local route status secs
+  while read -r route status secs; do
+    case $status in 200|413|503) ;; *) echo "FAIL: API $route: status $status"; fail=1 ;; esac
+    if awk -v s="$secs" 'BEGIN {exit !(s > 10)}'; then echo "FAIL: API $route took ${secs}s"; fail=1; fi
+  done < <(awk '/^API / {for (i=1;i<=NF;i++) {if ($i=="status") st=$(i+1); if ($i=="in") sec=$(i+1)}; print $2, st, sec}' $T/out)
+}
+attack "every hostile kind: $copies copies + $ordinary plain over 16 sessions, default settings" \
+  --copies $copies --ordinary $ordinary --api-bytes $apibytes --alone $alone
+if [ -z "$ci" ]; then
+  attack "issue 11: 48 copies with 340,000 x U+FDFA appended over 16 sessions" \
+    --kinds fdfa-padding --copies 48 --ordinary 16 --api-bytes -1
+  attack "issue 11: 64 copies with a 0.5 MB header of base64 encoded-words over 16 sessions" \
+    --kinds encoded-word-flood --copies 64 --ordinary 16 --api-bytes -1
+fi
+[ $fail = 0 ] && echo "PASS: every copy got a verdict, plain copies and those with their text intact were rejected, the daemon was idle right after the last reply, the API answered"
 exit $fail

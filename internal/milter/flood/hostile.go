@@ -54,9 +54,10 @@ type HostileOptions struct {
 	// APIBytes is the size of the encoded-word message posted to
 	// /v1/check and /v1/reports. Default 4.2 MB; negative: not posted.
 	APIBytes int
-	// Alone sends each kind once, alone, before the attack, to measure
-	// its CPU time by itself.
-	Alone bool
+	// Alone is how many times each kind is sent alone, one copy after
+	// the other, before the attack, to measure its CPU time by itself
+	// (the kernel counts it in 10 ms ticks). Default 0: not sent alone.
+	Alone int
 	// IdleWindow is how long after the last reply the daemon's CPU time
 	// is watched: it must not grow in the second half. Default 1 s.
 	IdleWindow time.Duration
@@ -142,7 +143,7 @@ type KindResult struct {
 	// accept, "unchecked REASON", "failed" (no reply: session error).
 	Actions map[string]int
 	// AloneCPU and AloneWall are the daemon's CPU time and the reply time
-	// of one copy sent alone (Options.Alone).
+	// per copy sent alone (Options.Alone), AloneAction the last answer.
 	AloneCPU, AloneWall time.Duration
 	AloneAction         string
 }
@@ -234,11 +235,13 @@ func RunHostile(ctx context.Context, o HostileOptions) (HostileResult, error) {
 	}
 	res.Ordinary = KindResult{Kind: "ordinary copy", Bytes: len(plain), Scanned: scanned(plain, o.MaxBodyBytes), Actions: map[string]int{}}
 
-	if o.Alone {
-		for i := range o.Kinds {
-			c0, t0 := cpuOf(o.PID), time.Now()
+	for i := range o.Kinds {
+		if o.Alone <= 0 {
+			break
+		}
+		c0, t0 := cpuOf(o.PID), time.Now()
+		for range o.Alone {
 			act, err := sendOne(o, copies[i], i)
-			res.Kinds[i].AloneWall, res.Kinds[i].AloneCPU = time.Since(t0), cpuOf(o.PID)-c0
 			if err != nil {
 				act = "failed"
 			}
@@ -247,6 +250,8 @@ func RunHostile(ctx context.Context, o HostileOptions) (HostileResult, error) {
 				return res, ctx.Err()
 			}
 		}
+		k := &res.Kinds[i]
+		k.AloneWall, k.AloneCPU = time.Since(t0)/time.Duration(o.Alone), (cpuOf(o.PID)-c0)/time.Duration(o.Alone)
 	}
 
 	// The attack: hostile copies, an ordinary copy after every few.
@@ -467,20 +472,22 @@ func (r HostileResult) Print(w io.Writer, o HostileOptions) {
 	o = o.withDefaults()
 	fmt.Fprintf(w, "campaign          reported by %d accounts; a copy of it: %s\n", o.Reporters, r.Before)
 	fmt.Fprintf(w, "%-22s %9s %9s", "kind", "bytes", "scanned")
-	if o.Alone {
+	if o.Alone > 0 {
 		fmt.Fprintf(w, " %9s %9s %8s %-10s", "alone-cpu", "MB/s-cpu", "wall", "alone")
 	}
 	fmt.Fprintf(w, "  under attack (%d sessions)\n", o.Sessions)
 	for _, k := range append(slices.Clone(r.Kinds), r.Ordinary) {
 		fmt.Fprintf(w, "%-22s %9d %9d", k.Kind, k.Bytes, k.Scanned)
-		if o.Alone {
-			rate := "-"
+		switch {
+		case o.Alone <= 0:
+		case k.AloneAction == "":
+			fmt.Fprintf(w, " %9s %9s %8s %-10s", "-", "-", "-", "-")
+		default:
+			rate := ">" + strconv.FormatFloat(float64(k.Scanned*o.Alone)/1e6/0.01, 'f', 0, 64) // under a tick
 			if k.AloneCPU > 0 {
 				rate = strconv.FormatFloat(float64(k.Scanned)/1e6/k.AloneCPU.Seconds(), 'f', 0, 64)
-			} else if k.AloneAction != "" {
-				rate = ">" + strconv.FormatFloat(float64(k.Scanned)/1e6/0.01, 'f', 0, 64)
 			}
-			fmt.Fprintf(w, " %9s %9s %8s %-10s", k.AloneCPU, rate, k.AloneWall.Round(time.Millisecond), k.AloneAction)
+			fmt.Fprintf(w, " %9s %9s %8s %-10s", k.AloneCPU.Round(100*time.Microsecond), rate, k.AloneWall.Round(100*time.Microsecond), k.AloneAction)
 		}
 		fmt.Fprintf(w, "  %s\n", fmtActions(k.Actions))
 	}
