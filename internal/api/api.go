@@ -6,11 +6,14 @@
 // Routes (all under /v1, all answering JSON; errors are {"error": "..."}):
 //
 //	POST   /v1/reports?kind=spam|ham&reporter=ID  raw message (ARF accepted) → Outcome
-//	POST   /v1/check[?dry_run=1]                  raw message → campaign.Verdict
+//	POST   /v1/check[?record=1]                   raw message → campaign.Verdict (a dry run unless record=1; dry_run=1 accepted)
 //	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary (limit default 100, 0 = all)
 //	GET    /v1/campaigns/{id}                     → Detail
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
+//	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
+//	GET    /v1/store/stats                        → store.Stats
+//	GET    /v1/store/verify                       → VerifyAnswer (read-only)
 package api
 
 import (

@@ -137,7 +137,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, m
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
-		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met}), nil
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st}), nil
 }
 
 // daemon is the state of a running daemon.
@@ -202,7 +202,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, log, d.met)
+	h, err := newAPIHandler(cfg, rt.Engine, rt.Store, log, d.met)
 	if err != nil {
 		ln.Close()
 		return err
@@ -359,7 +359,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, log, met)
+	h, err := newAPIHandler(cfg, eng, d.rt.Store, log, met)
 	if err != nil {
 		fail(err)
 		return
