@@ -152,7 +152,7 @@ checked frame by frame while it is loaded into a temporary directory next
 to the store (DIR.tmp-*), which becomes DIR only once the whole backup
 loaded and opened; a bad, compressed or truncated file is refused with the
 reason and leaves nothing behind.`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := configStoreDir(gf)
 			if err != nil {
