@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"time"
 
@@ -159,23 +160,30 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 }
 
 // daemonAPI returns the client of the API of the daemon holding cfg's
-// store (cause: the store's lock error): the URL the daemon recorded in
-// the store directory, the token o.Token, the configuration's or the
-// store directory's. A daemon that recorded no URL serves no API (its
-// HTTP listener is off, `serve --http off`): that is an error saying so,
-// rather than a guess at http.listen.
+// store (cause: the store's lock error): at the URL the daemon recorded in
+// the store directory, else at http.listen when something listens there,
+// with the token o.Token, the configuration's or the store directory's.
+// A daemon that recorded no URL while nothing answers at http.listen (or
+// http.listen is empty) serves no API, `serve --http off`: that is an
+// error saying so.
 func daemonAPI(cfg *config.Config, o BackendOptions, cause error) (*api.Client, error) {
 	dir, tok := cfg.Store.Dir, o.Token
 	if tok == "" {
 		tok, _, _ = ResolveAPIToken(cfg, false)
 	}
 	url := RunningAPIURL(dir)
+	if url == "" && cfg.HTTP.Listen != "" {
+		if c, err := net.DialTimeout("tcp", cfg.HTTP.Listen, time.Second); err == nil {
+			c.Close()
+			url = "http://" + cfg.HTTP.Listen
+		}
+	}
 	if url == "" {
 		return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
 			"(Badger allows one process at a time), and that process serves no HTTP API "+
-			"(it recorded no %s: started with --http off, or http.listen empty?).\n"+
+			"(it recorded no %s, and nothing listens at http.listen %q: started with --http off?).\n"+
 			"Stop the daemon first, or run it with its HTTP API and retry (or name it: --api URL --token TOKEN).\n(cause: %w)",
-			dir, AddressFile, cause)
+			dir, AddressFile, cfg.HTTP.Listen, cause)
 	}
 	if tok == "" {
 		return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+

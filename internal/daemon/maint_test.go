@@ -147,16 +147,22 @@ func TestOnlineMaintenance(t *testing.T) {
 	}
 }
 
-// TestHTTPOff: a daemon without an HTTP listener serves no API, and the
-// command line says so instead of trying the default address.
+// TestHTTPOff: a daemon started with --http off serves no API, and the
+// command line says so instead of trying http.listen.
 func TestHTTPOff(t *testing.T) {
 	ctx := context.Background()
-	dir := startDaemon(t, Options{HTTPListen: "off"})
-	_, err := OpenBackend(ctx, BackendOptions{StoreDir: dir, LogOutput: io.Discard})
-	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "serves no HTTP API") || strings.Contains(err.Error(), "8898") {
+	cfgPath := filepath.Join(t.TempDir(), "nddmilter.yaml")
+	listen := freeAddr(t) // nothing listens there
+	if err := os.WriteFile(cfgPath, []byte("http:\n  listen: "+listen+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := startDaemon(t, Options{ConfigPath: cfgPath, HTTPListen: "off"})
+	bo := BackendOptions{ConfigPath: cfgPath, StoreDir: dir, LogOutput: io.Discard}
+	_, err := OpenBackend(ctx, bo)
+	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "serves no HTTP API") || !strings.Contains(err.Error(), "--http off") {
 		t.Errorf("backend of a daemon with --http off: %v", err)
 	}
-	_, _, err = OpenMaintenance(ctx, BackendOptions{StoreDir: dir, LogOutput: io.Discard}, false)
+	_, _, err = OpenMaintenance(ctx, bo, false)
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "serves no HTTP API") {
 		t.Errorf("maintenance of a daemon with --http off: %v", err)
 	}
