@@ -191,6 +191,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
+	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
 	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
 	if err != nil {
@@ -237,8 +238,10 @@ func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(ln) }()
 	d.ready.Store(true)
+	v := d.rt.Versions
 	d.log.Info("nddmilter serving", "milter", d.cfg.Milter.Listen, "http", d.cfg.HTTP.Listen,
-		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid())
+		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid(),
+		"version", v.Version, "commit", v.Commit, "lexicon", v.Lexicon, "model", v.Model)
 
 	for {
 		select {
@@ -354,7 +357,7 @@ func (d *daemon) reload() {
 		return
 	}
 	keepRestartSettings(cfg, old, log)
-	eng, err := BuildEngine(cfg, d.rt.Store, log)
+	eng, vers, err := buildEngine(cfg, d.rt.Store, log)
 	if err != nil {
 		fail(err)
 		return
@@ -371,6 +374,8 @@ func (d *daemon) reload() {
 	d.apiH.set(h)
 	d.cfg = cfg
 	d.rt.Engine = eng
+	d.rt.Versions = vers
+	met.SetBuildInfo(vers.Metrics())
 	met.Reload(true)
 	log.Info("reloaded")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -138,6 +139,13 @@ func TestOnlineMaintenance(t *testing.T) {
 
 	// Without the token the API refuses the backup.
 	url := RunningAPIURL(dir)
+	// The build is on /metrics, with the ids `nddmilter version` prints.
+	lex, _ := LoadLexicon(&config.Config{})
+	want := fmt.Sprintf(`lexicon="%08x"`, lex.ID())
+	if _, m := httpGet(t, url+"/metrics"); !strings.Contains(m, "nddmilter_build_info{") || !strings.Contains(m, want) ||
+		!strings.Contains(m, `signature_version="imatch=1,andd=1"`) {
+		t.Errorf("/metrics lacks nddmilter_build_info with %s", want)
+	}
 	resp, err := http.Get(url + "/v1/store/backup")
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("backup without a token: %v %v", resp, err)
