@@ -86,6 +86,12 @@ type Milter struct {
 	// Overrides caps the action per recipient address or domain. A message
 	// with several recipients gets the weakest cap among them.
 	Overrides map[string]string `yaml:"overrides"`
+	// SpamHeaders adds SpamAssassin-style X-Spam-Flag: YES and
+	// X-Spam-Status headers to tagged and quarantined mail. Default false.
+	SpamHeaders bool `yaml:"spam_headers"`
+	// SubjectTag is put before the Subject of tagged and quarantined mail
+	// (e.g. "[SPAM] "). Default "" (none).
+	SubjectTag string `yaml:"subject_tag"`
 }
 
 // SocketFileMode parses SocketMode: octal, from 0001 to 0777.
@@ -183,6 +189,10 @@ type Log struct {
 	Format string `yaml:"format"`
 	// Level is debug, info, warn or error. Default info.
 	Level string `yaml:"level"`
+	// HashAddresses logs the sender, recipients and client address of
+	// each message hashed ("h:" and 16 hex digits of their SHA-256)
+	// instead of in clear. Default false.
+	HashAddresses bool `yaml:"hash_addresses"`
 }
 
 // Defaults.
@@ -487,6 +497,9 @@ func (c *Config) Validate() error {
 		if err := checkPlaceholders(k.v); err != nil {
 			return bad(k.key, "%v", err)
 		}
+	}
+	if len(m.SubjectTag) > 64 || strings.ContainsAny(m.SubjectTag, "\r\n\t") || (m.SubjectTag != "" && strings.TrimSpace(m.SubjectTag) == "") {
+		return bad("milter.subject_tag", "%q must be one short line (at most 64 bytes), e.g. \"[SPAM] \"", m.SubjectTag)
 	}
 	if strings.TrimSpace(m.QuarantineReason) == "" || strings.ContainsAny(m.QuarantineReason, "\r\n") {
 		return bad("milter.quarantine_reason", "must be one non-empty line")

@@ -92,6 +92,7 @@ func TestBadConfigs(t *testing.T) {
 		{"absurd timeout", "milter:\n  check_timeout: 1ns\n", []string{"milter.check_timeout", "too short", "at least 10ms"}},
 		{"absurd idle timeout", "milter:\n  idle_timeout: 1ms\n", []string{"milter.idle_timeout", "at least 1s"}},
 		{"absurd http timeout", "http:\n  read_timeout: 1ns\n", []string{"http.read_timeout", "at least 1s"}},
+		{"subject tag on two lines", "milter:\n  subject_tag: \"[SPAM]\\n\"\n", []string{"milter.subject_tag"}},
 		{"short token", "http:\n  token: a\n", []string{"http.token", "too short", "at least 16"}},
 		{"token with a space", "http:\n  token: \"abcdefgh ijklmnopq\"\n", []string{"http.token", "spaces"}},
 		{"days spelled out wrong", "store:\n  expiry: 30dayz\n", []string{"line 2", `"30dayz"`, "30d", "d = days"}},

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
@@ -83,6 +84,10 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		RejectText:       m.RejectText,
 		TempfailText:     m.TempfailText,
 		QuarantineReason: m.QuarantineReason,
+		SpamHeaders:      m.SpamHeaders,
+		SpamRequired:     tagThreshold(cfg),
+		SubjectTag:       m.SubjectTag,
+		HashAddresses:    cfg.Log.HashAddresses,
 		Overrides:        map[string]string{},
 		Logger:           log,
 		Metrics:          met,
@@ -94,6 +99,17 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		o.Overrides[lower(k)] = v
 	}
 	return o
+}
+
+// tagThreshold is the campaign-spam probability above which the policy
+// acts (the upper end of its accept range), X-Spam-Status's required=.
+func tagThreshold(cfg *config.Config) float64 {
+	for _, t := range cfg.Policy.WithDefaults().Thresholds() {
+		if t.Action == action.Accept {
+			return t.To
+		}
+	}
+	return 1
 }
 
 func lower(s string) string {
