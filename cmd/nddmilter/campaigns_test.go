@@ -116,8 +116,11 @@ func TestCLIReportCheckCampaigns(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Refinance your mortgage") || !strings.Contains(out, "5 (5)") {
 		t.Errorf("campaigns list: %v\n%s", err, out)
 	}
-	out, _, err = runCLI(t, "--store", st, "campaigns", "show", "1")
-	for _, want := range []string{"campaign 1 (active)", "spam reports   5 from 5 distinct reporters", "exact copy     reject", "timeline"} {
+	out, _, err = runCLI(t, "--store", st, "campaigns", "show", "--reporter", "alice", "--reporter", "bob", "1")
+	// The store keeps hashes of the reporter ids: alice's is the first 16
+	// hex digits of sha256("alice").
+	for _, want := range []string{"campaign 1 (active)", "spam reports   5 from 5 distinct reporters", "exact copy     reject", "timeline",
+		"2bd806c97f0e00af  spam", "= alice", "= bob"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("campaigns show lacks %q: %v\n%s", want, err, out)
 		}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Outcome is the JSON form of a report's outcome.
@@ -162,7 +163,25 @@ type Detail struct {
 	Reputation    float64       `json:"reputation"`
 	SignatureKeys []string      `json:"signature_keys"` // hex
 	Timeline      []Day         `json:"timeline"`
+	// Reporters are the campaign's distinct reporters (the first
+	// MaxDetailReporters). The store keeps no reporter ids, only their
+	// hash: the first 16 hex digits of the SHA-256 of the id.
+	Reporters []Reporter `json:"reporters"`
 }
+
+// MaxDetailReporters bounds the reporters a Detail lists.
+const MaxDetailReporters = 1000
+
+// Reporter is the JSON view of one distinct reporter of a campaign.
+type Reporter struct {
+	Kind  string    `json:"kind"` // spam or ham
+	Hash  string    `json:"hash"` // 16 hex digits: SHA-256 of the reporter id
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+}
+
+// ReporterHash is the Reporter.Hash of a reporter id.
+func ReporterHash(id string) string { return fmt.Sprintf("%016x", store.ReporterHash(id)) }
 
 // GetDetail reads a campaign and its timeline through eng, and shows what
 // eng's policy would do with an exact copy.
@@ -185,6 +204,14 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID
 	d.Timeline = make([]Day, len(days))
 	for i, dc := range days {
 		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
+	}
+	reps, err := eng.Reporters(ctx, id, MaxDetailReporters)
+	if err != nil {
+		return Detail{}, err
+	}
+	d.Reporters = make([]Reporter, len(reps))
+	for i, r := range reps {
+		d.Reporters[i] = Reporter{Kind: KindName(r.Kind), Hash: fmt.Sprintf("%016x", r.Hash), First: r.First, Last: r.Last}
 	}
 	return d, nil
 }
