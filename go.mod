@@ -3,6 +3,7 @@ module github.com/nddmilter/nddmilter
 go 1.26.0
 
 require (
+	github.com/d--j/go-milter v0.10.2
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-milter v0.5.0

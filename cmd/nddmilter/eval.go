@@ -151,9 +151,10 @@ lexicons, ANDD alone, and the daemon's engine over a real Badger store.
 
 Fetch the corpus first: scripts/fetch-corpus.sh.
 
-Subcommands: adversarial (robustness to spamgen randomizations), speed
-(pipeline and store/milter benchmarks), all (everything: with --markdown it
-prints docs/RESULTS.md).`,
+Subcommands: adversarial (robustness to spamgen randomizations), padding
+(copies padded with appended random words), speed (pipeline and
+store/milter benchmarks), all (accuracy, adversarial and speed: with
+--markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.load()
@@ -194,6 +195,30 @@ prints docs/RESULTS.md).`,
 	fa.common(adv)
 	adv.Flags().Float64Var(&fa.reportShare, "report-share", 0.1, "share of the usable spam reported")
 	fa.adversarialFlags(adv)
+
+	fp := &evalFlags{}
+	var padKB []int
+	pad := &cobra.Command{
+		Use:   "padding",
+		Short: "Detection of copies of reported spam padded with 1 to 32 KiB of random words, with and without short-message keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fp.load()
+			if err != nil {
+				return err
+			}
+			o := eval.PaddingOptions{SizesKB: padKB, Seed: fp.advSeed, ReportShare: fp.reportShare, Accuracy: fp.accuracyOptions()}
+			r, err := eval.RunPadding(cmd.Context(), c, o)
+			if err != nil {
+				return fmt.Errorf("eval padding: %w", err)
+			}
+			return fp.output(cmd.OutOrStdout(), &eval.Results{Padding: r})
+		},
+	}
+	fp.common(pad)
+	pad.Flags().Float64Var(&fp.reportShare, "report-share", 0.1, "share of the usable spam reported")
+	pad.Flags().Uint64Var(&fp.advSeed, "adv-seed", 1, "seed of the reported set and the padding")
+	pad.Flags().IntSliceVar(&padKB, "kib", []int{0, 1, 4, 8, 16, 32}, "amounts of appended text, in KiB")
 
 	fs := &evalFlags{}
 	speed := &cobra.Command{
@@ -254,6 +279,6 @@ prints docs/RESULTS.md).`,
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, speed, all)
+	cmd.AddCommand(adv, pad, speed, all)
 	return cmd
 }

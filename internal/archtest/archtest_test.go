@@ -29,6 +29,7 @@ var floors = map[string]int{
 	"internal/milter/mtadial": 0,
 	"internal/imatchbag":      1,
 	"internal/andd":           1,
+	"internal/shortsig":       1,
 	"internal/pipeline":       2,
 	"internal/campaign":       3,
 	"internal/config":         4,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
 // Options configure an Engine. Zero values select the documented defaults.
@@ -28,6 +29,13 @@ type Options struct {
 	// ANDDMinTerms is the number of unique terms a message needs for an
 	// ANDD sketch: the cosine of very short texts says little. Default 10.
 	ANDDMinTerms int
+	// Short configures the short-message keys (shortsig.Options defaults):
+	// digests of images and attachments, links and text units of messages
+	// too short for I-Match and ANDD, and the leading text of any message
+	// (docs/DESIGN.md, "Short-message keys").
+	Short shortsig.Options
+	// DisableShort turns the short-message family off.
+	DisableShort bool
 	// Policy is the decision model (see Policy and docs/POLICY.md).
 	Policy Policy
 	// Expiry is how long a campaign lives without hits or reports. Default 30 days.
@@ -47,12 +55,16 @@ type Options struct {
 const (
 	FamilyIMatch = "imatch"
 	FamilyANDD   = "andd"
+	// FamilyShort is a short-message key (internal/shortsig): its Kind
+	// says which ("all", "media", "links", "body" or "lead").
+	FamilyShort = "short"
 )
 
 // Evidence is one matched signature.
 type Evidence struct {
-	Family     string  `json:"family"`     // "imatch" or "andd"
-	Bag        int     `json:"bag"`        // I-Match lexicon index (0 = original)
-	Key        string  `json:"key"`        // the signature key, hex
-	Similarity float64 `json:"similarity"` // ANDD estimated cosine (1 for I-Match)
+	Family     string  `json:"family"`         // "imatch", "andd" or "short"
+	Bag        int     `json:"bag"`            // I-Match lexicon index (0 = original)
+	Kind       string  `json:"kind,omitempty"` // short-message key kind (see shortsig.Kind)
+	Key        string  `json:"key"`            // the signature key, hex
+	Similarity float64 `json:"similarity"`     // ANDD estimated cosine (1 for I-Match)
 }

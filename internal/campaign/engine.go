@@ -16,6 +16,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -91,7 +92,8 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		e.andd = as
 		e.threshold = as.Threshold()
 	}
-	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms})
+	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms,
+		Short: opts.Short, DisableShort: opts.DisableShort})
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: %w", err)
 	}
@@ -118,6 +120,11 @@ type candidate struct {
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
 	footerNote string
+}
+
+// hasFamily reports whether c has evidence of the family.
+func (c *candidate) hasFamily(family string) bool {
+	return slices.ContainsFunc(c.evidence, func(ev Evidence) bool { return ev.Family == family })
 }
 
 // addEvidence appends evidence whose Key is filled later by hexKeys (only
@@ -147,7 +154,7 @@ func (c *candidate) hexKeys() {
 }
 
 // imatchBag returns the bag of an I-Match key of m, or -1 when k is not
-// one of them (it is a band key). A message has one I-Match key per
+// one of them (it is a short or band key). A message has one I-Match key per
 // lexicon, a handful: a scan beats building a map per message.
 func imatchBag(m *pipeline.Message, k []byte) int {
 	for i, ik := range m.IMatchKeys {
@@ -200,6 +207,8 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 		c := &cands[i]
 		if bag := imatchBag(m, h.Key); bag >= 0 {
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
+		} else if kind, ok := shortsig.KindOf(h.Key); ok {
+			c.addEvidence(Evidence{Family: FamilyShort, Kind: kind.String(), Similarity: 1}, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
@@ -233,8 +242,9 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 					best = est
 				}
 			}
-			if best >= e.threshold && len(c.evidence) == 0 {
-				// ANDD alone: it must not rest on a mailing-list footer.
+			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
+				// ANDD without I-Match: it must not rest on a
+				// mailing-list footer.
 				note, fo := e.confirmANDD(m, c, best)
 				if fo != nil {
 					res.footerOnly = append(res.footerOnly, *fo)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -113,7 +114,7 @@ type preparedReport struct {
 	in      store.ReportInput
 	msg     *pipeline.Message
 	matched []store.CampaignID
-	nIM     int // in.Keys[:nIM] are I-Match keys, the rest band keys
+	nIM     int // in.Keys[:nIM] are exact keys (I-Match, then short keys but lead keys), the rest lead and band keys
 	// plan is what the merge rule allows the report (merge.go).
 	plan reportPlan
 }
@@ -159,8 +160,20 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		return p, err
 	}
 	// Band keys that point at campaigns the sketch does not verify are
-	// left out: the store joins every campaign sharing a key.
+	// left out: the store joins every campaign sharing a key. Short keys
+	// are exact, as I-Match keys are, except lead keys (the subject and
+	// leading text only): those go with the band keys, as weak evidence.
 	keys := slices.Clone(m.IMatchKeys)
+	var lead [][]byte
+	for _, k := range m.ShortKeys {
+		if kind, _ := shortsig.KindOf(k); kind == shortsig.KindLead {
+			lead = append(lead, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	nExact := len(keys)
+	keys = append(keys, lead...)
 	for _, k := range m.BandKeys {
 		if !res.unverified[string(k)] {
 			keys = append(keys, k)
@@ -178,7 +191,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		Reporter: reporter,
 		Keys:     keys,
 	}
-	p.nIM = len(m.IMatchKeys)
+	p.nIM = nExact
 	for _, c := range res.matched {
 		p.matched = append(p.matched, c.rec.rec.ID)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -26,6 +27,11 @@ type mergeCandidate struct {
 	// IMatch is the number of the report's I-Match signatures (bags) found
 	// in the campaign.
 	IMatch int
+	// Short is the number of the report's short-message keys found in the
+	// campaign, lead keys left out: like I-Match signatures, each hashes
+	// the whole of a short message's content (a lead key, the subject and
+	// leading text only, is weak evidence, as an ANDD-only match is).
+	Short int
 	// ANDD is the report's verified ANDD similarity to the campaign, -1
 	// when it did not match through ANDD.
 	ANDD float64
@@ -64,9 +70,10 @@ const (
 // planReport applies the merge rule to the campaigns a report matched;
 // threshold is the ANDD model's similarity threshold.
 //
-//   - Target: the campaign with the most matched I-Match bags, then the
-//     highest ANDD similarity, then the oldest.
-//   - A match is strong when it is through I-Match or a near copy
+//   - Target: the campaign with the most matched exact keys (I-Match bags
+//     and short-message keys other than lead keys), then the highest ANDD
+//     similarity, then the oldest.
+//   - A match is strong when it is through an exact key or a near copy
 //     (nearCopyCosine with every sketch the campaign keeps). Only a
 //     strong match extends Target (the report's keys and sketch) or
 //     merges campaigns.
@@ -102,7 +109,7 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 	}
 	order := slices.Clone(cands)
 	slices.SortStableFunc(order, func(a, b mergeCandidate) int {
-		if c := cmp.Compare(b.IMatch, a.IMatch); c != 0 {
+		if c := cmp.Compare(b.exact(), a.exact()); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.ANDD, a.ANDD); c != 0 {
@@ -116,12 +123,12 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 	case target.State != store.StateActive:
 		plan.VoteOnly, plan.Why = true, voteNotActive
 		return plan
-	case target.IMatch == 0 && target.nearCopy(threshold):
+	case target.exact() == 0 && target.nearCopy(threshold):
 		// A near copy of every sketch the campaign keeps: joined as if
 		// I-Match had matched.
-	case target.IMatch == 0 && apart:
+	case target.exact() == 0 && apart:
 		return reportPlan{Apart: true, Why: voteANDDOnly}
-	case target.IMatch == 0:
+	case target.exact() == 0:
 		plan.VoteOnly, plan.Why = true, voteANDDOnly
 		return plan
 	}
@@ -154,10 +161,15 @@ func planReport(cands []mergeCandidate, threshold float64, apart bool) reportPla
 // a campaign's sketches cannot creep: each is that close to all others.
 const nearCopyCosine = 0.9
 
+// exact is the number of the report's exact keys found in c: I-Match
+// signatures and short-message keys other than lead keys.
+func (c *mergeCandidate) exact() int { return c.IMatch + c.Short }
+
 // strong says whether the report's match with c may extend or merge c:
-// through I-Match, or a near copy of every sketch c keeps.
+// through an exact key (I-Match, short), or a near copy of every sketch c
+// keeps.
 func (c *mergeCandidate) strong(threshold float64) bool {
-	return c.IMatch > 0 || c.nearCopy(threshold)
+	return c.exact() > 0 || c.nearCopy(threshold)
 }
 
 // nearCopy says whether the report matched c through ANDD and its sketch
@@ -184,7 +196,7 @@ func mayMerge(a, b *mergeCandidate, threshold float64) bool {
 		return false
 	}
 	bar := threshold
-	if a.IMatch == 0 || b.IMatch == 0 {
+	if a.exact() == 0 || b.exact() == 0 {
 		bar = max(threshold, nearCopyCosine)
 	}
 	if len(a.Sketches) == 0 || len(b.Sketches) == 0 {
@@ -212,6 +224,10 @@ func mergeCandidates(matched []*candidate, report *andd.Sketch) []mergeCandidate
 				m.IMatch++
 			case FamilyANDD:
 				m.ANDD = max(m.ANDD, ev.Similarity)
+			case FamilyShort:
+				if ev.Kind != shortsig.KindLead.String() {
+					m.Short++
+				}
 			}
 		}
 		out = append(out, m)
@@ -227,21 +243,31 @@ func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candid
 	p.plan = plan
 	switch {
 	case plan.Apart:
-		// The band keys that found the campaigns it matched stay theirs,
-		// so that the store does not join one of them.
+		// The band keys and lead keys that found the campaigns it matched
+		// stay theirs, so that the store does not join one of them.
 		owned := map[string]bool{}
 		for _, c := range matched {
 			for _, k := range c.bandKeys {
 				owned[string(k)] = true
 			}
-		}
-		keys := p.in.Keys[:p.nIM:p.nIM]
-		for _, k := range p.in.Keys[p.nIM:] {
-			if !owned[string(k)] {
-				keys = append(keys, k)
+			for i, ev := range c.evidence {
+				if ev.Family == FamilyShort {
+					owned[string(c.evKeys[i])] = true
+				}
 			}
 		}
-		p.in.Keys = keys
+		keys := p.in.Keys[:0:0]
+		nIM := 0
+		for i, k := range p.in.Keys {
+			if owned[string(k)] {
+				continue
+			}
+			keys = append(keys, k)
+			if i < p.nIM {
+				nIM++
+			}
+		}
+		p.in.Keys, p.nIM = keys, nIM
 	case plan.VoteOnly:
 		p.in.Keys, p.in.Sketch = nil, nil
 		p.in.Create, p.in.Index = false, false

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -88,6 +90,19 @@ type Policy struct {
 	ANDDConfidenceAtThreshold float64 `yaml:"andd_confidence_at_threshold" json:"andd_confidence_at_threshold"`
 	ANDDConfidenceMax         float64 `yaml:"andd_confidence_max" json:"andd_confidence_max"`
 
+	// ShortConfidence is the confidence that a message is a copy of a
+	// campaign given that one of its short-message keys (all, media, links
+	// or body; internal/shortsig) matched, and LeadConfidence the same for
+	// a lead key (same subject and leading text, which padded copies
+	// keep). Short-message keys hash the same content as the other
+	// families, so they do not add to them: match is the larger of the
+	// I-Match and ANDD confidence and the best short key's. Defaults 0.98
+	// and 0.9: a match on short-message keys alone can tag, and quarantine
+	// once the campaign has 3 spam reporters (a lead key alone: tag only);
+	// it never rejects (docs/POLICY.md).
+	ShortConfidence float64 `yaml:"short_confidence" json:"short_confidence"`
+	LeadConfidence  float64 `yaml:"lead_confidence" json:"lead_confidence"`
+
 	// RejectMinReporters is the number of distinct spam reporters a
 	// campaign needs before its messages may be rejected, whatever p says;
 	// below it the next best action applies. Default 3.
@@ -128,6 +143,8 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.IMatchConfidence, 0.99)
 	def(&p.ANDDConfidenceAtThreshold, 0.7)
 	def(&p.ANDDConfidenceMax, 0.95)
+	def(&p.ShortConfidence, 0.98)
+	def(&p.LeadConfidence, 0.9)
 	def(&p.RevokeRatio, 0.5)
 	if p.RejectMinReporters == 0 {
 		p.RejectMinReporters = 3
@@ -176,6 +193,8 @@ func (p Policy) Validate() error {
 	prob("imatch_confidence", p.IMatchConfidence)
 	prob("andd_confidence_at_threshold", p.ANDDConfidenceAtThreshold)
 	prob("andd_confidence_max", p.ANDDConfidenceMax)
+	prob("short_confidence", p.ShortConfidence)
+	prob("lead_confidence", p.LeadConfidence)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
 	}
@@ -290,8 +309,9 @@ func (p *Policy) reputation(c *store.Campaign) float64 {
 
 // MatchConfidence is the confidence that a message is a copy of a campaign
 // given the evidence that matched it: 1 − Π(1 − c_i) over the matched
-// I-Match bags and the best verified ANDD similarity; threshold is the
-// ANDD model's similarity threshold.
+// I-Match bags and the best verified ANDD similarity, or the confidence of
+// the best matched short-message key when that is larger; threshold is
+// the ANDD model's similarity threshold.
 func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
 	p = p.WithDefaults()
 	return p.matchConfidence(ev, threshold)
@@ -300,6 +320,7 @@ func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
 func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 	miss := 1.0
 	bestSim := -1.0
+	short := 0.0
 	for _, e := range ev {
 		switch e.Family {
 		case FamilyIMatch:
@@ -308,6 +329,12 @@ func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 			if e.Similarity > bestSim {
 				bestSim = e.Similarity
 			}
+		case FamilyShort:
+			c := p.ShortConfidence
+			if e.Kind == shortsig.KindLead.String() {
+				c = p.LeadConfidence
+			}
+			short = math.Max(short, c)
 		}
 	}
 	if bestSim >= threshold && bestSim >= 0 {
@@ -320,7 +347,8 @@ func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 		c := 1 / (1 + math.Exp(-(lo + frac*(hi-lo))))
 		miss *= 1 - c
 	}
-	return 1 - miss
+	// Short-message keys do not add to the other families.
+	return math.Max(1-miss, short)
 }
 
 // Decision is the policy's answer for one campaign match: the action, the
@@ -345,6 +373,9 @@ type Decision struct {
 	IMatchBags    int     `json:"imatch_bags"`
 	ANDD          float64 `json:"andd"`
 	ANDDThreshold float64 `json:"andd_threshold"`
+	// Short are the kinds of the short-message keys matched ("all",
+	// "media", "links", "body", "lead"), in order of evidence.
+	Short []string `json:"short,omitempty"`
 	// Threshold is the probability above which the policy picks Action
 	// (for accept, the tag threshold P stayed at or below), and CostFP the
 	// false-positive cost that set it (cost_fp of Action; cost_fp.tag for
@@ -379,7 +410,7 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
 		ANDDThreshold: threshold,
 	}
-	d.IMatchBags, d.ANDD = evidenceFactors(ev)
+	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
 	d.P = d.Match * d.Reputation
 	if c.State == store.StateAllowed || c.State == store.StateRevoked {
 		return d
@@ -443,9 +474,9 @@ func (d *Decision) Explain() string {
 	}
 }
 
-// evidenceFactors counts the matched I-Match bags and finds the best ANDD
-// similarity (-1 when none).
-func evidenceFactors(ev []Evidence) (bags int, andd float64) {
+// evidenceFactors counts the matched I-Match bags, finds the best ANDD
+// similarity (-1 when none) and lists the kinds of short-message keys.
+func evidenceFactors(ev []Evidence) (bags int, andd float64, short []string) {
 	andd = -1
 	for _, e := range ev {
 		switch e.Family {
@@ -453,13 +484,17 @@ func evidenceFactors(ev []Evidence) (bags int, andd float64) {
 			bags++
 		case FamilyANDD:
 			andd = math.Max(andd, e.Similarity)
+		case FamilyShort:
+			if !slices.Contains(short, e.Kind) {
+				short = append(short, e.Kind)
+			}
 		}
 	}
-	return bags, andd
+	return bags, andd, short
 }
 
 // evidenceSummary describes the match's evidence in a few words:
-// "3 I-Match bags, ANDD 0.934 ≥ 0.589".
+// "3 I-Match bags, ANDD 0.934 ≥ 0.589, short-message keys (all, media)".
 func (d *Decision) evidenceSummary() string {
 	var parts []string
 	switch d.IMatchBags {
@@ -471,6 +506,13 @@ func (d *Decision) evidenceSummary() string {
 	}
 	if d.ANDD >= 0 {
 		parts = append(parts, fmt.Sprintf("ANDD %.3f ≥ %.3f", d.ANDD, d.ANDDThreshold))
+	}
+	switch len(d.Short) {
+	case 0:
+	case 1:
+		parts = append(parts, "short-message key ("+d.Short[0]+")")
+	default:
+		parts = append(parts, "short-message keys ("+strings.Join(d.Short, ", ")+")")
 	}
 	if len(parts) == 0 {
 		return "no evidence"

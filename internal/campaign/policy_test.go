@@ -3,6 +3,7 @@ package campaign
 import (
 	"github.com/nddmilter/nddmilter/internal/action"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -233,5 +234,43 @@ func TestReporterLadder(t *testing.T) {
 				t.Errorf("%d reporters, %d messages: %v, want %v (%s)", i+1, tt.msgs, d.Action, w, d.Rule)
 			}
 		}
+	}
+}
+
+// TestShortEvidenceActions pins what short-message evidence alone can do
+// with the default policy: a short key tags, and quarantines once the
+// campaign has 3 spam reporters; a lead key only tags; neither rejects,
+// and neither adds to I-Match or ANDD evidence.
+func TestShortEvidenceActions(t *testing.T) {
+	p := DefaultPolicy()
+	short := []Evidence{{Family: FamilyShort, Kind: "media", Similarity: 1}, {Family: FamilyShort, Kind: "all", Similarity: 1}}
+	lead := []Evidence{{Family: FamilyShort, Kind: "lead", Similarity: 1}}
+	im := Evidence{Family: FamilyIMatch, Similarity: 1}
+	cases := []struct {
+		name      string
+		ev        []Evidence
+		reporters int64
+		want      action.Action
+	}{
+		{"short key, 1 reporter", short, 1, action.Tag},
+		{"short key, 2 reporters", short, 2, action.Tag},
+		{"short key, 3 reporters", short, 3, action.Quarantine},
+		{"short key, 50 reporters", short, 50, action.Quarantine},
+		{"lead key, 1 reporter", lead, 1, action.Tag},
+		{"lead key, 50 reporters", lead, 50, action.Tag},
+		{"I-Match bag and short key, 50 reporters", append([]Evidence{im}, short...), 50, action.Quarantine},
+	}
+	for _, c := range cases {
+		d := p.Decide(&store.Campaign{ID: 1, SpamReporters: c.reporters}, c.ev, 0.59)
+		if d.Action != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, d.Action, d.Rule, c.want)
+		}
+	}
+	if got := p.MatchConfidence(append([]Evidence{im}, short...), 0.59); got != p.IMatchConfidence {
+		t.Errorf("I-Match bag and short key: match %v, want the I-Match bag's %v", got, p.IMatchConfidence)
+	}
+	d := p.Decide(&store.Campaign{ID: 1, SpamReporters: 1}, append(short, lead...), 0.59)
+	if s := d.evidenceSummary(); s != "short-message keys (media, all, lead)" || !slices.Equal(d.Short, []string{"media", "all", "lead"}) {
+		t.Errorf("summary %q, short %v", s, d.Short)
 	}
 }

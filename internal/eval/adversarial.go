@@ -51,6 +51,9 @@ type AdvCell struct {
 	// of that family (a copy may have both).
 	ByIMatch int `json:"by_imatch"`
 	ByANDD   int `json:"by_andd"`
+	// ByShort counts detected copies with a short-message key (a lead key,
+	// for most: internal/shortsig).
+	ByShort int `json:"by_short"`
 	// MeanCosine is the mean cosine over unique terms (the ground truth's
 	// measure) between the copies and their originals; NearDup counts the
 	// copies that are still near-duplicates (cosine ≥ 0.9) and
@@ -240,10 +243,14 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 				cell.NearDupDetected++
 			}
 			cell.Detected++
-			im, an := false, false
+			im, an, sh := false, false, false
 			for _, ev := range v.Evidence {
 				im = im || ev.Family == campaign.FamilyIMatch
 				an = an || ev.Family == campaign.FamilyANDD
+				sh = sh || ev.Family == campaign.FamilyShort
+			}
+			if sh {
+				cell.ByShort++
 			}
 			if im {
 				cell.ByIMatch++

@@ -358,3 +358,27 @@ func TestRunSpeed(t *testing.T) {
 		t.Errorf("machine %+v", m)
 	}
 }
+
+// TestRunPadding: on the synthetic corpus, copies padded with 16 KiB of
+// random words are detected with the short-message keys (the lead key),
+// and the table says how many without them.
+func TestRunPadding(t *testing.T) {
+	c, opts := loadSynthetic(t)
+	res, err := RunPadding(context.Background(), c, PaddingOptions{SizesKB: []int{0, 16}, Accuracy: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 || res.Reported == 0 {
+		t.Fatalf("rows %+v, reported %d", res.Rows, res.Reported)
+	}
+	for _, row := range res.Rows {
+		if row.Config == "daemon defaults" && (row.Detected != row.Copies || row.ByLead != row.Detected) {
+			t.Errorf("%+v: want every copy detected on its lead key", row)
+		}
+	}
+	var b bytes.Buffer
+	res.WriteMarkdown(&b)
+	if !strings.Contains(b.String(), "| daemon defaults | 16 KiB | 1.000 |") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+}

@@ -17,6 +17,7 @@ type Results struct {
 	Machine     Machine            `json:"machine"`
 	Accuracy    *AccuracyResult    `json:"accuracy,omitempty"`
 	Adversarial *AdversarialResult `json:"adversarial,omitempty"`
+	Padding     *PaddingResult     `json:"padding,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
@@ -79,6 +80,12 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w, "## Adversarial robustness")
 		fmt.Fprintln(w)
 		r.Adversarial.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Padding != nil {
+		fmt.Fprintln(w, "## Copies padded with appended text")
+		fmt.Fprintln(w)
+		r.Padding.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	if r.Speed != nil {

@@ -149,7 +149,7 @@ func New() *Metrics {
 	for _, a := range action.All() {
 		m.messages.WithLabelValues(a.String())
 	}
-	for _, f := range []string{"imatch", "andd"} {
+	for _, f := range []string{"imatch", "andd", "short"} {
 		m.matches.WithLabelValues(f)
 	}
 	for _, s := range []string{"check", "timeout", "panic"} {

@@ -111,6 +111,9 @@ type Document struct {
 	// address in List-Post, Mailing-List or X-Mailing-List; "" when the
 	// message has none of them. It does not enter any signature.
 	List string
+	// Parts are the parts not read as text (images, attachments), in
+	// order, at most 64 of them; see Part.
+	Parts []Part
 	// Warnings lists every fallback taken while parsing, in order.
 	Warnings []string
 	// Truncated is true when the message was longer than Options.MaxBytes.

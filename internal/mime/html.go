@@ -37,6 +37,10 @@ type htmlExtractor struct {
 	start       int // len(out) when extraction began
 	pendSpace   bool
 	pendNewline bool
+	// onData, when set, is called with the value of each src attribute
+	// that is a data: URI (an inline image); the value is valid only
+	// during the call.
+	onData func(val []byte)
 }
 
 // VisibleTextFromHTML returns the normalized visible text of an HTML
@@ -314,6 +318,10 @@ func (x *htmlExtractor) extract(dst, b []byte, urls *urlSet) []byte {
 					seenHidden = true
 				case urls != nil && (len(key) == 4 && equalFoldASCII(key, "href") || len(key) == 3 && equalFoldASCII(key, "src") ||
 					len(key) == 10 && equalFoldASCII(key, "background") || len(key) == 6 && equalFoldASCII(key, "action")):
+					if x.onData != nil && len(key) == 3 && len(val) > 5 && equalFoldASCII(val[:5], "data:") {
+						x.onData(val)
+						break
+					}
 					urls.addBytes(val)
 				}
 			}

@@ -61,6 +61,8 @@ type parser struct {
 	raw      []byte // scratch: visible text of an HTML part
 	csbuf    []byte // scratch: output of single-byte charset decoding
 	ewbuf    []byte // scratch: decoded bytes of a run of encoded-words
+	bin      []byte // scratch: transfer-decoded non-text part (parts.go)
+	media    []Part // non-text parts (parts.go)
 	fields   []headerField
 	parts    int
 	words    int    // encoded-words decoded so far
@@ -108,6 +110,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	p.nz.work = 0
 	p.fields = p.fields[:0]
 	p.charset = ""
+	p.media = nil
 	p.depthMsg, p.partsMsg = false, false
 	doc = new(Document)
 	defer func() {
@@ -121,7 +124,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 		p.ctx, p.nz.done = nil, nil
 		clear(p.fields) // drop references to the message
 		if cap(p.text) <= 1<<20 && cap(p.dec) <= 1<<20 && cap(p.raw) <= 1<<20 && cap(p.csbuf) <= 1<<20 && cap(p.fields) <= 4096 &&
-			cap(p.nz.clean) <= 1<<20 && cap(p.nz.nfkc) <= 1<<20 {
+			cap(p.nz.clean) <= 1<<20 && cap(p.nz.nfkc) <= 1<<20 && cap(p.bin) <= 1<<20 {
 			parserPool.Put(p)
 		}
 	}()
@@ -193,6 +196,7 @@ func (p *parser) finish(doc *Document) {
 	doc.Text = string(p.text)
 	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
 	p.urls.urls, p.urls.hosts = nil, nil
+	doc.Parts, p.media = p.media, nil
 	doc.Warnings = p.warnings
 	p.warnings = nil
 }
@@ -274,10 +278,14 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 	case mt.typ == "text/plain" || mt.typ == "text/html" || mt.typ == "text/enriched" || mt.typ == "text/richtext":
 		if d, ok := h.get("Content-Disposition"); ok && depth > 0 {
 			if dm := parseMediaType(d); dm.typ == "attachment" {
+				p.binaryPart(mt.typ, cte, body, true)
 				return
 			}
 		}
 		p.leaf(mt, cte, body)
+	default:
+		d, _ := h.get("Content-Disposition")
+		p.binaryPart(mt.typ, cte, body, parseMediaType(d).typ == "attachment")
 	}
 }
 
@@ -330,7 +338,9 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	}
 	txt := p.decodeCharset(data, cs, what)
 	if isHTML {
+		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
+		p.html.onData = nil
 		txt = p.raw
 	} else if mt.flowed {
 		p.raw = appendUnflowed(p.raw[:0], txt, mt.delsp)

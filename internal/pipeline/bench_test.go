@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -124,4 +125,29 @@ func BenchmarkStages(b *testing.B) {
 		ad.SketchTerms(docs[i], ans[i])
 	})
 	_ = imatchbag.SignatureVersion
+}
+
+// BenchmarkSign is Sign (what the engine calls: footer located, short
+// message keys) with and without the short-message keys; run both in one
+// command to compare them on the same machine load.
+func BenchmarkSign(b *testing.B) {
+	im, ad, lex := signers(b)
+	msgs := messages(b, lex)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		opts Options
+	}{{"Short", Options{}}, {"NoShort", Options{DisableShort: true}}} {
+		p, err := New(im, ad, bc.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			benchLoop(b, msgs, func(raw []byte) {
+				if _, err := p.Sign(ctx, raw); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
 // Message is one message made evidence: everything the campaign engine
@@ -40,13 +41,19 @@ type Message struct {
 	Sketch      andd.Sketch
 	SketchBytes []byte
 	BandKeys    [][]byte
+	// ShortKeys are the short-message keys (shortsig: all, media, links,
+	// body, lead) a report is indexed under; ShortLookup the lead keys at
+	// smaller levels a message is looked up under too, never indexed.
+	// Both are computed on the text without the mailing-list footer.
+	ShortKeys   [][]byte
+	ShortLookup [][]byte
 	// FooterAt is the byte offset of the mailing-list footer in the
 	// message's text, -1 when it has none (see messageFooter).
 	FooterAt int
 	// Skip is set when the message has no usable signature.
 	Skip Skip
 
-	keys     [][]byte // IMatchKeys then BandKeys, one backing array
+	keys     [][]byte // IMatchKeys, ShortKeys, BandKeys, ShortLookup: one backing array
 	p        *Pipeline
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
@@ -75,7 +82,7 @@ const (
 	// NoSkip: the message has a usable signature.
 	NoSkip Skip = iota
 	// TooShort: too few words for an I-Match signature and an ANDD
-	// sketch.
+	// sketch, and no short-message key.
 	TooShort
 	// FooterIMatch: its only I-Match signatures hash its mailing-list
 	// footer alone, and it has no ANDD sketch.
@@ -104,8 +111,9 @@ func (s Skip) String() string {
 // HasSketch reports whether the message has an ANDD sketch.
 func (m *Message) HasSketch() bool { return len(m.SketchBytes) > 0 }
 
-// Keys returns the I-Match keys then the band keys, for one store lookup.
-// The slice is shared: do not modify it.
+// Keys returns the I-Match keys, the short keys, the band keys and the
+// short lookup keys, for one store lookup. The slice is shared: do not
+// modify it.
 func (m *Message) Keys() [][]byte { return m.keys }
 
 // Body returns the ANDD evidence of the message without its mailing-list
@@ -198,22 +206,15 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 			bandKeys = p.andd.BandKeys(sk)
 		}
 	}
-	// One slice for all keys: the store lookup takes them in one call.
-	m.keys = make([][]byte, 0, len(m.IMatch)+len(bandKeys))
-	for _, sig := range m.IMatch {
-		m.keys = append(m.keys, sig.Key())
-	}
-	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
 	if !sk.IsEmpty() {
 		b, err := sk.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("sign: encode sketch: %w", err)
 		}
 		m.Sketch, m.SketchBytes, m.BandKeys = sk, b, bandKeys
-		m.keys = append(m.keys, bandKeys...)
 	}
 	switch {
-	case len(m.IMatchKeys) > 0:
+	case len(m.IMatch) > 0:
 	case m.HasSketch():
 		if b := m.Body(); b.HasFooter && !b.HasSketch() {
 			m.Skip = FooterSketch
@@ -223,8 +224,48 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	default:
 		m.Skip = TooShort
 	}
+	if p.short != nil {
+		p.signShort(m, doc)
+	}
+	// One slice for all keys: the store lookup takes them in one call.
+	m.keys = make([][]byte, 0, len(m.IMatch)+len(m.ShortKeys)+len(m.BandKeys)+len(m.ShortLookup))
+	for _, sig := range m.IMatch {
+		m.keys = append(m.keys, sig.Key())
+	}
+	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
+	m.keys = append(m.keys, m.ShortKeys...)
+	m.keys = append(m.keys, m.BandKeys...)
+	m.keys = append(m.keys, m.ShortLookup...)
 	if err := stageErr(ctx, "sign"); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// signShort computes the short-message keys of m (shortsig) on the text
+// without its mailing-list footer, so that a one-line post to a list is
+// not signed by the list's footer. A message with no signature of its own
+// (Skip set) is signed whatever its length (shortsig.SignUnsigned); when
+// that gives it keys it is no longer skipped, and a sketch that is its
+// footer's (FooterSketch) is dropped.
+func (p *Pipeline) signShort(m *Message, doc *mime.Document) {
+	if m.FooterAt >= 0 {
+		d := withoutFooterAt(doc, m.FooterAt)
+		d.Parts, d.List = doc.Parts, doc.List
+		doc = d
+	}
+	var r shortsig.Result
+	if m.Skip != NoSkip {
+		r = p.short.SignUnsigned(doc)
+	} else {
+		r = p.short.Sign(doc)
+	}
+	m.ShortKeys, m.ShortLookup = r.Keys, r.Lookup
+	if m.Skip == NoSkip || len(m.ShortKeys) == 0 {
+		return
+	}
+	if m.Skip == FooterSketch {
+		m.Sketch, m.SketchBytes, m.BandKeys = andd.Sketch{}, nil, nil
+	}
+	m.Skip = NoSkip
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
 )
 
 // Sign gives, for a message without a mailing-list footer, the
@@ -36,10 +37,11 @@ func TestSignMatchesAnalyze(t *testing.T) {
 		if !slices.Equal(m.Sketch.Bits, r.Sketch.Bits) || !slices.EqualFunc(m.BandKeys, r.BandKeys, bytes.Equal) {
 			t.Errorf("message %d: sketch or band keys differ from Analyze's", i)
 		}
-		if len(m.Keys()) != len(m.IMatchKeys)+len(m.BandKeys) {
-			t.Errorf("message %d: %d keys, want %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.BandKeys))
+		want := slices.Concat(m.IMatchKeys, m.ShortKeys, m.BandKeys, m.ShortLookup)
+		if !slices.EqualFunc(m.Keys(), want, bytes.Equal) {
+			t.Errorf("message %d: %d keys, want %d + %d + %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.ShortKeys), len(m.BandKeys), len(m.ShortLookup))
 		}
-		if m.HasSketch() != !m.Sketch.IsEmpty() || m.Unique == 0 && m.Skip != TooShort {
+		if m.HasSketch() != !m.Sketch.IsEmpty() || m.Unique == 0 && len(m.ShortKeys) == 0 && m.Skip != TooShort {
 			t.Errorf("message %d: sketch %v, unique %d, skip %v", i, m.HasSketch(), m.Unique, m.Skip)
 		}
 		if b := m.Body(); b.HasFooter {
@@ -115,4 +117,57 @@ func TestSignCanceled(t *testing.T) {
 			t.Errorf("canceled: %v %v", m, err)
 		}
 	}
+}
+
+// Short-message keys: an image alone is signed (not skipped); a one-line
+// post to a list is signed without the list's footer, so it has no key
+// and stays skipped; DisableShort turns them off.
+func TestSignShort(t *testing.T) {
+	im, ad, _ := signers(t)
+	ctx := context.Background()
+	img := make([]byte, 4096)
+	for i := range img {
+		img[i] = byte(i * 7)
+	}
+	imageOnly := []byte("Subject: hi\r\nMIME-Version: 1.0\r\nContent-Type: application/octet-stream\r\n\r\n" + string(img))
+	footer := "_______________________________________________\nKernel-users mailing list\nKernel-users@lists.example.org\nhttps://lists.example.org/mailman/listinfo/kernel-users\n"
+	oneLine := []byte("List-Id: <kernel-users.lists.example.org>\r\nSubject: thanks\r\n\r\nthanks!\n" + footer)
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		raw     []byte
+		skip    Skip
+		short   bool
+		noBands bool
+	}{
+		{"image only", Options{}, imageOnly, NoSkip, true, true},
+		{"image only, short keys off", Options{DisableShort: true}, imageOnly, TooShort, false, true},
+		{"one-line list post", Options{}, oneLine, m0(t, im, ad, oneLine), false, false},
+	} {
+		p, err := New(im, ad, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := p.Sign(ctx, tc.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Skip != tc.skip || (len(m.ShortKeys) > 0) != tc.short || (tc.noBands && len(m.BandKeys) > 0) {
+			t.Errorf("%s: skip %v, %d short keys, %d band keys", tc.name, m.Skip, len(m.ShortKeys), len(m.BandKeys))
+		}
+	}
+}
+
+// m0 is the skip reason of raw without short-message keys.
+func m0(t *testing.T, im *imatchbag.Signer, ad *andd.Signer, raw []byte) Skip {
+	t.Helper()
+	p, err := New(im, ad, Options{DisableShort: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.Sign(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Skip
 }

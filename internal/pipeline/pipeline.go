@@ -1,10 +1,11 @@
 // Package pipeline is the only place where a message's bytes become
 // evidence. Sign (SignReport for reports: an ARF wrapper is unwrapped)
 // returns one immutable Message: the I-Match signatures, the ANDD sketch
-// and its band keys, the mailing-list footer located (footer.go) with the
-// signatures that are the footer's alone left out, the sketch of the body
-// without the footer on demand, a typed skip reason when nothing usable is
-// left, and the parse warnings. The campaign engine matches, decides and
+// and its band keys, the short-message keys (shortsig: digests of images
+// and attachments, links, short text, leading text), the mailing-list
+// footer located (footer.go) with the signatures that are the footer's
+// alone left out, the sketch of the body without the footer on demand, a
+// typed skip reason when nothing usable is left, and the parse warnings. The campaign engine matches, decides and
 // ingests Messages; it never parses.
 //
 // Underneath, every signature of one message is computed in one pass:
@@ -33,6 +34,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
 // MimeOptions and TokenOptions are mime's, under the pipeline's name:
@@ -54,6 +56,10 @@ type Options struct {
 	// ANDDMinTerms is the minimum number of distinct terms a document needs
 	// for an ANDD sketch. Default 0: any document with a weighted term.
 	ANDDMinTerms int
+	// Short configures the short-message keys (shortsig.Options defaults).
+	Short shortsig.Options
+	// DisableShort turns the short-message keys off.
+	DisableShort bool
 }
 
 // Pipeline computes the signatures of messages. It is safe for concurrent
@@ -61,6 +67,7 @@ type Options struct {
 type Pipeline struct {
 	imatch *imatchbag.Signer
 	andd   *andd.Signer
+	short  *shortsig.Signer // nil when Options.DisableShort
 	opts   Options
 }
 
@@ -73,7 +80,11 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 	if imatch == nil && anddSigner == nil {
 		return nil, ErrNoSigner
 	}
-	return &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}, nil
+	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
+	if !opts.DisableShort {
+		p.short = shortsig.New(opts.Short)
+	}
+	return p, nil
 }
 
 // Result holds everything computed for one message.

@@ -25,12 +25,22 @@
 # exits non-zero on failure. Needs root (Postfix's own user and queue).
 # Environment: NDD_E2E_TIMEOUT (seconds, default 280), NDD_E2E_LEXICON (a
 # lexicon file instead of the embedded one), NDD_E2E_LOAD (messages of the
-# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in).
+# load step, default 400), NDD_E2E_KEEP (a folder to keep the logs in),
+# NDD_E2E_SERVER (d--j or d--j-buffered: run every step against the daemon
+# speaking the milter protocol through github.com/d--j/go-milter, `nddmilter
+# bench serve`, to compare it with the own server; default: nddmilter serve).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-280}
+# The daemon's command: `serve`, or the lab's comparison server.
+SERVE=(serve)
+case "${NDD_E2E_SERVER:-}" in
+"" | own) ;;
+d--j | d--j-buffered) SERVE=(bench serve --server "$NDD_E2E_SERVER") ;;
+*) echo "FATAL: NDD_E2E_SERVER=$NDD_E2E_SERVER: want own, d--j or d--j-buffered"; exit 1 ;;
+esac
 
 passed=0
 failed=0
@@ -215,7 +225,7 @@ EOF
 	fi
 }
 write_config reject
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+"$T/nddmilter" "${SERVE[@]}" --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 ready=
 for _ in $(seq 100); do
@@ -226,8 +236,8 @@ for _ in $(seq 100); do
 	kill -0 $NDD_PID 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$ready" ] || die "nddmilter serve did not become ready"
-pass "nddmilter serve is ready (/readyz)"
+[ -n "$ready" ] || die "nddmilter ${SERVE[*]} did not become ready"
+pass "nddmilter ${SERVE[*]} is ready (/readyz)"
 
 # --- messages -----------------------------------------------------------------
 CAMPAIGN_TEXT="Dear friend, we are pleased to announce that your account has been selected
@@ -354,6 +364,8 @@ LOAD=${NDD_E2E_LOAD:-400}
 ls "$T/sink" >"$T/sink-before.txt"
 checked0=$(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log")
 pflines0=$(wc -l <"$T/postfix.log")
+daemon_cpu() { awk '{print $14 + $15}' "/proc/$NDD_PID/stat"; } # clock ticks
+cpu0=$(daemon_cpu)
 t0=$(date +%s%N)
 smtp-source -s 4 -m "$LOAD" -d -l 2000 -f load@example.net -t user@example.org "127.0.0.1:$SMTP_PORT" >"$T/load.log" 2>&1 ||
 	fail "(e) smtp-source: $(tail -3 "$T/load.log")"
@@ -364,6 +376,7 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 t2=$(date +%s%N)
+cpu1=$(daemon_cpu)
 delivered=$(load_files | wc -l)
 with_verdict=$(cd "$T/sink" && load_files | xargs -r grep -l '^X-NDD-Verdict: accept; score=' | wc -l)
 checked=$(($(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log") - checked0))
@@ -375,6 +388,7 @@ else
 	fail "(e) load: $delivered of $LOAD delivered, $with_verdict with a verdict, $checked checked, $trouble milter warnings in the Postfix log"
 	tail -n +$((pflines0 + 1)) "$T/postfix.log" | grep -iE 'milter' | tail -5
 fi
+echo "INFO: (e) nddmilter ${SERVE[*]}: $(((cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / LOAD)) µs of CPU per message during the load (its process, from /proc; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
 # The same load with no milter attached: Postfix's own rate. With the
 # milter, Postfix must keep at least a third of it. (Without quickAck,
@@ -462,7 +476,7 @@ fi
 # that a socket Postfix cannot open shows as a 4xx.
 write_config reject
 sed -i "s#^  listen: inet:127.0.0.1:$MILTER_PORT#  listen: unix:$T/milter.sock\n  socket_group: postfix#" "$T/nddmilter.yaml"
-"$T/nddmilter" serve --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
+"$T/nddmilter" "${SERVE[@]}" --config "$T/nddmilter.yaml" >>"$T/nddmilter.log" 2>&1 &
 NDD_PID=$!
 for _ in $(seq 100); do
 	[ -S "$T/milter.sock" ] && curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break

@@ -21,6 +21,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/cputime"
+	"github.com/nddmilter/nddmilter/internal/eval/djmilter"
 	"github.com/nddmilter/nddmilter/internal/milter"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 )
@@ -47,6 +48,11 @@ type MilterOptions struct {
 	Network string
 	// ReplyEachStep offers no protocol flags, as an MTA at protocol 2.
 	ReplyEachStep bool
+	// Server is the in-process milter's protocol server: "own" (default,
+	// internal/milter's, the daemon's), "d--j" (github.com/d--j/go-milter
+	// over the same message logic, eval/djmilter) or "d--j-buffered" (the
+	// same with buffered socket I/O).
+	Server string
 	// Config is the daemon's configuration (engine options, lexicon,
 	// model); its store directory is replaced by Dir.
 	Config *config.Config
@@ -58,6 +64,13 @@ func (o *MilterOptions) validate() error {
 	}
 	if o.Network == "" {
 		o.Network = "tcp"
+	}
+	switch o.Server {
+	case "":
+		o.Server = "own"
+	case "own", "d--j", "d--j-buffered":
+	default:
+		return fmt.Errorf("bench milter: --server %q: want own, d--j or d--j-buffered", o.Server)
 	}
 	if o.Config == nil {
 		o.Config = config.Default()
@@ -105,7 +118,7 @@ func Milter(ctx context.Context, o MilterOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "mix             %d messages: %d campaign copies, %d legitimate; %d sessions\n", o.Messages, spamCount, o.Messages-spamCount, o.Sessions)
+	fmt.Fprintf(out, "mix             %d messages: %d campaign copies, %d legitimate; %d sessions; %s\n", o.Messages, spamCount, o.Messages-spamCount, o.Sessions, serverName(&o))
 
 	runtime.GC()
 	if o.CPUProfile != "" {
@@ -144,6 +157,14 @@ func Milter(ctx context.Context, o MilterOptions, out io.Writer) error {
 	return nil
 }
 
+// serverName says which milter server is driven.
+func serverName(o *MilterOptions) string {
+	if o.Addr != "" {
+		return "milter at " + o.Addr
+	}
+	return "server " + o.Server
+}
+
 // startTarget returns the running milter of o.Addr, or starts one in
 // process over the benchmark's store.
 func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out io.Writer) (*target, error) {
@@ -169,13 +190,18 @@ func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out 
 		rt.Close()
 		return nil, err
 	}
-	go srv.Serve(ln)
+	serve, shutdown := srv.Serve, srv.Shutdown
+	if o.Server != "own" {
+		dsrv := djmilter.New(srv, djmilter.Options{Buffered: o.Server == "d--j-buffered"})
+		serve, shutdown = dsrv.Serve, dsrv.Shutdown
+	}
+	go serve(ln)
 	return &target{
 		network: o.Network, addr: ln.Addr().String(), cacheStats: rt.Engine.CacheStats,
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			srv.Shutdown(sctx)
+			shutdown(sctx)
 			cleanup()
 			rt.Close()
 		},

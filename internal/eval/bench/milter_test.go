@@ -15,14 +15,17 @@ import (
 
 // TestBenchMilter runs bench milter end to end on a tiny store, over TCP
 // and over a Unix socket (the clients' buffered connections included), and
-// checks that campaign copies are acted on and legitimate mail is not.
+// with d--j/go-milter's server for comparison, and checks that campaign
+// copies are acted on and legitimate mail is not.
 func TestBenchMilter(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
+	for _, tc := range []struct{ network, server string }{
+		{"tcp", "own"}, {"unix", "own"}, {"tcp", "d--j"}, {"unix", "d--j-buffered"},
+	} {
+		t.Run(tc.network+"/"+tc.server, func(t *testing.T) {
 			var out bytes.Buffer
 			o := MilterOptions{Sessions: 3, Messages: 60, Campaigns: 40, Templates: 4, Spam: 0.5,
-				Dir: dir, Seed: 1, Network: network}
+				Dir: dir, Seed: 1, Network: tc.network, Server: tc.server}
 			if err := Milter(context.Background(), o, &out); err != nil {
 				t.Fatalf("bench milter: %v\n%s", err, out.String())
 			}

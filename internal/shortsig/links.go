@@ -1,0 +1,57 @@
+package shortsig
+
+import (
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// links returns the sorted distinct normalized links of urls (registrable
+// domain and path), the sorted distinct registrable domains, and whether
+// some link is outside the common domains.
+func (s *Signer) links(urls []string) (links, domains []string, usable bool) {
+	for _, raw := range urls {
+		dom, path, ok := normalizeURL(raw)
+		if !ok {
+			continue
+		}
+		links = append(links, dom+path)
+		domains = append(domains, dom)
+		if !s.common[dom] {
+			usable = true
+		}
+	}
+	return sortedSet(links), sortedSet(domains), usable
+}
+
+// normalizeURL reduces a URL of mime.Document.URLs (absolute, protocol
+// relative or starting with "www.") to its registrable domain (eTLD+1 of
+// the public suffix list, the host itself when it has none, e.g. an IP
+// address) and its path without a trailing slash. Scheme, port, user,
+// query and fragment are dropped: tracking parameters differ from copy to
+// copy.
+func normalizeURL(raw string) (domain, path string, ok bool) {
+	switch {
+	case strings.HasPrefix(raw, "//"):
+		raw = "http:" + raw
+	case !strings.Contains(raw, "://"):
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", false
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return "", "", false
+	}
+	domain = host
+	if net.ParseIP(host) == nil {
+		if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
+			domain = d
+		}
+	}
+	return domain, strings.TrimRight(u.Path, "/"), true
+}

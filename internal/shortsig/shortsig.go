@@ -1,0 +1,406 @@
+// Package shortsig computes the short-message signatures of nddmilter: the
+// evidence of messages too short for I-Match and ANDD (an image alone, an
+// attachment with a line of text, a few words of Chinese or Japanese,
+// a link) and of copies padded with appended text.
+//
+// A message is described by three components:
+//
+//   - media: the SHA-256 digests of its non-text parts (mime.Part) that
+//     are large enough to be content: at least Options.MinPartBytes
+//     decoded bytes and, for a GIF, PNG or JPEG image, at least
+//     Options.MinImageSide pixels on each side (tracking pixels, spacers
+//     and icons are left out);
+//   - links: its URLs reduced to registrable domain (public suffix list)
+//     and path, without scheme, query or fragment;
+//   - text: the distinct units of its subject and visible text: lower-cased
+//     words of at least two letters with at most one digit, and character
+//     bigrams of scripts written without spaces (Han, Hiragana, Katakana,
+//     Thai, Lao, Khmer, Myanmar), so that a short Chinese text has units.
+//
+// Each key is a hash of some components, prefixed by a version byte, the
+// family byte 'S' and a kind byte (see Kind). No key is made from content
+// that every message may share (the Pyzor empty-digest failure):
+//
+//   - a component counts only when it is usable: media with at least one
+//     part, links with at least one link outside Options.CommonDomains,
+//     text with at least Options.MinTextUnits units; no key is made when
+//     no component is usable;
+//   - a message is short when its text has at most Options.MaxTextUnits
+//     units, or when it has no other signature (SignUnsigned); only short
+//     messages get the content keys (all, media, links, body), so a
+//     company logo in a long message never makes a key of its own;
+//   - the media and links keys, which leave the text out, are made only
+//     when the text is not usable: an image or attachment with a greeting
+//     is matched on its image, but a short message with text is matched
+//     on its text and parts together;
+//   - the lead keys (subject and leading text, for padded copies) need
+//     at least 16 distinct units of text (Options.LeadLevels) and are not
+//     made for mailing-list messages (their leading template is shared by
+//     every post).
+//
+// The work is linear in the text read and bounded: a long message's units
+// are read only until it is known to be long and its lead is complete,
+// links and media are reduced only for short messages, and at most
+// Options.MaxUnits distinct units are read from any text.
+//
+// Keys are a wire format: a change of what is hashed bumps Version, and
+// the golden vectors of testdata/golden.json pin them.
+package shortsig
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// Version is the version of the key wire format. Any change of what is
+// hashed, or how, increments it.
+const Version = 1
+
+// Family is the family byte of short-message keys (byte 1 of a key).
+const Family = 'S'
+
+// KeyLen is the length of a key: version, family, kind, 16 bytes of hash.
+const KeyLen = 3 + hashLen
+
+const hashLen = 16
+
+// Kind says which components a key hashes (byte 2 of a key).
+type Kind byte
+
+// The kinds of keys.
+const (
+	// KindAll hashes media, links and text: the whole content of a short
+	// message. Made when some component is usable.
+	KindAll Kind = 'a'
+	// KindMedia hashes the media and the links' registrable domains. Made
+	// when media are usable and the text is not (an image or an
+	// attachment, perhaps with a greeting).
+	KindMedia Kind = 'm'
+	// KindLinks hashes the links. Made when links are usable, the message
+	// has no media part at all and its text is not usable.
+	KindLinks Kind = 'l'
+	// KindBody hashes the media, the links' registrable domains and the
+	// text units of the body without its first non-empty line (a greeting
+	// changed from copy to copy). Made when the body has two non-empty
+	// lines or more and the rest is usable text.
+	KindBody Kind = 'b'
+	// KindLead hashes the subject's units and the first n distinct units
+	// of the body, in order, n one of Options.LeadLevels: copies with text
+	// appended keep them. Made for messages of any length (see the package
+	// doc): a message's key at the largest level its body reaches is in
+	// Result.Keys, its keys at the smaller levels are in Result.Lookup, so
+	// that a padded copy of a shorter message finds it.
+	KindLead Kind = 'p'
+)
+
+// String names the kind: "all", "media", "links", "body" or "lead".
+func (k Kind) String() string {
+	switch k {
+	case KindAll:
+		return "all"
+	case KindMedia:
+		return "media"
+	case KindLinks:
+		return "links"
+	case KindBody:
+		return "body"
+	case KindLead:
+		return "lead"
+	}
+	return "kind(" + string(rune(k)) + ")"
+}
+
+// Options configure a Signer. The zero value selects the documented
+// defaults.
+type Options struct {
+	// MinPartBytes is the size a non-text part needs, decoded, to count
+	// as media. Default 1024.
+	MinPartBytes int
+	// MinImageSide is the number of pixels a GIF, PNG or JPEG image needs
+	// on each side to count as media. Default 32.
+	MinImageSide int
+	// MinTextUnits is the number of distinct text units the text needs to
+	// be usable. Default 5.
+	MinTextUnits int
+	// MaxTextUnits is the largest number of distinct text units of a short
+	// message. Default 64.
+	MaxTextUnits int
+	// MaxUnits bounds the distinct units read from the subject, from the
+	// text and from the body without its first line: the first MaxUnits
+	// in order of appearance are kept, so that the work and memory of a
+	// long message signed by SignUnsigned stay bounded. Default 4096 (at
+	// least MaxTextUnits + 1 and the largest lead level).
+	MaxUnits int
+	// LeadLevels are the numbers of distinct leading units of the body
+	// lead keys hash, increasing; a body with fewer than the first has no
+	// lead key. Default 16, 24, 32.
+	LeadLevels []int
+	// CommonDomains are registrable domains whose links do not make the
+	// links usable on their own. Default DefaultCommonDomains.
+	CommonDomains []string
+}
+
+// DefaultCommonDomains are hosts linked from all kinds of mail (standards
+// bodies, search engines, social networks, large mail and software
+// providers): a link to them says nothing of a campaign by itself.
+var DefaultCommonDomains = []string{
+	"amazon.com", "apple.com", "facebook.com", "github.com", "gmail.com",
+	"google.com", "instagram.com", "linkedin.com", "live.com",
+	"microsoft.com", "mozilla.org", "outlook.com", "pinterest.com",
+	"tiktok.com", "twitter.com", "w3.org", "whatsapp.com", "wikipedia.org",
+	"x.com", "yahoo.com", "youtube.com",
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinPartBytes <= 0 {
+		o.MinPartBytes = 1024
+	}
+	if o.MinImageSide <= 0 {
+		o.MinImageSide = 32
+	}
+	if o.MinTextUnits <= 0 {
+		o.MinTextUnits = 5
+	}
+	if o.MaxTextUnits <= 0 {
+		o.MaxTextUnits = 64
+	}
+	if len(o.LeadLevels) == 0 {
+		o.LeadLevels = []int{16, 24, 32}
+	}
+	if o.MaxUnits <= 0 {
+		o.MaxUnits = 4096
+	}
+	o.MaxUnits = max(o.MaxUnits, o.MaxTextUnits+1, o.LeadLevels[len(o.LeadLevels)-1])
+	if o.CommonDomains == nil {
+		o.CommonDomains = DefaultCommonDomains
+	}
+	return o
+}
+
+// Signer computes short-message keys. It is safe for concurrent use.
+type Signer struct {
+	opts   Options
+	common map[string]bool
+}
+
+// New returns a Signer with the given options.
+func New(opts Options) *Signer {
+	o := opts.withDefaults()
+	s := &Signer{opts: o, common: make(map[string]bool, len(o.CommonDomains))}
+	for _, d := range o.CommonDomains {
+		s.common[strings.ToLower(strings.TrimSpace(d))] = true
+	}
+	return s
+}
+
+// Result is the short-message signature of one message.
+type Result struct {
+	// Short is true when the message's text has at most
+	// Options.MaxTextUnits units, or it was signed by SignUnsigned.
+	Short bool
+	// Keys are the message's keys, in the order all, media, links, body,
+	// lead (only those made; see Kind): a reported message is indexed
+	// under them.
+	Keys [][]byte
+	// Lookup are lead keys at levels below the message's largest (see
+	// KindLead): a message is looked up under them too, never indexed.
+	Lookup [][]byte
+	// Media, Links and Units are the sizes of the components: usable
+	// media parts, normalized links, and distinct text units (for a long
+	// message signed by Sign, counted only until it is known to be long
+	// and its lead is complete).
+	Media, Links, Units int
+}
+
+// Sign computes the keys of doc. A nil doc has none.
+func (s *Signer) Sign(doc *mime.Document) Result {
+	return s.sign(doc, false)
+}
+
+// SignUnsigned computes the keys of doc, a message that has no other
+// signature (no I-Match signature, no usable ANDD sketch: a long text in
+// a script the tokenizer does not split, for instance): it is signed as a
+// short message whatever its length. The media and links keys still need
+// the text to be unusable, so a long text never makes a key of a logo.
+func (s *Signer) SignUnsigned(doc *mime.Document) Result {
+	return s.sign(doc, true)
+}
+
+func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
+	var r Result
+	if doc == nil {
+		return r
+	}
+	o := &s.opts
+	var kb keyBuilder
+	subj := firstUnits(doc.Subject, o.MaxUnits)
+	// The body's units: all of them for a short message; for a long one
+	// (known once it has more than MaxTextUnits), only until the lead is
+	// complete, so that a long text costs little. seen holds every unit
+	// of the text, with inLead set for those of the lead.
+	const inText, inLead = 1, 2
+	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
+	seen := make(map[string]uint8, o.MaxTextUnits+1)
+	for _, u := range subj {
+		seen[u] = inText
+	}
+	lead := make([]string, 0, leadMax)
+	eachUnit(doc.Text, func(u string) bool {
+		f := seen[u]
+		if len(lead) < leadMax && f&inLead == 0 {
+			f |= inLead
+			lead = append(lead, u)
+		}
+		seen[u] = f | inText
+		return len(seen) < o.MaxUnits && (unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax)
+	})
+	r.Units = len(seen)
+	r.Short = unsigned || len(seen) <= o.MaxTextUnits
+	if r.Short {
+		// Media and links matter to short messages only.
+		media := s.media(doc.Parts)
+		links, domains, linksUsable := s.links(doc.URLs)
+		r.Media, r.Links = len(media), len(links)
+		text := make([]string, 0, len(seen))
+		for u := range seen {
+			text = append(text, u)
+		}
+		slices.Sort(text)
+		mediaUsable := len(media) > 0
+		textUsable := len(text) >= o.MinTextUnits
+		if mediaUsable || linksUsable || textUsable {
+			r.Keys = append(r.Keys, kb.key(KindAll, media, links, text))
+		}
+		if mediaUsable && !textUsable {
+			r.Keys = append(r.Keys, kb.key(KindMedia, media, domains))
+		}
+		if linksUsable && len(doc.Parts) == 0 && !textUsable {
+			r.Keys = append(r.Keys, kb.key(KindLinks, links))
+		}
+		if rest, ok := afterFirstLine(doc.Text); ok {
+			if bu := sortedSet(firstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
+				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
+			}
+		}
+	}
+	if doc.List == "" {
+		subjSet := sortedSet(subj)
+		for i := len(o.LeadLevels) - 1; i >= 0; i-- {
+			n := o.LeadLevels[i]
+			if len(lead) < n {
+				continue
+			}
+			k := kb.key(KindLead, subjSet, lead[:n])
+			if len(r.Keys) > 0 && r.Keys[len(r.Keys)-1][2] == byte(KindLead) {
+				r.Lookup = append(r.Lookup, k)
+			} else {
+				r.Keys = append(r.Keys, k)
+			}
+		}
+	}
+	return r
+}
+
+// IsKey reports whether k is a short-message key of this Version.
+func IsKey(k []byte) bool {
+	return len(k) == KeyLen && k[0] == Version && k[1] == Family
+}
+
+// KindOf returns the kind of a short-message key, and false when k is not
+// one (see IsKey).
+func KindOf(k []byte) (Kind, bool) {
+	if !IsKey(k) {
+		return 0, false
+	}
+	return Kind(k[2]), true
+}
+
+// media returns the sorted distinct digests of the parts that count as
+// media (see Options.MinPartBytes and MinImageSide).
+func (s *Signer) media(parts []mime.Part) []string {
+	var out []string
+	for i := range parts {
+		p := &parts[i]
+		if p.Size < s.opts.MinPartBytes {
+			continue
+		}
+		if (p.Width > 0 || p.Height > 0) && (p.Width < s.opts.MinImageSide || p.Height < s.opts.MinImageSide) {
+			continue
+		}
+		out = append(out, string(p.Digest[:]))
+	}
+	return sortedSet(out)
+}
+
+// keyBuilder makes the keys of one message: its scratch buffer is reused
+// from key to key.
+type keyBuilder struct{ buf []byte }
+
+// key hashes the kind and the components (each a list of byte strings)
+// into a key: SHA-256 over the version, family and kind bytes and the
+// number of components, then for each component its number of elements
+// and each element's length (uvarints) and bytes; the first hashLen bytes
+// of the hash are kept.
+func (kb *keyBuilder) key(kind Kind, comps ...[]string) []byte {
+	b := append(kb.buf[:0], Version, Family, byte(kind), byte(len(comps)))
+	for _, c := range comps {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		for _, e := range c {
+			b = binary.AppendUvarint(b, uint64(len(e)))
+			b = append(b, e...)
+		}
+	}
+	kb.buf = b
+	sum := sha256.Sum256(b)
+	k := make([]byte, KeyLen)
+	k[0], k[1], k[2] = Version, Family, byte(kind)
+	copy(k[3:], sum[:hashLen])
+	return k
+}
+
+// key is keyBuilder.key with a fresh buffer.
+func key(kind Kind, comps ...[]string) []byte {
+	var kb keyBuilder
+	return kb.key(kind, comps...)
+}
+
+// sortedSet sorts ss and removes duplicates, in place.
+func sortedSet(ss []string) []string {
+	slices.Sort(ss)
+	return slices.Compact(ss)
+}
+
+// firstUnits returns the first max distinct units of s, in order.
+func firstUnits(s string, max int) []string {
+	seen := map[string]bool{}
+	var out []string
+	eachUnit(s, func(u string) bool {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+		return len(out) < max
+	})
+	return out
+}
+
+// afterFirstLine returns text after its first non-empty line, and false
+// when text has fewer than two non-empty lines.
+func afterFirstLine(text string) (string, bool) {
+	rest := text
+	for rest != "" {
+		line, after, _ := strings.Cut(rest, "\n")
+		rest = after
+		if strings.TrimSpace(line) != "" {
+			break
+		}
+	}
+	if strings.TrimSpace(rest) == "" {
+		return "", false
+	}
+	return rest, true
+}

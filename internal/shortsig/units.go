@@ -1,0 +1,138 @@
+package shortsig
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxUnitRunes bounds a word unit: longer runs of letters are hash
+// busters or encoded data, not words.
+const maxUnitRunes = 40
+
+// unspaced are the scripts written without spaces between words: their
+// runs become character bigrams.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
+func isUnspaced(r rune) bool {
+	if r < 0x0e00 {
+		return false
+	}
+	return unicode.IsOneOf(unspaced, r)
+}
+
+// units appends the text units of s to dst, in order of appearance (see
+// the package doc): lower-cased words of 2 to maxUnitRunes letters and
+// digits (combining marks continue a word) with at most one digit, and
+// the character bigrams of runs of an unspaced script; URLs in the text
+// are skipped (a run of one
+// character is a unit of its own). s is NFKC-normalized text (mime.Parse).
+func units(dst []string, s string) []string {
+	eachUnit(s, func(u string) bool {
+		dst = append(dst, u)
+		return true
+	})
+	return dst
+}
+
+// eachUnit calls f with each text unit of s in order (see units) until f
+// returns false.
+func eachUnit(s string, f func(u string) bool) {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf && !isASCIIAlnum(c) {
+			i++ // fast path: ASCII punctuation and space
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == 'h' || r == 'H' || r == 'w' || r == 'W') && isURLStart(s, i) {
+			// A URL is in the links component, not in the text: its
+			// changing parameters would make every copy's text differ.
+			for i < len(s) && !isURLEnd(s[i]) {
+				i++
+			}
+			continue
+		}
+		switch {
+		case isUnspaced(r):
+			j := i + size
+			prev := i
+			n := 1
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if !isUnspaced(r2) {
+					break
+				}
+				if !f(s[prev : j+sz]) {
+					return
+				}
+				prev = j
+				j += sz
+				n++
+			}
+			if n == 1 && !f(s[i:j]) {
+				return
+			}
+			i = j
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			j := i
+			runes, digits := 0, 0
+			for j < len(s) {
+				if c := s[j]; c < utf8.RuneSelf {
+					// fast path: ASCII letters and digits
+					if !isASCIIAlnum(c) {
+						break
+					}
+					if c <= '9' {
+						digits++
+					}
+					runes++
+					j++
+					continue
+				}
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if isUnspaced(r2) || !(unicode.IsLetter(r2) || unicode.IsDigit(r2) || unicode.IsMark(r2)) {
+					break
+				}
+				if unicode.IsDigit(r2) {
+					digits++
+				}
+				runes++
+				j += sz
+			}
+			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 && !f(strings.ToLower(s[i:j])) {
+				return
+			}
+			i = j
+		default:
+			i += size
+		}
+	}
+}
+
+// isURLStart reports whether a URL (http://, https:// or www.) starts at
+// s[i], not inside a word.
+func isURLStart(s string, i int) bool {
+	if i > 0 {
+		r, _ := utf8.DecodeLastRuneInString(s[:i])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	rest := s[i:]
+	for _, p := range []string{"http://", "https://", "www."} {
+		if len(rest) >= len(p) && strings.EqualFold(rest[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isURLEnd reports whether c ends a URL in text.
+func isURLEnd(c byte) bool {
+	return c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\''
+}
+
+// isASCIIAlnum reports whether c is an ASCII letter or digit.
+func isASCIIAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z'
+}
