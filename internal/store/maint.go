@@ -16,8 +16,12 @@ import (
 )
 
 // Backup writes a full backup of the store to w (Badger's backup format:
-// length-prefixed protobuf key-value lists) and returns the version it is
-// consistent at. The store stays usable meanwhile.
+// length-prefixed protobuf key-value lists) and returns the highest
+// version it holds. The store stays usable meanwhile, and the backup is a
+// consistent snapshot: everything is read in one transaction, at one read
+// timestamp. (Badger's DB.Backup is not: its stream gives each of its
+// goroutines a transaction of its own, so key ranges read by different
+// goroutines can straddle a concurrent write; hence one goroutine here.)
 func (b *Badger) Backup(ctx context.Context, w io.Writer) (uint64, error) {
 	if b.isClosed() {
 		return 0, ErrClosed
@@ -27,7 +31,10 @@ func (b *Badger) Backup(ctx context.Context, w io.Writer) (uint64, error) {
 			return 0, err
 		}
 	}
-	v, err := b.db.Backup(w, 0)
+	stream := b.db.NewStream()
+	stream.LogPrefix = "nddmilter backup"
+	stream.NumGo = 1
+	v, err := stream.Backup(w, 0)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
