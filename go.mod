@@ -3,6 +3,7 @@ module github.com/nddmilter/nddmilter
 go 1.26.0
 
 require (
+	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/d--j/go-milter v0.10.2
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/emersion/go-message v0.18.2
@@ -22,6 +23,7 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

@@ -57,6 +57,7 @@ func TestWalk(t *testing.T) {
 	write(t, filepath.Join(dir, "tree", ".git", "x"), "nope")
 	write(t, filepath.Join(dir, "tree", "notes.txt"), "plain text document\n")
 	write(t, filepath.Join(dir, "big.eml"), strings.Repeat("x", 200))
+	write(t, filepath.Join(dir, "big.mbox"), "From a\n"+strings.Repeat("y", 50)+"\n\nFrom b\nok\n")
 
 	tests := []struct {
 		name    string
@@ -112,6 +113,13 @@ func TestWalk(t *testing.T) {
 			skipped: 1,
 		},
 		{
+			name:    "mbox file larger than the limit split, its oversized message skipped",
+			paths:   []string{filepath.Join(dir, "big.mbox")},
+			opts:    Options{MaxBytes: 10},
+			want:    []got{{filepath.Join(dir, "big.mbox") + "#2", "ok\n"}},
+			skipped: 1,
+		},
+		{
 			name:  "stdin single message",
 			paths: []string{"-"},
 			opts:  Options{Stdin: strings.NewReader("Subject: in\n\nstdin\n")},
@@ -155,6 +163,34 @@ func TestWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWalkReused: a file's message is the caller's to keep; an mbox's
+// messages share a buffer and say so.
+func TestWalkReused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.eml"), "Subject: a\n\nbody a\n")
+	write(t, filepath.Join(dir, "b.mbox"), mboxText)
+	var kept []Message
+	err := Walk(context.Background(), []string{dir}, Options{}, func(m Message) error {
+		kept = append(kept, m)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, true, true}
+	if len(kept) != len(want) {
+		t.Fatalf("%d messages, want %d", len(kept), len(want))
+	}
+	for i, m := range kept {
+		if m.Reused != want[i] {
+			t.Errorf("%s: Reused %v, want %v", m.Path, m.Reused, want[i])
+		}
+	}
+	if string(kept[0].Raw) != "Subject: a\n\nbody a\n" {
+		t.Errorf("kept file message changed: %q", kept[0].Raw)
 	}
 }
 
