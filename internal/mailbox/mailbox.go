@@ -25,8 +25,10 @@ import (
 // Message is one message (or document) and where it came from.
 type Message struct {
 	// Path names the source: a file path, "file.mbox#N" for the N-th
-	// (1-based) message of an mbox, "-" for standard input ("-#N" for an
-	// mbox on standard input).
+	// (1-based) message of an mbox with several, "-" for standard input
+	// ("-#N" for an mbox on standard input). An mbox holding one message
+	// (a saved message starting with a "From " line) is named by its
+	// path alone.
 	Path string
 	// Raw is the message bytes (for an mbox message, with the "From "
 	// separator line removed and ">From " lines unescaped).
@@ -310,7 +312,12 @@ func readMbox(ctx context.Context, name string, r io.Reader, o Options, fn func(
 		if !started {
 			return nil
 		}
+		// The first message is flushed when the second starts, or at the
+		// end when it is the only one: then the path alone names it.
 		path := name + "#" + strconv.Itoa(n)
+		if atEOF && n == 1 {
+			path = name
+		}
 		if tooLarge {
 			return o.OnSkip(path, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, o.MaxBytes))
 		}

@@ -48,6 +48,7 @@ func TestWalk(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "single.eml"), "Subject: a\n\nbody a\n")
 	write(t, filepath.Join(dir, "box.mbox"), mboxText)
+	write(t, filepath.Join(dir, "saved.eml"), "From alice@example.com Mon Jan  1 00:00:00 2024\nSubject: saved\n\nbody\n")
 	md := filepath.Join(dir, "tree", "Maildir")
 	write(t, filepath.Join(md, "cur", "1:2,S"), "Subject: cur\n\nx\n")
 	write(t, filepath.Join(md, "new", "2"), "Subject: new\n\ny\n")
@@ -77,6 +78,17 @@ func TestWalk(t *testing.T) {
 				{filepath.Join(dir, "box.mbox") + "#1", "Subject: one\n\nhello\nFrom the start\n>From twice\n"},
 				{filepath.Join(dir, "box.mbox") + "#2", "Subject: two\n\nfirst line\nFrom inside a paragraph is not a separator\nbye\n"},
 			},
+		},
+		{
+			name:  "a one-message mbox (saved message with a From line) is named by its path",
+			paths: []string{filepath.Join(dir, "saved.eml")},
+			want:  []got{{filepath.Join(dir, "saved.eml"), "Subject: saved\n\nbody\n"}},
+		},
+		{
+			name:  "stdin one-message mbox",
+			paths: []string{"-"},
+			opts:  Options{Stdin: strings.NewReader("From a b\nX: 1\n")},
+			want:  []got{{"-", "X: 1\n"}},
 		},
 		{
 			name:  "mbox read as one message when mbox detection is off",
