@@ -90,7 +90,7 @@ free_port; SMTP_PORT=$PORT
 free_port; SINK_PORT=$PORT
 free_port; MILTER_PORT=$PORT
 free_port; HTTP_PORT=$PORT
-TOKEN=e2e-$RANDOM$RANDOM
+TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM # serve wants 16 characters or more
 
 # --- Sendmail from Debian's packages, unpacked -------------------------------
 echo "== fetching sendmail-bin and friends (apt-get download)"
@@ -136,7 +136,7 @@ for _ in $(seq 100); do
 	kill -0 $NDD_PID 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$ready" ] || die "nddmilter serve did not become ready"
+[ -n "$ready" ] || die "nddmilter serve did not become ready: $(tail -3 "$T/nddmilter.log")"
 
 # --- smtp-sink: the relay target ---------------------------------------------
 mkdir -p "$T/sink"
