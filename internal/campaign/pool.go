@@ -89,31 +89,35 @@ func nearDuplicates(a, b []andd.Sketch, bar float64) bool {
 	return true
 }
 
-// pool decides best on the distinct reporters of its pool group (see
-// poolGroup), when they are more than its own. A store error leaves the
-// decision on best's own reporters.
-func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate) {
+// pool decides a message that matched best (the verdict's campaign by
+// its own reporters) and other campaigns on the distinct reporters of
+// best's pool group (see poolGroup), when they are more than best's own:
+// each campaign of the group is decided on the message's evidence for it
+// and the group's reporters, and the one with the highest p is returned
+// (best when pooling does not apply). A store error leaves the decision
+// on best's own reporters.
+func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate) *candidate {
 	rs, ok := e.st.(reporterStore)
 	if !ok {
-		return
+		return best
 	}
 	group := poolGroup(best, matched, e.threshold)
 	if group == nil {
-		return
+		return best
 	}
 	spam, ham := map[uint64]bool{}, map[uint64]bool{}
-	var with []store.CampaignID
+	var in []*candidate // the group's campaigns whose reporters were read
 	for i, c := range group {
 		set, err := rs.Reporters(ctx, c.rec.rec.ID, poolLimit)
 		if err != nil {
 			e.log.Warn("check: reporters to pool", "campaign", c.rec.rec.ID, "err", err)
-			return
+			return best
 		}
 		if set.Truncated {
 			if i == 0 {
-				return // best alone has plenty
+				return best // best alone has plenty
 			}
-			continue // decided without it: never more than its reporters
+			continue // left out: never more than its reporters
 		}
 		for _, h := range set.Spam {
 			spam[h] = true
@@ -121,18 +125,31 @@ func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate
 		for _, h := range set.Ham {
 			ham[h] = true
 		}
-		if i > 0 {
-			with = append(with, c.rec.rec.ID)
+		in = append(in, c)
+	}
+	if len(in) < 2 {
+		return best
+	}
+	ns, nh := int64(len(spam)), int64(len(ham))
+	out := best
+	for _, c := range in {
+		rec := *c.rec.rec
+		if ns <= rec.SpamReporters && nh <= rec.HamReporters {
+			continue
+		}
+		rec.SpamReporters, rec.HamReporters = max(rec.SpamReporters, ns), max(rec.HamReporters, nh)
+		d := e.policy.decide(&rec, c.evidence, e.threshold, e.th)
+		for _, o := range in {
+			if o != c {
+				d.PooledWith = append(d.PooledWith, o.rec.rec.ID)
+			}
+		}
+		c.decision = d
+		if d.P > out.decision.P {
+			out = c
 		}
 	}
-	rec := *best.rec.rec
-	ns, nh := max(rec.SpamReporters, int64(len(spam))), max(rec.HamReporters, int64(len(ham)))
-	if ns == rec.SpamReporters && nh == rec.HamReporters {
-		return
-	}
-	rec.SpamReporters, rec.HamReporters = ns, nh
-	best.decision = e.policy.decide(&rec, best.evidence, e.threshold, e.th)
-	best.decision.PooledWith = with
+	return out
 }
 
 func plural(n int) string {
