@@ -405,7 +405,7 @@ Warning: this opportunity is not available in every country and places are stric
 // campaign with one not-spam reporter more, and campaigns an
 // administrator allowed or that were revoked are still accepted.
 func TestPoisonOneReporter(t *testing.T) {
-	const seeds, ops = 40, 16
+	const seeds, ops = 5, 16
 	for _, batch := range []bool{false, true} {
 		for seed := range uint64(seeds) {
 			t.Run(fmt.Sprintf("batch=%v/seed%d", batch, seed), func(t *testing.T) {

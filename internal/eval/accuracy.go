@@ -485,28 +485,10 @@ func engineMatch(ctx context.Context, c *Corpus, e *experiment, eo campaign.Opti
 	if err != nil {
 		return o, fmt.Errorf("engine: %w", err)
 	}
-	dbgWhy := map[string]int{}
-	var dbgVote, dbgApart, dbgCreated, dbgJoined, dbgMerged int
 	for n, q := range e.queries {
-		ro, err := eng.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n))
-		if err != nil {
+		if _, err := eng.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n)); err != nil {
 			return o, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 		}
-		switch {
-		case ro.VoteOnly != "":
-			dbgVote++
-			dbgWhy[ro.VoteOnly]++
-		case ro.Apart:
-			dbgApart++
-		case ro.Created:
-			dbgCreated++
-		default:
-			dbgJoined++
-		}
-		dbgMerged += len(ro.Merged)
-	}
-	if os.Getenv("H12DBG") != "" {
-		fmt.Fprintf(os.Stderr, "DBG vote=%d apart=%d created=%d joined=%d merged=%d %v\n", dbgVote, dbgApart, dbgCreated, dbgJoined, dbgMerged, dbgWhy)
 	}
 	verdicts := make([]campaign.Verdict, len(c.Docs))
 	var mu sync.Mutex
