@@ -20,9 +20,10 @@ import (
 // several of them is decided on the reporters of all of them, counted
 // once each: the campaigns pooled are active and near-duplicates of each
 // other on their own stored sketches (the pairwise test merges use), and
-// a reporter is counted once whatever campaigns it reported in. A message
-// can thus only gain reporters of campaigns it matches itself, each of
-// which could decide it alone, and one account never counts twice.
+// a spam reporter is counted once whatever campaigns it reported in. A
+// message can thus only gain spam reporters of campaigns it matches
+// itself, each of which could decide it alone, and one account never
+// counts twice.
 
 // poolLimit is the number of reporters read per campaign for pooling: a
 // campaign with more is decided on its own (it has plenty).
@@ -90,12 +91,16 @@ func nearDuplicates(a, b []andd.Sketch, bar float64) bool {
 }
 
 // pool decides a message that matched best (the verdict's campaign by
-// its own reporters) and other campaigns on the distinct reporters of
-// best's pool group (see poolGroup), when they are more than best's own:
-// each campaign of the group is decided on the message's evidence for it
-// and the group's reporters, and the one with the highest p is returned
-// (best when pooling does not apply). A store error leaves the decision
-// on best's own reporters.
+// its own reporters) and other campaigns on the distinct spam reporters
+// of best's pool group (see poolGroup), when they are more than a
+// campaign's own: each campaign of the group is decided on the message's
+// evidence for it, the group's spam reporters and its own not-spam
+// reporters, and the one with the highest p is returned (best when
+// pooling does not apply). Not-spam reporters are not pooled: honest
+// readers' not-spam reports of a legitimate message that a crafted
+// mixture near a spam campaign captured must not count against the spam;
+// so pooling never lowers a verdict. A store error leaves the decision on
+// best's own reporters.
 func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate) *candidate {
 	rs, ok := e.st.(reporterStore)
 	if !ok {
@@ -105,7 +110,7 @@ func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate
 	if group == nil {
 		return best
 	}
-	spam, ham := map[uint64]bool{}, map[uint64]bool{}
+	spam := map[uint64]bool{}
 	var in []*candidate // the group's campaigns whose reporters were read
 	for i, c := range group {
 		set, err := rs.Reporters(ctx, c.rec.rec.ID, poolLimit)
@@ -122,22 +127,19 @@ func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate
 		for _, h := range set.Spam {
 			spam[h] = true
 		}
-		for _, h := range set.Ham {
-			ham[h] = true
-		}
 		in = append(in, c)
 	}
 	if len(in) < 2 {
 		return best
 	}
-	ns, nh := int64(len(spam)), int64(len(ham))
+	ns := int64(len(spam))
 	out := best
 	for _, c := range in {
 		rec := *c.rec.rec
-		if ns <= rec.SpamReporters && nh <= rec.HamReporters {
+		if ns <= rec.SpamReporters {
 			continue
 		}
-		rec.SpamReporters, rec.HamReporters = max(rec.SpamReporters, ns), max(rec.HamReporters, nh)
+		rec.SpamReporters = ns
 		d := e.policy.decide(&rec, c.evidence, e.threshold, e.th)
 		for _, o := range in {
 			if o != c {
