@@ -19,7 +19,7 @@ func newBenchCmd(gf *globalFlags) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
-	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchFloodCmd(), newBenchServeCmd(gf))
+	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf))
 	return cmd
 }
 

@@ -162,11 +162,16 @@ func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 		af      apiFlags
 		asJSON  bool
 		allKeys bool
+		names   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one campaign: timeline, reports, reporters, sample, signatures, state",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one campaign: timeline, reports, distinct reporters, sample, signatures
+and state. The store keeps no reporter ids, only a hash of each (the first
+16 hex digits of its SHA-256: printf %s ID | sha256sum | cut -c1-16);
+--reporter ID names a reporter among them.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := api.ParseID(args[0])
 			if err != nil {
@@ -187,20 +192,24 @@ func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(d)
 			}
-			printDetail(cmd.OutOrStdout(), d, allKeys)
+			printDetail(cmd.OutOrStdout(), d, allKeys, names)
 			return nil
 		},
 	}
 	af.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&allKeys, "keys", false, "print every signature key")
+	cmd.Flags().StringSliceVar(&names, "reporter", nil, "name the reporter with this id among the hashes listed (repeatable)")
 	return cmd
 }
 
 // maxKeysShown is how many signature keys campaigns show prints by default.
 const maxKeysShown = 12
 
-func printDetail(w io.Writer, d api.Detail, allKeys bool) {
+// maxReportersShown is how many reporters campaigns show prints.
+const maxReportersShown = 20
+
+func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 	fmt.Fprintf(w, "campaign %d (%s)\n", d.ID, d.State)
 	fmt.Fprintf(w, "  first seen     %s\n", ts(d.FirstSeen))
@@ -226,6 +235,28 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool) {
 			break
 		}
 		fmt.Fprintf(w, "    %s\n", k)
+	}
+	fmt.Fprintln(w, "  reporters (hash of the id: first 16 hex digits of its SHA-256; kind, first and last report)")
+	named := map[string]string{}
+	for _, n := range names {
+		named[api.ReporterHash(n)] = n
+	}
+	for i, r := range d.Reporters {
+		if i == maxReportersShown && len(named) == 0 {
+			fmt.Fprintf(w, "    … %d more (--json for all)\n", len(d.Reporters)-i)
+			break
+		}
+		if i >= maxReportersShown && named[r.Hash] == "" {
+			continue
+		}
+		line := fmt.Sprintf("    %s  %-4s  %s  %s", r.Hash, r.Kind, ts(r.First), ts(r.Last))
+		if n := named[r.Hash]; n != "" {
+			line += "  = " + oneLine(n)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(d.Reporters) == 0 {
+		fmt.Fprintln(w, "    (none)")
 	}
 	fmt.Fprintln(w, "  timeline (UTC day: messages, spam reports, not-spam reports)")
 	for _, day := range d.Timeline {

@@ -116,8 +116,11 @@ func TestCLIReportCheckCampaigns(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Refinance your mortgage") || !strings.Contains(out, "5 (5)") {
 		t.Errorf("campaigns list: %v\n%s", err, out)
 	}
-	out, _, err = runCLI(t, "--store", st, "campaigns", "show", "1")
-	for _, want := range []string{"campaign 1 (active)", "spam reports   5 from 5 distinct reporters", "exact copy     reject", "timeline"} {
+	out, _, err = runCLI(t, "--store", st, "campaigns", "show", "--reporter", "alice", "--reporter", "bob", "1")
+	// The store keeps hashes of the reporter ids: alice's is the first 16
+	// hex digits of sha256("alice").
+	for _, want := range []string{"campaign 1 (active)", "spam reports   5 from 5 distinct reporters", "exact copy     reject", "timeline",
+		"2bd806c97f0e00af  spam", "= alice", "= bob"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("campaigns show lacks %q: %v\n%s", want, err, out)
 		}
@@ -161,7 +164,7 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewHandler(eng, api.Options{Token: "tok"}))
+	srv := httptest.NewServer(api.NewHandler(eng, api.Options{Token: "tok-0123456789abcdef"}))
 	defer srv.Close()
 
 	t.Setenv("NDDMILTER_API_TOKEN", "")
@@ -169,11 +172,11 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "in use by another process") || !strings.Contains(err.Error(), "--api") {
 		t.Fatalf("locked store error: %v", err)
 	}
-	out, _, err := runCLI(t, "--store", stDir, "report", "--api", srv.URL, "--token", "tok", "--reporter", "x", msgs[0])
+	out, _, err := runCLI(t, "--store", stDir, "report", "--api", srv.URL, "--token", "tok-0123456789abcdef", "--reporter", "x", msgs[0])
 	if err != nil || !strings.Contains(out, "campaigns created:    1") {
 		t.Fatalf("report via API: %v\n%s", err, out)
 	}
-	t.Setenv("NDDMILTER_API_TOKEN", "tok")
+	t.Setenv("NDDMILTER_API_TOKEN", "tok-0123456789abcdef")
 	out, _, err = runCLI(t, "check", "--api", srv.URL, msgs[1])
 	if err != nil || !strings.Contains(out, "\ttag\t1\t") {
 		t.Fatalf("check via API: %v\n%s", err, out)
@@ -193,7 +196,7 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	// goes through the API by itself.
 	t.Setenv("NDDMILTER_API_TOKEN", "")
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
-	cfg := fmt.Sprintf("store:\n  dir: %s\nhttp:\n  listen: %s\n  token: tok\n", stDir, strings.TrimPrefix(srv.URL, "http://"))
+	cfg := fmt.Sprintf("store:\n  dir: %s\nhttp:\n  listen: %s\n  token: tok-0123456789abcdef\n", stDir, strings.TrimPrefix(srv.URL, "http://"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

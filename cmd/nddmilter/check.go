@@ -159,7 +159,10 @@ func checkAll(ctx context.Context, paths []string, opts mailbox.Options, jobs in
 	}()
 	walkErr := mailbox.Walk(ctx, paths, opts, func(m mailbox.Message) error {
 		c := &checked{path: m.Path, done: make(chan struct{})}
-		raw := bytes.Clone(m.Raw) // the walker reuses its buffer
+		raw := m.Raw
+		if m.Reused {
+			raw = bytes.Clone(raw)
+		}
 		select {
 		case inOrder <- c:
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/daemon"
 )
 
 func newConfigCmd(gf *globalFlags) *cobra.Command {
@@ -16,9 +17,11 @@ func newConfigCmd(gf *globalFlags) *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Validate a configuration file and print the effective configuration",
-		Long: `Validate FILE (or --config) and print the effective configuration as YAML,
-every default filled in. Unknown keys and bad values are errors naming the
-key, its line and the allowed values; the exit status is then 1.`,
+		Long: `Validate FILE (or --config) as serve would before it listens, and print the
+effective configuration as YAML, every default filled in. Unknown keys and
+bad values are errors naming the key, its line and the allowed values; the
+lexicon, model and token files are read and the engine is built from them
+(the store is not opened). The exit status is then 1.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := gf.config
@@ -28,12 +31,14 @@ key, its line and the allowed values; the exit status is then 1.`,
 			if path == "" {
 				return fmt.Errorf("config check: name a file (or use --config)")
 			}
-			cfg, err := config.Load(path)
+			cfg, err := daemon.LoadConfig(path, gf.store)
 			if err != nil {
 				return err
 			}
-			if gf.store != "" {
-				cfg.Store.Dir = gf.store
+			// What serve checks before it listens, with the same code.
+			vers, err := daemon.CheckConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			if cfg.HTTP.Token != "" {
 				cfg.HTTP.Token = "<redacted: set>"
@@ -43,7 +48,8 @@ key, its line and the allowed values; the exit status is then 1.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "# %s: OK; effective configuration:\n", path)
+			fmt.Fprintf(out, "# %s: OK (lexicon %s, model %s, signatures %s); effective configuration:\n",
+				path, vers.Lexicon, vers.Model, vers.SignatureVersion)
 			if _, err := out.Write(b); err != nil {
 				return err
 			}

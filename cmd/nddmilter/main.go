@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/buildinfo"
 )
 
 // globalFlags are shared by every subcommand.
@@ -26,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		Short:         "Stop email spam campaigns at the mail server",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Get().Version,
 	}
 	root.PersistentFlags().StringVar(&gf.config, "config", "", "configuration file (YAML); default: embedded defaults")
 	root.PersistentFlags().StringVar(&gf.store, "store", "", "store directory (overrides the configuration file)")
@@ -40,6 +43,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(gf),
 		newStoreCmd(gf),
 		newConfigCmd(gf),
+		newVersionCmd(gf),
 	)
 	return root
 }

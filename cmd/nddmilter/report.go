@@ -194,7 +194,11 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 				mu.Lock()
 				sum.Read++
 				mu.Unlock()
-				if err := sink.add(bytes.Clone(m.Raw), m.Path); err != nil {
+				raw := m.Raw
+				if m.Reused {
+					raw = bytes.Clone(raw)
+				}
+				if err := sink.add(raw, m.Path); err != nil {
 					return err
 				}
 				return cmd.Context().Err()

@@ -97,12 +97,12 @@ func TestCLIReportStreamMatchesOneByOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewHandler(eng, api.Options{Token: "tok"}))
+	srv := httptest.NewServer(api.NewHandler(eng, api.Options{Token: "tok-0123456789abcdef"}))
 	defer srv.Close()
 
 	for _, kind := range [][]string{nil, {"--not-spam", "--reporter", "bob"}} {
 		args := append([]string{"report", "-v", "--reporter", "alice"}, kind...)
-		remote, _, err := runCLI(t, append(append(args, "--api", srv.URL, "--token", "tok"), msgs)...)
+		remote, _, err := runCLI(t, append(append(args, "--api", srv.URL, "--token", "tok-0123456789abcdef"), msgs)...)
 		if err != nil {
 			t.Fatalf("report via API: %v\n%s", err, remote)
 		}

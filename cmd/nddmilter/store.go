@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -29,10 +30,35 @@ func storeLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// configStoreDir is the store directory of --store, else of --config's
+// store.dir, else the default.
+func configStoreDir(gf *globalFlags) (string, error) {
+	cfg, err := loadConfig(gf)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Store.Dir, nil
+}
+
+// openMaintenance opens the store for backup, stats and verify, or the
+// API of the daemon holding it (daemon.OpenMaintenance).
+func openMaintenance(cmd *cobra.Command, gf *globalFlags, af *apiFlags, writable bool) (daemon.Maintenance, string, error) {
+	return daemon.OpenMaintenance(cmd.Context(), daemon.BackendOptions{
+		ConfigPath: gf.config,
+		StoreDir:   gf.store,
+		APIURL:     af.url,
+		Token:      af.tokenOrEnv(),
+		LogOutput:  cmd.ErrOrStderr(),
+	}, writable)
+}
+
 // openStoreForMaintenance opens the store without background expiry, so
 // that maintenance commands never delete campaigns by themselves.
 func openStoreForMaintenance(gf *globalFlags, readOnly bool) (*store.Badger, string, error) {
-	dir := storeDir(gf)
+	dir, err := configStoreDir(gf)
+	if err != nil {
+		return nil, "", err
+	}
 	st, err := store.Open(dir, store.Options{ReadOnly: readOnly, Expiry: -1, GCInterval: -1, Logger: storeLogger()})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
@@ -47,9 +73,11 @@ func newStoreCmd(gf *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
 		Short: "Maintain the campaign store: backup, restore, compact, verify, stats",
-		Long: `Maintenance of the Badger campaign store selected by --store (default
-./nddmilter-data). The store is locked by the process that has it open
-read-write: stop nddmilter serve before restore, compact or verify --repair.`,
+		Long: `Maintenance of the Badger campaign store selected by --store, else by
+store.dir of --config. The store is locked by the process that has it open
+read-write. While nddmilter serve runs, backup, stats and verify go through
+its HTTP API by themselves (a consistent online backup: the daemon keeps
+filtering); restore, compact and verify --repair need the daemon stopped.`,
 	}
 	cmd.AddCommand(newStoreBackupCmd(gf), newStoreRestoreCmd(gf), newStoreCompactCmd(gf),
 		newStoreVerifyCmd(gf), newStoreStatsCmd(gf))
@@ -57,12 +85,13 @@ read-write: stop nddmilter serve before restore, compact or verify --repair.`,
 }
 
 func newStoreBackupCmd(gf *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	af := &apiFlags{}
+	cmd := &cobra.Command{
 		Use:   "backup FILE|-",
-		Short: "Write a full backup of the store to FILE (or - for standard output)",
+		Short: "Write a full backup of the store to FILE (or - for standard output), also while the daemon runs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openStoreForMaintenance(gf, true)
+			st, dir, err := openMaintenance(cmd, gf, af, false)
 			if err != nil {
 				return err
 			}
@@ -109,15 +138,26 @@ func newStoreBackupCmd(gf *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
+	af.register(cmd)
+	return cmd
 }
 
 func newStoreRestoreCmd(gf *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore FILE|-",
 		Short: "Restore a backup into the store directory, which must not exist or be empty",
-		Args:  cobra.ExactArgs(1),
+		Long: `Restore a backup (FILE, or - for standard input) into the store directory,
+which must not exist or be empty (stop the daemon first). The file is
+checked frame by frame while it is loaded into a temporary directory next
+to the store (DIR.tmp-*), which becomes DIR only once the whole backup
+loaded and opened; a bad, compressed or truncated file is refused with the
+reason and leaves nothing behind.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := storeDir(gf)
+			dir, err := configStoreDir(gf)
+			if err != nil {
+				return err
+			}
 			var r io.Reader
 			if args[0] == "-" {
 				r = cmd.InOrStdin()
@@ -130,8 +170,12 @@ func newStoreRestoreCmd(gf *globalFlags) *cobra.Command {
 				r = f
 			}
 			start := time.Now()
-			if err := store.Restore(dir, bufio.NewReaderSize(r, 1<<20), store.Options{Logger: storeLogger()}); err != nil {
+			res, err := store.Restore(cmd.Context(), dir, bufio.NewReaderSize(r, 1<<20), store.Options{Logger: storeLogger()})
+			if err != nil {
 				return err
+			}
+			if n := res.Problems(); n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the restored store has %d problems (a backup cut short between two frames?); see nddmilter store verify\n", n)
 			}
 			st, _, err := openStoreForMaintenance(gf, true)
 			if err != nil {
@@ -174,6 +218,7 @@ func newStoreCompactCmd(gf *globalFlags) *cobra.Command {
 
 func newStoreVerifyCmd(gf *globalFlags) *cobra.Command {
 	var repair, asJSON bool
+	af := &apiFlags{}
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every key of the store; --repair fixes dangling and orphaned entries",
@@ -182,10 +227,12 @@ at an existing campaign that lists it, that every campaign's keys are
 indexed, that reporters and daily counters belong to existing campaigns and
 that the counts in each campaign record match. Exits with status 1 when
 problems remain. --repair deletes dangling and orphaned entries, lists
-unlisted keys, drops unreadable records and corrects counts.`,
+unlisted keys, drops unreadable records and corrects counts. While the
+daemon runs, verify goes through its API (read-only); --repair needs the
+daemon stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openStoreForMaintenance(gf, !repair)
+			st, dir, err := openMaintenance(cmd, gf, af, repair)
 			if err != nil {
 				return err
 			}
@@ -241,17 +288,19 @@ unlisted keys, drops unreadable records and corrects counts.`,
 	}
 	cmd.Flags().BoolVar(&repair, "repair", false, "fix the problems found")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
+	af.register(cmd)
 	return cmd
 }
 
 func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
 	var asJSON bool
+	af := &apiFlags{}
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Print the number of campaigns, signatures and the disk use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openStoreForMaintenance(gf, true)
+			st, dir, err := openMaintenance(cmd, gf, af, false)
 			if err != nil {
 				return err
 			}
@@ -274,5 +323,6 @@ func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	af.register(cmd)
 	return cmd
 }

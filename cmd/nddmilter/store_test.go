@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -78,5 +83,58 @@ func TestStoreCommands(t *testing.T) {
 	defer held.Close()
 	if _, err := runStoreCmd(t, gf, "compact"); !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "nddmilter serve running") {
 		t.Errorf("compact of a held store: %v", err)
+	}
+}
+
+// TestStoreOnline runs store backup, stats and verify while a daemon
+// holds the store: they go through its API by themselves; restore of the
+// online backup works, and a garbage file is refused leaving nothing.
+func TestStoreOnline(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "store")
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	httpAddr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Options{StoreDir: dir, MilterListen: "inet:127.0.0.1:0",
+			HTTPListen: httpAddr, LogOutput: io.Discard})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for i := 0; daemon.RunningAPIURL(dir) == ""; i++ {
+		if i > 300 {
+			t.Fatal("daemon not serving")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gf := &globalFlags{store: dir}
+	bak := filepath.Join(tmp, "online.bak")
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup", bak}, "using its API"},
+		{[]string{"stats"}, "campaigns   0"},
+		{[]string{"verify"}, "OK: no problems"},
+	} {
+		out, err := runStoreCmd(t, gf, s.args...)
+		if err != nil || !strings.Contains(out, s.want) {
+			t.Errorf("store %v with the daemon running: %v\n%s", s.args, err, out)
+		}
+	}
+	if out, err := runStoreCmd(t, &globalFlags{store: filepath.Join(tmp, "r")}, "restore", bak); err != nil {
+		t.Errorf("restore of the online backup: %v\n%s", err, out)
+	}
+	garbage := filepath.Join(tmp, "garbage.bak")
+	os.WriteFile(garbage, bytes.Repeat([]byte("\xff\x01garbage"), 100), 0o644)
+	if _, err := runStoreCmd(t, &globalFlags{store: filepath.Join(tmp, "g")}, "restore", garbage); !errors.Is(err, store.ErrBadBackup) {
+		t.Errorf("restore of garbage: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, "g*")); len(m) != 1 { // garbage.bak only
+		t.Errorf("left behind: %v", m)
 	}
 }

@@ -6,11 +6,14 @@
 // Routes (all under /v1, all answering JSON; errors are {"error": "..."}):
 //
 //	POST   /v1/reports?kind=spam|ham&reporter=ID  raw message (ARF accepted) → Outcome
-//	POST   /v1/check[?dry_run=1]                  raw message → campaign.Verdict
+//	POST   /v1/check[?record=1]                   raw message → campaign.Verdict (a dry run unless record=1; dry_run=1 accepted)
 //	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary (limit default 100, 0 = all)
 //	GET    /v1/campaigns/{id}                     → Detail
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
+//	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
+//	GET    /v1/store/stats                        → store.Stats
+//	GET    /v1/store/verify                       → VerifyAnswer (read-only)
 package api
 
 import (
@@ -23,6 +26,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Outcome is the JSON form of a report's outcome.
@@ -159,7 +163,25 @@ type Detail struct {
 	Reputation    float64       `json:"reputation"`
 	SignatureKeys []string      `json:"signature_keys"` // hex
 	Timeline      []Day         `json:"timeline"`
+	// Reporters are the campaign's distinct reporters (the first
+	// MaxDetailReporters). The store keeps no reporter ids, only their
+	// hash: the first 16 hex digits of the SHA-256 of the id.
+	Reporters []Reporter `json:"reporters"`
 }
+
+// MaxDetailReporters bounds the reporters a Detail lists.
+const MaxDetailReporters = 1000
+
+// Reporter is the JSON view of one distinct reporter of a campaign.
+type Reporter struct {
+	Kind  string    `json:"kind"` // spam or ham
+	Hash  string    `json:"hash"` // 16 hex digits: SHA-256 of the reporter id
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+}
+
+// ReporterHash is the Reporter.Hash of a reporter id.
+func ReporterHash(id string) string { return fmt.Sprintf("%016x", store.ReporterHash(id)) }
 
 // GetDetail reads a campaign and its timeline through eng, and shows what
 // eng's policy would do with an exact copy.
@@ -182,6 +204,14 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID
 	d.Timeline = make([]Day, len(days))
 	for i, dc := range days {
 		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
+	}
+	reps, err := eng.Reporters(ctx, id, MaxDetailReporters)
+	if err != nil {
+		return Detail{}, err
+	}
+	d.Reporters = make([]Reporter, len(reps))
+	for i, r := range reps {
+		d.Reporters[i] = Reporter{Kind: KindName(r.Kind), Hash: fmt.Sprintf("%016x", r.Hash), First: r.First, Last: r.Last}
 	}
 	return d, nil
 }

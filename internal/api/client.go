@@ -44,9 +44,30 @@ func IsNotFound(err error) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
+	resp, err := c.send(ctx, method, path, q, body, false)
+	if err != nil {
+		return err
+	}
+	return decode(resp, method, path, out)
+}
+
+// doLong is do for a request whose answer may take longer than the
+// default client timeout (a verification); ctx bounds it.
+func (c *Client) doLong(ctx context.Context, method, path string, out any) error {
+	resp, err := c.send(ctx, method, path, nil, nil, true)
+	if err != nil {
+		return err
+	}
+	return decode(resp, method, path, out)
+}
+
+// send makes a request and returns the answer when it is a success (its
+// body to be closed by the caller), else an *Error. Without long, the
+// default client has a 60 s timeout; with long, only ctx bounds it.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body []byte, long bool) (*http.Response, error) {
 	base := strings.TrimRight(c.BaseURL, "/")
 	if base == "" {
-		return errors.New("API: no URL")
+		return nil, errors.New("API: no URL")
 	}
 	u := base + path
 	if len(q) > 0 {
@@ -58,7 +79,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("API request: %w", err)
+		return nil, fmt.Errorf("API request: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "message/rfc822")
@@ -67,24 +88,34 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
+		if long {
+			hc = &http.Client{}
+		}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("API %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("API %s %s: read answer: %w", method, path, err)
+		return nil, fmt.Errorf("API %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
 		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		return nil, &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	return resp, nil
+}
+
+// decode reads a successful JSON answer into out (nil: discard it).
+func decode(resp *http.Response, method, path string, out any) error {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("API %s %s: read answer: %w", method, path, err)
 	}
 	if out == nil {
 		return nil
@@ -112,7 +143,7 @@ func (c *Client) Check(ctx context.Context, raw []byte, record bool) (campaign.V
 	var v campaign.Verdict
 	q := url.Values{"dry_run": {"1"}}
 	if record {
-		q = nil
+		q = url.Values{"record": {"1"}}
 	}
 	err := c.do(ctx, http.MethodPost, "/v1/check", q, raw, &v)
 	return v, err

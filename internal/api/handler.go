@@ -47,6 +47,9 @@ type Options struct {
 	// past their deadline included); more are answered 503 at once.
 	// Default DefaultMaxInflight; negative: no limit.
 	MaxInflight int
+	// Store, if not nil, is served under /v1/store (backup, stats,
+	// verify); otherwise those routes answer 404.
+	Store Maintainer
 }
 
 // Defaults of Options.RequestTimeout and Options.MaxInflight.
@@ -91,6 +94,9 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
 	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
 	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
+	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
+	h.mux.HandleFunc("GET /v1/store/stats", h.storeStats)
+	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
 	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
 	})
@@ -165,9 +171,12 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	check := h.eng.Check
-	if d := r.URL.Query().Get("dry_run"); d != "" && d != "0" && d != "false" {
-		check = h.eng.Evaluate
+	// A dry run by default, as nddmilter check: ?record=1 counts a match
+	// in the campaign's statistics as the milter does (?dry_run=1 is
+	// accepted and always a dry run).
+	check := h.eng.Evaluate
+	if q := r.URL.Query(); truthy(q.Get("record")) && !truthy(q.Get("dry_run")) {
+		check = h.eng.Check
 	}
 	var v campaign.Verdict
 	if !h.bounded(w, r, "check", func(ctx context.Context) (err error) {
@@ -261,8 +270,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u := r.URL.Query().Get("undo")
-	undo := u != "" && u != "0" && u != "false"
+	undo := truthy(r.URL.Query().Get("undo"))
 	c, err := h.eng.Allow(r.Context(), id, !undo)
 	if err != nil {
 		h.failStore(w, r, err) // names the campaign
@@ -353,3 +361,6 @@ func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f
 	}
 	return false
 }
+
+// truthy reads a boolean query parameter: set and not "0" or "false".
+func truthy(v string) bool { return v != "" && v != "0" && v != "false" }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,76 @@ func TestParseSince(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseSince(%q) = %v, %v", tt.in, got, err)
 		}
+	}
+}
+
+// TestCheckDryRunByDefault: POST /v1/check counts nothing unless
+// record=1, as nddmilter check; dry_run=1 wins over record=1.
+func TestCheckDryRunByDefault(t *testing.T) {
+	srv, _, _ := newServer(t, Options{Token: testToken})
+	c := &Client{BaseURL: srv.URL, Token: testToken}
+	ctx := context.Background()
+	o, err := c.Report(ctx, spamMessage(), campaign.KindSpam, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := func() int64 {
+		t.Helper()
+		d, err := c.Get(ctx, o.Campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Messages
+	}
+	before := messages()
+	for _, q := range []string{"", "?dry_run=1", "?record=1&dry_run=1", "?record=0"} {
+		if status, _, raw := do(t, "POST", srv.URL+"/v1/check"+q, testToken, spamMessage()); status != http.StatusOK {
+			t.Fatalf("check%s: %d %s", q, status, raw)
+		}
+		if got := messages(); got != before {
+			t.Errorf("check%s counted a message: %d → %d", q, before, got)
+		}
+	}
+	if status, _, raw := do(t, "POST", srv.URL+"/v1/check?record=1", testToken, spamMessage()); status != http.StatusOK {
+		t.Fatalf("check?record=1: %d %s", status, raw)
+	}
+	if got := messages(); got != before+1 {
+		t.Errorf("check?record=1: messages %d → %d, want +1", before, got)
+	}
+}
+
+// TestStoreRoutes: backup, stats and verify of the store behind the
+// token; a backup restores; without a Maintainer the routes answer 404.
+func TestStoreRoutes(t *testing.T) {
+	eng, st := newEngine(t)
+	srv := httptest.NewServer(NewHandler(eng, Options{Token: testToken, Store: st}))
+	t.Cleanup(srv.Close)
+	c := &Client{BaseURL: srv.URL, Token: testToken}
+	ctx := context.Background()
+	if _, err := c.Report(ctx, spamMessage(), campaign.KindSpam, "a"); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := c.Backup(ctx, &buf); err != nil || buf.Len() == 0 {
+		t.Fatalf("backup: %d bytes, %v", buf.Len(), err)
+	}
+	s, err := c.StoreStats(ctx)
+	if err != nil || s.Campaigns != 1 || s.Keys == 0 {
+		t.Fatalf("stats: %+v %v", s, err)
+	}
+	v, err := c.Verify(ctx)
+	if err != nil || v.Campaigns != 1 || v.Problems() != 0 {
+		t.Fatalf("verify: %+v %v", v, err)
+	}
+	res, err := store.Restore(ctx, filepath.Join(t.TempDir(), "r"), &buf, store.Options{})
+	if err != nil || res.Campaigns != 1 || res.Problems() != 0 {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if status, _, _ := do(t, "GET", srv.URL+"/v1/store/backup", "wrong", nil); status != http.StatusUnauthorized {
+		t.Errorf("backup with a wrong token: %d", status)
+	}
+	srv2, _, _ := newServer(t, Options{Token: testToken})
+	if _, err := (&Client{BaseURL: srv2.URL, Token: testToken}).StoreStats(ctx); !IsNotFound(err) {
+		t.Errorf("stats without a Maintainer: %v", err)
 	}
 }

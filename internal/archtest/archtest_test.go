@@ -20,6 +20,7 @@ const module = "github.com/nddmilter/nddmilter/"
 var floors = map[string]int{
 	"internal/fmath":          0,
 	"internal/cputime":        0,
+	"internal/buildinfo":      0,
 	"internal/mailbox":        0,
 	"internal/metrics":        1, // may use the shared action vocabulary
 	"internal/action":         0,

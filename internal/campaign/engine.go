@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
@@ -245,7 +246,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
 				// ANDD without I-Match: it must not rest on a
 				// mailing-list footer.
-				note, fo := e.confirmANDD(m, c, best)
+				note, fo := e.confirmANDD(ctx, m, c, best)
 				if fo != nil {
 					res.footerOnly = append(res.footerOnly, *fo)
 					best = -1
@@ -457,10 +458,36 @@ func (e *Engine) Expire(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// cachedRecord is a campaign record with its sketches decoded.
+// cachedRecord is a campaign record with its sketches decoded. The
+// record is read without its keys (store.Store.Record): the footer check,
+// the one reader of them, loads them on demand (keys).
 type cachedRecord struct {
 	rec      *store.Campaign
 	sketches []andd.Sketch
+
+	keysMu     sync.Mutex
+	keysLoaded bool
+	campKeys   [][]byte
+}
+
+// keys returns the campaign's index keys, read from the store the first
+// time they are asked for.
+func (r *cachedRecord) keys(ctx context.Context, st store.Store) ([][]byte, error) {
+	r.keysMu.Lock()
+	defer r.keysMu.Unlock()
+	if r.keysLoaded {
+		return r.campKeys, nil
+	}
+	if r.rec.Keys != nil {
+		r.campKeys, r.keysLoaded = r.rec.Keys, true
+		return r.campKeys, nil
+	}
+	c, err := st.Get(ctx, r.rec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("keys of campaign %d: %w", r.rec.ID, err)
+	}
+	r.campKeys, r.keysLoaded = c.Keys, true
+	return r.campKeys, nil
 }
 
 func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord, error) {
@@ -469,7 +496,7 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 			return r, nil
 		}
 	}
-	c, err := e.st.Get(ctx, id)
+	c, err := e.st.Record(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("get campaign %d: %w", id, err)
 	}

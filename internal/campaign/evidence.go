@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -26,7 +27,7 @@ import (
 //
 // When the evidence stands, it returns a note for the verdict when the
 // footer was taken into account; when it does not, it returns why.
-func (e *Engine) confirmANDD(m *pipeline.Message, c *candidate, best float64) (note string, footerOnly *FooterOnly) {
+func (e *Engine) confirmANDD(ctx context.Context, m *pipeline.Message, c *candidate, best float64) (note string, footerOnly *FooterOnly) {
 	b := m.Body()
 	if !b.HasFooter {
 		return "", nil
@@ -45,13 +46,18 @@ func (e *Engine) confirmANDD(m *pipeline.Message, c *candidate, best float64) (n
 	}
 	if body < e.threshold {
 		// One pass over the campaign's keys (a large campaign has
-		// thousands) against the message's few band keys.
+		// thousands) against the message's few band keys. Unreadable
+		// keys count as none shared: the match falls, the mail passes.
+		ckeys, err := c.rec.keys(ctx, e.st)
+		if err != nil {
+			e.log.Warn("footer check: campaign keys unreadable", "campaign", c.id, "err", err)
+		}
 		mine := make(map[string]bool, len(b.BandKeys))
 		for _, k := range b.BandKeys {
 			mine[string(k)] = false
 		}
 		shared := 0
-		for _, ck := range c.rec.rec.Keys {
+		for _, ck := range ckeys {
 			if seen, ok := mine[string(ck)]; ok && !seen {
 				mine[string(ck)] = true
 				shared++

@@ -426,7 +426,7 @@ func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.
 		out.Joined = nil
 	}
 	if p.in.Kind == store.KindHam && res.Campaign != 0 {
-		c, err := e.st.Get(ctx, res.Campaign)
+		c, err := e.st.Record(ctx, res.Campaign)
 		if err != nil {
 			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
 		}

@@ -211,6 +211,32 @@ func TestDescribeThresholds(t *testing.T) {
 	}
 }
 
+// TestReporterLadder pins what README.md says of the default policy: an
+// exact copy (every I-Match bag and ANDD) of a campaign seen in no other
+// message is tagged with 1–2 distinct spam reporters, quarantined with 3–4
+// and rejected from 5. Volume (capped at ×2 odds) can lift 2 reporters to
+// quarantine, never 4 to reject; reject_min_reporters (3) does not bind
+// with the default costs.
+func TestReporterLadder(t *testing.T) {
+	pol := Policy{}
+	ev := append(allBags(), Evidence{Family: FamilyANDD, Similarity: 1})
+	T, Q, R := action.Tag, action.Quarantine, action.Reject
+	for _, tt := range []struct {
+		msgs int64
+		want []action.Action // by number of reporters, from 1
+	}{
+		{0, []action.Action{T, T, Q, Q, R, R}},
+		{1e9, []action.Action{T, Q, Q, Q, R, R}},
+	} {
+		for i, w := range tt.want {
+			c := &store.Campaign{ID: 1, SpamReporters: int64(i + 1), Messages: tt.msgs}
+			if d := pol.Decide(c, ev, 0.8); d.Action != w {
+				t.Errorf("%d reporters, %d messages: %v, want %v (%s)", i+1, tt.msgs, d.Action, w, d.Rule)
+			}
+		}
+	}
+}
+
 // TestShortEvidenceActions pins what short-message evidence alone can do
 // with the default policy: a short key tags, and quarantines once the
 // campaign has 3 spam reporters; a lead key only tags; neither rejects,

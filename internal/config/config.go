@@ -86,6 +86,12 @@ type Milter struct {
 	// Overrides caps the action per recipient address or domain. A message
 	// with several recipients gets the weakest cap among them.
 	Overrides map[string]string `yaml:"overrides"`
+	// SpamHeaders adds SpamAssassin-style X-Spam-Flag: YES and
+	// X-Spam-Status headers to tagged and quarantined mail. Default false.
+	SpamHeaders bool `yaml:"spam_headers"`
+	// SubjectTag is put before the Subject of tagged and quarantined mail
+	// (e.g. "[SPAM] "). Default "" (none).
+	SubjectTag string `yaml:"subject_tag"`
 }
 
 // SocketFileMode parses SocketMode: octal, from 0001 to 0777.
@@ -183,6 +189,10 @@ type Log struct {
 	Format string `yaml:"format"`
 	// Level is debug, info, warn or error. Default info.
 	Level string `yaml:"level"`
+	// HashAddresses logs the sender, recipients and client address of
+	// each message hashed ("h:" and 16 hex digits of their SHA-256)
+	// instead of in clear. Default false.
+	HashAddresses bool `yaml:"hash_addresses"`
 }
 
 // Defaults.
@@ -408,6 +418,33 @@ var (
 	headerRe    = regexp.MustCompile(`^[!-9;-~]+$`) // RFC 5322 ftext
 )
 
+// Lower bounds of values that make no sense below them (documented in
+// config/nddmilter.yaml).
+const (
+	// MinTokenLen is the shortest API token accepted (http.token or the
+	// first line of http.token_file): a bearer token is the only lock on
+	// the API.
+	MinTokenLen = 16
+	// MinCheckTimeout bounds milter.check_timeout from below: shorter,
+	// nearly every check would time out.
+	MinCheckTimeout = Duration(10 * time.Millisecond)
+	// MinIdleTimeout bounds milter.idle_timeout from below.
+	MinIdleTimeout = Duration(time.Second)
+	// MinHTTPTimeout bounds the http.*_timeout settings from below.
+	MinHTTPTimeout = Duration(time.Second)
+)
+
+// CheckToken tells why tok cannot be an API token (nil when it can).
+func CheckToken(tok string) error {
+	if len(tok) < MinTokenLen {
+		return fmt.Errorf("the API token is too short (%d characters): use at least %d, e.g. from `openssl rand -hex 32`", len(tok), MinTokenLen)
+	}
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return errors.New("the API token must not contain spaces")
+	}
+	return nil
+}
+
 // Validate checks every value and returns the first problem as a
 // *ValueError naming the key and the allowed values.
 func (c *Config) Validate() error {
@@ -424,11 +461,11 @@ func (c *Config) Validate() error {
 	if m.MaxBodyBytes < 0 {
 		return bad("milter.max_body_bytes", "must be >= 0 (0 scans headers only)")
 	}
-	if m.CheckTimeout <= 0 {
-		return bad("milter.check_timeout", "must be > 0")
+	if m.CheckTimeout < MinCheckTimeout {
+		return bad("milter.check_timeout", "%s is too short: must be at least %s", m.CheckTimeout, MinCheckTimeout)
 	}
-	if m.IdleTimeout <= 0 {
-		return bad("milter.idle_timeout", "must be > 0")
+	if m.IdleTimeout < MinIdleTimeout {
+		return bad("milter.idle_timeout", "%s is too short: must be at least %s", m.IdleTimeout, MinIdleTimeout)
 	}
 	if m.ShutdownTimeout < 0 {
 		return bad("milter.shutdown_timeout", "must be >= 0")
@@ -461,6 +498,9 @@ func (c *Config) Validate() error {
 			return bad(k.key, "%v", err)
 		}
 	}
+	if len(m.SubjectTag) > 64 || strings.ContainsAny(m.SubjectTag, "\r\n\t") || (m.SubjectTag != "" && strings.TrimSpace(m.SubjectTag) == "") {
+		return bad("milter.subject_tag", "%q must be one short line (at most 64 bytes), e.g. \"[SPAM] \"", m.SubjectTag)
+	}
 	if strings.TrimSpace(m.QuarantineReason) == "" || strings.ContainsAny(m.QuarantineReason, "\r\n") {
 		return bad("milter.quarantine_reason", "must be one non-empty line")
 	}
@@ -481,6 +521,9 @@ func (c *Config) Validate() error {
 	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
 		return bad("http.token_file", "set token or token_file, not both")
 	}
+	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
+		return bad("http.token", "%v", err)
+	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		return bad("http.max_body_bytes", "must be > 0")
 	}
@@ -489,8 +532,8 @@ func (c *Config) Validate() error {
 		v   Duration
 	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout},
 		{"http.write_timeout", c.HTTP.WriteTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout}, {"http.request_timeout", c.HTTP.RequestTimeout}} {
-		if d.v <= 0 {
-			return bad(d.key, "must be > 0")
+		if d.v < MinHTTPTimeout {
+			return bad(d.key, "%s is too short: must be at least %s", d.v, MinHTTPTimeout)
 		}
 	}
 	if c.HTTP.WriteTimeout <= c.HTTP.RequestTimeout {
@@ -630,6 +673,9 @@ func (h HTTP) ReadToken() (string, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return "", fmt.Errorf("http.token_file %s: empty", h.TokenFile)
+	}
+	if err := CheckToken(line); err != nil {
+		return "", fmt.Errorf("http.token_file %s: %w", h.TokenFile, err)
 	}
 	return line, nil
 }

@@ -88,7 +88,15 @@ func TestBadConfigs(t *testing.T) {
 		{"bad listen", "milter:\n  listen: 127.0.0.1:99\n", []string{"milter.listen", "inet:HOST:PORT"}},
 		{"bad port", "milter:\n  listen: inet:127.0.0.1:x\n", []string{"milter.listen", "bad port"}},
 		{"bad duration", "milter:\n  check_timeout: soon\n", []string{"line 2", "invalid duration"}},
-		{"zero timeout", "milter:\n  check_timeout: 0s\n", []string{"milter.check_timeout", "> 0"}},
+		{"zero timeout", "milter:\n  check_timeout: 0s\n", []string{"milter.check_timeout", "at least 10ms"}},
+		{"absurd timeout", "milter:\n  check_timeout: 1ns\n", []string{"milter.check_timeout", "too short", "at least 10ms"}},
+		{"absurd idle timeout", "milter:\n  idle_timeout: 1ms\n", []string{"milter.idle_timeout", "at least 1s"}},
+		{"absurd http timeout", "http:\n  read_timeout: 1ns\n", []string{"http.read_timeout", "at least 1s"}},
+		{"subject tag on two lines", "milter:\n  subject_tag: \"[SPAM]\\n\"\n", []string{"milter.subject_tag"}},
+		{"short token", "http:\n  token: a\n", []string{"http.token", "too short", "at least 16"}},
+		{"token with a space", "http:\n  token: \"abcdefgh ijklmnopq\"\n", []string{"http.token", "spaces"}},
+		{"days spelled out wrong", "store:\n  expiry: 30dayz\n", []string{"line 2", `"30dayz"`, "30d", "d = days"}},
+		{"no unit", "store:\n  expiry: \"30\"\n", []string{"line 2", `"30"`, "12h"}},
 		{"bad reject text", "milter:\n  reject_text: go away\n", []string{"milter.reject_text", "5xx"}},
 		{"socket mode not octal", "milter:\n  socket_mode: \"0999\"\n", []string{"milter.socket_mode", "octal"}},
 		{"socket mode too wide", "milter:\n  socket_mode: \"4777\"\n", []string{"milter.socket_mode"}},
@@ -107,7 +115,7 @@ func TestBadConfigs(t *testing.T) {
 		{"empty store dir", "store:\n  dir: \"\"\n", []string{"store.dir"}},
 		{"bad k", "signatures:\n  k: 1000\n", []string{"signatures.k"}},
 		{"bad min_terms", "signatures:\n  min_terms: 0\n", []string{"signatures.min_terms"}},
-		{"token and file", "http:\n  token: a\n  token_file: /x\n", []string{"http.token_file"}},
+		{"token and file", "http:\n  token: abcdefghijklmnopq\n  token_file: /x\n", []string{"http.token_file"}},
 		{"bad http listen", "http:\n  listen: nowhere\n", []string{"http.listen"}},
 		{"not yaml", "milter: [\n", []string{"parse"}},
 		{"no sessions", "milter:\n  max_sessions: 0\n", []string{"line 2", "milter.max_sessions"}},
@@ -143,6 +151,11 @@ func TestParseDuration(t *testing.T) {
 		{"90m", 90 * time.Minute, false},
 		{"30d", 30 * 24 * time.Hour, false},
 		{"1d12h", 36 * time.Hour, false},
+		{"30days", 30 * 24 * time.Hour, false},
+		{"1day", 24 * time.Hour, false},
+		{"1days12h", 36 * time.Hour, false},
+		{"30dayz", 0, true},
+		{"1ds", 0, true},
 		{"1.5d", 0, true},
 		{"d", 0, true},
 		{"-3s", 0, true},
@@ -184,10 +197,14 @@ func TestSplitListen(t *testing.T) {
 
 func TestReadToken(t *testing.T) {
 	p := t.TempDir() + "/tok"
-	os.WriteFile(p, []byte("  s3cret \nignored\n"), 0o600)
+	os.WriteFile(p, []byte("  s3cret-0123456789 \nignored\n"), 0o600)
 	tok, err := HTTP{TokenFile: p}.ReadToken()
-	if err != nil || tok != "s3cret" {
+	if err != nil || tok != "s3cret-0123456789" {
 		t.Fatalf("ReadToken = %q, %v", tok, err)
+	}
+	os.WriteFile(p, []byte("short\n"), 0o600)
+	if _, err := (HTTP{TokenFile: p}).ReadToken(); err == nil || !strings.Contains(err.Error(), "at least 16") {
+		t.Errorf("short token file: %v", err)
 	}
 	if _, err := (HTTP{TokenFile: p + "x"}).ReadToken(); err == nil {
 		t.Error("missing token file: no error")

@@ -18,30 +18,41 @@ type Duration time.Duration
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // ParseDuration parses a Go duration with an optional leading "<n>d" day
-// count.
+// count ("30d"; "30day" and "30days" are read the same).
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, fmt.Errorf("empty duration")
 	}
+	orig := s
+	bad := func() error {
+		return fmt.Errorf("invalid duration %q: want a number and a unit, e.g. 500ms, 2s, 90m, 12h, 30d or 1d12h "+
+			"(units ns, us, ms, s, m, h, d = days)", orig)
+	}
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 {
 		n, err := strconv.ParseUint(s[:i], 10, 16)
 		if err != nil {
-			return 0, fmt.Errorf("invalid duration %q: want e.g. 2s, 90m, 12h, 30d", s)
+			return 0, bad()
 		}
 		days = time.Duration(n) * 24 * time.Hour
 		s = s[i+1:]
+		// "30day" and "30days" read as "30d".
+		if strings.HasPrefix(s, "ays") {
+			s = s[3:]
+		} else if strings.HasPrefix(s, "ay") {
+			s = s[2:]
+		}
 		if s == "" {
 			return days, nil
 		}
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: want e.g. 2s, 90m, 12h, 30d", s)
+		return 0, bad()
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("invalid duration %q: negative", s)
+		return 0, fmt.Errorf("invalid duration %q: negative", orig)
 	}
 	return days + d, nil
 }

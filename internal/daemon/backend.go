@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -150,23 +152,116 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 	if !errors.Is(err, store.ErrLocked) {
 		return nil, err
 	}
-	dir, url, tok := cfg.Store.Dir, DefaultAPIURL, o.Token
-	if cfg.HTTP.Listen != "" {
-		url = "http://" + cfg.HTTP.Listen
+	c, err := daemonAPI(cfg, o, err)
+	if err != nil {
+		return nil, err
 	}
+	return Remote{c}, nil
+}
+
+// daemonAPI returns the client of the API of the daemon holding cfg's
+// store (cause: the store's lock error): at the URL the daemon recorded in
+// the store directory, else at http.listen when something listens there,
+// with the token o.Token, the configuration's or the store directory's.
+// A daemon that recorded no URL while nothing answers at http.listen (or
+// http.listen is empty) serves no API, `serve --http off`: that is an
+// error saying so.
+func daemonAPI(cfg *config.Config, o BackendOptions, cause error) (*api.Client, error) {
+	dir, tok := cfg.Store.Dir, o.Token
 	if tok == "" {
 		tok, _, _ = ResolveAPIToken(cfg, false)
 	}
-	if u := RunningAPIURL(dir); u != "" {
-		url = u
+	url := RunningAPIURL(dir)
+	if url == "" && cfg.HTTP.Listen != "" {
+		if c, err := net.DialTimeout("tcp", cfg.HTTP.Listen, time.Second); err == nil {
+			c.Close()
+			url = "http://" + cfg.HTTP.Listen
+		}
 	}
-	if tok != "" {
-		fmt.Fprintf(o.LogOutput, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
-		return Remote{&api.Client{BaseURL: url, Token: tok}}, nil
+	if url == "" {
+		return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
+			"(Badger allows one process at a time), and that process serves no HTTP API "+
+			"(it recorded no %s, and nothing listens at http.listen %q: started with --http off?).\n"+
+			"Stop the daemon first, or run it with its HTTP API and retry (or name it: --api URL --token TOKEN).\n(cause: %w)",
+			dir, AddressFile, cfg.HTTP.Listen, cause)
 	}
-	return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
-		"(Badger allows one process at a time).\nGo through the daemon's API instead: --api %s --token TOKEN "+
-		"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, url, err)
+	if tok == "" {
+		return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
+			"(Badger allows one process at a time), and no API token is readable here "+
+			"(%s in the store directory, http.token or http.token_file).\nGo through the daemon's API: --api %s --token TOKEN "+
+			"(or env NDDMILTER_API_TOKEN), or stop the daemon first.\n(cause: %w)", dir, TokenFile, url, cause)
+	}
+	fmt.Fprintf(o.LogOutput, "nddmilter: store %s is locked by another process (the daemon?); using its API at %s\n", dir, url)
+	return &api.Client{BaseURL: url, Token: tok}, nil
+}
+
+// Maintenance is what the store commands backup, stats and verify act on:
+// the store itself, or the running daemon's API (a consistent online
+// backup while the daemon keeps filtering). *store.Badger implements it.
+type Maintenance interface {
+	Backup(ctx context.Context, w io.Writer) (uint64, error)
+	Stats(ctx context.Context) (store.Stats, error)
+	Verify(ctx context.Context, repair bool) (store.VerifyResult, error)
+	Close() error
+}
+
+// RemoteMaintenance goes through a running daemon's API; it verifies
+// without repairing (a repair needs the daemon stopped).
+type RemoteMaintenance struct{ *api.Client }
+
+// Stats returns the daemon's store counts.
+func (r RemoteMaintenance) Stats(ctx context.Context) (store.Stats, error) {
+	return r.Client.StoreStats(ctx)
+}
+
+// Verify verifies the daemon's store; repair is refused.
+func (r RemoteMaintenance) Verify(ctx context.Context, repair bool) (store.VerifyResult, error) {
+	if repair {
+		return store.VerifyResult{}, fmt.Errorf("verify --repair needs the store to itself: stop the daemon first (%w)", store.ErrLocked)
+	}
+	return r.Client.Verify(ctx)
+}
+
+// Close does nothing.
+func (RemoteMaintenance) Close() error { return nil }
+
+// OpenMaintenance opens the store of the configuration (without background
+// expiry or garbage collection, so that maintenance never deletes
+// anything by itself; read-only unless writable), or, when a running
+// daemon holds it, that daemon's API as OpenBackend finds it. The store
+// must exist. o.Create is ignored.
+func OpenMaintenance(ctx context.Context, o BackendOptions, writable bool) (Maintenance, string, error) {
+	if o.LogOutput == nil {
+		o.LogOutput = os.Stderr
+	}
+	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	if err != nil {
+		return nil, "", err
+	}
+	dir := cfg.Store.Dir
+	if o.APIURL != "" {
+		return RemoteMaintenance{&api.Client{BaseURL: o.APIURL, Token: o.Token}}, dir, nil
+	}
+	if err := requireStore(dir); err != nil {
+		return nil, dir, err
+	}
+	opts := StoreOptions(cfg, NewLogger(cfg, o.LogOutput))
+	opts.ReadOnly, opts.Expiry, opts.GCInterval = !writable, -1, -1
+	st, err := store.Open(dir, opts)
+	if err == nil {
+		return st, dir, nil
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		return nil, dir, err
+	}
+	if writable {
+		return nil, dir, fmt.Errorf("%w (is nddmilter serve running on it? stop it first)", err)
+	}
+	c, err := daemonAPI(cfg, o, err)
+	if err != nil {
+		return nil, dir, err
+	}
+	return RemoteMaintenance{c}, dir, nil
 }
 
 // requireStore fails when the store directory does not exist, saying how

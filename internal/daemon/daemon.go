@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
@@ -95,6 +96,10 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		RejectText:       m.RejectText,
 		TempfailText:     m.TempfailText,
 		QuarantineReason: m.QuarantineReason,
+		SpamHeaders:      m.SpamHeaders,
+		SpamRequired:     tagThreshold(cfg),
+		SubjectTag:       m.SubjectTag,
+		HashAddresses:    cfg.Log.HashAddresses,
 		Overrides:        map[string]string{},
 		Logger:           log,
 		Metrics:          met,
@@ -106,6 +111,17 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		o.Overrides[lower(k)] = v
 	}
 	return o
+}
+
+// tagThreshold is the campaign-spam probability above which the policy
+// acts (the upper end of its accept range), X-Spam-Status's required=.
+func tagThreshold(cfg *config.Config) float64 {
+	for _, t := range cfg.Policy.WithDefaults().Thresholds() {
+		if t.Action == action.Accept {
+			return t.To
+		}
+	}
+	return 1
 }
 
 func lower(s string) string {
@@ -149,7 +165,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -159,7 +175,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger, m
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
-		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met}), nil
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st}), nil
 }
 
 // daemon is the state of a running daemon.
@@ -204,6 +220,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
+	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
 	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
 	if err != nil {
@@ -219,7 +236,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, log, d.met)
+	h, err := newAPIHandler(cfg, rt.Engine, rt.Store, log, d.met)
 	if err != nil {
 		ln.Close()
 		return err
@@ -254,8 +271,10 @@ func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.proto.Serve(ln) }()
 	d.ready.Store(true)
+	v := d.rt.Versions
 	d.log.Info("nddmilter serving", "milter", d.cfg.Milter.Listen, "http", d.cfg.HTTP.Listen,
-		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid())
+		"store", d.cfg.Store.Dir, "config", d.opts.describeSource(), "pid", os.Getpid(),
+		"version", v.Version, "commit", v.Commit, "lexicon", v.Lexicon, "model", v.Model)
 
 	for {
 		select {
@@ -371,12 +390,12 @@ func (d *daemon) reload() {
 		return
 	}
 	keepRestartSettings(cfg, old, log)
-	eng, err := BuildEngine(cfg, d.rt.Store, log)
+	eng, vers, err := buildEngine(cfg, d.rt.Store, log)
 	if err != nil {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, log, met)
+	h, err := newAPIHandler(cfg, eng, d.rt.Store, log, met)
 	if err != nil {
 		fail(err)
 		return
@@ -388,6 +407,8 @@ func (d *daemon) reload() {
 	d.apiH.set(h)
 	d.cfg = cfg
 	d.rt.Engine = eng
+	d.rt.Versions = vers
+	met.SetBuildInfo(vers.Metrics())
 	met.Reload(true)
 	log.Info("reloaded")
 }

@@ -45,7 +45,7 @@ func TestRun(t *testing.T) {
 	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	writeCfg := func(milterExtra string) {
-		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\n%shttp:\n  listen: %s\n  token: s3cret\nstore:\n  dir: %s\n",
+		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\n%shttp:\n  listen: %s\n  token: s3cret-0123456789\nstore:\n  dir: %s\n",
 			milterAddr, milterExtra, httpAddr, filepath.Join(dir, "store"))
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func TestRun(t *testing.T) {
 	// A report through the API is counted.
 	req, _ := http.NewRequest("POST", base+"/v1/reports?kind=spam&reporter=alice",
 		strings.NewReader("Subject: Cheap watches\r\n\r\nBuy cheap replica watches today, finest quality, discreet shipping worldwide, order now.\r\n"))
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer s3cret-0123456789")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("report: %v %v", resp, err)
 	}

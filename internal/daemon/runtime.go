@@ -7,15 +7,19 @@
 package daemon
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/buildinfo"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -128,28 +132,70 @@ func LoadModel(cfg *config.Config) (*andd.Model, error) {
 // BuildEngine loads the lexicon and the model the configuration names and
 // builds an engine over st. The daemon calls it again on SIGHUP.
 func BuildEngine(cfg *config.Config, st store.Store, log *slog.Logger) (*campaign.Engine, error) {
+	eng, _, err := buildEngine(cfg, st, log)
+	return eng, err
+}
+
+// buildEngine is BuildEngine, also telling the versions of what it loaded.
+func buildEngine(cfg *config.Config, st store.Store, log *slog.Logger) (*campaign.Engine, Versions, error) {
 	lex, err := LoadLexicon(cfg)
 	if err != nil {
-		return nil, err
+		return nil, Versions{}, err
 	}
 	model, err := LoadModel(cfg)
 	if err != nil {
-		return nil, err
+		return nil, Versions{}, err
 	}
 	eng, err := campaign.New(st, lex, model, EngineOptions(cfg), log)
 	if err != nil {
-		return nil, fmt.Errorf("build engine: %w", err)
+		return nil, Versions{}, fmt.Errorf("build engine: %w", err)
 	}
-	return eng, nil
+	return eng, NewVersions(lex, model), nil
+}
+
+// Versions names the running build and what its signatures depend on.
+type Versions struct {
+	buildinfo.Info
+	// SignatureVersion lists the signature wire formats, e.g.
+	// "imatch=1,andd=1".
+	SignatureVersion string `json:"signature_version"`
+	// Lexicon is the lexicon's id (8 hex digits); Model the ANDD model's
+	// (the first 8 hex digits of the SHA-256 of its JSON), or "off".
+	Lexicon string `json:"lexicon"`
+	Model   string `json:"model"`
+}
+
+// NewVersions describes this build with lex and model (nil: ANDD off).
+func NewVersions(lex *imatchbag.Lexicon, model *andd.Model) Versions {
+	v := Versions{
+		Info:             buildinfo.Get(),
+		SignatureVersion: fmt.Sprintf("imatch=%d,andd=%d", imatchbag.SignatureVersion, andd.SketchVersion),
+		Lexicon:          fmt.Sprintf("%08x", lex.ID()),
+		Model:            "off",
+	}
+	if model != nil {
+		h := sha256.New()
+		if _, err := model.WriteTo(h); err == nil {
+			v.Model = hex.EncodeToString(h.Sum(nil))[:8]
+		}
+	}
+	return v
+}
+
+// Metrics returns v as the labels of nddmilter_build_info.
+func (v Versions) Metrics() metrics.BuildInfo {
+	return metrics.BuildInfo{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion,
+		SignatureVersion: v.SignatureVersion, Lexicon: v.Lexicon, Model: v.Model}
 }
 
 // Runtime is what works on a store: the effective configuration, the
 // store and the engine over it.
 type Runtime struct {
-	Config *config.Config
-	Store  *store.Badger
-	Engine *campaign.Engine
-	Log    *slog.Logger
+	Config   *config.Config
+	Store    *store.Badger
+	Engine   *campaign.Engine
+	Log      *slog.Logger
+	Versions Versions // of the engine's lexicon and model
 }
 
 // OpenRuntime opens the store of cfg and builds the engine over it. When
@@ -159,12 +205,12 @@ func OpenRuntime(cfg *config.Config, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Store.Dir, err)
 	}
-	eng, err := BuildEngine(cfg, st, log)
+	eng, vers, err := buildEngine(cfg, st, log)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &Runtime{Config: cfg, Store: st, Engine: eng, Log: log}, nil
+	return &Runtime{Config: cfg, Store: st, Engine: eng, Log: log, Versions: vers}, nil
 }
 
 // Close releases the store.

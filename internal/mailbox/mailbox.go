@@ -25,12 +25,17 @@ import (
 // Message is one message (or document) and where it came from.
 type Message struct {
 	// Path names the source: a file path, "file.mbox#N" for the N-th
-	// (1-based) message of an mbox, "-" for standard input ("-#N" for an
-	// mbox on standard input).
+	// (1-based) message of an mbox with several, "-" for standard input
+	// ("-#N" for an mbox on standard input). An mbox holding one message
+	// (a saved message starting with a "From " line) is named by its
+	// path alone.
 	Path string
 	// Raw is the message bytes (for an mbox message, with the "From "
 	// separator line removed and ">From " lines unescaped).
 	Raw []byte
+	// Reused is true when Raw's buffer is reused after fn returns (mbox
+	// messages): copy Raw to keep it. Otherwise Raw is the caller's.
+	Reused bool
 }
 
 // DefaultMaxBytes is the default per-message size bound.
@@ -85,8 +90,8 @@ func (o Options) withDefaults() Options {
 // order (paths in the given order, directory entries sorted by name, mbox
 // messages in file order). It stops at the first error returned by fn or
 // OnSkip, at a read error of a named path, or when ctx is done. Message.Raw
-// is only valid during the call of fn when it comes from an mbox (the
-// buffer is reused); copy it to keep it.
+// is only valid during the call of fn when Message.Reused is set (mbox
+// messages: the buffer is reused); copy it to keep it.
 func Walk(ctx context.Context, paths []string, opts Options, fn func(Message) error) error {
 	o := opts.withDefaults()
 	for _, p := range paths {
@@ -151,11 +156,7 @@ func walkDir(ctx context.Context, root string, o Options, fn func(Message) error
 			}
 			return o.OnSkip(p, errors.New("not a regular file"))
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return o.OnSkip(p, err)
-		}
-		return walkFile(ctx, p, fi, o, fn, o.OnSkip)
+		return walkFile(ctx, p, nil, o, fn, o.OnSkip) // stat the open file: no second path lookup
 	})
 }
 
@@ -173,10 +174,14 @@ func isMaildir(dir string) bool {
 // failPath turns a read error of a named path into the walk's error.
 func failPath(p string, err error) error { return fmt.Errorf("mailbox: %s: %w", p, err) }
 
-// walkFile reads one regular file; read errors go to ioErr (OnSkip inside
-// directories, failPath for named paths), size-limit skips to OnSkip.
+// walkFile reads one regular file (fi: its information, nil to stat it
+// once open); read errors go to ioErr (OnSkip inside
+// directories, failPath for named paths), size-limit skips to OnSkip. A
+// file within the size limit is read whole, in one buffer of its size, and
+// sniffed for an mbox in memory; a larger one is split as an mbox (which
+// holds one message at a time) when it starts like one, else skipped.
 func walkFile(ctx context.Context, p string, fi fs.FileInfo, o Options, fn func(Message) error, ioErr func(string, error) error) error {
-	if !fi.Mode().IsRegular() {
+	if fi != nil && !fi.Mode().IsRegular() {
 		return ioErr(p, errors.New("not a regular file"))
 	}
 	f, err := os.Open(p)
@@ -184,24 +189,58 @@ func walkFile(ctx context.Context, p string, fi fs.FileInfo, o Options, fn func(
 		return ioErr(p, err)
 	}
 	defer f.Close()
-	mbox, err := o.isMbox(f)
-	if err != nil {
-		return ioErr(p, err)
-	}
-	if mbox {
-		return readMbox(ctx, p, f, o, fn)
+	if fi == nil {
+		if fi, err = f.Stat(); err != nil {
+			return ioErr(p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return ioErr(p, errors.New("not a regular file"))
+		}
 	}
 	if fi.Size() > o.MaxBytes {
+		mbox, err := o.isMbox(f)
+		if err != nil {
+			return ioErr(p, err)
+		}
+		if mbox {
+			return readMbox(ctx, p, f, o, fn)
+		}
 		return o.OnSkip(p, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), o.MaxBytes))
 	}
-	raw, err := readBounded(f, o.MaxBytes)
+	raw, err := readSized(f, fi.Size(), o.MaxBytes)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			return o.OnSkip(p, err)
 		}
 		return ioErr(p, err)
 	}
+	if o.Mbox == MboxAlways || (o.Mbox == MboxAuto && bytes.HasPrefix(raw, []byte("From "))) {
+		return readMbox(ctx, p, bytes.NewReader(raw), o, fn)
+	}
 	return fn(Message{Path: p, Raw: raw})
+}
+
+// readSized reads f, expected to hold size bytes, into one buffer of that
+// size (plus the byte that finds the end), failing with ErrTooLarge beyond
+// max bytes (the file may have grown since it was measured).
+func readSized(f *os.File, size, max int64) ([]byte, error) {
+	buf := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096) // the file grew
+		}
+	}
 }
 
 // isMbox peeks at the start of f and rewinds it.
@@ -273,7 +312,12 @@ func readMbox(ctx context.Context, name string, r io.Reader, o Options, fn func(
 		if !started {
 			return nil
 		}
+		// The first message is flushed when the second starts, or at the
+		// end when it is the only one: then the path alone names it.
 		path := name + "#" + strconv.Itoa(n)
+		if atEOF && n == 1 {
+			path = name
+		}
 		if tooLarge {
 			return o.OnSkip(path, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, o.MaxBytes))
 		}
@@ -281,14 +325,14 @@ func readMbox(ctx context.Context, name string, r io.Reader, o Options, fn func(
 		// separator, not to the message.
 		msg := buf
 		if atEOF {
-			return fn(Message{Path: path, Raw: msg})
+			return fn(Message{Path: path, Raw: msg, Reused: true})
 		}
 		if bytes.HasSuffix(msg, []byte("\r\n")) {
 			msg = msg[:len(msg)-2]
 		} else if bytes.HasSuffix(msg, []byte("\n")) {
 			msg = msg[:len(msg)-1]
 		}
-		return fn(Message{Path: path, Raw: msg})
+		return fn(Message{Path: path, Raw: msg, Reused: true})
 	}
 	prevBlank := true // the file start counts as a blank line
 	for {

@@ -48,6 +48,7 @@ func TestWalk(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "single.eml"), "Subject: a\n\nbody a\n")
 	write(t, filepath.Join(dir, "box.mbox"), mboxText)
+	write(t, filepath.Join(dir, "saved.eml"), "From alice@example.com Mon Jan  1 00:00:00 2024\nSubject: saved\n\nbody\n")
 	md := filepath.Join(dir, "tree", "Maildir")
 	write(t, filepath.Join(md, "cur", "1:2,S"), "Subject: cur\n\nx\n")
 	write(t, filepath.Join(md, "new", "2"), "Subject: new\n\ny\n")
@@ -56,6 +57,7 @@ func TestWalk(t *testing.T) {
 	write(t, filepath.Join(dir, "tree", ".git", "x"), "nope")
 	write(t, filepath.Join(dir, "tree", "notes.txt"), "plain text document\n")
 	write(t, filepath.Join(dir, "big.eml"), strings.Repeat("x", 200))
+	write(t, filepath.Join(dir, "big.mbox"), "From a\n"+strings.Repeat("y", 50)+"\n\nFrom b\nok\n")
 
 	tests := []struct {
 		name    string
@@ -78,6 +80,17 @@ func TestWalk(t *testing.T) {
 			},
 		},
 		{
+			name:  "a one-message mbox (saved message with a From line) is named by its path",
+			paths: []string{filepath.Join(dir, "saved.eml")},
+			want:  []got{{filepath.Join(dir, "saved.eml"), "Subject: saved\n\nbody\n"}},
+		},
+		{
+			name:  "stdin one-message mbox",
+			paths: []string{"-"},
+			opts:  Options{Stdin: strings.NewReader("From a b\nX: 1\n")},
+			want:  []got{{"-", "X: 1\n"}},
+		},
+		{
 			name:  "mbox read as one message when mbox detection is off",
 			paths: []string{filepath.Join(dir, "box.mbox")},
 			opts:  Options{Mbox: MboxNever},
@@ -97,6 +110,13 @@ func TestWalk(t *testing.T) {
 			paths:   []string{filepath.Join(dir, "big.eml"), filepath.Join(dir, "single.eml")},
 			opts:    Options{MaxBytes: 100},
 			want:    []got{{filepath.Join(dir, "single.eml"), "Subject: a\n\nbody a\n"}},
+			skipped: 1,
+		},
+		{
+			name:    "mbox file larger than the limit split, its oversized message skipped",
+			paths:   []string{filepath.Join(dir, "big.mbox")},
+			opts:    Options{MaxBytes: 10},
+			want:    []got{{filepath.Join(dir, "big.mbox") + "#2", "ok\n"}},
 			skipped: 1,
 		},
 		{
@@ -143,6 +163,34 @@ func TestWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWalkReused: a file's message is the caller's to keep; an mbox's
+// messages share a buffer and say so.
+func TestWalkReused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.eml"), "Subject: a\n\nbody a\n")
+	write(t, filepath.Join(dir, "b.mbox"), mboxText)
+	var kept []Message
+	err := Walk(context.Background(), []string{dir}, Options{}, func(m Message) error {
+		kept = append(kept, m)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, true, true}
+	if len(kept) != len(want) {
+		t.Fatalf("%d messages, want %d", len(kept), len(want))
+	}
+	for i, m := range kept {
+		if m.Reused != want[i] {
+			t.Errorf("%s: Reused %v, want %v", m.Path, m.Reused, want[i])
+		}
+	}
+	if string(kept[0].Raw) != "Subject: a\n\nbody a\n" {
+		t.Errorf("kept file message changed: %q", kept[0].Raw)
 	}
 }
 

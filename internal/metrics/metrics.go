@@ -40,6 +40,13 @@ type Metrics struct {
 	diskFull      prometheus.Gauge
 	diskFree      prometheus.Gauge
 	diskRefused   prometheus.Gauge
+	buildInfo     *prometheus.GaugeVec
+}
+
+// BuildInfo labels nddmilter_build_info: the binary and the signature
+// formats, lexicon and model it runs with.
+type BuildInfo struct {
+	Version, Commit, GoVersion, SignatureVersion, Lexicon, Model string
 }
 
 // New returns the collectors registered on a fresh registry, with the Go
@@ -125,12 +132,16 @@ func New() *Metrics {
 			Name: "nddmilter_store_writes_refused",
 			Help: "Store writes refused since start because the disk was full (a counter kept by the store, sampled with the store gauges).",
 		}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nddmilter_build_info",
+			Help: "Always 1; the labels name the running build (version, commit, go_version), its signature formats (signature_version) and the lexicon and model ids in use (changed by a reload).",
+		}, []string{"version", "commit", "go_version", "signature_version", "lexicon", "model"}),
 	}
 	m.Registry.MustRegister(
 		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
 		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
 		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
-		m.diskFull, m.diskFree, m.diskRefused,
+		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -151,6 +162,16 @@ func New() *Metrics {
 		m.overload.WithLabelValues(r)
 	}
 	return m
+}
+
+// SetBuildInfo sets nddmilter_build_info to the build b (replacing the
+// previous labels, after a reload).
+func (m *Metrics) SetBuildInfo(b BuildInfo) {
+	if m == nil {
+		return
+	}
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(b.Version, b.Commit, b.GoVersion, b.SignatureVersion, b.Lexicon, b.Model).Set(1)
 }
 
 // Connection counts a negotiated milter connection.

@@ -191,7 +191,7 @@ func (s *session) overloaded(r *reply) {
 		hint = "milter.max_sessions"
 	}
 	s.srv.warnOverload(msg, "reason", s.over, "limit", hint, "action", onError.String(),
-		"queue_id", s.queueID, "from", s.from, "client", s.client)
+		"queue_id", s.queueID, "from", s.logAddr(s.from), "client", s.logAddr(s.client))
 	if onError == action.Tempfail {
 		r.final(repTempfail)
 		return

@@ -806,3 +806,77 @@ func TestSanitize(t *testing.T) {
 		}
 	}
 }
+
+// TestSpamAssassinHeadersAndSubjectTag: with SpamHeaders and SubjectTag,
+// tagged and quarantined mail gets X-Spam-Flag and X-Spam-Status in
+// SpamAssassin's format (replacing an earlier filter's) and a tagged
+// Subject; accepted mail gets neither; a Subject already tagged is left
+// alone. The log line names the recipients and the client, hashed with
+// HashAddresses.
+func TestSpamAssassinHeadersAndSubjectTag(t *testing.T) {
+	type change struct{ name, value string }
+	collect := func(mods []gomilter.ModifyAction, _ *gomilter.Action) (added map[string]string, changed map[string]change) {
+		added, changed = map[string]string{}, map[string]change{}
+		for _, m := range mods {
+			switch m.Code {
+			case gomilter.ActAddHeader:
+				added[m.HeaderName] = m.HeaderValue
+			case gomilter.ActChangeHeader:
+				changed[m.HeaderName] = change{strconv.Itoa(int(m.HeaderIndex)), m.HeaderValue}
+			}
+		}
+		return
+	}
+	h := start(t, &scriptChecker{}, Options{SpamHeaders: true, SpamRequired: 0.25, SubjectTag: "[SPAM] "})
+
+	s := h.session()
+	if _, err := s.Conn("mx.example.net", gomilter.FamilyInet, 25, "192.0.2.7"); err != nil {
+		t.Fatal(err)
+	}
+	m := simple("tag")
+	m.rcpts = []string{"<alice@example.org>", "<bob@example.org>"}
+	added, changed := collect(send(t, s, m))
+	if added["X-Spam-Flag"] != "YES" {
+		t.Errorf("X-Spam-Flag: %q", added["X-Spam-Flag"])
+	}
+	if got, want := added["X-Spam-Status"], "Yes, score=0.700 required=0.250 tests=NDD_CAMPAIGN_42,NDD_TAG autolearn=no version=nddmilter"; got != want {
+		t.Errorf("X-Spam-Status:\n got %q\nwant %q", got, want)
+	}
+	if c := changed["Subject"]; c != (change{"1", "[SPAM] tag"}) {
+		t.Errorf("Subject change: %+v", c)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "rcpt=alice@example.org,bob@example.org") || !strings.Contains(logs, "client=192.0.2.7") {
+		t.Errorf("log line lacks the recipients or the client:\n%s", logs)
+	}
+
+	// An earlier filter's headers are replaced; quarantine gets them too.
+	m = simple("quarantine")
+	m.headers = append(m.headers, [2]string{"X-Spam-Flag", "NO"}, [2]string{"X-Spam-Status", "No, score=0.1"})
+	added, changed = collect(send(t, s, m))
+	if changed["X-Spam-Flag"] != (change{"1", "YES"}) || !strings.HasPrefix(changed["X-Spam-Status"].value, "Yes, score=0.900") ||
+		added["X-Spam-Flag"] != "" || added["X-Spam-Status"] != "" {
+		t.Errorf("quarantine with earlier spam headers: added %v changed %v", added, changed)
+	}
+	// Accepted mail: nothing.
+	added, changed = collect(send(t, s, simple("hello")))
+	if added["X-Spam-Flag"] != "" || added["X-Spam-Status"] != "" || len(changed) != 0 {
+		t.Errorf("accepted message: added %v changed %v", added, changed)
+	}
+
+	// Off by default.
+	h2 := start(t, &scriptChecker{}, Options{HashAddresses: true})
+	s2 := h2.session()
+	if _, err := s2.Conn("mx.example.net", gomilter.FamilyInet, 25, "192.0.2.7"); err != nil {
+		t.Fatal(err)
+	}
+	added, changed = collect(send(t, s2, simple("tag")))
+	if added["X-Spam-Flag"] != "" || len(changed) != 0 {
+		t.Errorf("defaults: added %v changed %v", added, changed)
+	}
+	logs = h2.logs.String()
+	if strings.Contains(logs, "user@example.org") || strings.Contains(logs, "192.0.2.7") || strings.Contains(logs, "sender@example.net") ||
+		!strings.Contains(logs, "rcpt=h:") || !strings.Contains(logs, "client=h:") {
+		t.Errorf("hashed log line:\n%s", logs)
+	}
+}

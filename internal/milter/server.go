@@ -85,6 +85,24 @@ type Options struct {
 	// MaxAction that applies to it instead of the global one. A message
 	// gets the weakest cap among its recipients.
 	Overrides map[string]string
+	// SpamHeaders adds SpamAssassin-style headers to tagged and
+	// quarantined messages, so that rules written for SpamAssassin work
+	// unchanged: "X-Spam-Flag: YES" and "X-Spam-Status: Yes, score=P
+	// required=R tests=NDD_CAMPAIGN_ID,NDD_ACTION autolearn=no
+	// version=nddmilter" (P the campaign-spam probability, R
+	// SpamRequired). Copies already in the message (an earlier filter's)
+	// are replaced.
+	SpamHeaders bool
+	// SpamRequired is the required= value of X-Spam-Status: the
+	// probability above which the policy tags.
+	SpamRequired float64
+	// SubjectTag, when set, is put before the Subject of tagged and
+	// quarantined messages (e.g. "[SPAM] "), unless it is there already.
+	SubjectTag string
+	// HashAddresses logs the sender, the recipients and the client
+	// address as "h:" and the first 16 hex digits of their SHA-256
+	// (lower-cased) instead of in clear.
+	HashAddresses bool
 	// Logger gets one line per message and the errors. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics, if not nil, are updated for every message.

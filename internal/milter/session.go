@@ -3,7 +3,9 @@ package milter
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -42,12 +44,31 @@ type session struct {
 	eoh       bool  // the end of headers was seen
 	bodyLen   int64 // all body bytes seen, scanned or not
 	forged    []forgedHeader
+	rcptList  []string // the first maxLoggedRcpts recipients, for the log
+	subject   string   // the first Subject (for milter.subject_tag)
+	subjects  int      // Subject headers seen
+	spamFlags int      // X-Spam-Flag headers seen
+	spamStats int      // X-Spam-Status headers seen
 	// reserved is the part of raw's capacity charged to the budget;
 	// over, when set, is why the message is not buffered (overSessions,
 	// overBytes): its end gets the OnError treatment. See limits.go.
 	reserved int64
 	over     string
 }
+
+// maxLoggedRcpts bounds the recipients named in a message's log line (the
+// line also has their count).
+const maxLoggedRcpts = 16
+
+// maxSubjectBytes bounds the Subject kept for milter.subject_tag; a longer
+// one is left untagged.
+const maxSubjectBytes = 4096
+
+// The SpamAssassin headers of Options.SpamHeaders.
+const (
+	spamFlagHeader   = "X-Spam-Flag"
+	spamStatusHeader = "X-Spam-Status"
+)
 
 // maxForged bounds the forged copies of one of our headers that are
 // deleted; a message with more is rejected (no MTA or hop adds more than
@@ -74,6 +95,7 @@ func (s *session) reset() {
 	s.st = s.srv.current()
 	s.queueID, s.from = "", ""
 	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
+	s.rcptList, s.subject, s.subjects, s.spamFlags, s.spamStats = s.rcptList[:0], "", 0, 0, 0
 	if s.reserved > 0 {
 		// A large buffer is not kept between messages.
 		s.dropBuf()
@@ -147,6 +169,9 @@ func (s *session) rcptTo(args []byte) {
 	// The cap of each recipient is applied as it arrives: there may be
 	// more recipients than are worth keeping.
 	r, _ := cstring(args)
+	if len(s.rcptList) < maxLoggedRcpts {
+		s.rcptList = append(s.rcptList, strings.Trim(string(printable(r)), "<> "))
+	}
 	if c, key, ok := override(st.act.overrides, string(r)); ok && (s.capBy == "" || c < s.capLimit) {
 		s.capLimit, s.capBy = c, "milter.overrides "+sanitize(key)
 	}
@@ -173,6 +198,16 @@ func (s *session) header(data []byte) {
 		}
 		s.forged = append(s.forged, forgedHeader{name: string(name), count: 1})
 		return
+	}
+	switch {
+	case bytes.EqualFold(name, []byte("Subject")):
+		if s.subjects++; s.subjects == 1 && len(value) <= maxSubjectBytes {
+			s.subject = string(value)
+		}
+	case bytes.EqualFold(name, []byte(spamFlagHeader)):
+		s.spamFlags++
+	case bytes.EqualFold(name, []byte(spamStatusHeader)):
+		s.spamStats++
 	}
 	if s.over != "" || s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
 		return
@@ -270,12 +305,26 @@ func (r *reply) addHeader(name, value string) {
 	}
 }
 
-func (r *reply) deleteHeader(index int, name string) {
+func (r *reply) deleteHeader(index int, name string) { r.changeHeader(index, name, "") }
+
+// changeHeader replaces the index-th (from 1) header called name with
+// value ("" deletes it).
+func (r *reply) changeHeader(index int, name, value string) {
 	if r.allowed(actChgHeaders) {
 		var idx [4]byte
 		binary.BigEndian.PutUint32(idx[:], uint32(index))
-		r.out = appendPacket(r.out, repChgHeader, idx[:], true, name, "")
+		r.out = appendPacket(r.out, repChgHeader, idx[:], true, name, value)
 	}
+}
+
+// setHeader replaces the first of the n headers called name with value,
+// or adds it when there is none.
+func (r *reply) setHeader(n int, name, value string) {
+	if n > 0 {
+		r.changeHeader(1, name, value)
+		return
+	}
+	r.addHeader(name, value)
 }
 
 func (r *reply) quarantine(reason string) {
@@ -300,7 +349,7 @@ func (s *session) end(dst []byte, neg negotiation) []byte {
 	if miss := r.skipped &^ s.warned; miss != 0 {
 		s.warned |= miss
 		s.st.opts.Logger.Warn("the MTA does not allow a milter action; enable it (Sendmail: the filter's flags; Postfix allows all)",
-			"actions", actionNames(miss), "client", s.client)
+			"actions", actionNames(miss), "client", s.logAddr(s.client))
 	}
 	s.reset()
 	return r.out
@@ -339,8 +388,8 @@ func (s *session) decide(r *reply) {
 	for _, f := range s.forged {
 		if f.count > maxForged {
 			o.Metrics.Message(action.Reject, nil, 0, s.bodyLen, 0)
-			o.Logger.Warn("message rejected: too many forged headers", "queue_id", s.queueID, "from", s.from,
-				"header", sanitize(f.name), "count", f.count, "client", s.client)
+			o.Logger.Warn("message rejected: too many forged headers", "queue_id", s.queueID, "from", s.logAddr(s.from),
+				"header", sanitize(f.name), "count", f.count, "client", s.logAddr(s.client))
 			r.replyCode(fmt.Sprintf("550 5.7.1 Message rejected: %d %s headers (nddmilter)", f.count, sanitize(f.name)))
 			return
 		}
@@ -355,7 +404,7 @@ func (s *session) decide(r *reply) {
 		o.Metrics.Error(stage)
 		o.Metrics.FailOpen()
 		o.Metrics.Message(st.act.onError, nil, elapsed, s.bodyLen, 0)
-		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.from, "stage", stage,
+		o.Logger.Error("check failed", "queue_id", s.queueID, "from", s.logAddr(s.from), "stage", stage,
 			"err", err, "action", st.act.onError.String(), "duration_ms", ms(elapsed))
 		if st.act.onError == action.Tempfail {
 			r.final(repTempfail)
@@ -387,13 +436,14 @@ func (s *session) decide(r *reply) {
 		// and nothing at all is built when info is off.
 		attrs := make([]slog.Attr, 0, 15)
 		attrs = append(attrs,
-			slog.String("queue_id", s.queueID), slog.String("from", s.from), slog.Int("rcpts", s.rcpts),
+			slog.String("queue_id", s.queueID), slog.String("from", s.logAddr(s.from)), slog.Int("rcpts", s.rcpts),
+			slog.String("rcpt", s.logRcpts()),
 			slog.String("action", reply.String()), slog.Uint64("campaign", uint64(v.Campaign)),
 			slog.Float64("score", round3(v.Score)), slog.String("rule", v.Rule),
 			slog.String("evidence", evidence), slog.Int64("body_bytes", s.bodyLen),
 			slog.Float64("duration_ms", ms(elapsed)))
 		if s.client != "" {
-			attrs = append(attrs, slog.String("client", s.client))
+			attrs = append(attrs, slog.String("client", s.logAddr(s.client)))
 		}
 		if reply != verdictAction {
 			attrs = append(attrs, slog.String("verdict", verdictAction.String()))
@@ -425,10 +475,66 @@ func (s *session) decide(r *reply) {
 			r.addHeader(o.HeaderPrefix+"Evidence", evidence)
 		}
 	}
+	if act == action.Tag || act == action.Quarantine {
+		s.markSpam(r, act, v)
+	}
 	if act == action.Quarantine {
 		r.quarantine(expand(o.QuarantineReason, v))
 	}
 	r.final(repAccept)
+}
+
+// markSpam adds the SpamAssassin-style headers and the Subject tag the
+// options ask for to a tagged or quarantined message.
+func (s *session) markSpam(r *reply, act action.Action, v campaign.Verdict) {
+	o := s.state().opts
+	if o.SpamHeaders {
+		r.setHeader(s.spamFlags, spamFlagHeader, "YES")
+		r.setHeader(s.spamStats, spamStatusHeader, spamStatus(act, v, o.SpamRequired))
+	}
+	if o.SubjectTag != "" && len(s.subject) <= maxSubjectBytes {
+		subj := strings.TrimLeft(s.subject, " \t")
+		if !strings.HasPrefix(subj, o.SubjectTag) && !strings.HasPrefix(subj, strings.TrimSpace(o.SubjectTag)) {
+			r.setHeader(s.subjects, "Subject", o.SubjectTag+subj)
+		}
+	}
+}
+
+// spamStatus is the X-Spam-Status value of SpamAssassin's default
+// template ("_YESNO_, score=_SCORE_ required=_REQD_ tests=_TESTS_
+// autolearn=_AUTOLEARN_ version=_VERSION_").
+func spamStatus(act action.Action, v campaign.Verdict, required float64) string {
+	tests := "NDD_" + strings.ToUpper(act.String())
+	if v.Campaign != 0 {
+		tests = fmt.Sprintf("NDD_CAMPAIGN_%d,%s", v.Campaign, tests)
+	}
+	return fmt.Sprintf("Yes, score=%.3f required=%.3f tests=%s autolearn=no version=nddmilter", v.Score, required, tests)
+}
+
+// logAddr is an address for the log: as is, or hashed with
+// Options.HashAddresses.
+func (s *session) logAddr(a string) string {
+	if !s.state().opts.HashAddresses || a == "" {
+		return a
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.Trim(a, "<> "))))
+	return "h:" + hex.EncodeToString(sum[:8])
+}
+
+// logRcpts lists the recipients for the log, comma-separated, "…" when
+// there are more than were kept.
+func (s *session) logRcpts() string {
+	var b strings.Builder
+	for i, r := range s.rcptList {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s.logAddr(r))
+	}
+	if s.rcpts > len(s.rcptList) {
+		b.WriteString(",…")
+	}
+	return b.String()
 }
 
 // check runs the checker under the deadline, recovering from panics. The

@@ -232,7 +232,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if got != want {
 		t.Errorf("Options defaults %+v, want %+v", got, want)
 	}
-	if got := (TokenOptions{}).withDefaults(); got != (TokenOptions{MinLen: 4, MaxDigits: 1, MaxLen: 40, MaxTokens: 1 << 17}) {
+	if got := (TokenOptions{}).withDefaults(); got != (TokenOptions{MinLen: 4, MaxDigits: 1, MaxLen: 40, MaxTokens: 1 << 15}) {
 		t.Errorf("TokenOptions defaults %+v", got)
 	}
 }

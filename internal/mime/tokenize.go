@@ -24,7 +24,7 @@ func (o TokenOptions) withDefaults() TokenOptions {
 	return o
 }
 
-const defaultMaxTokens = 1 << 17
+const defaultMaxTokens = 1 << 15
 
 // tokenizer builds the tokens of one document. Lower-cased terms that
 // differ from their source are written to one arena that becomes a single

@@ -13,7 +13,7 @@ type TokenOptions struct {
 	// MaxTokens bounds the tokens of a document: the words after the
 	// first MaxTokens tokens (subject first) are not analyzed. It is a
 	// work budget, far above real mail (the SpamAssassin public corpus has
-	// at most 9,013 tokens in a message). Default 131072.
+	// at most 9,013 tokens in a message). Default 32768.
 	MaxTokens int
 }
 

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"strings"
+
 	"context"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"testing"
 	"time"
 
@@ -144,6 +147,30 @@ func BenchmarkSign(b *testing.B) {
 		}
 		b.Run(bc.name, func(b *testing.B) {
 			benchLoop(b, msgs, func(raw []byte) {
+				if _, err := p.Sign(ctx, raw); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkSignHostile signs a campaign copy followed by each kind of
+// hostile content of about 1 MiB (spamgen.HostileCopy): bounded work per
+// message (docs/SECURITY.md, "Hostile content"). MB/s is of raw bytes
+// scanned on one core.
+func BenchmarkSignHostile(b *testing.B) {
+	im, ad, _ := signers(b)
+	p, err := New(im, ad, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	text := strings.Repeat("Cheap meds online, order today and save on every refill you need. ", 12)
+	for _, h := range spamgen.HostileKinds() {
+		raw := spamgen.HostileCopy(h, 1<<20, "Your order is waiting", text)
+		b.Run(string(h), func(b *testing.B) {
+			benchLoop(b, [][]byte{raw}, func(raw []byte) {
 				if _, err := p.Sign(ctx, raw); err != nil {
 					b.Fatal(err)
 				}

@@ -132,7 +132,8 @@ type Options struct {
 	// MaxUnits bounds the distinct units read from the subject, from the
 	// text and from the body without its first line: the first MaxUnits
 	// in order of appearance are kept, so that the work and memory of a
-	// long message signed by SignUnsigned stay bounded. Default 4096 (at
+	// long message signed by SignUnsigned stay bounded (and no more than
+	// the first 8,192 units of a text are read, repeats included). Default 4096 (at
 	// least MaxTextUnits + 1 and the largest lead level).
 	MaxUnits int
 	// LeadLevels are the numbers of distinct leading units of the body

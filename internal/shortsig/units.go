@@ -35,9 +35,21 @@ func units(dst []string, s string) []string {
 	return dst
 }
 
+// maxUnitsRead bounds the units eachUnit reads from one text, repeats
+// included: a text of a few words repeated a million times (padding) has
+// few distinct units, and would otherwise be read to its end, once per
+// component, whatever MaxUnits says.
+const maxUnitsRead = 1 << 13
+
 // eachUnit calls f with each text unit of s in order (see units) until f
-// returns false.
+// returns false or maxUnitsRead units have been read.
 func eachUnit(s string, f func(u string) bool) {
+	read := 0
+	f0 := f
+	f = func(u string) bool {
+		read++
+		return f0(u) && read < maxUnitsRead
+	}
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf && !isASCIIAlnum(c) {
 			i++ // fast path: ASCII punctuation and space

@@ -155,6 +155,7 @@ type Badger struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	filter    *indexFilter    // of the index keys (filter.go)
 	bgCtx     context.Context // cancelled by Close: stops background work
 	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
@@ -255,6 +256,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		roErr:  roErr,
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
+	b.startIndexFilter()
 	if !opts.ReadOnly {
 		b.startLoops()
 	}

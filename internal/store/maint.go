@@ -1,19 +1,27 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Backup writes a full backup of the store to w (Badger's backup format:
-// length-prefixed protobuf key-value lists) and returns the version it is
-// consistent at. The store stays usable meanwhile.
+// length-prefixed protobuf key-value lists) and returns the highest
+// version it holds. The store stays usable meanwhile, and the backup is a
+// consistent snapshot: everything is read in one transaction, at one read
+// timestamp. (Badger's DB.Backup is not: its stream gives each of its
+// goroutines a transaction of its own, so key ranges read by different
+// goroutines can straddle a concurrent write; hence one goroutine here.)
 func (b *Badger) Backup(ctx context.Context, w io.Writer) (uint64, error) {
 	if b.isClosed() {
 		return 0, ErrClosed
@@ -23,44 +31,191 @@ func (b *Badger) Backup(ctx context.Context, w io.Writer) (uint64, error) {
 			return 0, err
 		}
 	}
-	v, err := b.db.Backup(w, 0)
+	stream := b.db.NewStream()
+	stream.LogPrefix = "nddmilter backup"
+	stream.NumGo = 1
+	v, err := stream.Backup(w, 0)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	return v, nil
 }
 
+// MaxBackupFrame bounds one frame of a backup file (a length-prefixed
+// list of key-value pairs). Badger's streams write frames of a few MiB;
+// a larger length means the file is not a backup (or is corrupt), and is
+// refused before anything is allocated for it.
+const MaxBackupFrame = 256 << 20
+
+// ErrBadBackup marks a backup file that cannot be restored: not a backup
+// (a compressed or unrelated file), truncated or corrupt.
+var ErrBadBackup = errors.New("not a valid nddmilter backup")
+
 // Restore loads a backup made by Backup into dir, which must not exist or
-// be empty, then opens the result once to check its schema.
-func Restore(dir string, r io.Reader, opts Options) error {
+// be empty. The backup is loaded into a temporary directory next to dir
+// (dir.tmp-*), each frame checked before Badger sees it, the result opened
+// once to check its schema and verified; only then is it renamed to dir.
+// A bad file (error wraps ErrBadBackup) or any other failure removes the
+// temporary directory and leaves dir as it was, so a retry works. The
+// returned VerifyResult tells the consistency of what was restored (a
+// backup truncated exactly between two frames loads, but shows problems).
+func Restore(ctx context.Context, dir string, r io.Reader, opts Options) (VerifyResult, error) {
 	opts = opts.withDefaults()
 	if opts.InMemory || opts.ReadOnly {
-		return errors.New("restore: needs a writable on-disk store")
+		return VerifyResult{}, errors.New("restore: needs a writable on-disk store")
 	}
+	dir = filepath.Clean(dir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("restore into %s: %w", dir, err)
+		return VerifyResult{}, fmt.Errorf("restore into %s: %w", dir, err)
 	}
 	if len(ents) > 0 {
-		return fmt.Errorf("restore into %s: directory is not empty", dir)
+		return VerifyResult{}, fmt.Errorf("restore into %s: directory is not empty", dir)
 	}
+	// Look at the header before creating anything.
+	br := bufio.NewReaderSize(r, 1<<16)
+	if err := checkBackupHeader(br); err != nil {
+		return VerifyResult{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return VerifyResult{}, fmt.Errorf("restore: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("restore: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := loadBackup(tmp, &frameChecker{r: br}, opts); err != nil {
+		return VerifyResult{}, err
+	}
+	opts.Expiry = -1 // do not expire anything while checking
+	opts.GCInterval = -1
+	st, err := Open(tmp, opts)
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("restore: backup loaded, but: %w", err)
+	}
+	res, err := st.Verify(ctx, false)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, fmt.Errorf("restore: %w", err)
+	}
+	// An empty dir (e.g. made by systemd's StateDirectory) is replaced.
+	os.Remove(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return res, fmt.Errorf("restore: %w", err)
+	}
+	done = true
+	return res, nil
+}
+
+// loadBackup loads r into a new Badger database in dir. Badger's Load
+// panics on some malformed input; that becomes an error.
+func loadBackup(dir string, r io.Reader, opts Options) (err error) {
 	db, err := badger.Open(badgerOptions(dir, opts))
 	if err != nil {
 		return fmt.Errorf("restore: open badger in %s: %w", dir, err)
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("restore: %w: load: %v", ErrBadBackup, p)
+		}
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("restore: close: %w", cerr)
+		}
+	}()
 	if err := db.Load(r, 256); err != nil {
-		db.Close()
+		if !errors.Is(err, ErrBadBackup) {
+			err = fmt.Errorf("%w: %w", ErrBadBackup, err)
+		}
 		return fmt.Errorf("restore: load backup: %w", err)
 	}
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("restore: close: %w", err)
+	return nil
+}
+
+// checkBackupHeader refuses, with a reason, a file that cannot be a
+// backup: empty, compressed, or whose first frame length is absurd.
+func checkBackupHeader(br *bufio.Reader) error {
+	head, err := br.Peek(8)
+	switch {
+	case len(head) == 0:
+		return fmt.Errorf("restore: %w: the file is empty", ErrBadBackup)
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		return fmt.Errorf("restore: %w: the file is gzip-compressed (decompress it first: gunzip -c FILE | nddmilter store restore -)", ErrBadBackup)
+	case len(head) >= 4 && string(head[:4]) == "\x28\xb5\x2f\xfd":
+		return fmt.Errorf("restore: %w: the file is zstd-compressed (decompress it first: zstd -dc FILE | nddmilter store restore -)", ErrBadBackup)
+	case len(head) >= 3 && string(head[:3]) == "BZh":
+		return fmt.Errorf("restore: %w: the file is bzip2-compressed (decompress it first)", ErrBadBackup)
+	case len(head) >= 6 && string(head[:6]) == "\xfd7zXZ":
+		return fmt.Errorf("restore: %w: the file is xz-compressed (decompress it first)", ErrBadBackup)
+	case len(head) < 8:
+		return fmt.Errorf("restore: %w: the file is truncated (%d bytes)", ErrBadBackup, len(head))
 	}
-	opts.Expiry = -1 // do not expire anything while checking
-	st, err := Open(dir, opts)
+	if n := binary.LittleEndian.Uint64(head); n == 0 || n > MaxBackupFrame {
+		return fmt.Errorf("restore: %w: the first frame claims %d bytes", ErrBadBackup, n)
+	}
 	if err != nil {
-		return fmt.Errorf("restore: backup loaded, but: %w", err)
+		return fmt.Errorf("restore: %w", err)
 	}
-	return st.Close()
+	return nil
+}
+
+// frameChecker passes a backup stream through, checking each frame (its
+// length bounded, its list decodable) before the reader sees it, so that
+// Badger's Load never allocates for a garbage length.
+type frameChecker struct {
+	r     io.Reader
+	buf   []byte // the checked frame not yet read
+	frame int
+	err   error
+}
+
+func (f *frameChecker) Read(p []byte) (int, error) {
+	for len(f.buf) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		f.err = f.next()
+	}
+	n := copy(p, f.buf)
+	f.buf = f.buf[n:]
+	return n, nil
+}
+
+// next reads and checks one frame into buf.
+func (f *frameChecker) next() error {
+	var hdr [8]byte
+	if _, err := io.ReadFull(f.r, hdr[:]); err != nil {
+		if err == io.EOF {
+			if f.frame == 0 {
+				return fmt.Errorf("%w: no data", ErrBadBackup)
+			}
+			return io.EOF
+		}
+		return fmt.Errorf("%w: frame %d: truncated length (%v)", ErrBadBackup, f.frame+1, err)
+	}
+	n := binary.LittleEndian.Uint64(hdr[:])
+	if n > MaxBackupFrame {
+		return fmt.Errorf("%w: frame %d claims %d bytes (at most %d)", ErrBadBackup, f.frame+1, n, MaxBackupFrame)
+	}
+	body := make([]byte, 8+int(n))
+	copy(body, hdr[:])
+	if _, err := io.ReadFull(f.r, body[8:]); err != nil {
+		return fmt.Errorf("%w: frame %d truncated: %v", ErrBadBackup, f.frame+1, err)
+	}
+	var list pb.KVList
+	if err := proto.Unmarshal(body[8:], &list); err != nil {
+		return fmt.Errorf("%w: frame %d: %v", ErrBadBackup, f.frame+1, err)
+	}
+	f.frame++
+	f.buf = body
+	return nil
 }
 
 // CompactResult tells what Compact did.

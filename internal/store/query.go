@@ -13,19 +13,30 @@ import (
 )
 
 // Lookup returns the campaigns of the given index keys, one Hit per key
-// found, in the order of keys. It is one Badger Get per key in a single
-// read transaction. Empty and over-long keys are ignored.
+// found, in the order of keys. It is one Badger Get per key the index
+// filter (filter.go) does not rule out, in a single read transaction.
+// Empty and over-long keys are ignored.
 func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
+	maybe := b.filter.mayContain(keys) // nil: not built, ask Badger
+	if maybe != nil && !slices.Contains(maybe, true) {
+		if b.isClosed() {
+			return nil, fmt.Errorf("lookup: %w", ErrClosed)
+		}
+		return nil, nil
+	}
 	var hits []Hit
+	tested, absent := 0, 0
 	buf := make([]byte, 0, 64)
 	err := b.view(func(txn *badger.Txn) error {
-		for _, k := range keys {
-			if len(k) == 0 || len(k) > MaxKeyLen {
+		for i, k := range keys {
+			if len(k) == 0 || len(k) > MaxKeyLen || (maybe != nil && !maybe[i]) {
 				continue
 			}
+			tested++
 			buf = append(append(buf[:0], pfxIndex), k...)
 			item, err := txn.Get(buf)
 			if errors.Is(err, badger.ErrKeyNotFound) {
+				absent++
 				continue
 			}
 			if err != nil {
@@ -46,17 +57,34 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
+	if maybe != nil {
+		b.filter.observe(tested, absent)
+	}
 	return hits, nil
 }
 
 // Get returns a campaign with its keys and sketches; ErrNotFound if it
 // does not exist. Hits still buffered by RecordHit are included.
 func (b *Badger) Get(ctx context.Context, id CampaignID) (*Campaign, error) {
+	return b.get(id, true)
+}
+
+// Record is Get without the campaign's Keys (nil): one read, however
+// many keys the campaign has.
+func (b *Badger) Record(ctx context.Context, id CampaignID) (*Campaign, error) {
+	return b.get(id, false)
+}
+
+func (b *Badger) get(id CampaignID, withKeys bool) (*Campaign, error) {
 	var c *Campaign
 	err := b.view(func(txn *badger.Txn) error {
 		r, err := getRecord(txn, id)
 		if err != nil {
 			return err
+		}
+		if !withKeys {
+			c = &r.Campaign
+			return nil
 		}
 		keys, err := collectPrefix(txn, idKey(pfxKeyList, id), false, 0)
 		if err != nil {

@@ -179,6 +179,13 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 	return results, nil
 }
 
+// mergeMaxPending is the most writes a transaction may hold before a
+// merge: a merge lists the merged campaign's entries with iterators, and
+// Badger sorts all of a transaction's pending writes for every iterator,
+// so a batch holding more commits them first and merges in a fresh
+// transaction.
+const mergeMaxPending = 2000
+
 // mergeEstimate bounds the number of entries a merge of src writes.
 func mergeEstimate(src *record) int {
 	days := 2
@@ -273,6 +280,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 			if largest != 0 {
 				return ReportResult{}, &drainNeed{from: largest, to: dst.ID}
 			}
+		}
+		if len(recs) > 1 && w.entries > mergeMaxPending {
+			return ReportResult{}, errTxnFull // see mergeMaxPending
 		}
 	}
 	res.Campaign = dst.ID

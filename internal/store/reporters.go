@@ -4,50 +4,42 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
-	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4"
 )
 
-// ReporterSet is the distinct reporters of one campaign, as the hashes
-// the store keeps of them (a reporter's name is never stored).
-type ReporterSet struct {
-	Spam, Ham []uint64
-	// Truncated is set when the campaign has more reporters than the
-	// limit asked for: Spam and Ham then hold only some of them.
-	Truncated bool
+// Reporter is one distinct reporter of a campaign as the store keeps it:
+// not the reporter's id, only its hash (ReporterHash), with its kind and
+// when it first and last reported.
+type Reporter struct {
+	Kind        Kind
+	Hash        uint64
+	First, Last time.Time
 }
 
-// Reporters returns the distinct reporters of campaign id, at most limit
-// of them (0 for all). It lets a caller count the reporters of several
-// campaigns without counting one reporter twice.
-func (b *Badger) Reporters(ctx context.Context, id CampaignID, limit int) (ReporterSet, error) {
-	var out ReporterSet
-	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("reporters of campaign %d: %w", id, err)
-	}
-	lim := limit
-	if lim > 0 {
-		lim++ // one more tells whether there are more
-	}
+// ReporterHash is what the store keeps of a reporter id: the first 8
+// bytes of its SHA-256 (`printf %s ID | sha256sum | cut -c1-16` in hex).
+func ReporterHash(reporter string) uint64 { return reporterHash(reporter) }
+
+// Reporters lists the distinct reporters of campaign id, spam ones first,
+// at most limit of them (0: all).
+func (b *Badger) Reporters(ctx context.Context, id CampaignID, limit int) ([]Reporter, error) {
+	var out []Reporter
 	err := b.view(func(txn *badger.Txn) error {
-		n, err := scanPrefix(txn, idKey(pfxReporter, id), false, lim, func(s, _ []byte) error {
+		_, err := scanPrefix(txn, idKey(pfxReporter, id), true, limit, func(s, v []byte) error {
 			if len(s) != 9 {
-				return nil
+				return nil // verify reports it
 			}
-			h := binary.BigEndian.Uint64(s[1:])
-			switch Kind(s[0]) {
-			case KindSpam:
-				out.Spam = append(out.Spam, h)
-			case KindHam:
-				out.Ham = append(out.Ham, h)
-			}
-			return nil
+			r := Reporter{Kind: Kind(s[0]), Hash: binary.BigEndian.Uint64(s[1:])}
+			r.First, r.Last, _ = decodeReporter(v)
+			out = append(out, r)
+			return ctx.Err()
 		})
-		out.Truncated = limit > 0 && n > limit
 		return err
 	})
 	if err != nil {
-		return ReporterSet{}, fmt.Errorf("reporters of campaign %d: %w", id, err)
+		return nil, fmt.Errorf("reporters of campaign %d: %w", id, err)
 	}
 	return out, nil
 }

@@ -144,6 +144,8 @@ type Stats struct {
 type Store interface {
 	Lookup(ctx context.Context, keys [][]byte) ([]Hit, error)
 	Get(ctx context.Context, id CampaignID) (*Campaign, error)
+	// Record is Get without Keys, which a large campaign has thousands of.
+	Record(ctx context.Context, id CampaignID) (*Campaign, error)
 	List(ctx context.Context, q Query) ([]Campaign, error)
 	Report(ctx context.Context, in ReportInput) (ReportResult, error)
 	// RecordHit counts a matched message and the action taken, and

@@ -2,11 +2,15 @@ package store
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -771,6 +775,74 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 	verifyClean(t, s)
 }
 
+// TestRestoreBadFile restores garbage, compressed, truncated and
+// oversized-frame files: each is an error wrapping ErrBadBackup (never a
+// panic), leaves neither the target nor a temporary directory behind, and
+// a retry with the good backup then works.
+func TestRestoreBadFile(t *testing.T) {
+	s := openTest(t, "", Options{})
+	for i := 0; i < 20; i++ {
+		mustReport(t, s, spam(fmt.Sprint(i%3), t0.Add(time.Duration(i)*time.Hour), fmt.Sprintf("k%d", i), fmt.Sprintf("u%d", i)))
+	}
+	var good bytes.Buffer
+	if _, err := s.Backup(ctx, &good); err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(good.Bytes())
+	zw.Close()
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = byte(i*7919 + i>>3)
+	}
+	huge := binary.LittleEndian.AppendUint64(nil, 1<<62)
+	huge = append(huge, garbage[:100]...)
+	badProto := binary.LittleEndian.AppendUint64(nil, 16)
+	badProto = append(badProto, bytes.Repeat([]byte{0xff}, 16)...)
+	g := good.Bytes()
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"garbage", garbage},
+		{"text", []byte("this is not a backup at all, just some text\n")},
+		{"gzip", gz.Bytes()},
+		{"huge frame", huge},
+		{"bad protobuf", badProto},
+		{"short", g[:5]},
+		{"truncated header", g[:len(g)/2]},
+		{"truncated", g[:len(g)-3]},
+		{"good then garbage", append(slices.Clone(g), garbage[:64]...)},
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "restored")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Restore(ctx, dir, bytes.NewReader(c.data), Options{Logger: testLogger(t)})
+			if !errors.Is(err, ErrBadBackup) {
+				t.Errorf("err %v, want ErrBadBackup", err)
+			}
+			if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+				t.Errorf("left behind: %v", ents)
+			}
+		})
+	}
+	if v, err := Restore(ctx, dir, bytes.NewReader(g), Options{Logger: testLogger(t)}); err != nil || v.Problems() != 0 || v.Campaigns == 0 {
+		t.Fatalf("retry with the good backup: %+v %v", v, err)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+		t.Errorf("after the good restore: %v", ents)
+	}
+	// An existing empty directory (made by the service manager) is fine.
+	empty := filepath.Join(parent, "empty")
+	os.Mkdir(empty, 0o700)
+	if _, err := Restore(ctx, empty, bytes.NewReader(g), Options{Logger: testLogger(t)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBackupRestore(t *testing.T) {
 	s := openTest(t, "", Options{})
 	for i := 0; i < 50; i++ {
@@ -783,10 +855,10 @@ func TestBackupRestore(t *testing.T) {
 	}
 	before, _ := s.List(ctx, Query{Sort: "volume"})
 	dir := t.TempDir() + "/restored"
-	if err := Restore(dir, bytes.NewReader(buf.Bytes()), Options{Logger: testLogger(t)}); err != nil {
-		t.Fatal(err)
+	if v, err := Restore(ctx, dir, bytes.NewReader(buf.Bytes()), Options{Logger: testLogger(t)}); err != nil || v.Problems() != 0 {
+		t.Fatal(v, err)
 	}
-	if err := Restore(dir, bytes.NewReader(buf.Bytes()), Options{Logger: testLogger(t)}); err == nil {
+	if _, err := Restore(ctx, dir, bytes.NewReader(buf.Bytes()), Options{Logger: testLogger(t)}); err == nil {
 		t.Error("restore into a non-empty directory succeeded")
 	}
 	r := openTest(t, dir, Options{})

@@ -30,6 +30,8 @@ type wtx struct {
 	// of the keys prefetched by prefetchIndex and of those written
 	// through setIndex (0: no entry).
 	idx map[string]CampaignID
+	// fw adds index keys to the index filter before the commit.
+	fw filterWriter
 }
 
 // prefetchIndex reads the index entries of keys in sorted order into
@@ -68,6 +70,7 @@ func (w *wtx) setIndex(k []byte, id CampaignID) error {
 	if w.idx != nil {
 		w.idx[string(k)] = id
 	}
+	w.fw.add(k)
 	return w.set(indexKey(k), idValue(id))
 }
 
@@ -143,12 +146,13 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 			return err
 		}
 		txn := b.db.NewTransaction(true)
-		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes}
+		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}}
 		err := f(w)
 		if err == nil {
 			err = txn.Commit()
 		}
 		txn.Discard()
+		w.fw.done()
 		if errors.Is(err, badger.ErrConflict) && attempt < maxConflictRetries {
 			time.Sleep(time.Duration(rand.IntN(200*(attempt+1))) * time.Microsecond)
 			continue

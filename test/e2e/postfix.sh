@@ -149,7 +149,7 @@ free_port; SMTP_PORT=$PORT
 free_port; SINK_PORT=$PORT
 free_port; MILTER_PORT=$PORT
 free_port; HTTP_PORT=$PORT
-TOKEN=e2e-$RANDOM$RANDOM
+TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM
 
 # --- build nddmilter ----------------------------------------------------------
 echo "== building nddmilter"

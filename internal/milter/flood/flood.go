@@ -1,10 +1,17 @@
-// Package flood measures a running milter under a memory-exhaustion
-// attack: many hostile sessions each send large headers, a large body and
-// most of a maximal packet, then wait without ending the message, while
-// ordinary messages keep being checked. It reports the daemon's resident
-// memory (VmRSS from /proc) and the latency of the ordinary checks before
-// and during the attack. Everything is bounded in count and time, and
-// meant for loopback only.
+// Package flood measures a running milter under attack, for loopback only,
+// every loop bounded in count and time.
+//
+// Run is the memory-exhaustion attack: many hostile sessions each send
+// large headers, a large body and most of a maximal packet, then wait
+// without ending the message, while ordinary messages keep being checked.
+// It reports the daemon's resident memory (VmRSS from /proc) and the
+// latency of the ordinary checks before and during the attack.
+//
+// RunHostile is the CPU attack of hostile content: copies of a reported
+// campaign made costly to check, over parallel sessions. It reports what
+// each copy got (every one must get a real verdict, none "unchecked"),
+// the daemon's CPU time per MB scanned (/proc/PID/stat) and whether it is
+// idle again right after the last reply.
 package flood
 
 import (
