@@ -26,6 +26,10 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// testToken is the API token of the test daemon (at least 16 characters,
+// as config check demands).
+const testToken = "hostile-test-token-0123456789"
+
 // The hostile-content attack, small, against the daemon run in process
 // with its default settings: every copy gets a verdict, the campaign's
 // plain copies and its copies padded after intact text are rejected, and
@@ -37,8 +41,8 @@ func TestRunHostile(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
-	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: t0ken\nstore:\n  dir: %s\nlog:\n  level: error\n",
-		milterAddr, httpAddr, filepath.Join(dir, "store"))
+	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: %s\nstore:\n  dir: %s\nlog:\n  level: error\n",
+		milterAddr, httpAddr, testToken, filepath.Join(dir, "store"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +61,11 @@ func TestRunHostile(t *testing.T) {
 				break
 			}
 		}
+		select {
+		case err := <-done:
+			t.Fatalf("daemon stopped: %v", err)
+		default:
+		}
 		if i == 300 {
 			t.Fatal("daemon not ready")
 		}
@@ -64,7 +73,7 @@ func TestRunHostile(t *testing.T) {
 	}
 
 	o := HostileOptions{
-		Network: "tcp", Addr: milterAddr, APIURL: "http://" + httpAddr, Token: "t0ken",
+		Network: "tcp", Addr: milterAddr, APIURL: "http://" + httpAddr, Token: testToken,
 		Sessions: 4, Copies: len(spamgen.HostileKinds()), Ordinary: 2,
 		BodyBytes: 64 << 10, HeaderBytes: 32 << 10, APIBytes: 256 << 10,
 		IdleWindow: 10 * time.Millisecond, Timeout: time.Minute,
