@@ -32,7 +32,7 @@ const poolLimit = 1024
 // reporterStore is a store that lists a campaign's reporters (the Badger
 // store does); without it no reporters are pooled.
 type reporterStore interface {
-	Reporters(ctx context.Context, id store.CampaignID, limit int) (store.ReporterSet, error)
+	Reporters(ctx context.Context, id store.CampaignID, limit int) ([]store.Reporter, error)
 }
 
 // poolGroup returns the campaigns whose reporters a message that matched
@@ -113,19 +113,21 @@ func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate
 	spam := map[uint64]bool{}
 	var in []*candidate // the group's campaigns whose reporters were read
 	for i, c := range group {
-		set, err := rs.Reporters(ctx, c.rec.rec.ID, poolLimit)
+		reps, err := rs.Reporters(ctx, c.rec.rec.ID, poolLimit+1)
 		if err != nil {
 			e.log.Warn("check: reporters to pool", "campaign", c.rec.rec.ID, "err", err)
 			return best
 		}
-		if set.Truncated {
+		if len(reps) > poolLimit {
 			if i == 0 {
 				return best // best alone has plenty
 			}
 			continue // left out: never more than its reporters
 		}
-		for _, h := range set.Spam {
-			spam[h] = true
+		for _, r := range reps {
+			if r.Kind == store.KindSpam {
+				spam[r.Hash] = true
+			}
 		}
 		in = append(in, c)
 	}
