@@ -395,6 +395,7 @@ func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOption
 			best = c
 		}
 	}
+	best = e.pool(ctx, best, res.matched)
 	for _, c := range res.matched {
 		if c != best {
 			v.OtherCampaigns = append(v.OtherCampaigns, c.rec.rec.ID)

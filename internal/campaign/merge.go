@@ -199,17 +199,7 @@ func mayMerge(a, b *mergeCandidate, threshold float64) bool {
 	if a.exact() == 0 || b.exact() == 0 {
 		bar = max(threshold, nearCopyCosine)
 	}
-	if len(a.Sketches) == 0 || len(b.Sketches) == 0 {
-		return len(a.Sketches) == len(b.Sketches)
-	}
-	for _, x := range a.Sketches {
-		for _, y := range b.Sketches {
-			if andd.Cosine(x, y) < bar {
-				return false
-			}
-		}
-	}
-	return true
+	return nearDuplicates(a.Sketches, b.Sketches, bar)
 }
 
 // mergeCandidates describes the matched campaigns for planReport; report

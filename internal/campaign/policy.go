@@ -388,6 +388,10 @@ type Decision struct {
 	RejectMinReporters int `json:"reject_min_reporters,omitempty"`
 	// MaxAction is set when policy.max_action capped the action.
 	MaxAction *action.Action `json:"max_action,omitempty"`
+	// PooledWith lists the other campaigns whose reporters were counted
+	// (each reporter once) with the campaign's: the message matched them
+	// too and they are near-duplicates of it (pool.go).
+	PooledWith []store.CampaignID `json:"pooled_with,omitempty"`
 	// Rule is Explain(): "tag: p=0.7500 > 0.6667 (cost_fp.tag=1); p = …".
 	Rule string `json:"rule"`
 }
@@ -460,8 +464,12 @@ func (d *Decision) Explain() string {
 	if d.MaxAction != nil {
 		why += fmt.Sprintf("; capped by max_action=%s", *d.MaxAction)
 	}
-	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters, %d msgs)",
-		d.Match, d.evidenceSummary(), d.Reputation, d.SpamReporters, d.HamReporters, d.Messages)
+	pooled := ""
+	if len(d.PooledWith) > 0 {
+		pooled = fmt.Sprintf(" with campaign%s %s", plural(len(d.PooledWith)), joinIDs(d.PooledWith))
+	}
+	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters%s, %d msgs)",
+		d.Match, d.evidenceSummary(), d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
 	switch {
 	case d.Action == action.Accept && why == "":
 		return fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",
