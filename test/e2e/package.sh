@@ -94,11 +94,12 @@ check_stat "$CONF" "root:nddmilter 640"
 grep -qx /etc/nddmilter/nddmilter.yaml /var/lib/dpkg/info/nddmilter.conffiles && pass "(a) $CONF is a conffile" || fail "(a) $CONF is not a conffile"
 grep -q '^  dir: /var/lib/nddmilter$' "$CONF" && pass "(a) packaged store.dir: /var/lib/nddmilter" || fail "(a) packaged store.dir: $(grep -A2 '^store:' "$CONF" | grep dir:)"
 want="nddmilter $(cd "$ROOT" && git describe --tags --always --dirty)"
-if [ "$(/usr/bin/nddmilter version 2>&1 | head -1)" = "$want" ] &&
-	/usr/bin/nddmilter version | grep -q "^commit *$(cd "$ROOT" && git rev-parse HEAD)$"; then
+version=$(/usr/bin/nddmilter version 2>&1)
+if [ "$(echo "$version" | head -1)" = "$want" ] &&
+	echo "$version" | grep -q "^commit *$(cd "$ROOT" && git rev-parse HEAD)$"; then
 	pass "(a) nddmilter version: $want (set by build-package.sh with -ldflags)"
 else
-	fail "(a) nddmilter version: $(/usr/bin/nddmilter version 2>&1 | head -2 | tr '\n' ' '), want $want"
+	fail "(a) nddmilter version: $(echo "$version" | head -2 | tr '\n' ' '), want $want"
 fi
 if /usr/bin/nddmilter config check "$CONF" >"$T/check.log" 2>&1 && grep -q '^  dir: /var/lib/nddmilter$' "$T/check.log"; then
 	pass "(a) nddmilter config check $CONF: OK, store.dir /var/lib/nddmilter"
