@@ -2,8 +2,11 @@ package store
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/dgraph-io/badger/v4"
@@ -230,4 +233,26 @@ func (w *filterWriter) done() {
 		w.f.gate.RUnlock()
 		w.held = false
 	}
+}
+
+// WaitIndexFilter waits until the index filter built at Open is in place,
+// or ctx is done. Lookups are correct before that (they read the store);
+// benchmarks wait so that they measure the steady state, not the build,
+// which scans every index key once.
+func (b *Badger) WaitIndexFilter(ctx context.Context) error {
+	if b.filter == nil {
+		return nil
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for b.filter.built.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the index filter: %w", ctx.Err())
+		case <-b.closed:
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+	return nil
 }

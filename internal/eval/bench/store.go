@@ -394,6 +394,11 @@ func (r *storeRun) lookups(ctx context.Context) error {
 		}
 		fmt.Fprintf(out, "warm-up         read %d MiB of table files in %v\n", n>>20, time.Since(t).Round(time.Millisecond))
 	}
+	t := time.Now()
+	if err := r.st.WaitIndexFilter(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "index filter    built in %v\n", time.Since(t).Round(time.Millisecond))
 	msgs := r.lookupMessages()
 	runtime.GC()
 	if o.CPUProfile != "" {
