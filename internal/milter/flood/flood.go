@@ -395,18 +395,9 @@ func ordinary(s *gomilter.ClientSession, rng *rand.Rand, i int) (string, error) 
 		s.HeaderEnd,
 		func() (*gomilter.Action, error) { return s.BodyChunk([]byte(b.String())) },
 	}
-	for _, f := range steps {
-		a, err := f()
-		if err != nil {
-			return "", err
-		}
-		if a.Code != gomilter.ActContinue {
-			return actionName(a), nil
-		}
-	}
-	mods, a, err := s.End()
-	if err != nil {
-		return "", err
+	early, mods, a, err := play(s, steps)
+	if err != nil || early != "" {
+		return early, err
 	}
 	for _, m := range mods {
 		if m.Code == gomilter.ActAddHeader && strings.HasSuffix(m.HeaderName, "-Verdict") &&
@@ -419,6 +410,25 @@ func ordinary(s *gomilter.ClientSession, rng *rand.Rand, i int) (string, error) 
 	return actionName(a), nil
 }
 
+// play sends a message's steps in order. When the milter answers a step
+// with anything but continue, early names that answer; otherwise play
+// ends the message and returns the milter's modifications and final
+// action.
+func play(s *gomilter.ClientSession, steps []func() (*gomilter.Action, error)) (early string, mods []gomilter.ModifyAction, final *gomilter.Action, err error) {
+	for _, f := range steps {
+		a, err := f()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if a.Code != gomilter.ActContinue {
+			return actionName(a), nil, nil, nil
+		}
+	}
+	mods, final, err = s.End()
+	return "", mods, final, err
+}
+
+// actionName names a milter reply: accept, reject, tempfail, "reply CODE", …
 func actionName(a *gomilter.Action) string {
 	switch a.Code {
 	case gomilter.ActAccept, gomilter.ActContinue:

@@ -410,18 +410,9 @@ func sendOne(o HostileOptions, raw []byte, i int) (string, error) {
 		b = b[len(chunk):]
 		steps = append(steps, func() (*gomilter.Action, error) { return s.BodyChunk([]byte(chunk)) })
 	}
-	for _, f := range steps {
-		a, err := f()
-		if err != nil {
-			return "", err
-		}
-		if a.Code != gomilter.ActContinue {
-			return actionName(a), nil
-		}
-	}
-	mods, a, err := s.End()
-	if err != nil {
-		return "", err
+	early, mods, a, err := play(s, steps)
+	if err != nil || early != "" {
+		return early, err
 	}
 	for _, m := range mods {
 		if m.Code == gomilter.ActQuarantine {
