@@ -86,7 +86,9 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 			continue
 		}
 		if err != nil {
-			return ReportResult{}, fmt.Errorf("report: %w", err)
+			// Not wrapped again: the caller names the operation (the
+			// engine's "report: …"), and the error names the store.
+			return ReportResult{}, err
 		}
 		return res, nil
 	}
