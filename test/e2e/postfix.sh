@@ -46,15 +46,8 @@ d--j | d--j-buffered) SERVE=(bench serve --server "$NDD_E2E_SERVER") ;;
 *) echo "FATAL: NDD_E2E_SERVER=$NDD_E2E_SERVER: want own, d--j or d--j-buffered"; exit 1 ;;
 esac
 
-passed=0
-failed=0
-pass() { echo "PASS: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-die() {
-	echo "FATAL: $*"
-	failed=$((failed + 1))
-	exit 1
-}
+# pass, fail, die, free_port, wait_port, the watchdog, summary_exit.
+. "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
@@ -93,11 +86,7 @@ stop_postfix() {
 }
 cleanup() {
 	local rc=$?
-	if [ -n "${WATCHDOG:-}" ]; then
-		kill "$WATCHDOG" 2>/dev/null
-		wait "$WATCHDOG" 2>/dev/null
-		kill "$(cat "$T/watchdog-sleep.pid" 2>/dev/null)" 2>/dev/null
-	fi
+	stop_watchdog
 	[ -n "$NDD_PID" ] && kill -TERM "$NDD_PID" 2>/dev/null && wait "$NDD_PID" 2>/dev/null
 	stop_postfix
 	[ -n "$SINK_PID" ] && kill "$SINK_PID" 2>/dev/null && wait "$SINK_PID" 2>/dev/null
@@ -109,46 +98,10 @@ cleanup() {
 		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$NDD_E2E_KEEP"/ 2>/dev/null
 	fi
 	rm -rf "$T"
-	echo "$passed passed, $failed failed"
-	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
-		exit 1
-	fi
-	exit 0
+	summary_exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "FATAL: interrupted or over ${TIME_LIMIT}s"; failed=$((failed + 1)); exit 1' TERM INT
-(
-	exec >/dev/null 2>&1
-	sleep "$TIME_LIMIT" &
-	echo $! >"$T/watchdog-sleep.pid"
-	wait $!
-	kill -TERM $$
-) &
-WATCHDOG=$!
-
-# Ports below the kernel's ephemeral range (32768-60999), distinct, with
-# nobody listening.
-USED_PORTS=" "
-free_port() {
-	local p
-	for _ in $(seq 200); do
-		p=$((12000 + RANDOM % 20000))
-		case "$USED_PORTS" in *" $p "*) continue ;; esac
-		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
-			USED_PORTS="$USED_PORTS$p "
-			PORT=$p
-			return
-		fi
-	done
-	die "no free port"
-}
-wait_port() { # port seconds
-	for _ in $(seq $(($2 * 10))); do
-		(exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+start_watchdog
 free_port; SMTP_PORT=$PORT
 free_port; SINK_PORT=$PORT
 free_port; MILTER_PORT=$PORT
