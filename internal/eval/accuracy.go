@@ -299,6 +299,22 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 	return res, nil
 }
 
+// reportedSplit picks the reported share of the corpus's usable spam
+// (split, without neighbours), for the experiments that make copies of
+// the reported messages.
+func reportedSplit(c *Corpus, seed uint64, share float64) (*experiment, error) {
+	var usable []int
+	for i := range c.Docs {
+		if c.Docs[i].Class == Spam && c.Docs[i].usable() {
+			usable = append(usable, i)
+		}
+	}
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("corpus %s: no usable spam", c.Dir)
+	}
+	return split(c, usable, nil, seed, share), nil
+}
+
 // split draws seed's reported queries and the checked documents. Checked
 // are the other usable spam and every ham message (short or duplicate ham
 // included: a false positive on any of them counts).

@@ -138,16 +138,10 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	if opts.ReportShare <= 0 || opts.ReportShare > 1 {
 		opts.ReportShare = 0.1
 	}
-	var usable []int
-	for i := range c.Docs {
-		if c.Docs[i].Class == Spam && c.Docs[i].usable() {
-			usable = append(usable, i)
-		}
+	e, err := reportedSplit(c, opts.Seed, opts.ReportShare)
+	if err != nil {
+		return nil, err
 	}
-	if len(usable) == 0 {
-		return nil, fmt.Errorf("corpus %s: no usable spam", c.Dir)
-	}
-	e := split(c, usable, nil, opts.Seed, opts.ReportShare)
 	words, paras := legitText(c)
 	res := &AdversarialResult{Corpus: c.Dir, Seed: opts.Seed, Reported: len(e.queries)}
 

@@ -85,16 +85,10 @@ func RunPadding(ctx context.Context, c *Corpus, opts PaddingOptions) (*PaddingRe
 	if opts.Reporters <= 0 {
 		opts.Reporters = 5
 	}
-	var usable []int
-	for i := range c.Docs {
-		if c.Docs[i].Class == Spam && c.Docs[i].usable() {
-			usable = append(usable, i)
-		}
+	e, err := reportedSplit(c, opts.Seed, opts.ReportShare)
+	if err != nil {
+		return nil, err
 	}
-	if len(usable) == 0 {
-		return nil, fmt.Errorf("corpus %s: no usable spam", c.Dir)
-	}
-	e := split(c, usable, nil, opts.Seed, opts.ReportShare)
 	words, _ := legitText(c)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("corpus %s: no ham words to pad with", c.Dir)
