@@ -165,6 +165,9 @@ func idValue(id CampaignID) []byte { return binary.BigEndian.AppendUint64(nil, u
 type record struct {
 	Campaign
 	numKeys int64
+	// ix is what the ranking indexes and counters hold for the record
+	// (set by decodeRecord and putRecord; zero for a new record).
+	ix ixState
 }
 
 const recordV1 = 1
@@ -231,6 +234,19 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadRecord
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = errBadRecord
 		return 0
@@ -333,6 +349,7 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, d.err)
 	}
+	r.ix = r.ixNow()
 	return r, nil
 }
 
