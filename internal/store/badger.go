@@ -263,7 +263,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		}
 		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
 	}
-	if err := checkSchema(db, opts.ReadOnly); err != nil {
+	if err := checkSchema(db, opts.ReadOnly, opts.Logger); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
