@@ -2,8 +2,11 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // The ranking indexes (schema 2) keep every campaign listed in the orders
@@ -163,4 +166,45 @@ func recentEntry(k, v []byte) (seen int64, messages, spamRep, spamReps int64, ok
 	d := &decoder{b: v}
 	messages, spamRep, spamReps = d.int64(), d.int64(), d.int64()
 	return seen, messages, spamRep, spamReps, d.err == nil
+}
+
+// verifyIndexes checks the ranking index entries against the records'
+// index states (recs): it returns the repairs (stale entries deleted,
+// missing ones written) and how many entries were wrong.
+func verifyIndexes(ctx context.Context, txn *badger.Txn, recs map[CampaignID]*verifyCounts) ([]repairOp, int64, error) {
+	var ops []repairOp
+	var bad int64
+	found := make(map[CampaignID]uint8, len(recs))
+	for slot, pfx := range []byte{pfxRecent, pfxVolume, pfxReports, pfxHam} {
+		n := 0
+		_, err := scanPrefix(txn, []byte{pfx}, true, 0, func(s, v []byte) error {
+			k := append([]byte{pfx}, s...)
+			id := idOfEntry(k)
+			if vc := recs[id]; vc != nil {
+				e := vc.ix.entries(id)[slot]
+				if bytes.Equal(e.k, k) && bytes.Equal(e.v, v) {
+					found[id] |= 1 << slot
+					return nil
+				}
+			}
+			bad++
+			ops = append(ops, repairOp{key: k, del: true})
+			if n++; n%4096 == 0 {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil {
+			return ops, bad, err
+		}
+	}
+	for id, vc := range recs {
+		for slot, e := range vc.ix.entries(id) {
+			if e.k != nil && found[id]&(1<<slot) == 0 {
+				bad++
+				ops = append(ops, repairOp{key: e.k, val: e.v})
+			}
+		}
+	}
+	return ops, bad, nil
 }
