@@ -196,7 +196,8 @@ func mergeEstimate(src *record) int {
 	if !src.FirstSeen.IsZero() && src.LastSeen.After(src.FirstSeen) {
 		days += int(src.LastSeen.Sub(src.FirstSeen) / (24 * time.Hour))
 	}
-	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 2
+	hours := min(days*24, int(DefaultHourRetention/time.Hour)+24)
+	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 4*hours + 20
 }
 
 // applyReport is Report inside a transaction. It reads everything first
@@ -250,7 +251,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := 2*len(in.Keys) + 6
+	need := 2*len(in.Keys) + 20 // keys, list entries; record, reporter, counters, index entries
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -343,6 +344,13 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if err := addDay(w, dst.ID, dayNumber(in.Time), dc, res.Created); err != nil {
 		return ReportResult{}, err
 	}
+	hc := hourCounts{spam: dc.spam, ham: dc.ham}
+	if err := addHour(w, dst.ID, hourNumber(in.Time), hc, res.Created); err != nil {
+		return ReportResult{}, err
+	}
+	ht := w.hourTotal(hourNumber(in.Time))
+	ht.SpamReports += dc.spam
+	ht.HamReports += dc.ham
 	dst.FirstSeen = minTime(dst.FirstSeen, in.Time)
 	dst.LastSeen = maxTime(dst.LastSeen, in.Time)
 	if dst.SampleSubject == "" {
@@ -585,6 +593,27 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 		}
 		moved += len(days)
 	}
+	// Hour counters.
+	if l := left(moved); l >= 0 && (limit == 0 || l > 0) {
+		hours, err := collectPrefix(w.txn, idKey(pfxHour, src.ID), true, l)
+		if err != nil {
+			return false, fmt.Errorf("list hour counters of campaign %d: %w", src.ID, err)
+		}
+		for _, e := range hours {
+			if len(e.k) != 4 {
+				continue
+			}
+			h := binary.BigEndian.Uint32(e.k)
+			c, _ := decodeHour(e.v)
+			if err := addHour(w, dst.ID, h, c, false); err != nil {
+				return false, err
+			}
+			if err := w.del(hourKey(src.ID, h)); err != nil {
+				return false, err
+			}
+		}
+		moved += len(hours)
+	}
 	if limit == 0 {
 		return true, nil
 	}
@@ -629,7 +658,10 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	if len(dst.MergedFrom) > DefaultMaxMergedFrom {
 		dst.MergedFrom = dst.MergedFrom[len(dst.MergedFrom)-DefaultMaxMergedFrom:]
 	}
-	return w.del(campaignKey(src.ID))
+	if err := w.mergeRing(dst.ID, src.ID, hourNumber(b.now())); err != nil {
+		return err
+	}
+	return delRecord(w, src)
 }
 
 // drain moves the entries of campaign from into campaign to, one bounded
