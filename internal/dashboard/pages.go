@@ -24,6 +24,7 @@ const (
 	maxReporters       = 200
 	maxDays            = 400
 	seriesHours        = 24
+	recentRows         = 10
 )
 
 // base is what every page has.
@@ -109,6 +110,7 @@ type nowPage struct {
 	base
 	Sort        string
 	Rows        []row
+	Recent      []row
 	Page        int
 	Prev, Next  int
 	More        bool
@@ -151,6 +153,14 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 		}
 		rw.Spark = sparkline(msgs, fmt.Sprintf("campaign %d: messages per hour, last %d hours", rc.ID, len(msgs)))
 		d.Rows = append(d.Rows, rw)
+	}
+	recent, err := eng.List(r.Context(), campaign.Query{Sort: campaign.SortRecent, Limit: recentRows})
+	if err != nil {
+		h.fail(w, r, se, http.StatusInternalServerError, "The campaigns could not be read: "+err.Error())
+		return
+	}
+	for i := range recent {
+		d.Recent = append(d.Recent, newRow(eng, &recent[i]))
 	}
 	checked, matched, acted := make([]int64, len(v.Totals)), make([]int64, len(v.Totals)), make([]int64, len(v.Totals))
 	acts := map[string]int64{}
