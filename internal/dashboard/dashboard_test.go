@@ -155,7 +155,9 @@ func (c *client) do(method, path string, form url.Values, hdr map[string]string)
 	return resp, string(b)
 }
 
-func (c *client) get(path string) (*http.Response, string) { return c.do(http.MethodGet, path, nil, nil) }
+func (c *client) get(path string) (*http.Response, string) {
+	return c.do(http.MethodGet, path, nil, nil)
+}
 
 func (c *client) post(path string, form url.Values) (*http.Response, string) {
 	return c.do(http.MethodPost, path, form, nil)

@@ -38,7 +38,7 @@ type series struct {
 // period's labels under the axis and the top value beside it; the
 // legend is the page's (class s0, s1, … match the series' order).
 func chart(ss []series, first, last, label string) template.HTML {
-	const w, h, left, bottom = 600.0, 160.0, 40.0, 18.0
+	const w, h, left, bottom = 800.0, 200.0, 40.0, 18.0
 	var top int64
 	n := 0
 	for _, s := range ss {
@@ -46,7 +46,7 @@ func chart(ss []series, first, last, label string) template.HTML {
 		n = max(n, len(s.Values))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="%s" preserveAspectRatio="none">`, w, h, html.EscapeString(label))
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="%s">`, w, h, html.EscapeString(label))
 	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, left, h-bottom, w, h-bottom)
 	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="4" x2="%g" y2="%g"/>`, left, left, h-bottom)
 	fmt.Fprintf(&b, `<text class="lbl" x="%g" y="12" text-anchor="end">%d</text>`, left-4, top)
