@@ -79,6 +79,16 @@ func TestRun(t *testing.T) {
 	if got := RunningAPIURL(storeDir); got != base {
 		t.Errorf("recorded API address %q, want %q", got, base)
 	}
+	// The dashboard is served under /ui/ (its login page without a
+	// session), and / leads there.
+	if code, body := httpGet(t, base+"/ui/login"); code != 200 || !strings.Contains(body, `action="/ui/login"`) {
+		t.Errorf("/ui/login: %d", code)
+	}
+	if resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(base + "/"); err != nil || resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("/: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	send := func() (map[string]string, *gomilter.Action) {
 		t.Helper()
