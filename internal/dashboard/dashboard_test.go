@@ -387,6 +387,9 @@ func TestAdminChangesAndCSRF(t *testing.T) {
 		if s, ok := f.state(t, id); ok != st.exist || ok && s != st.state {
 			t.Errorf("after %s: state %v, exists %v", st.do, s, ok)
 		}
+		if _, body := c.get(resp.Header.Get("Location")); !strings.Contains(body, fmt.Sprintf(`id="notice">Campaign %d %s.`, id, changes[st.do].done)) {
+			t.Errorf("after %s: no notice at %s", st.do, resp.Header.Get("Location"))
+		}
 		if !regexp.MustCompile(fmt.Sprintf(`dashboard: campaign changed" who=carol credential=admin-password role=admin remote=\S+ change=%s campaign=%d`, st.do, id)).MatchString(f.log.String()) {
 			t.Errorf("%s not in the audit log:\n%s", st.do, f.log.String())
 		}

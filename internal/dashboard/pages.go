@@ -36,6 +36,8 @@ type base struct {
 	Admin bool
 	CSRF  string
 	Error string
+	// Notice says what the last change did (after its redirect).
+	Notice string
 }
 
 func (h *Handler) base(se *session, title, nav string) base {
@@ -141,6 +143,9 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 		return
 	}
 	d := nowPage{base: h.base(se, "Now", "now"), Sort: sort, Page: p, Prev: p - 1, Next: p + 1, Stats: v.Stats, At: v.At}
+	if n, err := strconv.ParseUint(r.URL.Query().Get("deleted"), 10, 64); err == nil && n > 0 {
+		d.Notice = fmt.Sprintf("Campaign %d %s.", n, changes["delete"].done)
+	}
 	if len(v.Campaigns) > h.opts.PageSize {
 		d.More, v.Campaigns = true, v.Campaigns[:h.opts.PageSize]
 	}
@@ -283,6 +288,9 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 		Text: clean(c.SampleText, textRunes, false), Reputation: eng.Policy().Reputation(c),
 		Families: campaign.KeyFamilies(c.Keys), Keys: len(c.Keys), Sketches: len(c.Sketches),
 		MergedFrom: c.MergedFrom, Allowed: c.State == campaign.StateAllowed,
+	}
+	if ch, ok := changes[r.URL.Query().Get("done")]; ok {
+		d.Notice = fmt.Sprintf("Campaign %d %s.", id, ch.done)
 	}
 	hours, err := eng.Series(ctx, id)
 	if err != nil {
