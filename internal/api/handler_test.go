@@ -164,7 +164,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatalf("client check: %+v %v", v, err)
 	}
 
-	list, err := c.List(ctx, 24*time.Hour, "volume", 10)
+	list, err := c.List(ctx, ListQuery{Since: 24 * time.Hour, Sort: "volume", Limit: 10})
 	if err != nil || len(list) != 1 || list[0].ID != id || list[0].SpamReporters != 5 || list[0].State != "active" {
 		t.Fatalf("list: %+v %v", list, err)
 	}

@@ -30,6 +30,7 @@ type Metrics struct {
 	failOpen      prometheus.Counter
 	reports       *prometheus.CounterVec
 	campaigns     prometheus.Gauge
+	byState       *prometheus.GaugeVec
 	indexKeys     prometheus.Gauge
 	storeBytes    prometheus.Gauge
 	sessions      prometheus.Gauge
@@ -92,6 +93,10 @@ func New() *Metrics {
 			Name: "nddmilter_campaigns",
 			Help: "Campaigns in the store.",
 		}),
+		byState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nddmilter_campaigns_by_state",
+			Help: "Campaigns in the store, by state (active, allowed, revoked).",
+		}, []string{"state"}),
 		indexKeys: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nddmilter_index_keys",
 			Help: "Signature keys in the store's index.",
@@ -139,7 +144,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(
 		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
-		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
+		m.errors, m.failOpen, m.reports, m.campaigns, m.byState, m.indexKeys, m.storeBytes,
 		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
 		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
 		collectors.NewGoCollector(),
@@ -273,6 +278,8 @@ func (m *Metrics) Reload(ok bool) {
 // StoreStats is what the store gauges show.
 type StoreStats struct {
 	Campaigns, Keys, DiskBytes int64
+	// Active, Allowed and Revoked count the campaigns by state.
+	Active, Allowed, Revoked int64
 	// DiskFree is the free space of the store's filesystem (-1: unknown),
 	// DiskFull whether the store refuses writes for lack of it, and
 	// WritesRefused how many writes it refused so far.
@@ -287,6 +294,9 @@ func (m *Metrics) SetStore(s StoreStats) {
 		return
 	}
 	m.campaigns.Set(float64(s.Campaigns))
+	m.byState.WithLabelValues("active").Set(float64(s.Active))
+	m.byState.WithLabelValues("allowed").Set(float64(s.Allowed))
+	m.byState.WithLabelValues("revoked").Set(float64(s.Revoked))
 	m.indexKeys.Set(float64(s.Keys))
 	m.storeBytes.Set(float64(s.DiskBytes))
 	if s.DiskFree >= 0 {
