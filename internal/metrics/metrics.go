@@ -142,14 +142,7 @@ func New() *Metrics {
 			Help: "Always 1; the labels name the running build (version, commit, go_version), its signature formats (signature_version) and the lexicon and model ids in use (changed by a reload).",
 		}, []string{"version", "commit", "go_version", "signature_version", "lexicon", "model"}),
 	}
-	m.Registry.MustRegister(
-		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
-		m.errors, m.failOpen, m.reports, m.campaigns, m.byState, m.indexKeys, m.storeBytes,
-		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
-		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	m.Registry.MustRegister(m.collectors()...)
 	// Pre-create the usual label values so that rates exist from the start.
 	for _, a := range action.All() {
 		m.messages.WithLabelValues(a.String())
@@ -261,6 +254,18 @@ func (m *Metrics) Buffered(delta int64) {
 		return
 	}
 	m.buffered.Add(float64(delta))
+}
+
+// collectors returns every collector New registers.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
+		m.errors, m.failOpen, m.reports, m.campaigns, m.byState, m.indexKeys, m.storeBytes,
+		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
+		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
 }
 
 // Reload counts a reload; ok tells whether it succeeded.
