@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
@@ -214,8 +215,10 @@ func get(c *http.Client, url string) (int, error) {
 }
 
 // countHits counts o.Hits matched messages over the last 24 hours on
-// campaigns drawn with a Zipf law among the 20,000 most recent, and
-// o.HamReports not-spam reports, and prints the time it took.
+// campaigns drawn with a Zipf law among the 20,000 most recent synthetic
+// ones (never the real campaigns whose copies `bench milter` sends: their
+// counts and reputation stay as they were), and o.HamReports not-spam
+// reports, and prints the time it took.
 func countHits(ctx context.Context, rt *daemon.Runtime, o QueryOptions, out io.Writer) error {
 	var ids []campaign.CampaignID
 	for off := 0; len(ids) < 20000; off += store.MaxListLimit {
@@ -227,7 +230,9 @@ func countHits(ctx context.Context, rt *daemon.Runtime, o QueryOptions, out io.W
 			break
 		}
 		for _, c := range cs {
-			ids = append(ids, c.ID)
+			if strings.HasPrefix(c.SampleSubject, syntheticSubject) {
+				ids = append(ids, c.ID)
+			}
 		}
 	}
 	if len(ids) == 0 {
