@@ -56,7 +56,7 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 	var (
 		af            apiFlags
 		since, sortBy string
-		limit         int
+		limit, offset int
 		asJSON        bool
 	)
 	cmd := &cobra.Command{
@@ -72,15 +72,15 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sort: %w", err)
 			}
-			if limit < 0 {
-				return errors.New("--limit must be ≥ 0")
+			if limit < 0 || offset < 0 {
+				return errors.New("--limit and --offset must be ≥ 0")
 			}
 			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			cs, err := be.List(cmd.Context(), sinceD, sortBy, limit)
+			cs, err := be.List(cmd.Context(), api.ListQuery{Since: sinceD, Sort: sortBy, Limit: limit, Offset: offset})
 			if err != nil {
 				return err
 			}
@@ -101,8 +101,9 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 	}
 	af.register(cmd)
 	cmd.Flags().StringVar(&since, "since", "", "only campaigns seen within this window (e.g. 24h, 7d); default all")
-	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: volume (messages), reports (distinct spam reporters) or recent (last seen)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many campaigns (0 for all)")
+	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: recent (last seen), volume (messages), reports (distinct spam reporters), hour or day (messages in the last hour or day), ham (not-spam reports: the false-positive watch)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size: at most this many campaigns (0 for the most, 10000)")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many campaigns of the order (the next page)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
 	return cmd
 }

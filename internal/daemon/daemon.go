@@ -290,9 +290,12 @@ func Run(ctx context.Context, o Options) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
+	// The store keeps its counts up to date as it writes: Stats is a few
+	// reads, whatever the store's size.
+	go d.met.RefreshStore(bg, storeMetricsInterval, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
-		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
+		return metrics.StoreStats{Campaigns: s.Campaigns, Active: s.Active, Allowed: s.Allowed, Revoked: s.Revoked,
+			Keys: s.Keys, DiskBytes: s.DiskBytes,
 			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
 	return d.serve(ctx, ln)
@@ -383,7 +386,11 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	return func() { os.Remove(addrFile) }, nil
 }
 
-// readyz answers 200 while the daemon serves and its store answers.
+// storeMetricsInterval is the period of the store gauges.
+const storeMetricsInterval = 5 * time.Second
+
+// readyz answers 200 while the daemon serves and its store answers (its
+// counts: a few reads, whatever the store's size).
 func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	if !d.ready.Load() {
 		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)

@@ -221,6 +221,9 @@ const maxFoldEntries = 20000
 // the totals), so it never conflicts with itself, and concurrent writers
 // only add delta entries of their own.
 func (b *Badger) foldCounters(ctx context.Context) error {
+	if _, full, _ := b.disk.state(); full {
+		return nil // writes are refused, so no delta is added either
+	}
 	b.foldMu.Lock()
 	defer b.foldMu.Unlock()
 	for {
@@ -330,12 +333,12 @@ func readTotal(txn *badger.Txn, h uint32) (HourTotal, error) {
 	return t, err
 }
 
-// pendingDeltas sums the delta entries not folded yet, up to
-// maxFoldEntries (the fold loop keeps them fewer).
+// pendingDeltas sums the delta entries not folded yet (the fold loop
+// keeps them to about a second's writes).
 func pendingDeltas(txn *badger.Txn) (delta, error) {
 	var sum delta
 	pfx := []byte{pfxDelta}
-	_, err := scanPrefix(txn, pfx, true, maxFoldEntries, func(_, v []byte) error {
+	_, err := scanPrefix(txn, pfx, true, 0, func(_, v []byte) error {
 		if d, err := decodeDelta(v); err == nil {
 			sum.c.add(d.c)
 			for h, t := range d.hours {

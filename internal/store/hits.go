@@ -75,8 +75,13 @@ func (b *Badger) RecordHit(ctx context.Context, id CampaignID, action string, at
 
 // RecordCheck counts a checked message that matched no campaign, and the
 // action taken on it, in the hourly totals (Totals). Matched messages are
-// counted by RecordHit. It is buffered like RecordHit.
+// counted by RecordHit. It is buffered like RecordHit. On a store open
+// read-only (a full disk at start) the count is dropped without an error:
+// it is statistics, and every message would report it.
 func (b *Badger) RecordCheck(ctx context.Context, action string, at time.Time) error {
+	if b.opts.ReadOnly {
+		return nil
+	}
 	if err := b.writable(); err != nil {
 		return err
 	}

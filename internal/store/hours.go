@@ -378,6 +378,9 @@ func (b *Badger) Hours(ctx context.Context, id CampaignID, since time.Time) ([]H
 // hourly runs the work of a new hour: re-ranking the campaigns whose hits
 // left a window, and pruning hours older than the retention.
 func (b *Badger) hourly(ctx context.Context) error {
+	if _, full, _ := b.disk.state(); full {
+		return nil // done once writes are accepted again
+	}
 	now := hourNumber(b.now())
 	b.hourlyMu.Lock()
 	defer b.hourlyMu.Unlock()

@@ -184,11 +184,11 @@ func walkRanked(ctx context.Context, txn *badger.Txn, sort string, since int64, 
 			recentDone = true
 			return nil
 		}
-		rit.Next()
+		id := idOfEntry(item.Key())
+		rit.Next() // item is invalid from here on
 		if !ok {
 			return nil
 		}
-		id := idOfEntry(item.Key())
 		var c cand
 		switch sort {
 		case SortVolume:
