@@ -94,13 +94,19 @@ type FleetStatus interface {
 	Nodes(ctx context.Context) ([]Node, error)
 }
 
-// Node is one node of a fleet.
+// Node is one node of a fleet, as its status tells.
 type Node struct {
-	Name     string
-	Healthy  bool
+	Name string
+	// Healthy: connected and applying the fleet's stream.
+	Healthy bool
+	// LastSeen is when the node's status was taken.
 	LastSeen time.Time
-	// Lag is how far the node's view of the campaigns is behind.
-	Lag time.Duration
+	// Lag is the number of the fleet's events the node has not applied
+	// yet; Outbox the number of its own events waiting to be published.
+	Lag    uint64
+	Outbox int
+	// Error is the node's last error ("" when none).
+	Error string
 }
 
 //go:embed templates static
