@@ -363,6 +363,9 @@ func TestBrowser(t *testing.T) {
 	if got := text("#sample-subject"); !strings.HasPrefix(got, "<script>window.pwned=1</script>") {
 		t.Errorf("hostile subject shown as %q", got[:min(len(got), 80)])
 	}
+	if got := text("#sample-text"); !strings.HasPrefix(got, "<script>window.pwned=1</script>") {
+		t.Errorf("hostile text shown as %q", got[:min(len(got), 80)])
+	}
 	if !eval(`document.querySelectorAll("main script, main img, main a[href^='javascript']").length === 0`) {
 		t.Error("the hostile sample made elements")
 	}

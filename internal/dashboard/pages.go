@@ -298,6 +298,11 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 		return
 	}
 	if len(hours) > 0 {
+		// At least a day, so that a young campaign's hours stand out.
+		for first := hours[0].Hour; len(hours) < seriesHours; {
+			first = first.Add(-time.Hour)
+			hours = append([]campaign.HourCount{{Hour: first}}, hours...)
+		}
 		var msgs, spam, ham, acted []int64
 		for _, hc := range hours {
 			msgs, spam, ham, acted = append(msgs, hc.Messages), append(spam, hc.SpamReports), append(ham, hc.HamReports), append(acted, hc.Acted)
