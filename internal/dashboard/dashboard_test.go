@@ -71,24 +71,12 @@ func newFixture(t *testing.T, o Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	lex, err := imatchbag.DefaultLexicon()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := andd.DefaultModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{eng: eng, st: st, log: &syncBuffer{}}
+	f := &fixture{eng: benchEngine(t, st), st: st, log: &syncBuffer{}}
 	if o.Credentials == nil {
 		o.Credentials = testCreds
 	}
 	o.Logger = slog.New(slog.NewTextHandler(f.log, nil))
-	f.h, err = New(eng, o)
+	f.h, err = New(f.eng, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +96,24 @@ func (f *fixture) report(t *testing.T, raw []byte, kind campaign.Kind, reporter 
 		t.Fatalf("report made no campaign: %+v", out)
 	}
 	return out.Campaign
+}
+
+// benchEngine is the real engine (shipped lexicon and model) over st.
+func benchEngine(tb testing.TB, st store.Store) *campaign.Engine {
+	tb.Helper()
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mod, err := andd.DefaultModel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return eng
 }
 
 // client is a browser: a cookie jar, no redirects followed.
