@@ -27,11 +27,12 @@ type MailReport struct {
 // ReportAttached takes each message attached to raw, a report sent by
 // mail (pipeline.AttachedMessages: message/rfc822 parts or the original
 // of an ARF feedback report), as a report of kind by reporter, in one
-// batch (ReportBatch; its errors are its). Messages beyond o.MaxMessages
+// batch (ReportBatch; its errors are its). Messages beyond maxMessages
+// (0: mime.DefaultMaxAttached)
 // are counted in Dropped, not reported. A raw message carrying none gives
 // ErrNoAttached.
-func (e *Engine) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, o pipeline.AttachedOptions) (MailReport, error) {
-	att := pipeline.AttachedMessages(raw, o)
+func (e *Engine) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, maxMessages int) (MailReport, error) {
+	att := pipeline.AttachedMessages(raw, pipeline.AttachedOptions{MaxMessages: maxMessages})
 	mr := MailReport{Dropped: att.Dropped, ARF: att.ARF}
 	if len(att.Messages) == 0 {
 		return mr, ErrNoAttached
