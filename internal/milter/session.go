@@ -82,7 +82,7 @@ const maxForged = 32
 // ownHeader reports whether suffix (a header name after the prefix) is
 // one of the headers nddmilter adds.
 func ownHeader(suffix []byte) bool {
-	for _, n := range []string{"Verdict", "Campaign", "Evidence"} {
+	for _, n := range []string{"Verdict", "Campaign", "Evidence", "Report"} {
 		if bytes.EqualFold(suffix, []byte(n)) {
 			return true
 		}
