@@ -49,3 +49,18 @@ func TestReportAttached(t *testing.T) {
 		t.Fatalf("inline message: %v, want ErrNoAttached", err)
 	}
 }
+
+func TestCheckReporter(t *testing.T) {
+	for _, tt := range []struct {
+		id string
+		ok bool
+	}{
+		{"", true}, {"alice", true}, {"alice@example.org", true}, {"fbl:isp", true}, {"Zoë", true},
+		{strings.Repeat("x", MaxReporterLen), true}, {strings.Repeat("x", MaxReporterLen+1), false},
+		{"a\nb", false}, {"a\x00b", false}, {"\xff", false}, {"a\u0085b", false},
+	} {
+		if err := CheckReporter(tt.id); (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrBadReporter)) {
+			t.Errorf("CheckReporter(%q) = %v, want ok %v", tt.id, err, tt.ok)
+		}
+	}
+}

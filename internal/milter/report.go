@@ -66,9 +66,6 @@ type FeedbackLoop struct {
 // reports. A SASL login starting with it is not taken as a reporter.
 const FeedbackReporterPrefix = "fbl:"
 
-// maxReporterLen bounds a SASL login taken as a reporter id.
-const maxReporterLen = 256
-
 // reportRules are ReportOptions, parsed.
 type reportRules struct {
 	kinds   map[string]store.Kind // lower-case report address → kind
@@ -219,7 +216,7 @@ func (s *session) report(r *reply) bool {
 		reporter, source = FeedbackReporterPrefix+l.name, "feedback loop"
 	} else if s.auth != "" {
 		switch {
-		case strings.HasPrefix(s.auth, FeedbackReporterPrefix) || len(s.auth) > maxReporterLen:
+		case strings.HasPrefix(s.auth, FeedbackReporterPrefix) || campaign.CheckReporter(s.auth) != nil:
 			log.Warn("mail to a report address: the SASL login cannot be a reporter id (too long, or the feedback-loop prefix): not a report, checked as any mail",
 				"auth", sanitize(s.auth))
 			return false
