@@ -366,3 +366,6 @@ func TestReportMacroNegotiation(t *testing.T) {
 		})
 	}
 }
+
+// The daemon hands the milter the campaign engine: it takes reports by mail.
+var _ Reporter = (*campaign.Engine)(nil)
