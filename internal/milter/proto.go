@@ -49,11 +49,13 @@ const (
 	repChgHeader  = 'm' // SMFIR_CHGHEADER: index(4) name\0value\0 (empty value deletes)
 	repQuarantine = 'q' // SMFIR_QUARANTINE: reason\0
 	repDiscard    = 'd' // SMFIR_DISCARD: accept the message, then drop it
+	repDelRcpt    = '-' // SMFIR_DELRCPT: recipient\0
 )
 
 // Action flags (SMFIF_*): what the milter may do at end of message.
 const (
 	actAddHeaders = 0x01  // SMFIF_ADDHDRS
+	actDelRcpt    = 0x08  // SMFIF_DELRCPT
 	actChgHeaders = 0x10  // SMFIF_CHGHDRS
 	actQuarantine = 0x20  // SMFIF_QUARANTINE
 	actSetSymList = 0x100 // SMFIF_SETSYMLIST: the milter names the macros it wants (v6)
@@ -240,12 +242,13 @@ type negotiation struct {
 
 // negotiate answers the MTA's SMFIC_OPTNEG: the lower of the two protocol
 // versions, the wanted actions the MTA allows and the wanted protocol
-// changes it offers. With macros (reports by mail are configured), the
-// milter names the macros it needs (reportMacros) when the MTA allows it
+// changes it offers. With reports (reports by mail are configured), the
+// milter may also delete recipients (a report address among others) and
+// names the macros it needs (reportMacros) when the MTA allows it
 // (SMFIF_SETSYMLIST, protocol 6); otherwise the MTA's own lists apply,
 // whose defaults carry them too (Postfix milter_mail_macros, Sendmail
 // Milter.macros.envfrom).
-func negotiate(data []byte, macros bool) (negotiation, error) {
+func negotiate(data []byte, reports bool) (negotiation, error) {
 	if len(data) < 12 {
 		return negotiation{}, protocolErrorf("option negotiation of %d bytes, want 12", len(data))
 	}
@@ -254,8 +257,11 @@ func negotiate(data []byte, macros bool) (negotiation, error) {
 		return negotiation{}, protocolErrorf("MTA speaks milter protocol version %d, need 2 or later", v)
 	}
 	want := uint32(wantedActions)
-	if macros && v >= 6 {
-		want |= actSetSymList
+	if reports {
+		want |= actDelRcpt
+		if v >= 6 {
+			want |= actSetSymList
+		}
 	}
 	return negotiation{
 		version:  min(v, protocolVersion),

@@ -186,10 +186,14 @@ func (s *session) reportRcpt(rules *reportRules, rcpt string) {
 	switch {
 	case !ok:
 		s.otherRcpts++
+		return
 	case k == store.KindSpam:
 		s.spamRcpts++
 	default:
 		s.hamRcpts++
+	}
+	if len(s.reportRcpts) < maxLoggedRcpts {
+		s.reportRcpts = append(s.reportRcpts, rcpt)
 	}
 }
 
@@ -280,16 +284,34 @@ func (s *session) report(r *reply) bool {
 	if mr.Dropped > 0 {
 		summary += "; dropped=" + strconv.Itoa(mr.Dropped)
 	}
-	deliver := !st.reports.discard || s.otherRcpts > 0
+	delivered := "report mailbox"
+	switch {
+	case st.reports.discard && s.otherRcpts == 0:
+		delivered = "discarded"
+	case st.reports.discard && r.neg.actions&actDelRcpt != 0 && len(s.reportRcpts) == s.spamRcpts+s.hamRcpts:
+		delivered = "other recipients"
+	case st.reports.discard:
+		// The MTA does not let the milter remove the report address
+		// (or there are too many): one verdict per message, delivered
+		// to all.
+		delivered = "all recipients"
+	}
 	log.Info("report by mail", "messages", len(mr.Outcomes), "created", created, "joined", joined,
-		"repeated", repeated, "skipped", skipped, "dropped", mr.Dropped, "arf", mr.ARF, "delivered", deliver)
-	if !deliver {
+		"repeated", repeated, "skipped", skipped, "dropped", mr.Dropped, "arf", mr.ARF, "delivered", delivered)
+	switch delivered {
+	case "discarded":
 		r.final(repDiscard)
 		return true
+	case "other recipients":
+		// Discarded for the report addresses only: the other
+		// recipients get the message as sent.
+		for _, rcpt := range s.reportRcpts {
+			r.delRcpt(rcpt)
+		}
+		s.deleteForged(r)
+		r.final(repAccept)
+		return true
 	}
-	// Delivered: to the report mailbox (Deliver: mailbox), or, when the
-	// message also has other recipients, to all of them (one milter
-	// verdict per message: none of them is dropped).
 	s.deleteForged(r)
 	r.addHeader(o.HeaderPrefix+"Report", summary)
 	r.final(repAccept)

@@ -61,7 +61,7 @@ func (h *harness) mtaSession(client string) *gomilter.ClientSession {
 		Dialer:       mtadial.Dialer{Timeout: 5 * time.Second},
 		ReadTimeout:  5 * time.Second,
 		WriteTimeout: 5 * time.Second,
-		ActionMask:   clientActions | gomilter.OptAction(actSetSymList),
+		ActionMask:   clientActions | gomilter.OptRemoveRcpt | gomilter.OptAction(actSetSymList),
 		ProtocolMask: postfixProtocol,
 	})
 	s, err := c.Session()
@@ -161,7 +161,8 @@ func TestReportByMail(t *testing.T) {
 		report   string // substring of X-NDD-Report
 		verdict  bool   // checked as any mail (X-NDD-Verdict)
 		log      string
-		created  []msg // copies that must now match a campaign
+		delRcpt  string // the recipient removed
+		created  []msg  // copies that must now match a campaign
 		none     []msg // copies that must not
 	}{
 		{name: "authenticated, two attachments", client: "198.51.100.7", auth: "alice",
@@ -175,7 +176,10 @@ func TestReportByMail(t *testing.T) {
 			reporter: "alice", report: "spam; reporter=alice; messages=1; created=1", created: []msg{campaignCopy(9)}},
 		{name: "ham report", deliver: "mailbox", client: "198.51.100.7", auth: "bob",
 			m: reportMsg([]string{hamAddr}, campaignCopy(1)), code: gomilter.ActAccept, reporter: "bob", report: "ham; reporter=bob; messages=1"},
-		{name: "also to another recipient: delivered", client: "198.51.100.7", auth: "alice",
+		{name: "also to another recipient: the report address removed", client: "198.51.100.7", auth: "alice",
+			m: reportMsg([]string{"bob@example.org", spamAddr}, campaignCopy(1)), code: gomilter.ActAccept,
+			reporter: "alice", delRcpt: "<" + spamAddr + ">", created: []msg{campaignCopy(9)}}, // as the MTA sent it
+		{name: "also to another recipient, mailbox", deliver: "mailbox", client: "198.51.100.7", auth: "alice",
 			m: reportMsg([]string{spamAddr, "bob@example.org"}, campaignCopy(1)), code: gomilter.ActAccept,
 			reporter: "alice", report: "spam; reporter=alice", created: []msg{campaignCopy(9)}},
 		{name: "to spam and ham addresses: not a report", client: "198.51.100.7", auth: "alice",
@@ -220,6 +224,15 @@ func TestReportByMail(t *testing.T) {
 			took := eng.took()
 			if tt.reporter == "" && len(took) != 0 || tt.reporter != "" && (len(took) != 1 || took[0] != tt.reporter) {
 				t.Errorf("reports taken with reporters %q, want %q", took, tt.reporter)
+			}
+			del := ""
+			for _, m := range mods {
+				if m.Code == gomilter.ActDelRcpt {
+					del += m.Rcpt
+				}
+			}
+			if del != tt.delRcpt {
+				t.Errorf("recipients removed %q, want %q", del, tt.delRcpt)
 			}
 			hdr := headersOf(mods)
 			if tt.report != "" && !strings.Contains(hdr["X-NDD-Report"], tt.report) {
@@ -346,9 +359,13 @@ func TestReportMacroNegotiation(t *testing.T) {
 			if code != cmdOptNeg || len(d) < 12 {
 				t.Fatalf("reply %q %d bytes", code, len(d))
 			}
-			got := binary.BigEndian.Uint32(d[4:8])&actSetSymList != 0
+			acts := binary.BigEndian.Uint32(d[4:8])
+			got := acts&actSetSymList != 0
 			if got != tt.want || (len(d) > 12) != tt.want {
 				t.Fatalf("SETSYMLIST %v with %d bytes, want %v", got, len(d), tt.want)
+			}
+			if del := acts&actDelRcpt != 0; del != (tt.opts.Reports.SpamAddresses != nil) {
+				t.Errorf("SMFIF_DELRCPT %v with reports %v", del, tt.opts.Reports.SpamAddresses)
 			}
 			if !tt.want {
 				return

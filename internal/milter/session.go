@@ -53,6 +53,7 @@ type session struct {
 	// and the recipients that are spam or ham report addresses, or not.
 	auth                            string
 	spamRcpts, hamRcpts, otherRcpts int
+	reportRcpts                     []string // the report addresses as the MTA sent them (the first maxLoggedRcpts)
 	// reserved is the part of raw's capacity charged to the budget;
 	// over, when set, is why the message is not buffered (overSessions,
 	// overBytes): its end gets the OnError treatment. See limits.go.
@@ -100,7 +101,7 @@ func (s *session) reset() {
 	s.queueID, s.from = "", ""
 	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
 	s.rcptList, s.subject, s.subjects, s.spamFlags, s.spamStats = s.rcptList[:0], "", 0, 0, 0
-	s.auth, s.spamRcpts, s.hamRcpts, s.otherRcpts = "", 0, 0, 0
+	s.auth, s.spamRcpts, s.hamRcpts, s.otherRcpts, s.reportRcpts = "", 0, 0, 0, s.reportRcpts[:0]
 	if s.reserved > 0 {
 		// A large buffer is not kept between messages.
 		s.dropBuf()
@@ -341,6 +342,13 @@ func (r *reply) setHeader(n int, name, value string) {
 	r.addHeader(name, value)
 }
 
+// delRcpt removes a recipient (as the MTA sent it at RCPT TO).
+func (r *reply) delRcpt(rcpt string) {
+	if r.allowed(actDelRcpt) {
+		r.out = appendPacket(r.out, repDelRcpt, nil, true, rcpt)
+	}
+}
+
 func (r *reply) quarantine(reason string) {
 	if r.allowed(actQuarantine) {
 		r.out = appendPacket(r.out, repQuarantine, nil, true, reason)
@@ -379,6 +387,9 @@ func actionNames(a uint32) string {
 	}
 	if a&actQuarantine != 0 {
 		names = append(names, "quarantine")
+	}
+	if a&actDelRcpt != 0 {
+		names = append(names, "delete recipient")
 	}
 	return strings.Join(names, ", ")
 }

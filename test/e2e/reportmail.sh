@@ -18,7 +18,10 @@
 #      on (tagged: one reporter);
 #   d) an ARF report from the feedback loop's client address and sender
 #      domain is taken with the reporter fbl:NAME; the same ARF report from
-#      another client address is delivered as any mail.
+#      another client address is delivered as any mail;
+#   e) a report message from alice to the report address and to bob is
+#      taken, and delivered to bob only (the milter removed the report
+#      address).
 # Installs postfix, swaks, sasl2-bin and libsasl2-modules from Debian's
 # packages when missing (root). Cleans up after itself, bounded in time;
 # prints "N passed, N failed" and exits non-zero on failure.
@@ -380,3 +383,22 @@ else
 fi
 n=$(grep -c '"msg":"report by mail"' "$T/nddmilter.log")
 [ "$n" = 2 ] && pass "(d) two reports by mail in all" || fail "(d) $n reports by mail, want 2"
+
+# (e) to the report address and another recipient: the report is taken and
+# the message goes to the other recipient only.
+forward_eml mixed >"$T/mixed.eml"
+swaks_data mixed "$T/mixed.eml" --to spam-report@example.org,bob@example.org --from alice@example.org \
+	--auth PLAIN --auth-user alice --auth-password alice-secret
+qid=$(grep -o '<- *250 .*queued as [0-9A-F]*' "$T/swaks-mixed.log" | grep -o '[0-9A-F]*$')
+if f=$(sink_file mixed); then
+	sleep 1
+	if grep -q "$qid: to=<bob@example.org>.*status=sent" "$T/postfix.log" && ! grep -q "$qid: to=<spam-report@example.org>" "$T/postfix.log"; then
+		pass "(e) report message also to bob: delivered to bob only ($qid)"
+	else
+		fail "(e) $qid: $(grep "$qid: to=" "$T/postfix.log" | tr '\n' ' ')"
+	fi
+else
+	fail "(e) report message also to bob not delivered to bob: $(grep -E '^<[-~*]' "$T/swaks-mixed.log" | tail -2 | tr '\n' ' ')"
+fi
+n=$(grep -c '"msg":"report by mail"' "$T/nddmilter.log")
+[ "$n" = 3 ] && pass "(e) three reports by mail in all" || fail "(e) $n reports by mail, want 3"
