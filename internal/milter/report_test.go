@@ -163,7 +163,7 @@ func TestReportByMail(t *testing.T) {
 		log      string
 		delRcpt  string // the recipient removed
 		created  []msg  // copies that must now match a campaign
-		none     []msg // copies that must not
+		none     []msg  // copies that must not
 	}{
 		{name: "authenticated, two attachments", client: "198.51.100.7", auth: "alice",
 			m: reportMsg([]string{"<Spam-Report@Example.org>"}, campaignCopy(1), otherCampaignCopy(1)), code: gomilter.ActDiscard,
