@@ -222,7 +222,7 @@ func (s *session) report(r *reply) bool {
 		switch {
 		case strings.HasPrefix(s.auth, FeedbackReporterPrefix) || campaign.CheckReporter(s.auth) != nil:
 			log.Warn("mail to a report address: the SASL login cannot be a reporter id (too long, or the feedback-loop prefix): not a report, checked as any mail",
-				"auth", sanitize(s.auth))
+				"auth", s.logAddr(sanitize(s.auth)))
 			return false
 		}
 		reporter, source = s.auth, "sasl"
@@ -242,7 +242,7 @@ func (s *session) report(r *reply) bool {
 	t0 := time.Now()
 	mr, stage, err := s.takeReport(st, rep, kind, reporter)
 	elapsed := time.Since(t0)
-	log = log.With("reporter", reporter, "source", source, "kind", kindName, "duration_ms", ms(elapsed))
+	log = log.With("reporter", s.logAddr(reporter), "source", source, "kind", kindName, "duration_ms", ms(elapsed))
 	if s.bodyLen > o.MaxBodyBytes {
 		log = log.With("truncated", true)
 	}
