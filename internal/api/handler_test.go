@@ -346,7 +346,6 @@ func TestStoreRoutes(t *testing.T) {
 	}
 }
 
-<<<<<<< HEAD
 // The now view, a campaign's hourly series, the false-positive watch and
 // paging through the API.
 func TestNowSeriesAndPaging(t *testing.T) {
@@ -391,7 +390,9 @@ func TestNowSeriesAndPaging(t *testing.T) {
 	}
 	if status, _, raw := do(t, "GET", srv.URL+"/v1/now?sort=size", testToken, nil); status != http.StatusBadRequest {
 		t.Errorf("now sort=size: %d %s", status, raw)
-=======
+	}
+}
+
 // Reporter identities through the API: only the token's holder may report
 // and name the reporter; a missing or wrong token records nothing, and a
 // reporter id out of bounds is refused (docs/SECURITY.md).
@@ -421,6 +422,5 @@ func TestReporterIdentity(t *testing.T) {
 	}
 	if c := list[0]; c.SpamReporters != 2 || c.SpamReports != 3 {
 		t.Errorf("%d spam reporters, %d reports; want 2 (alice, fbl:isp) and 3", c.SpamReporters, c.SpamReports)
->>>>>>> main
 	}
 }
