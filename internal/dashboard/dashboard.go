@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -122,7 +121,7 @@ type Handler struct {
 	limit    *limiter
 	cop      *http.CrossOriginProtection
 	pages    map[string]*template.Template
-	static   http.Handler
+	css      []byte // static/style.css
 	mux      *http.ServeMux
 }
 
@@ -153,7 +152,7 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	static, err := fs.Sub(files, "static")
+	css, err := files.ReadFile("static/style.css")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
@@ -163,7 +162,7 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 		limit:    newLimiter(o.LoginInterval, o.LoginBurst),
 		cop:      http.NewCrossOriginProtection(),
 		pages:    pages,
-		static:   http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
+		css:      css,
 		mux:      http.NewServeMux(),
 	}
 	h.Update(eng, o.Credentials)
@@ -182,7 +181,11 @@ func (h *Handler) Update(eng *campaign.Engine, creds []Credential) {
 
 func (h *Handler) routes() {
 	m := h.mux
-	m.Handle("GET "+Prefix+"static/", h.static)
+	m.HandleFunc("GET "+Prefix+"static/style.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, _ = w.Write(h.css)
+	})
 	m.HandleFunc("GET "+Prefix+"login", h.loginPage)
 	m.HandleFunc("POST "+Prefix+"login", h.login)
 	m.HandleFunc("POST "+Prefix+"logout", h.change(RoleRead, h.logout))

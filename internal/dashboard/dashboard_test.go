@@ -196,7 +196,7 @@ func (f *fixture) state(t *testing.T, id campaign.CampaignID) (campaign.State, b
 func TestSecurityHeaders(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.client(t)
-	for _, path := range []string{"/ui/login", "/ui/", "/ui/static/style.css", "/ui/nothing"} {
+	for _, path := range []string{"/ui/login", "/ui/", "/ui/static/style.css", "/ui/static/", "/ui/nothing"} {
 		resp, _ := c.get(path)
 		h := resp.Header
 		csp := h.Get("Content-Security-Policy")
@@ -209,6 +209,9 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 	if resp, body := c.get("/ui/static/style.css"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") || !strings.Contains(body, "body") {
 		t.Errorf("stylesheet: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if resp, _ := c.get("/ui/static/"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("static directory: %d, want 404 (no listing)", resp.StatusCode)
 	}
 }
 
@@ -241,6 +244,9 @@ func TestLoginRequired(t *testing.T) {
 func TestLogin(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.client(t)
+	if resp, _ := c.post("/ui/login", url.Values{"secret": {""}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("empty secret: %d", resp.StatusCode)
+	}
 	resp, body := c.post("/ui/login", url.Values{"secret": {"wrong-secret-0123456789"}})
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Wrong password") || len(resp.Cookies()) != 0 {
 		t.Errorf("wrong secret: %d, cookies %v", resp.StatusCode, resp.Cookies())
