@@ -448,7 +448,7 @@ func TestPagesShowCampaigns(t *testing.T) {
 	c.login("", adminSecret)
 
 	_, now := c.get("/ui/")
-	for _, want := range []string{fmt.Sprintf(`id="c%d"`, spam), "Luxury watches", `class="spark"`, `<polyline`} {
+	for _, want := range []string{fmt.Sprintf(`id="c%d"`, spam), "Luxury watches", `class="spark"`, `<polyline`, `id="hours"`, `<td class="num">3</td><td>tag 3</td>`} {
 		if !strings.Contains(now, want) {
 			t.Errorf("now page lacks %q", want)
 		}

@@ -108,6 +108,14 @@ func actions(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
+// hourRow is one hour of the store-wide totals.
+type hourRow struct {
+	Hour                    time.Time
+	Checked, Matched        int64
+	Actions                 string
+	SpamReports, HamReports int64
+}
+
 type nowPage struct {
 	base
 	Sort        string
@@ -124,6 +132,7 @@ type nowPage struct {
 	HamReports  int64
 	Actions     string
 	Stats       campaign.Stats
+	Hours       []hourRow
 	Fleet       []Node
 	FleetErr    string
 	HasFleet    bool
@@ -177,12 +186,15 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 				acted[i] += n
 			}
 		}
+		d.Hours = append(d.Hours, hourRow{Hour: t.Hour, Checked: t.Checked, Matched: t.Matched, Actions: actions(t.Actions),
+			SpamReports: t.SpamReports, HamReports: t.HamReports})
 		d.Checked += t.Checked
 		d.Matched += t.Matched
 		d.Reports += t.SpamReports
 		d.HamReports += t.HamReports
 	}
 	d.Actions = actions(acts)
+	slices.Reverse(d.Hours) // latest first
 	if len(v.Totals) > 0 {
 		d.Totals = chart([]series{{"checked", checked}, {"matched a campaign", matched}, {"acted on", acted}},
 			v.Totals[0].Hour.Format("Jan 2 15:04"), v.Totals[len(v.Totals)-1].Hour.Format("15:04")+" UTC",
