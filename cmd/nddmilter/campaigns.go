@@ -110,10 +110,10 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 
 func printSummaries(w io.Writer, cs []api.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
+	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tHOUR/DAY\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
-			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
+			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages, c.HourMessages, c.DayMessages,
 			c.SpamReporters, c.SpamReports, c.HamReporters, c.HamReports,
 			formatActions(c.Actions), truncate(oneLine(c.SampleSubject), 60))
 	}

@@ -24,9 +24,11 @@ type pendingHour struct {
 	actions         map[string]int64
 }
 
-// add counts n messages that matched at time at and on which action was
-// taken ("" when unknown).
-func (p *pendingHit) add(action string, at time.Time, n int64) {
+// add counts n messages that matched in the hour of at (the last at last)
+// and on which action was taken ("" when unknown). Whoever counts hits
+// (RecordHit, a fleet's deltas) fills a pendingHit with add and hands it
+// to applyHits.
+func (p *pendingHit) add(action string, at, last time.Time, n int64) {
 	if p.actions == nil {
 		p.actions = make(map[string]int64, 1)
 	}
@@ -34,7 +36,7 @@ func (p *pendingHit) add(action string, at time.Time, n int64) {
 		p.hours = make(map[uint32]*pendingHour, 1)
 	}
 	p.messages += n
-	p.lastSeen = maxTime(p.lastSeen, at)
+	p.lastSeen = maxTime(p.lastSeen, last)
 	h := hourNumber(at)
 	ph := p.hours[h]
 	if ph == nil {
@@ -69,7 +71,7 @@ func (b *Badger) RecordHit(ctx context.Context, id CampaignID, action string, at
 		p = &pendingHit{}
 		b.hits[id] = p
 	}
-	p.add(action, at, 1)
+	p.add(action, at, at, 1)
 	return nil
 }
 
@@ -134,7 +136,6 @@ func (b *Badger) flushHits() error {
 		ids = append(ids, id)
 	}
 	ctx := context.Background()
-	now := hourNumber(b.now())
 	first := true
 	for first || len(ids) > 0 {
 		n := 0
@@ -150,7 +151,7 @@ func (b *Badger) flushHits() error {
 					break
 				}
 				n++
-				if _, err := b.applyHits(w, id, pending[id], now); err != nil {
+				if _, err := b.applyHits(w, id, pending[id]); err != nil {
 					return err
 				}
 			}
@@ -167,11 +168,12 @@ func (b *Badger) flushHits() error {
 
 // applyHits adds the hits p to campaign id inside w: the record's
 // messages, actions and last seen, its daily and hourly counters, its
-// place in the windowed rankings, and the hourly totals of matched
-// messages and actions (now is the current hour). It is the one function
-// that accounts hits, whoever counted them; found is false (and nothing
-// is written) when the campaign no longer exists.
-func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit, now uint32) (found bool, err error) {
+// place in the windowed rankings (at the store's clock), and the hourly
+// totals of matched messages and actions. It is the one function that
+// accounts hits, whoever counted them; found is false (and nothing is
+// written) when the campaign no longer exists.
+func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit) (found bool, err error) {
+	now := hourNumber(b.now())
 	r, err := getRecord(w.txn, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil // deleted, expired or merged meanwhile
