@@ -407,3 +407,51 @@ func TestUpgradeFromSchema1(t *testing.T) {
 	}
 	verifyClean(t, s2)
 }
+
+// Truncated or corrupt counter deltas, rings and hour counters are
+// refused with an error, never a panic.
+func TestDecodeMalformedSchema2Values(t *testing.T) {
+	d := delta{c: counters{byState: [3]int64{1, 2, 3}, keys: 9, spamReports: -4}}
+	d.hour(12).add(&HourTotal{Checked: 5, Matched: 2, Actions: map[string]int64{"reject": 2}})
+	r := ring{anchor: 100, hourIx: 3, dayIx: 7}
+	r.c[0], r.c[5] = 3, 4
+	values := map[string][]byte{
+		"delta": d.encode(),
+		"ring":  r.encode(),
+		"hour":  hourCounts{1, 2, 3, 4}.encode(),
+	}
+	if got, err := decodeDelta(values["delta"]); err != nil || got.c != d.c || got.hours[12].Actions["reject"] != 2 {
+		t.Errorf("delta round trip: %+v %v", got, err)
+	}
+	if got, err := decodeRing(values["ring"]); err != nil || got != r {
+		t.Errorf("ring round trip: %+v %v", got, err)
+	}
+	for name, v := range values {
+		for n := range len(v) {
+			var err error
+			switch name {
+			case "delta":
+				_, err = decodeDelta(v[:n])
+			case "ring":
+				_, err = decodeRing(v[:n])
+			case "hour":
+				_, err = decodeHour(v[:n])
+			}
+			if err == nil {
+				t.Errorf("%s truncated to %d of %d bytes decoded without error", name, n, len(v))
+			}
+		}
+		bad := append([]byte{}, v...)
+		for i := range bad {
+			bad[i] = 0xff
+		}
+		switch name { // must not panic
+		case "delta":
+			decodeDelta(bad)
+		case "ring":
+			decodeRing(bad)
+		case "hour":
+			decodeHour(bad)
+		}
+	}
+}
