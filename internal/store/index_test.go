@@ -455,3 +455,33 @@ func TestDecodeMalformedSchema2Values(t *testing.T) {
 		}
 	}
 }
+
+// Stats (what /readyz and the store gauges call) reads the counters, not
+// the campaign records: records made unreadable behind its back do not
+// change it, and nothing is scanned.
+func TestStatsReadsCountersOnly(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: -1})
+	var ids []CampaignID
+	for i := range 3 {
+		ids = append(ids, mustReport(t, s, spam("r", t0, fmt.Sprintf("k%d", i))).Campaign)
+	}
+	before, err := s.Stats(ctx)
+	if err != nil || before.Campaigns != 3 || before.Active != 3 || before.SpamReports != 3 {
+		t.Fatalf("Stats = %+v, %v", before, err)
+	}
+	err = s.db.Update(func(txn *badger.Txn) error {
+		for _, id := range ids {
+			if err := txn.Set(campaignKey(id), []byte{0xff}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats(ctx)
+	if err != nil || after.Campaigns != before.Campaigns || after.Keys != before.Keys {
+		t.Errorf("Stats after the records were garbled = %+v, %v; want %+v", after, err, before)
+	}
+}
