@@ -222,6 +222,9 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 	fmt.Fprintf(w, "  exact copy     %s\n", d.DecisionRule)
 	fmt.Fprintf(w, "  sample from    %s\n", oneLine(d.SampleFrom))
 	fmt.Fprintf(w, "  sample subject %s\n", oneLine(d.SampleSubject))
+	if d.SampleText != "" {
+		fmt.Fprintf(w, "  sample text    %s\n", truncate(oneLine(d.SampleText), 200))
+	}
 	if len(d.MergedFrom) > 0 {
 		ids := make([]string, len(d.MergedFrom))
 		for i, m := range d.MergedFrom {

@@ -243,6 +243,10 @@ type Day struct {
 // Detail is the JSON view of one campaign with its signatures and timeline.
 type Detail struct {
 	Summary
+	// SampleText is the start of the first reported copy's visible text
+	// (at most store.MaxSampleText bytes); "" for campaigns reported
+	// before it was kept.
+	SampleText string `json:"sample_text,omitempty"`
 	// Decision is what the policy would do with an exact copy (all I-Match
 	// bags matched), with its explanation.
 	Decision      action.Action `json:"decision"`
@@ -283,7 +287,7 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	d := Detail{Summary: NewSummary(c), Reputation: eng.Policy().Reputation(c)}
+	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: eng.Policy().Reputation(c)}
 	dec := eng.ExactCopy(c)
 	d.Decision, d.DecisionRule = dec.Action, dec.Rule
 	d.SignatureKeys = make([]string, len(c.Keys))

@@ -174,7 +174,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.ID != id || len(d.SignatureKeys) == 0 || len(d.Timeline) == 0 || d.Timeline[0].SpamReports != 5 ||
-		d.Decision != action.Reject || !strings.Contains(d.SampleSubject, "watch") {
+		d.Decision != action.Reject || !strings.Contains(d.SampleSubject, "watch") || !strings.HasPrefix(d.SampleText, "Congratulations!") {
 		t.Errorf("detail: %+v", d)
 	}
 	s, err := c.Allow(ctx, id, false)

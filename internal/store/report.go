@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -357,6 +359,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if dst.SampleFrom == "" {
 		dst.SampleFrom = in.From
 	}
+	if dst.SampleText == "" {
+		dst.SampleText = sampleText(in.Text)
+	}
 	if len(in.Sketch) > 0 && len(dst.Sketches) < b.opts.MaxSketches &&
 		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
 		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
@@ -637,6 +642,9 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	if dst.SampleFrom == "" {
 		dst.SampleFrom = src.SampleFrom
 	}
+	if dst.SampleText == "" {
+		dst.SampleText = src.SampleText
+	}
 	for _, s := range src.Sketches {
 		if len(dst.Sketches) >= b.opts.MaxSketches {
 			break
@@ -695,4 +703,18 @@ func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
 			return nil
 		}
 	}
+}
+
+// sampleText is s as a campaign's SampleText: valid UTF-8 (invalid bytes
+// become U+FFFD), at most MaxSampleText bytes, cut between characters.
+func sampleText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxSampleText {
+		return s
+	}
+	cut := MaxSampleText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

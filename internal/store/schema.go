@@ -189,9 +189,11 @@ func putBytes(b, s []byte) []byte {
 // encode renders the record in the compact binary format v1:
 // version, state, first/last seen (varint unix ns), uvarint counters
 // (messages, spam/ham reports, spam/ham reporters, keys), actions
-// (count, then name, count), subject, from, sketches, merged-from ids.
+// (count, then name, count), subject, from, sketches, merged-from ids,
+// and, when not empty, the sample text (a trailing field: records written
+// before it existed read as having none).
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.Sketches)*40)
+	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.SampleText)+len(r.Sketches)*40)
 	b = append(b, recordV1, byte(r.State))
 	b = putVarTime(b, r.FirstSeen)
 	b = putVarTime(b, r.LastSeen)
@@ -220,6 +222,9 @@ func (r *record) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.MergedFrom)))
 	for _, id := range r.MergedFrom {
 		b = binary.AppendUvarint(b, uint64(id))
+	}
+	if r.SampleText != "" {
+		b = putBytes(b, []byte(r.SampleText))
 	}
 	return b
 }
@@ -347,6 +352,9 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 		for i := 0; i < n && d.err == nil; i++ {
 			r.MergedFrom = append(r.MergedFrom, CampaignID(d.uvarint()))
 		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		r.SampleText = string(d.bytes())
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, d.err)

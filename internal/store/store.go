@@ -51,6 +51,9 @@ type Campaign struct {
 	Actions       map[string]int64
 	SampleSubject string
 	SampleFrom    string
+	// SampleText is an excerpt of the first reported copy's visible text
+	// (at most MaxSampleText bytes, valid UTF-8), for administrators.
+	SampleText string
 	// Keys is every index key pointing at the campaign, so that deleting the
 	// campaign removes all of them.
 	Keys [][]byte
@@ -97,7 +100,13 @@ type ReportInput struct {
 	// Index adds Keys to the index of the resulting campaign (spam reports).
 	Index         bool
 	Subject, From string
+	// Text is an excerpt of the message's visible text, kept as the
+	// campaign's SampleText (cut to MaxSampleText bytes).
+	Text string
 }
+
+// MaxSampleText bounds Campaign.SampleText, in bytes.
+const MaxSampleText = 1024
 
 // ReportResult tells what a report did.
 type ReportResult struct {
