@@ -485,3 +485,33 @@ func TestStatsReadsCountersOnly(t *testing.T) {
 		t.Errorf("Stats after the records were garbled = %+v, %v; want %+v", after, err, before)
 	}
 }
+
+// RebuildIndexes writes the indexes and counters again from the records.
+func TestRebuildIndexes(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: -1})
+	fillVaried(t, s)
+	want := listIDs(t, s, Query{Sort: SortVolume})
+	st0, _ := s.Stats(ctx)
+	for _, p := range []byte{pfxVolume, pfxRecent} {
+		if err := s.db.DropPrefix([]byte{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.DropPrefix(metaCountsKey, []byte{pfxDelta}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Verify(ctx, false); err != nil || v.BadIndexEntries == 0 || !v.CountersWrong {
+		t.Fatalf("Verify after dropping indexes: %+v %v", v, err)
+	}
+	if err := s.RebuildIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, s, Query{Sort: SortVolume}); !slices.Equal(got, want) {
+		t.Errorf("after rebuild: %v, want %v", got, want)
+	}
+	st, _ := s.Stats(ctx)
+	if st.Campaigns != st0.Campaigns || st.Keys != st0.Keys || st.SpamReports != st0.SpamReports {
+		t.Errorf("after rebuild: Stats %+v, want %+v", st, st0)
+	}
+	verifyClean(t, s)
+}
