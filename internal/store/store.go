@@ -1,6 +1,9 @@
 // Package store keeps nddmilter's memory: known campaigns, the signature
-// index that maps signature keys to campaigns, reporters and per-campaign
-// daily counters. Keys are opaque byte strings to this package: it knows
+// index that maps signature keys to campaigns, reporters, per-campaign
+// daily and hourly counters, and the rankings and store-wide counters
+// that every write keeps up to date so that listings and statistics never
+// scan the campaigns (index.go, hours.go, counts.go). Keys are opaque
+// byte strings to this package: it knows
 // nothing of parsing or of how signatures are computed. The only backend is
 // Badger (see Open); Store is the narrow interface a shared fleet backend
 // will implement later.
