@@ -220,6 +220,27 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 	pad.Flags().Uint64Var(&fp.advSeed, "adv-seed", 1, "seed of the reported set and the padding")
 	pad.Flags().IntSliceVar(&padKB, "kib", []int{0, 1, 4, 8, 16, 32}, "amounts of appended text, in KiB")
 
+	fr := &evalFlags{}
+	var reporters int
+	rep := &cobra.Command{
+		Use:   "reporters",
+		Short: "Every spam of the corpus reported by N users, then every message checked: the ham flagged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fr.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunReporters(cmd.Context(), c, eval.ReportersOptions{Reporters: reporters, Accuracy: fr.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval reporters: %w", err)
+			}
+			return fr.output(cmd.OutOrStdout(), &eval.Results{Reporters: r})
+		},
+	}
+	fr.common(rep)
+	rep.Flags().IntVar(&reporters, "reporters", 3, "users who report every spam message")
+
 	fs := &evalFlags{}
 	speed := &cobra.Command{
 		Use:   "speed",
@@ -279,6 +300,6 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, speed, all)
+	cmd.AddCommand(adv, pad, rep, speed, all)
 	return cmd
 }

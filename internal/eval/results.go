@@ -18,6 +18,7 @@ type Results struct {
 	Accuracy    *AccuracyResult    `json:"accuracy,omitempty"`
 	Adversarial *AdversarialResult `json:"adversarial,omitempty"`
 	Padding     *PaddingResult     `json:"padding,omitempty"`
+	Reporters   *ReportersResult   `json:"reporters,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
@@ -86,6 +87,12 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w, "## Copies padded with appended text")
 		fmt.Fprintln(w)
 		r.Padding.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Reporters != nil {
+		fmt.Fprintln(w, "## Every spam reported")
+		fmt.Fprintln(w)
+		r.Reporters.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	if r.Speed != nil {

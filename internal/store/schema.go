@@ -186,7 +186,7 @@ func putBytes(b, s []byte) []byte {
 // (messages, spam/ham reports, spam/ham reporters, keys), actions
 // (count, then name, count), subject, from, sketches, merged-from ids.
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.Sketches)*40)
+	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.Sketches)*40+len(r.Terms)*512)
 	b = append(b, recordV1, byte(r.State))
 	b = putVarTime(b, r.FirstSeen)
 	b = putVarTime(b, r.LastSeen)
@@ -215,6 +215,15 @@ func (r *record) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.MergedFrom)))
 	for _, id := range r.MergedFrom {
 		b = binary.AppendUvarint(b, uint64(id))
+	}
+	// Optional trailing section: a record without it (written before
+	// term sets were kept) decodes with no Terms, and a reader that
+	// predates it ignores it.
+	if len(r.Terms) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(r.Terms)))
+		for _, t := range r.Terms {
+			b = putBytes(b, t)
+		}
 	}
 	return b
 }
@@ -328,6 +337,14 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 		r.MergedFrom = make([]CampaignID, 0, n)
 		for i := 0; i < n && d.err == nil; i++ {
 			r.MergedFrom = append(r.MergedFrom, CampaignID(d.uvarint()))
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		if n := d.count(); n > 0 {
+			r.Terms = make([][]byte, 0, n)
+			for i := 0; i < n && d.err == nil; i++ {
+				r.Terms = append(r.Terms, d.bytes())
+			}
 		}
 	}
 	if d.err != nil {

@@ -59,6 +59,10 @@ type Campaign struct {
 	Sketches [][]byte
 	// MergedFrom lists campaigns merged into this one.
 	MergedFrom []CampaignID
+	// Terms holds the term sets (opaque, versioned by their writer) of a
+	// few reported messages, capped like Sketches, used to verify
+	// similarity matches exactly.
+	Terms [][]byte
 }
 
 // ReportInput is one report, applied atomically by Store.Report.
@@ -73,6 +77,9 @@ type ReportInput struct {
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
+	// Terms is the message's term set (opaque), kept like Sketch; longer
+	// than MaxTermsLen, it is not kept.
+	Terms []byte
 	// Join lists campaigns the caller matched by similarity, joined like
 	// those found through Keys (ignored when Vetted).
 	Join []CampaignID
