@@ -47,6 +47,9 @@ type Message struct {
 	// Both are computed on the text without the mailing-list footer.
 	ShortKeys   [][]byte
 	ShortLookup [][]byte
+	// Terms are the hashes of the message's distinct terms, sorted
+	// (termHashes; EncodeTerms renders them as a campaign keeps them).
+	Terms []uint32
 	// FooterAt is the byte offset of the mailing-list footer in the
 	// message's text, -1 when it has none (see messageFooter).
 	FooterAt int
@@ -187,6 +190,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	m := &Message{
 		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+		Terms: termHashes(terms.Sorted),
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
