@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/eval"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
@@ -28,6 +29,8 @@ type evalFlags struct {
 	plots       string
 	docsDir     string
 	quiet       bool
+	anddExact   float64
+	anddVerif   float64
 
 	kinds     []string
 	strengths []float64
@@ -56,6 +59,8 @@ func (f *evalFlags) common(cmd *cobra.Command) {
 	fl.StringVar(&f.plots, "plots", "", "write SVG plots (and results.json, the raw figures) into this folder")
 	fl.StringVar(&f.docsDir, "docs-dir", "docs", "folder of the Markdown document (plot links are relative to it)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.Float64Var(&f.anddExact, "andd-exact", 0, "engine: exact cosine over distinct terms an ANDD-only match must reach (0: off)")
+	fl.Float64Var(&f.anddVerif, "andd-verified", 0, "engine: estimated cosine from which an exactly verified ANDD-only candidate matches (0: the model's threshold)")
 }
 
 func (f *evalFlags) accuracyFlags(cmd *cobra.Command) {
@@ -107,7 +112,8 @@ func (f *evalFlags) load() (*eval.Corpus, error) {
 }
 
 func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
-	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger()}
+	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger(),
+		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif}}
 }
 
 func (f *evalFlags) adversarialOptions() (eval.AdversarialOptions, error) {

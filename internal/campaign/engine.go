@@ -24,9 +24,6 @@ import (
 // DefaultExpiry is how long a campaign lives without hits or reports.
 const DefaultExpiry = 30 * 24 * time.Hour
 
-// DefaultANDDExactCosine is the default Options.ANDDExactCosine.
-const DefaultANDDExactCosine = 0.5
-
 // Engine matches and decides. It is safe for concurrent use.
 type Engine struct {
 	st        store.Store
@@ -71,9 +68,6 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
-	}
-	if opts.ANDDExactCosine == 0 {
-		opts.ANDDExactCosine = DefaultANDDExactCosine
 	}
 	im, err := imatchbag.NewSigner(lex, opts.IMatch)
 	if err != nil {

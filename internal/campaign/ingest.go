@@ -199,7 +199,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if kind == store.KindSpam {
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
-		if m.HasSketch() {
+		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
 			p.in.Terms = pipeline.EncodeTerms(m.Terms)
 		}
 		p.in.Subject, p.in.From = m.Subject, m.From
