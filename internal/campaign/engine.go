@@ -253,10 +253,10 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				}
 			}
 			exact := 0.0
-			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.Terms) > 0 &&
+			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.TermHashes()) > 0 &&
 				best >= e.verifiedThreshold() {
 				// ANDD without I-Match: the estimate must hold exactly.
-				switch exact = exactTermCosine(m.Terms, rec.terms, e.opts.ANDDExactCosine); {
+				switch exact = exactTermCosine(m.TermHashes(), rec.terms, e.opts.ANDDExactCosine); {
 				case exact < e.opts.ANDDExactCosine:
 					best = -1
 				case best < e.threshold:

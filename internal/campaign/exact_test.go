@@ -37,7 +37,7 @@ func TestEngineANDDExact(t *testing.T) {
 			in := store.ReportInput{Time: f.clock.Now(), Kind: store.KindSpam, Reporter: "x",
 				Keys: s.BandKeys, Sketch: s.SketchBytes, Create: true, Index: true}
 			if tt.keepTerms {
-				in.Terms = pipeline.EncodeTerms(s.Terms)
+				in.Terms = pipeline.EncodeTerms(s.TermHashes())
 			}
 			r, err := f.st.Report(f.ctx, in)
 			if err != nil {
@@ -55,7 +55,7 @@ func TestEngineANDDExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := ppjoin.Similarity(ppjoin.Cosine, cs.Terms, s.Terms)
+			want := ppjoin.Similarity(ppjoin.Cosine, cs.TermHashes(), s.TermHashes())
 			if len(v.Evidence) != 1 || v.Evidence[0].Exact != want || want < tt.exact {
 				t.Errorf("evidence %+v, want the exact cosine %v", v.Evidence, want)
 			}

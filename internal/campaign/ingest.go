@@ -200,7 +200,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
 		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
-			p.in.Terms = pipeline.EncodeTerms(m.Terms)
+			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
 		}
 		p.in.Subject, p.in.From = m.Subject, m.From
 	}

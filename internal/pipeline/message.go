@@ -47,9 +47,6 @@ type Message struct {
 	// Both are computed on the text without the mailing-list footer.
 	ShortKeys   [][]byte
 	ShortLookup [][]byte
-	// Terms are the hashes of the message's distinct terms, sorted
-	// (termHashes; EncodeTerms renders them as a campaign keeps them).
-	Terms []uint32
 	// FooterAt is the byte offset of the mailing-list footer in the
 	// message's text, -1 when it has none (see messageFooter).
 	FooterAt int
@@ -61,6 +58,18 @@ type Message struct {
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
 	body     Body
+	// sorted are the distinct terms, for TermHashes
+	sorted    []string
+	termsOnce sync.Once
+	terms     []uint32
+}
+
+// TermHashes returns the hashes of the message's distinct terms, sorted
+// (EncodeTerms renders them as a campaign keeps them). They are computed
+// on first use: only the exact check of ANDD matches needs them.
+func (m *Message) TermHashes() []uint32 {
+	m.termsOnce.Do(func() { m.terms = termHashes(m.sorted) })
+	return m.terms
 }
 
 // Body is the ANDD evidence of a message without its mailing-list footer.
@@ -190,7 +199,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	m := &Message{
 		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
-		Terms: termHashes(terms.Sorted),
+		sorted: terms.Sorted,
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze

@@ -72,7 +72,7 @@ func TestMessageTerms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := termHashes([]string{"cheap", "prices", "replica", "today", "watches"}); !slices.Equal(m.Terms, want) {
-		t.Errorf("terms %v, want %v", m.Terms, want)
+	if want := termHashes([]string{"cheap", "prices", "replica", "today", "watches"}); !slices.Equal(m.TermHashes(), want) {
+		t.Errorf("terms %v, want %v", m.TermHashes(), want)
 	}
 }
