@@ -81,3 +81,7 @@ func DecodeTerms(b []byte) ([]uint32, error) {
 	}
 	return hs, nil
 }
+
+// TermSetOf returns the term set of distinct terms (in any order): the
+// hashes a message with those terms has (Message.TermHashes).
+func TermSetOf(terms []string) []uint32 { return termHashes(terms) }
