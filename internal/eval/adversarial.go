@@ -89,9 +89,9 @@ type AdversarialResult struct {
 	FalsePos   []string  `json:"false_positives,omitempty"`
 	// SpotSigsHam and PPJoinHam count the ham that SpotSigs alone and
 	// PPJoin alone find a reported message for.
-	SpotSigsHam int `json:"spotsigs_ham"`
-	PPJoinHam   int `json:"ppjoin_ham"`
-	Elapsed    string    `json:"elapsed"`
+	SpotSigsHam int    `json:"spotsigs_ham"`
+	PPJoinHam   int    `json:"ppjoin_ham"`
+	Elapsed     string `json:"elapsed"`
 }
 
 // Cell returns the cell of kind k at strength s.

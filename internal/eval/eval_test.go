@@ -376,7 +376,8 @@ func TestRunPadding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 4 || res.Reported == 0 {
+	// daemon defaults, without short keys, SpotSigs alone: 2 sizes each
+	if len(res.Rows) != 6 || res.Reported == 0 {
 		t.Fatalf("rows %+v, reported %d", res.Rows, res.Reported)
 	}
 	for _, row := range res.Rows {

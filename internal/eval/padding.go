@@ -62,8 +62,8 @@ type PaddingResult struct {
 	Rows      []PadRow `json:"rows"`
 	// SpotSigsHamFlagged is the number of ham messages of the corpus for
 	// which the SpotSigs rows' index finds a reported message.
-	SpotSigsHamFlagged int `json:"spotsigs_ham_flagged"`
-	Elapsed   string   `json:"elapsed"`
+	SpotSigsHamFlagged int    `json:"spotsigs_ham_flagged"`
+	Elapsed            string `json:"elapsed"`
 }
 
 // RunPadding measures the attack of copies padded with random dictionary
