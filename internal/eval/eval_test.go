@@ -391,3 +391,31 @@ func TestRunPadding(t *testing.T) {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }
+
+// TestRunReporters: every spam of the synthetic corpus reported by 3
+// users, every message checked: no ham flagged, the spam acted on.
+func TestRunReporters(t *testing.T) {
+	c, opts := loadSynthetic(t)
+	res, err := RunReporters(context.Background(), c, ReportersOptions{Accuracy: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reporters != 3 || res.Ham != c.Count(Ham) || res.Spam != c.Count(Spam) {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.FlaggedHam) != 0 || res.Actions["ham/accept"] != res.Ham {
+		t.Errorf("ham flagged: %v, actions %v", res.FlaggedHam, res.Actions)
+	}
+	if res.Actions["spam/accept"] > res.Spam/10 {
+		t.Errorf("reported spam accepted: %v", res.Actions)
+	}
+	var b bytes.Buffer
+	if err := (&Results{Reporters: res}).WriteMarkdown(&b, "docs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Every spam reported", "reported by 3 users", "| ham (", "Zero false positives when every spam is reported by 3 users"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -166,7 +166,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddmilter eval speed             # speed table")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
-	if r.Accuracy != nil || r.Adversarial != nil {
+	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil {
 		fmt.Fprintln(w, "## Goals of the default configuration")
 		fmt.Fprintln(w)
 		r.writeGoals(w)
@@ -195,6 +195,12 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 			fmt.Fprintf(w, "![Detection rate per randomization kind](%s)\n\n", p)
 		}
 		fmt.Fprintf(w, "Run time: %s.\n\n", a.Elapsed)
+	}
+	if rp := r.Reporters; rp != nil {
+		fmt.Fprintln(w, "## Every spam reported")
+		fmt.Fprintln(w)
+		rp.WriteMarkdown(w)
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
 	fmt.Fprintln(w)
@@ -262,5 +268,8 @@ func (r *Results) writeGoals(w io.Writer) {
 			fmt.Fprintf(w, "- %.1f%% of the reported spam is not flagged even unmodified (%d of %d reports gave no signature: too few words); the robustness rates are measured on copies of the others.\n", 100*(1-a.Baseline), a.Skipped, a.Reported)
 		}
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
+	}
+	if rp := r.Reporters; rp != nil {
+		fmt.Fprintf(w, "- Zero false positives when every spam is reported by %d users and every ham then checked: %s (%d of %d ham flagged).\n", rp.Reporters, mark(len(rp.FlaggedHam) == 0), len(rp.FlaggedHam), rp.Ham)
 	}
 }
