@@ -76,3 +76,21 @@ func TestMessageTerms(t *testing.T) {
 		t.Errorf("terms %v, want %v", m.TermHashes(), want)
 	}
 }
+
+func FuzzDecodeTerms(f *testing.F) {
+	f.Add(EncodeTerms([]uint32{1, 2, 3}))
+	f.Add([]byte{1, 0})
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hs, err := DecodeTerms(b)
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(hs) || len(hs) > MaxTerms {
+			t.Fatalf("decoded %v", hs)
+		}
+		if back := EncodeTerms(hs); len(hs) > 0 && !slices.Equal(back, b) {
+			t.Fatalf("re-encoded %x, want %x", back, b)
+		}
+	})
+}

@@ -124,7 +124,18 @@ func NewExtractor(opts Options) *Extractor {
 // d positions after the antecedent (or after the previous chain word); when
 // that word is a stopword it moves on to the next non-stopword; a chain cut
 // off by the end of the document is kept when it has at least one word.
+// The next non-stopword of every position is computed once, so a long run
+// of stopwords costs linear time, not quadratic.
 func (e *Extractor) chains(tokens []string, f func(ant string, chain []int)) {
+	next := make([]int32, len(tokens)+1) // next[i]: first non-stopword at or after i
+	next[len(tokens)] = int32(len(tokens))
+	for i := len(tokens) - 1; i >= 0; i-- {
+		if e.stop[tokens[i]] {
+			next[i] = next[i+1]
+		} else {
+			next[i] = int32(i)
+		}
+	}
 	chain := make([]int, 0, e.c)
 	for i, t := range tokens {
 		if !e.antecedent[t] {
@@ -134,9 +145,10 @@ func (e *Extractor) chains(tokens []string, f func(ant string, chain []int)) {
 		pos := i
 		for len(chain) < e.c {
 			pos += e.d
-			for pos < len(tokens) && e.stop[tokens[pos]] {
-				pos++
+			if pos >= len(tokens) {
+				break
 			}
+			pos = int(next[pos])
 			if pos >= len(tokens) {
 				break
 			}

@@ -213,3 +213,18 @@ func TestQueryEdgeCases(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileStopwordRun: a long run of antecedents costs linear time (a
+// chain would otherwise scan the whole run from every antecedent).
+func TestHostileStopwordRun(t *testing.T) {
+	toks := make([]string, 200000)
+	for i := range toks {
+		toks[i] = "the"
+	}
+	toks[len(toks)-1] = "end"
+	v := NewExtractor(Options{}).Extract(toks)
+	// every antecedent close enough to the end reaches "end"
+	if v.Len() == 0 {
+		t.Errorf("no signature")
+	}
+}
