@@ -58,8 +58,8 @@ func EncodeTerms(hs []uint32) []byte {
 }
 
 // DecodeTerms reads a term set written by EncodeTerms. It never panics;
-// a set of another version, truncated, too long or not sorted is an error
-// wrapping ErrBadTerms.
+// a set of another version, truncated, too long, not sorted or not in
+// EncodeTerms' own form is an error wrapping ErrBadTerms.
 func DecodeTerms(b []byte) ([]uint32, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrBadTerms, len(b))
@@ -68,7 +68,8 @@ func DecodeTerms(b []byte) ([]uint32, error) {
 		return nil, fmt.Errorf("%w: version %d", ErrBadTerms, b[0])
 	}
 	n, k := binary.Uvarint(b[1:])
-	if k <= 0 || n > MaxTerms || uint64(len(b)-1-k) != 4*n {
+	// one encoding per set: the count in its shortest form
+	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) || n > MaxTerms || uint64(len(b)-1-k) != 4*n {
 		return nil, fmt.Errorf("%w: bad count", ErrBadTerms)
 	}
 	b = b[1+k:]

@@ -168,7 +168,8 @@ func (p params) indexPrefix(n int) int {
 }
 
 // Verify reports whether sorted sets x and y reach t under m, and their
-// similarity when they do. It rejects by the size filter and stops
+// similarity when they do (t is read as Options.Threshold: 0 means
+// DefaultThreshold). It rejects by the size filter and stops
 // merging as soon as the overlap still possible falls below the needed
 // one (positional bound), so a miss usually costs less than a full merge.
 func Verify[T cmp.Ordered](m Measure, t float64, x, y []T) (float64, bool) {
