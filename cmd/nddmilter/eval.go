@@ -153,13 +153,15 @@ func newEvalCmd(gf *globalFlags) *cobra.Command {
 of the spam is reported and every other message is checked; ground-truth
 near-duplicates are pairs with cosine ≥ 0.9 over unique terms. Prints the
 near-duplicate recall, spam and ham flagged and the utility for K bagged
-lexicons, ANDD alone, and the daemon's engine over a real Badger store.
+lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/METHODS.md), and the
+daemon's engine over a real Badger store.
 
 Fetch the corpus first: scripts/fetch-corpus.sh.
 
 Subcommands: adversarial (robustness to spamgen randomizations), padding
-(copies padded with appended random words), speed (pipeline and
-store/milter benchmarks), all (accuracy, adversarial and speed: with
+(copies padded with appended random words), reporters (every spam reported
+by N users, then every message checked), speed (pipeline and store/milter
+benchmarks), all (accuracy, adversarial, reporters and speed: with
 --markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
