@@ -163,6 +163,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "# or one part at a time (plain-text tables; --json for machine-readable output):")
 	fmt.Fprintln(w, "./nddmilter eval                   # near-duplicate accuracy table")
 	fmt.Fprintln(w, "./nddmilter eval adversarial       # robustness per randomization kind")
+	fmt.Fprintln(w, "./nddmilter eval reporters         # every spam reported by 3 users, every message checked")
 	fmt.Fprintln(w, "./nddmilter eval speed             # speed table")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
