@@ -40,7 +40,7 @@ func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
 			num(row.SpamFlagged), num(row.SpamChecked), pct(row.SpamFlagged, row.SpamChecked),
 			num(row.HamFlagged), num(row.HamChecked), row.Utility, row.QueryUtility)
 	}
-	fmt.Fprintf(w, "\nRecall is given ± its standard deviation over the seeds. Utility = spam flagged − %g × ham flagged. Near-dup recall counts a neighbour of a reported message as found when it shares a signature with it (I-Match, ANDD rows) or is flagged as a member of the same campaign (engine rows); \"neighbours flagged\" counts it when it is flagged at all.\n", r.Cost)
+	fmt.Fprintf(w, "\nRecall is given ± its standard deviation over the seeds. Utility = spam flagged − %g × ham flagged. Near-dup recall counts a neighbour of a reported message as found when it shares a signature with it (I-Match, ANDD rows), is found by the seed method's search (SpotSigs, PPJoin+ rows) or is flagged as a member of the same campaign (engine rows); \"neighbours flagged\" counts it when it is flagged at all.\n", r.Cost)
 	var eng []Row
 	for _, row := range r.Rows {
 		if row.Actions != nil {
