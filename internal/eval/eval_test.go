@@ -209,11 +209,11 @@ func TestRunAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 9 {
-		t.Fatalf("%d rows, want 9 (2 I-Match, ANDD, 2 SpotSigs, 2 PPJoin, 2 engine)", len(res.Rows))
+	if len(res.Rows) != 10 {
+		t.Fatalf("%d rows, want 10 (2 I-Match, ANDD, 3 SpotSigs, 2 PPJoin, 2 engine)", len(res.Rows))
 	}
 	// PPJoin at the ground truth's own cosine finds every neighbour.
-	if r := res.Rows[5]; !strings.HasPrefix(r.Name, "PPJoin+") || r.Recall != 1 {
+	if r := res.Rows[6]; !strings.HasPrefix(r.Name, "PPJoin+") || r.Recall != 1 {
 		t.Errorf("%s: recall %v, want 1", r.Name, r.Recall)
 	}
 	// (the synthetic texts have no stopwords: SpotSigs finds nothing)

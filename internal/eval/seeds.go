@@ -45,9 +45,19 @@ func spotVectors(c *Corpus, o AccuracyOptions) []spotsigs.Vector {
 // unique terms of the reported and the checked messages), in memory.
 func seedRows(c *Corpus, exps []*experiment, o AccuracyOptions) []Row {
 	var rows []Row
-	vs := spotVectors(c, o)
-	for _, tau := range spotSigsThresholds {
-		name := fmt.Sprintf("SpotSigs (d=%d, c=%d, weighted Jaccard ≥ %.2f)", spotsigs.DefaultDistance, spotsigs.DefaultChainLength, tau)
+	plain := spotVectors(c, o)
+	idf := spotsigs.FilterIDF(plain, spotsigs.DefaultIDFLow, spotsigs.DefaultIDFHigh)
+	for _, cfg := range []struct {
+		tau float64
+		vs  []spotsigs.Vector
+		idf string
+	}{
+		{spotSigsThresholds[0], plain, ""},
+		{spotSigsThresholds[0], idf, fmt.Sprintf(", IDF in [%.2f, %.2f]", spotsigs.DefaultIDFLow, spotsigs.DefaultIDFHigh)},
+		{spotSigsThresholds[1], plain, ""},
+	} {
+		tau, vs := cfg.tau, cfg.vs
+		name := fmt.Sprintf("SpotSigs (d=%d, c=%d, weighted Jaccard ≥ %.2f%s)", spotsigs.DefaultDistance, spotsigs.DefaultChainLength, tau, cfg.idf)
 		o.Log.Info("row", "name", name)
 		rows = append(rows, averageRows(name, -1, o, exps, func(e *experiment) outcome {
 			x := spotsigs.NewIndex(spotsigs.MatchOptions{Threshold: tau})

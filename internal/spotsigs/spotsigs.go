@@ -18,6 +18,7 @@ package spotsigs
 
 import (
 	"hash/fnv"
+	"math"
 	"slices"
 )
 
@@ -259,4 +260,40 @@ func Jaccard(a, b Vector) float64 {
 		return 0
 	}
 	return float64(num) / float64(den)
+}
+
+// Paper's IDF range (sect. 5.3.1): signatures whose normalized IDF falls
+// outside it are left out of every vector.
+const (
+	DefaultIDFLow  = 0.2
+	DefaultIDFHigh = 0.85
+)
+
+// FilterIDF returns the vectors without the signatures whose normalized
+// IDF over the collection vs, log(N/df)/log(N) (sect. 5.1), is outside
+// [lo, hi]: signatures in nearly every document say little, those in one
+// document alone match nothing. vs is not modified. With fewer than two
+// documents the vectors are returned as they are.
+func FilterIDF(vs []Vector, lo, hi float64) []Vector {
+	if len(vs) < 2 {
+		return vs
+	}
+	df := make(map[uint64]int)
+	for _, v := range vs {
+		for _, s := range v {
+			df[s.Hash]++
+		}
+	}
+	logN := math.Log(float64(len(vs)))
+	out := make([]Vector, len(vs))
+	for i, v := range vs {
+		var f Vector
+		for _, s := range v {
+			if idf := math.Log(float64(len(vs))/float64(df[s.Hash])) / logN; idf >= lo && idf <= hi {
+				f = append(f, s)
+			}
+		}
+		out[i] = f
+	}
+	return out
 }

@@ -228,3 +228,32 @@ func TestHostileStopwordRun(t *testing.T) {
 		t.Errorf("no signature")
 	}
 }
+
+func TestFilterIDF(t *testing.T) {
+	// 10 documents: signature 1 in all (idf 0), 2 in one (idf 1), 3 in
+	// three (idf log(10/3)/log(10) ≈ 0.52).
+	vs := make([]Vector, 10)
+	for i := range vs {
+		hs := []uint64{1}
+		if i == 0 {
+			hs = append(hs, 2)
+		}
+		if i < 3 {
+			hs = append(hs, 3, 3)
+		}
+		vs[i] = FromHashes(hs)
+	}
+	got := FilterIDF(vs, DefaultIDFLow, DefaultIDFHigh)
+	if want := (Vector{{3, 2}}); !slices.Equal(got[0], want) {
+		t.Errorf("document 0: %v, want %v", got[0], want)
+	}
+	if len(got[5]) != 0 {
+		t.Errorf("document 5: %v, want nothing", got[5])
+	}
+	if len(vs[0]) != 3 {
+		t.Errorf("input modified: %v", vs[0])
+	}
+	if one := FilterIDF(vs[:1], 0.2, 0.85); !slices.Equal(one[0], vs[0]) {
+		t.Errorf("one document filtered: %v", one)
+	}
+}
