@@ -239,7 +239,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		cos := Cosine(c.Docs[j.q].Terms, terms)
 		ms, _ := sx.Query(ex.Extract(wordTokens(raw, ao)))
 		bySpot := slices.ContainsFunc(ms, func(m spotsigs.Match) bool { return m.ID == j.q })
-		_, byPP := ppjoin.Verify(ppjoin.Cosine, seedCosine, sortedCopy(terms), c.Docs[j.q].Terms)
+		_, byPP := ppjoin.Verify(ppjoin.Cosine, seedCosine, terms, c.Docs[j.q].Terms) // both sorted
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -321,13 +321,6 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 
 // seedCosine is the exact cosine over unique terms of the PPJoin columns.
 const seedCosine = 0.7
-
-// sortedCopy returns terms sorted (mime.UniqueTerms keeps first-seen order).
-func sortedCopy(terms []string) []string {
-	s := slices.Clone(terms)
-	slices.Sort(s)
-	return s
-}
 
 // seedHam counts the ham that the SpotSigs index of the reported messages
 // finds a match for, and the ham within seedCosine of a reported message
