@@ -268,6 +268,11 @@ type ANDD struct {
 	Enabled bool `yaml:"enabled"`
 	// Model is a model file; empty uses the embedded one.
 	Model string `yaml:"model"`
+	// ExactCosine, when above 0, is the exact cosine over distinct terms
+	// that an ANDD match no I-Match signature supports must reach with a
+	// term set the campaign keeps (campaign.Options.ANDDExactCosine).
+	// Default 0: off.
+	ExactCosine float64 `yaml:"exact_cosine"`
 }
 
 // Policy is the campaign engine's decision policy (costs, benefits,
@@ -555,6 +560,9 @@ func CheckToken(tok string) error {
 // Validate checks every value and returns the first problem as a
 // *ValueError naming the key and the allowed values.
 func (c *Config) Validate() error {
+	if x := c.ANDD.ExactCosine; !(x >= 0 && x <= 1) {
+		return bad("andd.exact_cosine", "%v is not in [0, 1]", x)
+	}
 	m := c.Milter
 	if _, _, err := SplitListen(m.Listen); err != nil {
 		return bad("milter.listen", "%v", err)

@@ -63,6 +63,18 @@ type Message struct {
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
 	body     Body
+	// sorted are the distinct terms, for TermHashes
+	sorted    []string
+	termsOnce sync.Once
+	terms     []uint32
+}
+
+// TermHashes returns the hashes of the message's distinct terms, sorted
+// (EncodeTerms renders them as a campaign keeps them). They are computed
+// on first use: only the exact check of ANDD matches needs them.
+func (m *Message) TermHashes() []uint32 {
+	m.termsOnce.Do(func() { m.terms = termHashes(m.sorted) })
+	return m.terms
 }
 
 // Body is the ANDD evidence of a message without its mailing-list footer.
@@ -208,6 +220,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	m := &Message{
 		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+		sorted: terms.Sorted,
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze

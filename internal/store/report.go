@@ -366,6 +366,10 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
 		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
 	}
+	if len(in.Terms) > 0 && len(in.Terms) <= MaxTermsLen && len(dst.Terms) < b.opts.MaxSketches &&
+		!slices.ContainsFunc(dst.Terms, func(s []byte) bool { return bytes.Equal(s, in.Terms) }) {
+		dst.Terms = append(dst.Terms, bytes.Clone(in.Terms))
+	}
 	// Index.
 	if in.Index {
 		seen := make(map[string]struct{}, len(in.Keys))
@@ -651,6 +655,14 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 		}
 		if !slices.ContainsFunc(dst.Sketches, func(t []byte) bool { return bytes.Equal(s, t) }) {
 			dst.Sketches = append(dst.Sketches, s)
+		}
+	}
+	for _, s := range src.Terms {
+		if len(dst.Terms) >= b.opts.MaxSketches {
+			break
+		}
+		if !slices.ContainsFunc(dst.Terms, func(t []byte) bool { return bytes.Equal(s, t) }) {
+			dst.Terms = append(dst.Terms, s)
 		}
 	}
 	dst.MergedFrom = append(dst.MergedFrom, src.ID)

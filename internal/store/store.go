@@ -66,6 +66,10 @@ type Campaign struct {
 	// and day windows (RankHourHours, RankDayHours) as of the query; set by
 	// List and Record, not stored.
 	HourMessages, DayMessages int64
+	// Terms holds the term sets (opaque, versioned by their writer) of a
+	// few reported messages, capped like Sketches, used to verify
+	// similarity matches exactly.
+	Terms [][]byte
 }
 
 // ReportInput is one report, applied atomically by Store.Report.
@@ -80,6 +84,9 @@ type ReportInput struct {
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
+	// Terms is the message's term set (opaque), kept like Sketch; longer
+	// than MaxTermsLen, it is not kept.
+	Terms []byte
 	// Join lists campaigns the caller matched by similarity, joined like
 	// those found through Keys (ignored when Vetted).
 	Join []CampaignID
