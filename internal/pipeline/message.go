@@ -21,6 +21,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// MessageID is its Message-ID without angle brackets ("" if none); it
+	// enters no signature (a report's once-per-message rule uses it).
+	MessageID string
 	// Warnings are the parse warnings (mime.Document.Warnings).
 	Warnings []string
 	// Unique is the number of distinct terms of the message.
@@ -185,7 +188,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 	}
 	if p.imatch != nil {
