@@ -188,6 +188,8 @@ type daemon struct {
 	srv     *milter.Server
 	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
+	sockH   *apiSwitch                      // the report socket's handler (api.socket)
+	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 }
@@ -222,6 +224,8 @@ func Run(ctx context.Context, o Options) error {
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
+	d.sockH = &apiSwitch{met: d.met}
+	d.eng.Store(rt.Engine)
 	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
@@ -250,9 +254,31 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer stop()
 	}
+	if cfg.API.Socket != "" {
+		sh, err := newSocketHandler(cfg, rt.Engine, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		d.sockH.set(sh)
+		stop, err := d.startReportSocket()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
+	if cfg.API.SpoolDir != "" {
+		sp, err := openSpool(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		go d.runSpool(bg, sp, cfg.API.SpoolInterval.D(), cfg.HTTP.RequestTimeout.D())
+	}
 	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
 		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
@@ -400,11 +426,22 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
+	var sh http.Handler
+	if cfg.API.Socket != "" {
+		if sh, err = newSocketHandler(cfg, eng, log); err != nil {
+			fail(err)
+			return
+		}
+	}
 	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
 	d.apiH.set(h)
+	if sh != nil {
+		d.sockH.set(sh)
+	}
+	d.eng.Store(eng)
 	d.cfg = cfg
 	d.rt.Engine = eng
 	d.rt.Versions = vers
@@ -422,6 +459,10 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
+		{"api.socket", old.API.Socket, cfg.API.Socket},
+		{"api.socket_mode", old.API.SocketMode, cfg.API.SocketMode},
+		{"api.socket_group", old.API.SocketGroup, cfg.API.SocketGroup},
+		{"api.spool_dir", old.API.SpoolDir, cfg.API.SpoolDir},
 	} {
 		if c.was != c.now {
 			log.Warn("setting changes only on restart", "key", c.key, "running", c.was, "file", c.now)
@@ -429,4 +470,6 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
+	cfg.API.Socket, cfg.API.SocketMode, cfg.API.SocketGroup = old.API.Socket, old.API.SocketMode, old.API.SocketGroup
+	cfg.API.SpoolDir, cfg.API.SpoolInterval = old.API.SpoolDir, old.API.SpoolInterval
 }
