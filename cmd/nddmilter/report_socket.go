@@ -95,4 +95,3 @@ func socketKind(kind string, notSpam bool) (campaign.Kind, error) {
 	}
 	return api.ParseKind(kind)
 }
-
