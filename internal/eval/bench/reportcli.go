@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
@@ -74,6 +76,15 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 		{"Your account has been selected for a luxury watch giveaway", "Congratulations! Your email address was randomly chosen among our loyal customers to receive a genuine Swiss luxury chronograph, absolutely free of charge, as part of our anniversary celebration. To claim your reward you only need to confirm your shipping details and cover a small handling fee. Quantities are strictly limited and unclaimed prizes will be offered to the next winner on our waiting list."},
 		{"Refinance your mortgage at record low rates", "Homeowners across the country are saving hundreds of dollars every month by refinancing at today's historically low rates. Approval takes less than two days for most applicants. Simply visit our secure website, answer a few short questions about your property and your income, and a specialist will contact you with several tailored proposals."},
 	}
+	message := func(i int) ([]byte, error) {
+		c := campaigns[i%len(campaigns)]
+		msg, err := spamgen.Mutate(spamgen.NewMessage(c.subject, c.body, false),
+			spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: o.Seed + uint64(i), Strength: 0.05})
+		if err != nil {
+			return nil, fmt.Errorf("bench report-cli: %w", err)
+		}
+		return append([]byte(fmt.Sprintf("Message-ID: <bench-%d-%d@report-cli.example>\r\n", o.Seed, i)), msg...), nil
+	}
 	lat := make([]time.Duration, 0, o.Calls)
 	cpu := make([]time.Duration, 0, o.Calls) // the process's user + system time
 	spooled, failed := 0, 0
@@ -81,13 +92,10 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		c := campaigns[i%len(campaigns)]
-		msg, err := spamgen.Mutate(spamgen.NewMessage(c.subject, c.body, false),
-			spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: o.Seed + uint64(i), Strength: 0.05})
+		msg, err := message(i)
 		if err != nil {
-			return fmt.Errorf("bench report-cli: %w", err)
+			return err
 		}
-		msg = append([]byte(fmt.Sprintf("Message-ID: <bench-%d-%d@report-cli.example>\r\n", o.Seed, i)), msg...)
 		args := []string{"report", "--socket", o.Socket, "--reporter", fmt.Sprintf("user%d@example.org", i%o.Reporters), "-v"}
 		if o.Spool != "" {
 			args = append(args, "--spool", o.Spool)
@@ -117,6 +125,23 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 	if len(cpu) > 0 {
 		fmt.Fprintf(w, "CPU time of the report process per call:  %s\n", fmtLatency(cpu))
 	}
+	// The same number of other messages over the socket from this process:
+	// the daemon's share (request, signing, the store's fsync), without a
+	// process start.
+	c := api.NewSocketClient(o.Socket, 10*time.Second)
+	in := make([]time.Duration, 0, o.Calls)
+	for i := range o.Calls {
+		msg, err := message(o.Calls + i)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if _, err := c.Report(ctx, msg, campaign.KindSpam, fmt.Sprintf("user%d@example.org", i%o.Reporters)); err != nil {
+			return fmt.Errorf("bench report-cli: in-process report: %w", err)
+		}
+		in = append(in, time.Since(start))
+	}
+	fmt.Fprintf(w, "in-process socket client (the daemon's share): %s\n", fmtLatency(in))
 	if failed > 0 {
 		return fmt.Errorf("bench report-cli: %d of %d calls failed", failed, len(lat))
 	}
