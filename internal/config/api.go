@@ -15,9 +15,9 @@ import (
 // only the mail-delivery user, which speaks for its authenticated IMAP
 // users, and nobody else.
 type API struct {
-	// Socket is the path of the report socket; empty disables it.
-	// Default "" (the package's configuration sets
-	// /run/nddmilter/report.sock).
+	// Socket is the path of the report socket, e.g.
+	// /run/nddmilter/report.sock (the systemd unit's RuntimeDirectory);
+	// empty disables it. Default "".
 	Socket string `yaml:"socket"`
 	// SocketMode is the socket file's mode, in octal. Default "0660".
 	SocketMode string `yaml:"socket_mode"`
