@@ -36,6 +36,13 @@ func TestReportSocketAndSpool(t *testing.T) {
 	if _, err := sp.Put(spool.Report{Kind: "spam", Reporter: "carol@example.org", Raw: spooled}); err != nil {
 		t.Fatal(err)
 	}
+	// Files that are not reports are set aside, never retried.
+	if _, err := sp.Put(spool.Report{Kind: "maybe", Reporter: "x", Raw: spooled}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(spoolDir, "new", "1.garbage"), []byte("not a report"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: \"\"\napi:\n  socket: %s\n  spool_dir: %s\n  spool_interval: 1s\nstore:\n  dir: %s\n",
 		freeAddr(t), sock, spoolDir, storeDir)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
@@ -73,6 +80,9 @@ func TestReportSocketAndSpool(t *testing.T) {
 	}
 	if p, _ := sp.Pending(); len(p) != 0 {
 		t.Fatalf("spool not ingested: %v", p)
+	}
+	if bad, _ := os.ReadDir(filepath.Join(spoolDir, "bad")); len(bad) != 2 {
+		t.Errorf("set aside: %v, want the 2 files that are not reports", bad)
 	}
 	if o.Campaign == 0 {
 		t.Fatalf("outcome %+v", o)
