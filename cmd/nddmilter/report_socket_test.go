@@ -123,3 +123,38 @@ func TestCLIReportSocket(t *testing.T) {
 		}
 	}
 }
+
+// A daemon that accepts and never answers: the report is spooled once
+// --timeout has passed, and the command exits 0.
+func TestCLIReportSocketHungDaemon(t *testing.T) {
+	dir := t.TempDir()
+	sock, spoolDir := filepath.Join(dir, "report.sock"), t.TempDir()
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	start := time.Now()
+	out, errs, err := runCLIIn(t, []byte("Subject: x\r\n\r\nbody\r\n"), "report", "--socket", sock, "--spool", spoolDir,
+		"--reporter", "alice", "--timeout", "300ms", "-v")
+	if err != nil || !strings.Contains(out, "spooled") {
+		t.Fatalf("hung daemon: %v\n%s%s", err, out, errs)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %s with --timeout 300ms", d)
+	}
+	sp, _ := spool.Open(spoolDir, spool.Options{})
+	if p, _ := sp.Pending(); len(p) != 1 {
+		t.Errorf("pending %v", p)
+	}
+}
