@@ -57,10 +57,14 @@ for c in dovecot sievec postfix postconf smtp-sink swaks python3 go sha256sum; d
 done
 
 # The mail user Dovecot's mail processes run as (vmail on a real server),
-# and one more user the daemon does not allow.
+# and one more user the daemon does not allow; removed at the end when
+# this script created them.
+CREATED_USERS=
 for u in ndd-vmail ndd-other; do
-	id -u $u >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin $u ||
-		die "cannot create user $u"
+	if ! id -u $u >/dev/null 2>&1; then
+		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin $u || die "cannot create user $u"
+		CREATED_USERS="$CREATED_USERS $u"
+	fi
 done
 VMAIL_UID=$(id -u ndd-vmail)
 VMAIL_GID=$(id -g ndd-vmail)
@@ -97,6 +101,9 @@ cleanup() {
 		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$NDD_E2E_KEEP"/ 2>/dev/null
 	fi
 	rm -rf "$T"
+	for u in $CREATED_USERS; do
+		userdel "$u" 2>/dev/null
+	done
 	summary_exit "$rc"
 }
 trap cleanup EXIT
