@@ -383,16 +383,18 @@ fi
 # (c) the same message again: alice APPENDs hers into Junk (as clients that
 # upload a copy do), bob puts his in INBOX again and moves it into Junk a
 # second time; each counts once.
+spam_reports() { curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk '/^nddmilter_reports_total\{kind="spam"\}/ { print $2 }'; }
 before=$(field "$ID" "$COUNTS")
+sent=$(spam_reports)
 imap alice put Junk "$T/alice.eml" >/dev/null || fail "(c) alice: APPEND into Junk"
 imap bob put INBOX "$T/bob.eml" >/dev/null && imap bob move INBOX Junk "<e2e-bob-2@invest.example>" >/dev/null ||
 	fail "(c) bob: second move into Junk"
-sleep 0.5
 after=$(field "$ID" "$COUNTS")
-if [ "$before" = "$after" ]; then
-	pass "(c) an APPEND into Junk and a repeated move of the same messages count once ($after)"
+received=$(($(spam_reports) - sent))
+if [ "$received" = 2 ] && [ "$before" = "$after" ]; then
+	pass "(c) an APPEND into Junk and a repeated move of the same messages: 2 reports received, counted once ($after)"
 else
-	fail "(c) repeated reports counted: $before -> $after"
+	fail "(c) repeated reports: $received received (want 2), counts $before -> $after"
 fi
 
 # (d) erin moves hers out of Junk into INBOX: not spam, her spam vote
