@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func TestReportSocket(t *testing.T) {
 		status int
 	}{
 		{"no reporter", func() error { _, err := c.Report(ctx, spamMessage(), store.KindSpam, ""); return err }, http.StatusBadRequest},
+		{"long reporter", func() error {
+			_, err := c.Report(ctx, spamMessage(), store.KindSpam, strings.Repeat("a", MaxReporterLen+1))
+			return err
+		}, http.StatusBadRequest},
 		{"a check", func() error { _, err := c.Check(ctx, spamMessage(), false); return err }, http.StatusNotFound},
 		{"a listing", func() error { _, err := c.List(ctx, 0, "", 0); return err }, http.StatusNotFound},
 		{"a deletion", func() error { return c.Delete(ctx, o.Campaign) }, http.StatusNotFound},
