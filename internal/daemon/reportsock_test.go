@@ -94,3 +94,27 @@ func TestReportSocketAndSpool(t *testing.T) {
 		t.Fatalf("carol's report again: %+v %v (her spooled report was not stored?)", o2, err)
 	}
 }
+
+func TestCheckConfigReportSocket(t *testing.T) {
+	tests := []struct {
+		users string
+		ok    bool
+	}{
+		{"[root]", true},
+		{"[\"0\"]", true},
+		{"[no-such-user-ndd]", false},
+	}
+	for _, tc := range tests {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte("api:\n  socket: /run/x.sock\n  allow_users: "+tc.users+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(path, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CheckConfig(cfg); (err == nil) != tc.ok {
+			t.Errorf("allow_users %s: %v", tc.users, err)
+		}
+	}
+}
