@@ -161,7 +161,13 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The token's holder may name any reporter (docs/SECURITY.md,
+	// "Reporter identities"), within CheckReporter's bounds.
 	reporter := r.URL.Query().Get("reporter")
+	if err := campaign.CheckReporter(reporter); err != nil {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("reporter: %w", err))
+		return
+	}
 	var out campaign.ReportOutcome
 	if !h.bounded(w, r, "report", func(ctx context.Context) (err error) {
 		out, err = h.eng.Report(ctx, raw, kind, reporter)

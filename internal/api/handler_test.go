@@ -344,3 +344,37 @@ func TestStoreRoutes(t *testing.T) {
 		t.Errorf("stats without a Maintainer: %v", err)
 	}
 }
+
+// Reporter identities through the API: only the token's holder may report
+// and name the reporter; a missing or wrong token records nothing, and a
+// reporter id out of bounds is refused (docs/SECURITY.md).
+func TestReporterIdentity(t *testing.T) {
+	srv, eng, _ := newServer(t, Options{Token: testToken})
+	tests := []struct {
+		name, token, reporter string
+		status                int
+	}{
+		{"no token", "", "alice", http.StatusUnauthorized},
+		{"wrong token", "nope", "mallory", http.StatusUnauthorized},
+		{"control character", testToken, "alice%0Abob", http.StatusBadRequest},
+		{"too long", testToken, strings.Repeat("a", campaign.MaxReporterLen+1), http.StatusBadRequest},
+		{"token names alice", testToken, "alice", http.StatusOK},
+		{"token names a feedback loop", testToken, "fbl:isp", http.StatusOK},
+		{"alice again", testToken, "alice", http.StatusOK},
+	}
+	for _, tt := range tests {
+		status, _, raw := do(t, "POST", srv.URL+"/v1/reports?kind=spam&reporter="+tt.reporter, tt.token, spamMessage())
+		if status != tt.status {
+			t.Errorf("%s: status %d, want %d: %s", tt.name, status, tt.status, raw)
+		}
+	}
+	list, err := eng.List(context.Background(), campaign.Query{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("campaigns %v, %v", list, err)
+	}
+	// alice's second report of the same message counts once (store
+	// msgreport.go).
+	if c := list[0]; c.SpamReporters != 2 || c.SpamReports != 2 {
+		t.Errorf("%d spam reporters, %d reports; want 2 (alice, fbl:isp) and 2", c.SpamReporters, c.SpamReports)
+	}
+}

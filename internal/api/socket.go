@@ -33,10 +33,6 @@ type PeerCred struct {
 
 type peerCredKey struct{}
 
-// MaxReporterLen bounds a reporter id on the report socket (an IMAP user
-// name or address).
-const MaxReporterLen = 512
-
 // SocketConnContext is the http.Server ConnContext of the report socket:
 // it reads the peer's credentials when it connects, for the handler of
 // NewSocketHandler.
@@ -103,12 +99,9 @@ func (s *socketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Errorf("the report socket serves only POST /v1/reports, not %s %s", r.Method, r.URL.Path))
 		return
 	}
-	switch rep := r.URL.Query().Get("reporter"); {
-	case rep == "":
+	// The id itself is checked by report (campaign.CheckReporter).
+	if r.URL.Query().Get("reporter") == "" {
 		h.fail(w, r, http.StatusBadRequest, errors.New("reporter missing: the report socket needs ?reporter=ID (the IMAP user)"))
-		return
-	case len(rep) > MaxReporterLen:
-		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("reporter of %d bytes, at most %d", len(rep), MaxReporterLen))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)

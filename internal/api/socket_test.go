@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -57,7 +58,7 @@ func TestReportSocket(t *testing.T) {
 	}{
 		{"no reporter", func() error { _, err := c.Report(ctx, spamMessage(), store.KindSpam, ""); return err }, http.StatusBadRequest},
 		{"long reporter", func() error {
-			_, err := c.Report(ctx, spamMessage(), store.KindSpam, strings.Repeat("a", MaxReporterLen+1))
+			_, err := c.Report(ctx, spamMessage(), store.KindSpam, strings.Repeat("a", campaign.MaxReporterLen+1))
 			return err
 		}, http.StatusBadRequest},
 		{"a check", func() error { _, err := c.Check(ctx, spamMessage(), false); return err }, http.StatusNotFound},

@@ -125,6 +125,21 @@ func TestBadConfigs(t *testing.T) {
 		{"tiny header limit", "http:\n  max_header_bytes: 100\n", []string{"http.max_header_bytes"}},
 		{"no inflight", "http:\n  max_inflight: 0\n", []string{"http.max_inflight"}},
 		{"bad free reserve", "store:\n  min_free_bytes: -5\n", []string{"store.min_free_bytes"}},
+		{"report address not an address", "reports:\n  spam_addresses: [spam-report]\n", []string{"line 2", "reports.spam_addresses"}},
+		{"report address twice", "reports:\n  spam_addresses: [r@example.org]\n  ham_addresses: [R@example.org]\n", []string{"reports.ham_addresses", "already in reports.spam_addresses"}},
+		{"bad deliver", "reports:\n  deliver: bounce\n", []string{"line 2", "reports.deliver", "discard, mailbox"}},
+		{"no attachments", "reports:\n  max_attachments: 0\n", []string{"reports.max_attachments"}},
+		{"short report timeout", "reports:\n  timeout: 10ms\n", []string{"reports.timeout"}},
+		{"unknown feedback loop key", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: isp\n      network: [192.0.2.0/24]\n",
+			[]string{"line 5", "reports.feedback_loops[0].network", "networks"}},
+		{"feedback loop trusted on its sender", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: isp\n      senders: [fbl@isp.example]\n",
+			[]string{"reports.feedback_loops[0]", "networks or auth_users"}},
+		{"feedback loop bad network", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: isp\n      networks: [192.0.2.0/33]\n",
+			[]string{"reports.feedback_loops[0].networks"}},
+		{"feedback loop bad name", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: \"my isp\"\n      networks: [192.0.2.1]\n",
+			[]string{"reports.feedback_loops[0].name"}},
+		{"feedback loop without address", "reports:\n  feedback_loops:\n    - name: isp\n      networks: [192.0.2.1]\n",
+			[]string{"reports.feedback_loops", "spam_addresses"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,6 +110,17 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 	for k, v := range m.Overrides {
 		o.Overrides[lower(k)] = v
 	}
+	r := cfg.Reports
+	o.Reports = milter.ReportOptions{
+		SpamAddresses:  r.SpamAddresses,
+		HamAddresses:   r.HamAddresses,
+		Deliver:        r.Deliver,
+		MaxAttachments: r.MaxAttachments,
+		Timeout:        r.Timeout.D(),
+	}
+	for _, f := range r.FeedbackLoops {
+		o.Reports.FeedbackLoops = append(o.Reports.FeedbackLoops, milter.FeedbackLoop(f))
+	}
 	return o
 }
 

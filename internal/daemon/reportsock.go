@@ -166,6 +166,9 @@ func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time
 	if r.Reporter == "" {
 		return fmt.Errorf("%w: no reporter", spool.ErrReject)
 	}
+	if err := campaign.CheckReporter(r.Reporter); err != nil {
+		return fmt.Errorf("%w: %w", spool.ErrReject, err)
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	o, err := d.eng.Load().Report(rctx, r.Raw, kind, r.Reporter)
