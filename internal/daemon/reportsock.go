@@ -140,6 +140,12 @@ func (d *daemon) runSpool(ctx context.Context, sp *spool.Spool, every, timeout t
 		n, err := sp.Drain(ctx, func(ctx context.Context, r spool.Report) error {
 			return d.ingestSpooled(ctx, r, timeout)
 		})
+		if p, perr := sp.Pending(); perr == nil {
+			d.met.SpoolPending(len(p))
+		}
+		if err != nil && ctx.Err() == nil {
+			d.met.Error("spool")
+		}
 		if n > 0 || (err != nil && ctx.Err() == nil) {
 			lvl := slog.LevelInfo
 			if err != nil {
