@@ -62,7 +62,7 @@ func TestReportSocket(t *testing.T) {
 			return err
 		}, http.StatusBadRequest},
 		{"a check", func() error { _, err := c.Check(ctx, spamMessage(), false); return err }, http.StatusNotFound},
-		{"a listing", func() error { _, err := c.List(ctx, 0, "", 0); return err }, http.StatusNotFound},
+		{"a listing", func() error { _, err := c.List(ctx, ListQuery{}); return err }, http.StatusNotFound},
 		{"a deletion", func() error { return c.Delete(ctx, o.Campaign) }, http.StatusNotFound},
 	}
 	for _, tc := range tests {

@@ -362,8 +362,15 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOpti
 func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
 	v, err := e.verdict(ctx, m, o)
 	v.Rule = v.Explain()
-	if err != nil || v.Campaign == 0 || !record {
+	if err != nil || !record {
 		return v, err
+	}
+	if v.Campaign == 0 {
+		// Counted in the store's hourly totals of checked messages.
+		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
+			e.log.Warn("record check", "err", err)
+		}
+		return v, nil
 	}
 	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
 		e.log.Warn("record hit", "campaign", v.Campaign, "err", err)

@@ -170,6 +170,56 @@ type HTTP struct {
 	// MaxInflight bounds the API checks and reports running at once
 	// (503 beyond). Default 16.
 	MaxInflight int `yaml:"max_inflight"`
+	// Dashboard configures the web dashboard under /ui/.
+	Dashboard Dashboard `yaml:"dashboard"`
+}
+
+// Dashboard configures the web dashboard served under /ui/ on the HTTP
+// listener. The API token always logs in as administrator.
+type Dashboard struct {
+	// Enabled serves the dashboard. Default true.
+	Enabled bool `yaml:"enabled"`
+	// AdminPassword (or AdminPasswordFile, its first line) logs in as
+	// administrator: read, allow, undo allow, delete. Default none.
+	AdminPassword     string `yaml:"admin_password"`
+	AdminPasswordFile string `yaml:"admin_password_file"`
+	// ReadPassword (or ReadPasswordFile) logs in read-only. Default none.
+	ReadPassword     string `yaml:"read_password"`
+	ReadPasswordFile string `yaml:"read_password_file"`
+	// SessionTTL is how long a login lasts. Default 12h.
+	SessionTTL Duration `yaml:"session_ttl"`
+	// SecureCookie marks the session cookie Secure (only sent over
+	// HTTPS): set it behind a TLS-terminating proxy. Default false.
+	SecureCookie bool `yaml:"secure_cookie"`
+}
+
+// Passwords returns the admin and read passwords of the dashboard, read
+// from their files when set.
+func (d Dashboard) Passwords() (admin, read string, err error) {
+	for _, p := range []struct {
+		key, val, file string
+		out            *string
+	}{
+		{"http.dashboard.admin_password", d.AdminPassword, d.AdminPasswordFile, &admin},
+		{"http.dashboard.read_password", d.ReadPassword, d.ReadPasswordFile, &read},
+	} {
+		*p.out = p.val
+		if p.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(p.file)
+		if err != nil {
+			return "", "", fmt.Errorf("%s_file: %w", p.key, err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if *p.out = strings.TrimSpace(line); *p.out == "" {
+			return "", "", fmt.Errorf("%s_file %s: empty", p.key, p.file)
+		}
+		if err := CheckToken(*p.out); err != nil {
+			return "", "", fmt.Errorf("%s_file %s: %w", p.key, p.file, err)
+		}
+	}
+	return admin, read, nil
 }
 
 // Store configures the campaign store.
@@ -278,6 +328,7 @@ func Default() *Config {
 			MaxHeaderBytes:    64 << 10,
 			RequestTimeout:    Duration(30 * time.Second),
 			MaxInflight:       16,
+			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
 		API: DefaultAPI(),
 		Store: Store{
@@ -588,6 +639,9 @@ func (c *Config) Validate() error {
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
 		return bad("http.token", "%v", err)
 	}
+	if err := c.HTTP.Dashboard.validate(); err != nil {
+		return err
+	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		return bad("http.max_body_bytes", "must be > 0")
 	}
@@ -748,6 +802,24 @@ func (h HTTP) ReadToken() (string, error) {
 		return "", fmt.Errorf("http.token_file %s: %w", h.TokenFile, err)
 	}
 	return line, nil
+}
+
+func (d Dashboard) validate() error {
+	for _, p := range []struct{ key, val, file string }{
+		{"http.dashboard.admin_password", d.AdminPassword, d.AdminPasswordFile},
+		{"http.dashboard.read_password", d.ReadPassword, d.ReadPasswordFile},
+	} {
+		if p.val != "" && p.file != "" {
+			return bad(p.key, "set %s or %s_file, not both", p.key, p.key)
+		}
+		if err := CheckToken(p.val); p.val != "" && err != nil {
+			return bad(p.key, "%v", strings.Replace(err.Error(), "the API token", "the password", 1))
+		}
+	}
+	if d.SessionTTL.D() <= 0 {
+		return bad("http.dashboard.session_ttl", "must be positive")
+	}
+	return nil
 }
 
 func (r Reports) validate() error {

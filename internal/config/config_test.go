@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,6 +95,9 @@ func TestBadConfigs(t *testing.T) {
 		{"absurd http timeout", "http:\n  read_timeout: 1ns\n", []string{"http.read_timeout", "at least 1s"}},
 		{"subject tag on two lines", "milter:\n  subject_tag: \"[SPAM]\\n\"\n", []string{"milter.subject_tag"}},
 		{"short token", "http:\n  token: a\n", []string{"http.token", "too short", "at least 16"}},
+		{"short dashboard password", "http:\n  dashboard:\n    read_password: short\n", []string{"http.dashboard.read_password", "too short"}},
+		{"dashboard password twice", "http:\n  dashboard:\n    admin_password: 0123456789abcdef\n    admin_password_file: /x\n", []string{"http.dashboard.admin_password", "not both"}},
+		{"dashboard session", "http:\n  dashboard:\n    session_ttl: 0s\n", []string{"http.dashboard.session_ttl"}},
 		{"token with a space", "http:\n  token: \"abcdefgh ijklmnopq\"\n", []string{"http.token", "spaces"}},
 		{"days spelled out wrong", "store:\n  expiry: 30dayz\n", []string{"line 2", `"30dayz"`, "30d", "d = days"}},
 		{"no unit", "store:\n  expiry: \"30\"\n", []string{"line 2", `"30"`, "12h"}},
@@ -223,5 +227,19 @@ func TestReadToken(t *testing.T) {
 	}
 	if _, err := (HTTP{TokenFile: p + "x"}).ReadToken(); err == nil {
 		t.Error("missing token file: no error")
+	}
+}
+
+func TestDashboardPasswords(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(p, []byte("0123456789abcdefX\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin, read, err := Dashboard{AdminPasswordFile: p, ReadPassword: "read-only-password"}.Passwords()
+	if err != nil || admin != "0123456789abcdefX" || read != "read-only-password" {
+		t.Fatalf("Passwords = %q, %q, %v", admin, read, err)
+	}
+	if _, _, err := (Dashboard{ReadPasswordFile: p + "x"}).Passwords(); err == nil {
+		t.Error("a missing file read")
 	}
 }
