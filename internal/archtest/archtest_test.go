@@ -30,6 +30,7 @@ var floors = map[string]int{
 	"internal/imatchbag":      1,
 	"internal/andd":           1,
 	"internal/shortsig":       1,
+	"internal/qgram":          1,
 	"internal/pipeline":       2,
 	"internal/campaign":       3,
 	"internal/config":         4,
