@@ -73,6 +73,11 @@ type ReportInput struct {
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
+	// MoreSketches are sketches of other families of the message, kept the
+	// same way. Sketches are grouped by their first byte (a family's
+	// version or tag byte): a campaign keeps up to Options.MaxSketches of
+	// each group.
+	MoreSketches [][]byte
 	// Join lists campaigns the caller matched by similarity, joined like
 	// those found through Keys (ignored when Vetted).
 	Join []CampaignID
