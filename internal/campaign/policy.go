@@ -89,6 +89,17 @@ type Policy struct {
 	// needed to quarantine or reject.
 	ANDDConfidenceAtThreshold float64 `yaml:"andd_confidence_at_threshold" json:"andd_confidence_at_threshold"`
 	ANDDConfidenceMax         float64 `yaml:"andd_confidence_max" json:"andd_confidence_max"`
+	// QGramConfidenceAtThreshold and QGramConfidenceMax are the same for a
+	// q-gram match (internal/qgram) at its threshold (the estimated docq
+	// of qgram.SketchOptions.Threshold) and at similarity 1. A q-gram match
+	// and an ANDD match measure the same closeness of texts: the larger of
+	// the two confidences counts, not both. Defaults 0.92 and 0.98: the
+	// threshold sits above what ham reaches against reported spam
+	// (docs/METHODS.md, "q-grams"), so a q-gram match alone tags a copy of
+	// a campaign with one reporter; I-Match agreement is still needed to
+	// reject.
+	QGramConfidenceAtThreshold float64 `yaml:"qgram_confidence_at_threshold" json:"qgram_confidence_at_threshold"`
+	QGramConfidenceMax         float64 `yaml:"qgram_confidence_max" json:"qgram_confidence_max"`
 
 	// ShortConfidence is the confidence that a message is a copy of a
 	// campaign given that one of its short-message keys (all, media, links
@@ -143,6 +154,8 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.IMatchConfidence, 0.99)
 	def(&p.ANDDConfidenceAtThreshold, 0.7)
 	def(&p.ANDDConfidenceMax, 0.95)
+	def(&p.QGramConfidenceAtThreshold, 0.92)
+	def(&p.QGramConfidenceMax, 0.98)
 	def(&p.ShortConfidence, 0.98)
 	def(&p.LeadConfidence, 0.9)
 	def(&p.RevokeRatio, 0.5)
@@ -193,10 +206,15 @@ func (p Policy) Validate() error {
 	prob("imatch_confidence", p.IMatchConfidence)
 	prob("andd_confidence_at_threshold", p.ANDDConfidenceAtThreshold)
 	prob("andd_confidence_max", p.ANDDConfidenceMax)
+	prob("qgram_confidence_at_threshold", p.QGramConfidenceAtThreshold)
+	prob("qgram_confidence_max", p.QGramConfidenceMax)
 	prob("short_confidence", p.ShortConfidence)
 	prob("lead_confidence", p.LeadConfidence)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
+	}
+	if p.QGramConfidenceMax < p.QGramConfidenceAtThreshold {
+		errs = append(errs, errors.New("policy.qgram_confidence_max must be ≥ policy.qgram_confidence_at_threshold"))
 	}
 	if p.RejectMinReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.reject_min_reporters must be ≥ 0, got %d", p.RejectMinReporters))
@@ -314,8 +332,9 @@ func (p *Policy) reputation(c *store.Campaign) float64 {
 // same thing, closeness of texts, and are not counted twice), or the
 // confidence of the best matched short-message key when that is larger;
 // threshold is the ANDD model's similarity threshold. A similarity at its
-// threshold has confidence ANDDConfidenceAtThreshold, a similarity of 1
-// ANDDConfidenceMax, logit-linear in between.
+// threshold has confidence ANDDConfidenceAtThreshold (QGramConfidence…
+// for q-grams), a similarity of 1 ANDDConfidenceMax, logit-linear in
+// between.
 func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
 	p = p.WithDefaults()
 	return p.matchConfidence(ev, threshold)
@@ -346,7 +365,8 @@ func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 			short = math.Max(short, c)
 		}
 	}
-	c := math.Max(p.similarityConfidence(bestSim, threshold), p.similarityConfidence(bestQ, qThreshold))
+	c := math.Max(similarityConfidence(bestSim, threshold, p.ANDDConfidenceAtThreshold, p.ANDDConfidenceMax),
+		similarityConfidence(bestQ, qThreshold, p.QGramConfidenceAtThreshold, p.QGramConfidenceMax))
 	miss *= 1 - c
 	// Short-message keys do not add to the other families.
 	return math.Max(1-miss, short)
@@ -552,8 +572,9 @@ func (d *Decision) evidenceSummary() string {
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }
 
 // similarityConfidence is the confidence of a verified similarity sim
-// held to threshold (see MatchConfidence); 0 below the threshold.
-func (p *Policy) similarityConfidence(sim, threshold float64) float64 {
+// held to threshold: atThreshold there, atOne at 1, log-odds linear in
+// between (see MatchConfidence); 0 below the threshold.
+func similarityConfidence(sim, threshold, atThreshold, atOne float64) float64 {
 	if sim < threshold || sim < 0 {
 		return 0
 	}
@@ -562,7 +583,7 @@ func (p *Policy) similarityConfidence(sim, threshold float64) float64 {
 		frac = (sim - threshold) / (1 - threshold)
 	}
 	frac = math.Max(0, math.Min(1, frac))
-	lo, hi := logit(p.ANDDConfidenceAtThreshold), logit(p.ANDDConfidenceMax)
+	lo, hi := logit(atThreshold), logit(atOne)
 	return 1 / (1 + math.Exp(-(lo + frac*(hi-lo))))
 }
 
