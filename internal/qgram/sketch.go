@@ -75,10 +75,10 @@ type SketchOptions struct {
 }
 
 // DefaultEngineThreshold is the default SketchOptions.Threshold. It is
-// lower than the paper's td: a misspelled copy of a spam keeps about
-// two thirds of its q-grams, and texts that are not copies share far
-// fewer (docs/METHODS.md, "q-grams").
-const DefaultEngineThreshold = 0.5
+// lower than the paper's td: a copy of a spam with a third of its words
+// misspelled keeps about three quarters of its q-grams, and ham shares
+// fewer with any reported spam (docs/METHODS.md, "q-grams").
+const DefaultEngineThreshold = 0.55
 
 func (o SketchOptions) withDefaults() SketchOptions {
 	if o.MinGrams <= 0 {
