@@ -264,14 +264,16 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 	opts.Log.Info("row", "name", "ANDD alone")
 	res.Rows = append(res.Rows, averageRows(fmt.Sprintf("ANDD alone (band keys, est. cosine ≥ %.2f)", th), -1, opts, exps,
 		func(e *experiment) outcome { return keyMatch(c, e, bkeys, verify, opts.Cost) }))
+	res.Rows = append(res.Rows, qgramRows(c, exps, opts)...)
 
 	if !opts.SkipEngine {
 		for _, cfg := range []struct {
 			name string
 			mod  func(o *campaign.Options)
 		}{
-			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD = true }},
-			{"daemon defaults: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) {}},
+			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD, o.DisableQGram = true, true }},
+			{"daemon defaults without q-grams: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) { o.DisableQGram = true }},
+			{"daemon defaults: I-Match + ANDD + q-grams (engine + Badger)", func(o *campaign.Options) {}},
 		} {
 			eo := opts.Engine
 			cfg.mod(&eo)
@@ -401,10 +403,7 @@ func keyMatch(c *Corpus, e *experiment, keys [][]string, verify func(a, b int) b
 			index[k] = append(index[k], j)
 		}
 	}
-	flagged := map[int]bool{}
-	found := make(map[int]map[int]bool, len(e.queries))
-	var o outcome
-	for _, q := range e.queries {
+	return foundMatch(c, e, func(q int) map[int]bool {
 		f := map[int]bool{}
 		for _, k := range keys[q] {
 			for _, j := range index[k] {
@@ -412,8 +411,22 @@ func keyMatch(c *Corpus, e *experiment, keys [][]string, verify func(a, b int) b
 					continue
 				}
 				f[j] = true
-				flagged[j] = true
 			}
+		}
+		return f
+	}, cost)
+}
+
+// foundMatch scores an in-memory method: find returns, for a query, the
+// checked documents the method finds near-duplicates of it.
+func foundMatch(c *Corpus, e *experiment, find func(q int) map[int]bool, cost float64) outcome {
+	flagged := map[int]bool{}
+	found := make(map[int]map[int]bool, len(e.queries))
+	var o outcome
+	for _, q := range e.queries {
+		f := find(q)
+		for j := range f {
+			flagged[j] = true
 		}
 		found[q] = f
 		spam, ham := 0, 0
