@@ -54,6 +54,12 @@ type AdvCell struct {
 	// ByShort counts detected copies with a short-message key (a lead key,
 	// for most: internal/shortsig).
 	ByShort int `json:"by_short"`
+	// ByQGram counts detected copies with q-gram evidence (internal/qgram).
+	ByQGram int `json:"by_qgram"`
+	// QGramAlone counts the copies the q-gram sketches alone find: a band
+	// key shared with their original and an estimated docq at the
+	// engine's threshold (see qgramAlone).
+	QGramAlone int `json:"qgram_alone"`
 	// MeanCosine is the mean cosine over unique terms (the ground truth's
 	// measure) between the copies and their originals; NearDup counts the
 	// copies that are still near-duplicates (cosine ≥ 0.9) and
@@ -143,6 +149,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		return nil, err
 	}
 	words, paras := legitText(c)
+	qa := newQGramAlone(c, e.queries, ao)
 	res := &AdversarialResult{Corpus: c.Dir, Seed: opts.Seed, Reported: len(e.queries)}
 
 	dir, err := os.MkdirTemp(ao.TempDir, "nddmilter-adv-")
@@ -217,7 +224,9 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		v, err := eng.Evaluate(ctx, raw)
-		cos := Cosine(c.Docs[j.q].Terms, mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens)))
+		copyDoc := mime.Parse(raw, ao.Engine.Mime)
+		cos := Cosine(c.Docs[j.q].Terms, mime.UniqueTerms(mime.Tokenize(copyDoc, ao.Engine.Tokens)))
+		qAlone := qa.found(j.q, copyDoc)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -228,6 +237,9 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 		cell.Copies++
 		cell.MeanCosine += cos
+		if qAlone {
+			cell.QGramAlone++
+		}
 		near := cos >= ao.Cosine
 		if near {
 			cell.NearDup++
@@ -237,11 +249,15 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 				cell.NearDupDetected++
 			}
 			cell.Detected++
-			im, an, sh := false, false, false
+			im, an, sh, qg := false, false, false, false
 			for _, ev := range v.Evidence {
 				im = im || ev.Family == campaign.FamilyIMatch
 				an = an || ev.Family == campaign.FamilyANDD
 				sh = sh || ev.Family == campaign.FamilyShort
+				qg = qg || ev.Family == campaign.FamilyQGram
+			}
+			if qg {
+				cell.ByQGram++
 			}
 			if sh {
 				cell.ByShort++

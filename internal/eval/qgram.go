@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
@@ -62,4 +63,80 @@ func qgramRows(c *Corpus, exps []*experiment, opts AccuracyOptions) []Row {
 	rows = append(rows, averageRows(fmt.Sprintf("q-gram sketches alone (band keys, est. docq ≥ %.2f)", th), -1, opts, exps,
 		func(e *experiment) outcome { return keyMatch(c, e, keys, verify, opts.Cost) }))
 	return rows
+}
+
+// qgramAlone measures the q-gram sketches alone on adversarial copies:
+// a copy is found when it shares a band key with its original and their
+// estimated docq reaches the engine's threshold.
+type qgramAlone struct {
+	sk       *qgram.Sketcher
+	mime     mime.Options
+	sketches map[int]qgram.Sketch
+	keys     map[int]map[string]bool
+}
+
+func newQGramAlone(c *Corpus, queries []int, ao AccuracyOptions) *qgramAlone {
+	qa := &qgramAlone{sk: qgram.NewSketcher(ao.Engine.QGram), mime: ao.Engine.Mime,
+		sketches: map[int]qgram.Sketch{}, keys: map[int]map[string]bool{}}
+	for _, q := range queries {
+		doc := mime.Parse(c.Docs[q].Raw, ao.Engine.Mime)
+		s, ok := qa.sk.Sketch(doc.Subject, "\n", doc.Text)
+		if !ok {
+			continue
+		}
+		qa.sketches[q] = s
+		ks := map[string]bool{}
+		for _, k := range qgram.BandKeys(&s) {
+			ks[string(k)] = true
+		}
+		qa.keys[q] = ks
+	}
+	return qa
+}
+
+// found reports whether the q-gram sketches alone find the copy doc of
+// the reported message q. Safe for concurrent use.
+func (qa *qgramAlone) found(q int, doc *mime.Document) bool {
+	orig, ok := qa.sketches[q]
+	if !ok {
+		return false
+	}
+	s, ok := qa.sk.Sketch(doc.Subject, "\n", doc.Text)
+	if !ok || qgram.EstimateSimilarity(&orig, &s) < qa.sk.Threshold() {
+		return false
+	}
+	for _, k := range qgram.BandKeys(&s) {
+		if qa.keys[q][string(k)] {
+			return true
+		}
+	}
+	return false
+}
+
+// writeQGramAlone writes the adversarial table of the q-gram sketches
+// alone (AdvCell.QGramAlone).
+func writeQGramAlone(w io.Writer, r *AdversarialResult, strengths []float64) {
+	fmt.Fprintln(w, "\nThe q-gram sketches alone, in memory: share of the copies that share a q-gram band key with their original and reach the engine's estimated docq threshold:")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| kind |")
+	for _, s := range strengths {
+		fmt.Fprintf(w, " %.2f |", s)
+	}
+	fmt.Fprint(w, "\n| --- |")
+	for range strengths {
+		fmt.Fprint(w, " ---: |")
+	}
+	fmt.Fprintln(w)
+	for _, k := range r.Kinds() {
+		fmt.Fprintf(w, "| %s |", k)
+		for _, s := range strengths {
+			c := r.Cell(k, s)
+			rate := 0.0
+			if c.Copies > 0 {
+				rate = float64(c.QGramAlone) / float64(c.Copies)
+			}
+			fmt.Fprintf(w, " %.3f |", rate)
+		}
+		fmt.Fprintln(w)
+	}
 }
