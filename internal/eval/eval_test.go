@@ -209,8 +209,8 @@ func TestRunAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 5 {
-		t.Fatalf("%d rows, want 5 (2 I-Match, ANDD, 2 engine)", len(res.Rows))
+	if len(res.Rows) != 8 {
+		t.Fatalf("%d rows, want 8 (2 I-Match, ANDD, 2 q-grams, 3 engine)", len(res.Rows))
 	}
 	if res.UsableSpam != 70 || res.QueriesWithN == 0 {
 		t.Errorf("usable %d, queries with neighbours %.1f", res.UsableSpam, res.QueriesWithN)
@@ -231,7 +231,7 @@ func TestRunAccuracy(t *testing.T) {
 	if res.Rows[1].Recall < res.Rows[0].Recall {
 		t.Errorf("bagging lowered recall: %v → %v", res.Rows[0].Recall, res.Rows[1].Recall)
 	}
-	daemon := res.Rows[4]
+	daemon := res.Rows[7]
 	if daemon.Recall < 0.8 {
 		t.Errorf("daemon recall %v on light typos", daemon.Recall)
 	}
