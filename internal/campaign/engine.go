@@ -277,9 +277,11 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				best = max(best, qgram.EstimateSimilarity(&m.QSketch, &rec.qsketches[i]))
 			}
 			if best >= e.qthresh {
-				key := m.QKeys[0]
+				var key []byte
 				if len(c.qKeys) > 0 {
 					key = c.qKeys[0]
+				} else if len(m.QKeys) > 0 {
+					key = m.QKeys[0]
 				}
 				c.addEvidence(Evidence{Family: FamilyQGram, Similarity: best, Threshold: e.qthresh}, key)
 			}

@@ -36,10 +36,15 @@ const KeyLen = 3 + 8
 const (
 	// Bins is the number of min-hash bins of a sketch.
 	Bins = 128
-	// Rows is the number of bins a band key hashes.
-	Rows = 3
+	// Rows is the number of bins a band key hashes: a band agrees with
+	// probability J^Rows for q-gram sets of Jaccard similarity J, so that
+	// the copies of a campaign (J ≥ 0.4) share some band with it and
+	// unrelated texts (J around 0.1, common q-grams of a language) almost
+	// never do: each band key of a message must not find a share of
+	// every campaign of a large store.
+	Rows = 5
 	// Bands is the number of band keys of a sketch (bins 0 … Bands×Rows−1).
-	Bands = 32
+	Bands = 25
 	// SketchQ is the q-gram length of sketches: the paper's.
 	SketchQ = DefaultQ
 )
