@@ -161,7 +161,7 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 			if read < SketchQ {
 				continue
 			}
-			h := mix(hashGram(win[:]))
+			h := sketchHash(win)
 			if h == 0 {
 				h = 1 // 0 marks a free slot
 			}
@@ -186,6 +186,15 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	}
 	sk.Size = distinct
 	return sk, true
+}
+
+// sketchHash hashes a q-gram of a sketch: its first three code points
+// (21 bits each) packed into one word, multiplied by an odd constant,
+// combined with the fourth and mixed (splitmix64's finalizer). Cheaper
+// than hashGram's byte loop, on the one path every checked message takes.
+func sketchHash(g [SketchQ]rune) uint64 {
+	k := uint64(g[0])<<42 | uint64(g[1])<<21 | uint64(g[2])
+	return mix(k*0x9e3779b97f4a7c15 ^ uint64(g[3]))
 }
 
 // mix is the finalizer of splitmix64: it spreads FNV's bits so that the

@@ -169,3 +169,13 @@ func FuzzSketch(f *testing.F) {
 		_, _ = UnmarshalSketch([]byte(a))
 	})
 }
+
+func BenchmarkSketch(b *testing.B) {
+	s := NewSketcher(SketchOptions{})
+	text := strings.Repeat(lorem+" ", 8) // about 1.7 KB
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		sk, _ := s.Sketch("subject", "\n", text)
+		_ = BandKeys(&sk)
+	}
+}
