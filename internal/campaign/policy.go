@@ -95,7 +95,7 @@ type Policy struct {
 	// and an ANDD match measure the same closeness of texts: the larger of
 	// the two confidences counts, not both. Defaults 0.92 and 0.98: the
 	// threshold sits above what ham reaches against reported spam
-	// (docs/METHODS.md, "q-grams"), so a q-gram match alone tags a copy of
+	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a copy of
 	// a campaign with one reporter; I-Match agreement is still needed to
 	// reject.
 	QGramConfidenceAtThreshold float64 `yaml:"qgram_confidence_at_threshold" json:"qgram_confidence_at_threshold"`
