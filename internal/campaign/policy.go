@@ -93,11 +93,12 @@ type Policy struct {
 	// q-gram match (internal/qgram) at its threshold (the estimated docq
 	// of qgram.SketchOptions.Threshold) and at similarity 1. A q-gram match
 	// and an ANDD match measure the same closeness of texts: the larger of
-	// the two confidences counts, not both. Defaults 0.92 and 0.98: the
+	// the two confidences counts, not both. Defaults 0.92 and 0.95: the
 	// threshold sits above what ham reaches against reported spam
-	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a copy of
-	// a campaign with one reporter; I-Match agreement is still needed to
-	// reject.
+	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a
+	// copy of a campaign with one reporter; like an ANDD match alone, it
+	// never does more than tag, and with I-Match it adds no more than ANDD
+	// does.
 	QGramConfidenceAtThreshold float64 `yaml:"qgram_confidence_at_threshold" json:"qgram_confidence_at_threshold"`
 	QGramConfidenceMax         float64 `yaml:"qgram_confidence_max" json:"qgram_confidence_max"`
 
@@ -155,7 +156,7 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.ANDDConfidenceAtThreshold, 0.7)
 	def(&p.ANDDConfidenceMax, 0.95)
 	def(&p.QGramConfidenceAtThreshold, 0.92)
-	def(&p.QGramConfidenceMax, 0.98)
+	def(&p.QGramConfidenceMax, 0.95)
 	def(&p.ShortConfidence, 0.98)
 	def(&p.LeadConfidence, 0.9)
 	def(&p.RevokeRatio, 0.5)
