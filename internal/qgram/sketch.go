@@ -143,7 +143,7 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	for i := range sk.Min {
 		sk.Min[i] = emptyBin
 	}
-	var win [SketchQ]rune
+	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
 	read := 0
 	distinct := uint32(0)
 	for _, t := range texts {
@@ -155,13 +155,13 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 				continue
 			}
 			r = toLower(r)
-			copy(win[:SketchQ-1], win[1:])
-			win[SketchQ-1] = r
 			read++
+			k := prev
+			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
 			if read < SketchQ {
 				continue
 			}
-			h := sketchHash(win)
+			h := sketchHash(k, r)
 			if h == 0 {
 				h = 1 // 0 marks a free slot
 			}
@@ -189,12 +189,11 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 }
 
 // sketchHash hashes a q-gram of a sketch: its first three code points
-// (21 bits each) packed into one word, multiplied by an odd constant,
+// (21 bits each, packed into one word: first3), multiplied by an odd constant,
 // combined with the fourth and mixed (splitmix64's finalizer). Cheaper
 // than hashGram's byte loop, on the one path every checked message takes.
-func sketchHash(g [SketchQ]rune) uint64 {
-	k := uint64(g[0])<<42 | uint64(g[1])<<21 | uint64(g[2])
-	return mix(k*0x9e3779b97f4a7c15 ^ uint64(g[3]))
+func sketchHash(first3 uint64, last rune) uint64 {
+	return mix(first3*0x9e3779b97f4a7c15 ^ uint64(last))
 }
 
 // mix is the finalizer of splitmix64: it spreads FNV's bits so that the
