@@ -23,6 +23,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 )
 
 // Item is one labeled test message.
@@ -47,12 +48,18 @@ const (
 	MethodBinary       = "Binary-Cos"
 	MethodIMatch       = "I-Match"
 	MethodIMatchBagged = "I-Match bagged"
+	// MethodQGram is the docq of Montanari & Puglisi over the distinct
+	// 4-grams of the normal form (internal/qgram), MethodQGramSketch its
+	// estimate from the engine's q-gram sketches.
+	MethodQGram       = "q-grams docq (q = 4)"
+	MethodQGramSketch = "q-gram sketch (est. docq)"
 )
 
 // AllMethods lists every method in table order.
 func AllMethods() []string {
 	return []string{MethodANDDRawCos, MethodANDDRawJacc, MethodANDDLSHCos, MethodANDDLSHJacc,
-		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged}
+		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged,
+		MethodQGram, MethodQGramSketch}
 }
 
 // Options configure Compare. Zero values select the defaults.
@@ -172,6 +179,8 @@ type prepared struct {
 	anddCos, anddJacc, tfidf, binary sparse
 	skCos, skJacc, skChar            andd.Sketch
 	imatch                           imatchbag.Result
+	qprof                            qgram.Profile
+	qsk                              qgram.Sketch
 }
 
 // Prepared is the set of messages with their representations, ready for
@@ -249,6 +258,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 	if err != nil {
 		return nil, fmt.Errorf("pairs: i-match: %w", err)
 	}
+	qs := qgram.NewSketcher(qgram.SketchOptions{MinGrams: 1})
 	n := lex.N()
 	d := &dict{ids: map[string]int32{}}
 	out := &Prepared{items: items, p: make([]prepared, len(items)), opts: opts}
@@ -280,6 +290,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 				}
 				p.maps = [4]map[string]float64{vc, vj, tf, bin}
 				p.imatch = im.Sign(uniq)
+				p.qprof = qgram.NewProfile(doc.Subject+"\n"+doc.Text, qgram.Options{FoldCase: true})
+				p.qsk, _ = qs.Sketch(doc.Subject, "\n", doc.Text)
 				if opts.Progress != nil {
 					done.Lock()
 					count++
@@ -347,6 +359,10 @@ func (pp *Prepared) score(m string, i, j int) float64 {
 			}
 		}
 		return float64(eq)
+	case MethodQGram:
+		return qgram.Similarity(a.qprof, b.qprof)
+	case MethodQGramSketch:
+		return qgram.EstimateSimilarity(&a.qsk, &b.qsk)
 	}
 	return 0
 }
@@ -374,6 +390,8 @@ func (pp *Prepared) bytes(m string) int {
 		return 16
 	case MethodIMatchBagged:
 		return 16 * (pp.opts.K + 1)
+	case MethodQGramSketch:
+		return 8 + 4*qgram.Bins
 	}
 	return 0
 }
