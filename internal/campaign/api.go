@@ -7,8 +7,12 @@
 //
 // A checked message goes Engine.CheckWith → check (pipeline.Sign, then
 // decide: match looks its keys up in the store, Policy.decide picks the
-// action, store.RecordHit counts it); a report goes Engine.Report →
-// ReportBatch → apply (pipeline.SignReport, prepare, store.ReportBatch).
+// action, store.RecordHit counts it, or store.RecordCheck a message that
+// matched nothing); a report goes Engine.Report → ReportBatch → apply
+// (pipeline.SignReport, prepare, store.ReportBatch). Campaign statistics
+// (query.go: List, Get, Timeline, Series, Now, FalsePositiveWatch, Stats)
+// are read from the store's indexes and counters, the one code path of the
+// API, the command line and the dashboard.
 package campaign
 
 import (
@@ -30,6 +34,21 @@ type Options struct {
 	// ANDDMinTerms is the number of unique terms a message needs for an
 	// ANDD sketch: the cosine of very short texts says little. Default 10.
 	ANDDMinTerms int
+	// ANDDExactCosine is the exact cosine over distinct terms that an
+	// ANDD match no I-Match signature supports must reach with one of the
+	// term sets the campaign keeps (PPJoin's verification, internal/ppjoin):
+	// the estimated cosine of a sketch can be far off for a message that
+	// merely shares a few heavy words. Reports keep their term set only
+	// when it is set, and campaigns that keep none are not held to it.
+	// Default 0: off. On the SpamAssassin corpus it flags no less ham than
+	// the default engine (none) and misses misspelled copies, whose words
+	// are other terms (docs/METHODS.md).
+	ANDDExactCosine float64
+	// ANDDVerifiedThreshold is the estimated cosine from which a candidate
+	// found through band keys is a match when its exact cosine reaches
+	// ANDDExactCosine, even below the model's threshold (its evidence then
+	// counts as at the threshold). Default 0: the model's threshold.
+	ANDDVerifiedThreshold float64
 	// Short configures the short-message keys (shortsig.Options defaults):
 	// digests of images and attachments, links and text units of messages
 	// too short for I-Match and ANDD, and the leading text of any message
@@ -80,4 +99,7 @@ type Evidence struct {
 	// Threshold is the similarity a q-gram match was held to (0 for the
 	// other families: ANDD's is the model's).
 	Threshold float64 `json:"threshold,omitempty"`
+	// Exact is the exact cosine over distinct terms with the campaign's
+	// closest kept term set, when an ANDD-only match was verified so.
+	Exact float64 `json:"exact,omitempty"`
 }

@@ -104,6 +104,15 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	return e, nil
 }
 
+// verifiedThreshold is the estimated cosine from which an ANDD-only
+// candidate is verified exactly (Options.ANDDVerifiedThreshold).
+func (e *Engine) verifiedThreshold() float64 {
+	if v := e.opts.ANDDVerifiedThreshold; v > 0 && v < e.threshold {
+		return v
+	}
+	return e.threshold
+}
+
 // Policy returns the effective policy (defaults filled in).
 func (e *Engine) Policy() Policy { return e.policy }
 
@@ -249,6 +258,17 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 					best = est
 				}
 			}
+			exact := 0.0
+			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.TermHashes()) > 0 &&
+				best >= e.verifiedThreshold() {
+				// ANDD without I-Match: the estimate must hold exactly.
+				switch exact = exactTermCosine(m.TermHashes(), rec.terms, e.opts.ANDDExactCosine); {
+				case exact < e.opts.ANDDExactCosine:
+					best = -1
+				case best < e.threshold:
+					best = e.threshold
+				}
+			}
 			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
 				// ANDD without I-Match: it must not rest on a
 				// mailing-list footer.
@@ -266,7 +286,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				} else if len(m.BandKeys) > 0 {
 					key = m.BandKeys[0]
 				}
-				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best}, key)
+				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best, Exact: exact}, key)
 			}
 		}
 		if m.HasQSketch() && len(rec.qsketches) > 0 {
@@ -388,8 +408,15 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOpti
 func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
 	v, err := e.verdict(ctx, m, o)
 	v.Rule = v.Explain()
-	if err != nil || v.Campaign == 0 || !record {
+	if err != nil || !record {
 		return v, err
+	}
+	if v.Campaign == 0 {
+		// Counted in the store's hourly totals of checked messages.
+		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
+			e.log.Warn("record check", "err", err)
+		}
+		return v, nil
 	}
 	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
 		e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
@@ -491,6 +518,8 @@ type cachedRecord struct {
 	rec       *store.Campaign
 	sketches  []andd.Sketch
 	qsketches []qgram.Sketch
+	// terms are the campaign's kept term sets (pipeline.DecodeTerms).
+	terms [][]uint32
 
 	keysMu     sync.Mutex
 	keysLoaded bool
@@ -552,6 +581,14 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 				continue
 			}
 			r.sketches = append(r.sketches, sk)
+		}
+		for _, b := range c.Terms {
+			ts, err := pipeline.DecodeTerms(b)
+			if err != nil {
+				e.log.Warn("undecodable term set", "campaign", id, "err", err)
+				continue
+			}
+			r.terms = append(r.terms, ts)
 		}
 	}
 	if e.cache != nil {

@@ -210,7 +210,10 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		if m.HasQSketch() {
 			p.in.MoreSketches = [][]byte{m.QSketchBytes}
 		}
-		p.in.Subject, p.in.From = m.Subject, m.From
+		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
+			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
+		}
+		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
 	}
 	// What the report joins and merges: the merge rule (merge.go).
 	apart := kind == store.KindSpam && p.nIM > 0
@@ -372,7 +375,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			// ANDD-only within the batch, no I-Match signature: a vote on
 			// the campaign of the earlier report, found through the
 			// shared band keys.
-			p.in.Keys, p.in.Sketch, p.in.MoreSketches = linked, nil, nil
+			p.in.Keys, p.in.Sketch, p.in.MoreSketches, p.in.Terms = linked, nil, nil, nil
 			p.in.Create, p.in.Index = false, false
 			p.nIM = 0
 			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}

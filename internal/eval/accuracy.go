@@ -38,6 +38,8 @@ type AccuracyOptions struct {
 	Cost float64
 	// SkipEngine leaves out the rows that run the real campaign engine.
 	SkipEngine bool
+	// SkipSeeds leaves out the SpotSigs and PPJoin rows.
+	SkipSeeds bool
 	// Engine configures the engine rows (default: the daemon's defaults).
 	Engine campaign.Options
 	// Lexicon and Model default to the embedded ones.
@@ -264,7 +266,10 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 	opts.Log.Info("row", "name", "ANDD alone")
 	res.Rows = append(res.Rows, averageRows(fmt.Sprintf("ANDD alone (band keys, est. cosine ≥ %.2f)", th), -1, opts, exps,
 		func(e *experiment) outcome { return keyMatch(c, e, bkeys, verify, opts.Cost) }))
-	res.Rows = append(res.Rows, qgramRows(c, exps, opts)...)
+	if !opts.SkipSeeds {
+		res.Rows = append(res.Rows, seedRows(c, exps, opts)...)
+		res.Rows = append(res.Rows, qgramRows(c, exps, opts)...)
+	}
 
 	if !opts.SkipEngine {
 		for _, cfg := range []struct {
@@ -403,8 +408,7 @@ func keyMatch(c *Corpus, e *experiment, keys [][]string, verify func(a, b int) b
 			index[k] = append(index[k], j)
 		}
 	}
-	return foundMatch(c, e, func(q int) map[int]bool {
-		f := map[int]bool{}
+	return findMatch(c, e, func(q int, f map[int]bool) {
 		for _, k := range keys[q] {
 			for _, j := range index[k] {
 				if f[j] || (verify != nil && !verify(q, j)) {
@@ -413,18 +417,18 @@ func keyMatch(c *Corpus, e *experiment, keys [][]string, verify func(a, b int) b
 				f[j] = true
 			}
 		}
-		return f
 	}, cost)
 }
 
-// foundMatch scores an in-memory method: find returns, for a query, the
-// checked documents the method finds near-duplicates of it.
-func foundMatch(c *Corpus, e *experiment, find func(q int) map[int]bool, cost float64) outcome {
+// findMatch scores an experiment whose reported message q is found to
+// match the checked messages that find adds to its set.
+func findMatch(c *Corpus, e *experiment, find func(q int, found map[int]bool), cost float64) outcome {
 	flagged := map[int]bool{}
 	found := make(map[int]map[int]bool, len(e.queries))
 	var o outcome
 	for _, q := range e.queries {
-		f := find(q)
+		f := map[int]bool{}
+		find(q, f)
 		for j := range f {
 			flagged[j] = true
 		}

@@ -49,12 +49,10 @@ func qgramRows(c *Corpus, exps []*experiment, opts AccuracyOptions) []Row {
 			for _, j := range e.checked {
 				x.Add(uint64(j), at, profiles[j])
 			}
-			return foundMatch(c, e, func(q int) map[int]bool {
-				f := map[int]bool{}
+			return findMatch(c, e, func(q int, f map[int]bool) {
 				for _, m := range x.Query(at, profiles[q]) {
 					f[int(m.ID)] = true
 				}
-				return f
 			}, opts.Cost)
 		}))
 	th := sk.Threshold()

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -22,6 +24,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// Excerpt is the start of the message's visible text (at most
+	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
+	Excerpt string
 	// Warnings are the parse warnings (mime.Document.Warnings).
 	Warnings []string
 	// Unique is the number of distinct terms of the message.
@@ -65,6 +70,18 @@ type Message struct {
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
 	body     Body
+	// sorted are the distinct terms, for TermHashes
+	sorted    []string
+	termsOnce sync.Once
+	terms     []uint32
+}
+
+// TermHashes returns the hashes of the message's distinct terms, sorted
+// (EncodeTerms renders them as a campaign keeps them). They are computed
+// on first use: only the exact check of ANDD matches needs them.
+func (m *Message) TermHashes() []uint32 {
+	m.termsOnce.Do(func() { m.terms = termHashes(m.sorted) })
+	return m.terms
 }
 
 // Body is the ANDD evidence of a message without its mailing-list footer.
@@ -76,6 +93,22 @@ type Body struct {
 	// no weighted word is left: see HasSketch), BandKeys its store keys.
 	Sketch   andd.Sketch
 	BandKeys [][]byte
+}
+
+// MaxExcerpt bounds Message.Excerpt, in bytes.
+const MaxExcerpt = 1024
+
+// excerpt is the start of text, at most MaxExcerpt bytes, cut between
+// characters, without leading and trailing white space.
+func excerpt(text string) string {
+	if len(text) > MaxExcerpt {
+		cut := MaxExcerpt
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return strings.Clone(strings.TrimSpace(text))
 }
 
 // HasSketch reports whether the body has an ANDD sketch.
@@ -195,8 +228,9 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+		sorted: terms.Sorted,
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 // SchemaVersion is the version of the key schema this code writes. See
 // docs/STORE.md for the layout.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's
 // entries are contiguous and ordered.
@@ -29,13 +30,14 @@ const (
 
 var metaSchemaKey = []byte{pfxMeta, 's', 'c', 'h', 'e', 'm', 'a'}
 
-// migrations[v] upgrades a store from schema v to v+1. There is none yet:
-// schema 1 is the first.
-var migrations = map[uint32]func(*badger.DB) error{}
+// migrations[v] upgrades a store from schema v to v+1.
+var migrations = map[uint32]func(*badger.DB, *slog.Logger) error{
+	1: migrateV2, // ranking indexes and counters (migrate.go)
+}
 
 // checkSchema validates (or, on a new empty store, writes) the schema
 // version.
-func checkSchema(db *badger.DB, readOnly bool) error {
+func checkSchema(db *badger.DB, readOnly bool, log *slog.Logger) error {
 	var (
 		ver   uint32
 		found bool
@@ -86,7 +88,7 @@ func checkSchema(db *badger.DB, readOnly bool) error {
 			if !ok {
 				return fmt.Errorf("store schema v%d is older than this nddmilter (v%d) and cannot be migrated; restore it with the nddmilter that wrote it, or start a new store", ver, SchemaVersion)
 			}
-			if err := m(db); err != nil {
+			if err := m(db, log); err != nil {
 				return fmt.Errorf("migrate store schema v%d → v%d: %w", v, v+1, err)
 			}
 			if err := writeSchema(db, v+1); err != nil {
@@ -165,9 +167,19 @@ func idValue(id CampaignID) []byte { return binary.BigEndian.AppendUint64(nil, u
 type record struct {
 	Campaign
 	numKeys int64
+	// ix is what the ranking indexes and counters hold for the record
+	// (set by decodeRecord and putRecord; zero for a new record).
+	ix ixState
 }
 
 const recordV1 = 1
+
+// Tags of the record's optional trailing sections (after the merged-from
+// ids); unknown tags are skipped.
+const (
+	secSampleText = 1 // the sample text
+	secTerms      = 2 // the term sets: a count, then each set's bytes
+)
 
 func putVarTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
@@ -184,9 +196,11 @@ func putBytes(b, s []byte) []byte {
 // encode renders the record in the compact binary format v1:
 // version, state, first/last seen (varint unix ns), uvarint counters
 // (messages, spam/ham reports, spam/ham reporters, keys), actions
-// (count, then name, count), subject, from, sketches, merged-from ids.
+// (count, then name, count), subject, from, sketches, merged-from ids,
+// then optional tagged sections (sample text, term sets) present when not
+// empty.
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.Sketches)*40)
+	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.SampleText)+len(r.Sketches)*40+len(r.Terms)*512)
 	b = append(b, recordV1, byte(r.State))
 	b = putVarTime(b, r.FirstSeen)
 	b = putVarTime(b, r.LastSeen)
@@ -216,6 +230,21 @@ func (r *record) encode() []byte {
 	for _, id := range r.MergedFrom {
 		b = binary.AppendUvarint(b, uint64(id))
 	}
+	// Optional trailing sections, each a tag and its bytes: a record
+	// written before a section existed decodes without it, and a reader
+	// skips the tags it does not know.
+	if r.SampleText != "" {
+		b = binary.AppendUvarint(b, secSampleText)
+		b = putBytes(b, []byte(r.SampleText))
+	}
+	if len(r.Terms) > 0 {
+		t := binary.AppendUvarint(nil, uint64(len(r.Terms)))
+		for _, x := range r.Terms {
+			t = putBytes(t, x)
+		}
+		b = binary.AppendUvarint(b, secTerms)
+		b = putBytes(b, t)
+	}
 	return b
 }
 
@@ -231,6 +260,19 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadRecord
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = errBadRecord
 		return 0
@@ -330,9 +372,29 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 			r.MergedFrom = append(r.MergedFrom, CampaignID(d.uvarint()))
 		}
 	}
+	for d.err == nil && len(d.b) > 0 {
+		tag := d.uvarint()
+		payload := d.bytes()
+		switch tag {
+		case secSampleText:
+			r.SampleText = string(payload)
+		case secTerms:
+			t := &decoder{b: payload}
+			if n := t.count(); n > 0 {
+				r.Terms = make([][]byte, 0, n)
+				for i := 0; i < n && t.err == nil; i++ {
+					r.Terms = append(r.Terms, t.bytes())
+				}
+			}
+			if t.err != nil {
+				d.err = t.err
+			}
+		}
+	}
 	if d.err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, d.err)
 	}
+	r.ix = r.ixNow()
 	return r, nil
 }
 

@@ -32,6 +32,9 @@ type wtx struct {
 	idx map[string]CampaignID
 	// fw adds index keys to the index filter before the commit.
 	fw filterWriter
+	// delta is what the transaction changes in the store's counters
+	// (counts.go), written as an entry of its own before the commit.
+	delta *delta
 }
 
 // prefetchIndex reads the index entries of keys in sorted order into
@@ -149,6 +152,9 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}}
 		err := f(w)
 		if err == nil {
+			err = b.writeDelta(w)
+		}
+		if err == nil {
 			err = txn.Commit()
 		}
 		txn.Discard()
@@ -185,10 +191,6 @@ func getRecord(txn *badger.Txn, id CampaignID) (*record, error) {
 		return derr
 	})
 	return r, err
-}
-
-func putRecord(w *wtx, r *record) error {
-	return w.set(campaignKey(r.ID), r.encode())
 }
 
 // scanPrefix calls f with the key suffix (after prefix) and value of every
