@@ -346,7 +346,7 @@ func TestRunSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.MsgsPerSec <= 0 || len(res.Stages) != 4 || res.Passes < 1 {
+	if res.MsgsPerSec <= 0 || len(res.Stages) != 5 || res.Passes < 1 {
 		t.Errorf("pipeline: %+v", res)
 	}
 	if len(res.Children) != 1 || res.Children[0].Error != "" {
