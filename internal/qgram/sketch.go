@@ -72,7 +72,8 @@ type SketchOptions struct {
 	// their own keys). Default 128.
 	MinGrams int
 	// MaxRunes bounds the characters of the normal form read from a
-	// text. Default 1 << 15.
+	// text (and 8 × MaxRunes bounds the characters looked at). Default
+	// 1 << 15.
 	MaxRunes int
 	// Threshold is the estimated docq a message needs with a campaign's
 	// sketch for the match to count. Default DefaultEngineThreshold.
@@ -144,13 +145,16 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 		sk.Min[i] = emptyBin
 	}
 	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
-	read := 0
+	read, seen := 0, 0
 	distinct := uint32(0)
 	for _, t := range texts {
 		for _, r := range t {
-			if read == s.opts.MaxRunes {
+			// At most MaxRunes characters kept, and 8 × MaxRunes looked
+			// at: a text of white space alone is not read to its end.
+			if read == s.opts.MaxRunes || seen == 8*s.opts.MaxRunes {
 				break
 			}
+			seen++
 			if drop(r) {
 				continue
 			}

@@ -179,3 +179,15 @@ func BenchmarkSketch(b *testing.B) {
 		_ = BandKeys(&sk)
 	}
 }
+
+func TestSketchBounded(t *testing.T) {
+	s := NewSketcher(SketchOptions{MaxRunes: 1000, MinGrams: 1})
+	// White space is not read to its end; text after it is not reached.
+	if _, ok := s.Sketch(strings.Repeat(" ", 100000) + lorem); ok {
+		t.Error("text after 8 × MaxRunes characters was read")
+	}
+	sk, ok := s.Sketch(strings.Repeat(lorem, 100))
+	if !ok || sk.Size > 1000 {
+		t.Errorf("size %d", sk.Size)
+	}
+}
