@@ -118,8 +118,9 @@ type Options struct {
 	// FoldCase lower-cases the normal form (the paper keeps case).
 	FoldCase bool
 	// MaxRunes bounds the characters of the normal form read from a text:
-	// the first MaxRunes are kept, so that the work and memory of a
-	// hostile text stay bounded. Default 1 << 16.
+	// the first MaxRunes are kept (and no more than 8 × MaxRunes
+	// characters looked at), so that the work and memory of a hostile
+	// text stay bounded. Default 1 << 16.
 	MaxRunes int
 	// Window is how far back in time a document is compared (sect. 3.6).
 	// Default 24 hours.
@@ -165,13 +166,14 @@ func NewProfile(text string, opts Options) Profile {
 func appendGramHashes(dst []uint64, text string, o Options) []uint64 {
 	var win [maxQ]rune
 	q := min(o.Q, maxQ)
-	n := 0
+	n, seen := 0, 0
 	for _, r := range text {
+		if n == o.MaxRunes || seen == 8*o.MaxRunes {
+			break // as Sketcher.Sketch: a bounded read
+		}
+		seen++
 		if drop(r) {
 			continue
-		}
-		if n == o.MaxRunes {
-			break
 		}
 		if o.FoldCase {
 			r = unicode.ToLower(r)
