@@ -22,6 +22,7 @@ var floors = map[string]int{
 	"internal/cputime":        0,
 	"internal/buildinfo":      0,
 	"internal/mailbox":        0,
+	"internal/spool":          0,
 	"internal/metrics":        1, // may use the shared action vocabulary
 	"internal/action":         0,
 	"internal/mime":           0,

@@ -198,6 +198,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
+		Digest:   reportDigest(m),
 	}
 	p.nIM = nExact
 	for _, c := range res.matched {

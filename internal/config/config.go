@@ -32,6 +32,7 @@ import (
 type Config struct {
 	Milter     Milter     `yaml:"milter"`
 	HTTP       HTTP       `yaml:"http"`
+	API        API        `yaml:"api"`
 	Store      Store      `yaml:"store"`
 	Signatures Signatures `yaml:"signatures"`
 	ANDD       ANDD       `yaml:"andd"`
@@ -334,6 +335,7 @@ func Default() *Config {
 			MaxInflight:       16,
 			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
+		API: DefaultAPI(),
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Expiry:         Duration(30 * 24 * time.Hour),
@@ -401,6 +403,12 @@ func Parse(b []byte) (*Config, error) {
 	}
 	if c.Milter.Overrides == nil {
 		c.Milter.Overrides = map[string]string{}
+	}
+	if c.API.AllowUsers == nil {
+		c.API.AllowUsers = []string{}
+	}
+	if c.API.AllowGroups == nil {
+		c.API.AllowGroups = []string{}
 	}
 	if err := c.Validate(); err != nil {
 		var ve *ValueError
@@ -662,6 +670,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxInflight <= 0 {
 		return bad("http.max_inflight", "must be > 0")
+	}
+	if err := c.API.validate(); err != nil {
+		return err
 	}
 	if c.Store.Dir == "" {
 		return bad("store.dir", "must not be empty")

@@ -24,6 +24,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// MessageID is its Message-ID without angle brackets ("" if none); it
+	// enters no signature (a report's once-per-message rule uses it).
+	MessageID string
 	// Excerpt is the start of the message's visible text (at most
 	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
 	Excerpt string
@@ -228,7 +231,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 		sorted: terms.Sorted,
 	}
