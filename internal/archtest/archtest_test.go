@@ -31,6 +31,7 @@ var floors = map[string]int{
 	"internal/imatchbag":      1,
 	"internal/andd":           1,
 	"internal/shortsig":       1,
+	"internal/qgram":          1,
 	"internal/spotsigs":       1,
 	"internal/ppjoin":         1,
 	"internal/pipeline":       2,

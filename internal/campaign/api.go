@@ -20,6 +20,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
@@ -55,6 +56,12 @@ type Options struct {
 	Short shortsig.Options
 	// DisableShort turns the short-message family off.
 	DisableShort bool
+	// QGram configures the q-gram family (qgram.SketchOptions defaults):
+	// min-hash sketches of a message's character q-grams, which copies
+	// with misspelled words keep (docs/DESIGN.md, "q-gram evidence").
+	QGram qgram.SketchOptions
+	// DisableQGram turns the q-gram family off.
+	DisableQGram bool
 	// Policy is the decision model (see Policy and docs/POLICY.md).
 	Policy Policy
 	// Expiry is how long a campaign lives without hits or reports. Default 30 days.
@@ -77,15 +84,21 @@ const (
 	// FamilyShort is a short-message key (internal/shortsig): its Kind
 	// says which ("all", "media", "links", "body" or "lead").
 	FamilyShort = "short"
+	// FamilyQGram is a q-gram match (internal/qgram): its Similarity is
+	// the estimated docq with the campaign's closest q-gram sketch.
+	FamilyQGram = "qgram"
 )
 
 // Evidence is one matched signature.
 type Evidence struct {
-	Family     string  `json:"family"`         // "imatch", "andd" or "short"
+	Family     string  `json:"family"`         // "imatch", "andd", "short" or "qgram"
 	Bag        int     `json:"bag"`            // I-Match lexicon index (0 = original)
 	Kind       string  `json:"kind,omitempty"` // short-message key kind (see shortsig.Kind)
 	Key        string  `json:"key"`            // the signature key, hex
-	Similarity float64 `json:"similarity"`     // ANDD estimated cosine (1 for I-Match)
+	Similarity float64 `json:"similarity"`     // ANDD estimated cosine, q-gram estimated docq (1 for I-Match)
+	// Threshold is the similarity a q-gram match was held to (0 for the
+	// other families: ANDD's is the model's).
+	Threshold float64 `json:"threshold,omitempty"`
 	// Exact is the exact cosine over distinct terms with the campaign's
 	// closest kept term set, when an ANDD-only match was verified so.
 	Exact float64 `json:"exact,omitempty"`

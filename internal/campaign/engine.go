@@ -17,6 +17,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -30,6 +31,7 @@ type Engine struct {
 	imatch    *imatchbag.Signer
 	andd      *andd.Signer // nil when ANDD is off
 	threshold float64
+	qthresh   float64 // estimated docq of a q-gram match (0: family off)
 	opts      Options
 	policy    Policy
 	th        []Threshold // policy.Thresholds()
@@ -94,10 +96,11 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		e.threshold = as.Threshold()
 	}
 	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms,
-		Short: opts.Short, DisableShort: opts.DisableShort})
+		Short: opts.Short, DisableShort: opts.DisableShort, QGram: opts.QGram, DisableQGram: opts.DisableQGram})
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: %w", err)
 	}
+	e.qthresh = e.pipe.QGramThreshold()
 	return e, nil
 }
 
@@ -126,6 +129,7 @@ type candidate struct {
 	evidence []Evidence
 	evKeys   [][]byte // evidence[i]'s key, hex-encoded by hexKeys when needed
 	bandKeys [][]byte // band keys that found it
+	qKeys    [][]byte // q-gram band keys that found it
 	decision Decision
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
@@ -219,6 +223,8 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
 		} else if kind, ok := shortsig.KindOf(h.Key); ok {
 			c.addEvidence(Evidence{Family: FamilyShort, Kind: kind.String(), Similarity: 1}, h.Key)
+		} else if qgram.IsKey(h.Key) {
+			c.qKeys = append(c.qKeys, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
@@ -283,9 +289,29 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best, Exact: exact}, key)
 			}
 		}
+		if m.HasQSketch() && len(rec.qsketches) > 0 {
+			// q-grams: the estimated docq with the campaign's closest
+			// q-gram sketch (computed without mailing-list footers).
+			best := -1.0
+			for i := range rec.qsketches {
+				best = max(best, qgram.EstimateSimilarity(&m.QSketch, &rec.qsketches[i]))
+			}
+			if best >= e.qthresh {
+				var key []byte
+				if len(c.qKeys) > 0 {
+					key = c.qKeys[0]
+				} else if len(m.QKeys) > 0 {
+					key = m.QKeys[0]
+				}
+				c.addEvidence(Evidence{Family: FamilyQGram, Similarity: best, Threshold: e.qthresh}, key)
+			}
+		}
 		if len(c.evidence) == 0 {
 			if wantUnverified {
 				for _, k := range c.bandKeys {
+					res.unverified[string(k)] = true
+				}
+				for _, k := range c.qKeys {
 					res.unverified[string(k)] = true
 				}
 			}
@@ -489,8 +515,9 @@ func (e *Engine) Expire(ctx context.Context) (int, error) {
 // record is read without its keys (store.Store.Record): the footer check,
 // the one reader of them, loads them on demand (keys).
 type cachedRecord struct {
-	rec      *store.Campaign
-	sketches []andd.Sketch
+	rec       *store.Campaign
+	sketches  []andd.Sketch
+	qsketches []qgram.Sketch
 	// terms are the campaign's kept term sets (pipeline.DecodeTerms).
 	terms [][]uint32
 
@@ -530,8 +557,24 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 		return nil, fmt.Errorf("get campaign %d: %w", id, err)
 	}
 	r := &cachedRecord{rec: c}
+	for _, b := range c.Sketches {
+		if !qgram.IsSketch(b) {
+			continue
+		}
+		if e.qthresh > 0 {
+			sk, err := qgram.UnmarshalSketch(b)
+			if err != nil {
+				e.log.Warn("undecodable q-gram sketch", "campaign", id, "err", err)
+				continue
+			}
+			r.qsketches = append(r.qsketches, sk)
+		}
+	}
 	if e.andd != nil {
 		for _, b := range c.Sketches {
+			if qgram.IsSketch(b) {
+				continue
+			}
 			sk, err := andd.UnmarshalSketch(b)
 			if err != nil {
 				e.log.Warn("undecodable sketch", "campaign", id, "err", err)

@@ -159,6 +159,9 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if err != nil {
 		return p, err
 	}
+	if kind == store.KindSpam {
+		res.matched = dropQGramOnly(res.matched, res.unverified)
+	}
 	// Band keys that point at campaigns the sketch does not verify are
 	// left out: the store joins every campaign sharing a key. Short keys
 	// are exact, as I-Match keys are, except lead keys (the subject and
@@ -175,6 +178,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	nExact := len(keys)
 	keys = append(keys, lead...)
 	for _, k := range m.BandKeys {
+		if !res.unverified[string(k)] {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range m.QKeys {
 		if !res.unverified[string(k)] {
 			keys = append(keys, k)
 		}
@@ -200,6 +208,9 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if kind == store.KindSpam {
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
+		if m.HasQSketch() {
+			p.in.MoreSketches = [][]byte{m.QSketchBytes}
+		}
 		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
 			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
 		}
@@ -365,7 +376,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			// ANDD-only within the batch, no I-Match signature: a vote on
 			// the campaign of the earlier report, found through the
 			// shared band keys.
-			p.in.Keys, p.in.Sketch, p.in.Terms = linked, nil, nil
+			p.in.Keys, p.in.Sketch, p.in.MoreSketches, p.in.Terms = linked, nil, nil, nil
 			p.in.Create, p.in.Index = false, false
 			p.nIM = 0
 			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}
@@ -619,4 +630,24 @@ func (s *ReportStream) applier() {
 			b = b[len(outs)+1:]
 		}
 	}
+}
+
+// dropQGramOnly leaves out of a spam report's matches the campaigns it
+// matched through q-grams only, their q-gram keys marked unverified: a
+// q-gram match is evidence for checking a message, not for what a report
+// joins (a report so matched starts a campaign of its own, as it did
+// before q-grams). The q-gram evidence of the other matches is kept; the
+// merge rule does not count it.
+func dropQGramOnly(matched []*candidate, unverified map[string]bool) []*candidate {
+	out := matched[:0]
+	for _, c := range matched {
+		if slices.ContainsFunc(c.evidence, func(ev Evidence) bool { return ev.Family != FamilyQGram }) {
+			out = append(out, c)
+			continue
+		}
+		for _, k := range c.qKeys {
+			unverified[string(k)] = true
+		}
+	}
+	return out
 }

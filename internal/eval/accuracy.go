@@ -266,9 +266,9 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 	opts.Log.Info("row", "name", "ANDD alone")
 	res.Rows = append(res.Rows, averageRows(fmt.Sprintf("ANDD alone (band keys, est. cosine ≥ %.2f)", th), -1, opts, exps,
 		func(e *experiment) outcome { return keyMatch(c, e, bkeys, verify, opts.Cost) }))
-
 	if !opts.SkipSeeds {
 		res.Rows = append(res.Rows, seedRows(c, exps, opts)...)
+		res.Rows = append(res.Rows, qgramRows(c, exps, opts)...)
 	}
 
 	if !opts.SkipEngine {
@@ -276,8 +276,9 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 			name string
 			mod  func(o *campaign.Options)
 		}{
-			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD = true }},
-			{"daemon defaults: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) {}},
+			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD, o.DisableQGram = true, true }},
+			{"daemon defaults without q-grams: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) { o.DisableQGram = true }},
+			{"daemon defaults: I-Match + ANDD + q-grams (engine + Badger)", func(o *campaign.Options) {}},
 		} {
 			eo := opts.Engine
 			cfg.mod(&eo)

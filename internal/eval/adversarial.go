@@ -56,6 +56,12 @@ type AdvCell struct {
 	// ByShort counts detected copies with a short-message key (a lead key,
 	// for most: internal/shortsig).
 	ByShort int `json:"by_short"`
+	// ByQGram counts detected copies with q-gram evidence (internal/qgram).
+	ByQGram int `json:"by_qgram"`
+	// QGramAlone counts the copies the q-gram sketches alone find: a band
+	// key shared with their original and an estimated docq at the
+	// engine's threshold (see qgramAlone).
+	QGramAlone int `json:"qgram_alone"`
 	// MeanCosine is the mean cosine over unique terms (the ground truth's
 	// measure) between the copies and their originals; NearDup counts the
 	// copies that are still near-duplicates (cosine ≥ 0.9) and
@@ -155,6 +161,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		return nil, err
 	}
 	words, paras := legitText(c)
+	qa := newQGramAlone(c, e.queries, ao)
 	res := &AdversarialResult{Corpus: c.Dir, Seed: opts.Seed, Reported: len(e.queries)}
 
 	dir, err := os.MkdirTemp(ao.TempDir, "nddmilter-adv-")
@@ -235,8 +242,10 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		v, err := eng.Evaluate(ctx, raw)
-		terms := mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens))
+		copyDoc := mime.Parse(raw, ao.Engine.Mime)
+		terms := mime.UniqueTerms(mime.Tokenize(copyDoc, ao.Engine.Tokens))
 		cos := Cosine(c.Docs[j.q].Terms, terms)
+		qAlone := qa.found(j.q, copyDoc)
 		ms, _ := sx.Query(ex.Extract(wordTokens(raw, ao)))
 		bySpot := slices.ContainsFunc(ms, func(m spotsigs.Match) bool { return m.ID == j.q })
 		_, byPP := ppjoin.Verify(ppjoin.Cosine, seedCosine, terms, c.Docs[j.q].Terms) // both sorted
@@ -250,6 +259,9 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 		cell.Copies++
 		cell.MeanCosine += cos
+		if qAlone {
+			cell.QGramAlone++
+		}
 		if bySpot {
 			cell.BySpotSigs++
 		}
@@ -265,11 +277,15 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 				cell.NearDupDetected++
 			}
 			cell.Detected++
-			im, an, sh := false, false, false
+			im, an, sh, qg := false, false, false, false
 			for _, ev := range v.Evidence {
 				im = im || ev.Family == campaign.FamilyIMatch
 				an = an || ev.Family == campaign.FamilyANDD
 				sh = sh || ev.Family == campaign.FamilyShort
+				qg = qg || ev.Family == campaign.FamilyQGram
+			}
+			if qg {
+				cell.ByQGram++
 			}
 			if sh {
 				cell.ByShort++

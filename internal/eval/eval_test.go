@@ -209,8 +209,8 @@ func TestRunAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 10 {
-		t.Fatalf("%d rows, want 10 (2 I-Match, ANDD, 3 SpotSigs, 2 PPJoin, 2 engine)", len(res.Rows))
+	if len(res.Rows) != 13 {
+		t.Fatalf("%d rows, want 13 (2 I-Match, ANDD, 3 SpotSigs, 2 PPJoin, 2 q-grams, 3 engine)", len(res.Rows))
 	}
 	// PPJoin at the ground truth's own cosine finds every neighbour.
 	if r := res.Rows[6]; !strings.HasPrefix(r.Name, "PPJoin+") || r.Recall != 1 {
@@ -346,7 +346,7 @@ func TestRunSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.MsgsPerSec <= 0 || len(res.Stages) != 4 || res.Passes < 1 {
+	if res.MsgsPerSec <= 0 || len(res.Stages) != 5 || res.Passes < 1 {
 		t.Errorf("pipeline: %+v", res)
 	}
 	if len(res.Children) != 1 || res.Children[0].Error != "" {

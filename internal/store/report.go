@@ -374,9 +374,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if dst.SampleText == "" {
 		dst.SampleText = sampleText(in.Text)
 	}
-	if len(in.Sketch) > 0 && len(dst.Sketches) < b.opts.MaxSketches &&
-		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
-		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
+	dst.Sketches = b.keepSketch(dst.Sketches, in.Sketch, true)
+	for _, sk := range in.MoreSketches {
+		dst.Sketches = b.keepSketch(dst.Sketches, sk, true)
 	}
 	if len(in.Terms) > 0 && len(in.Terms) <= MaxTermsLen && len(dst.Terms) < b.opts.MaxSketches &&
 		!slices.ContainsFunc(dst.Terms, func(s []byte) bool { return bytes.Equal(s, in.Terms) }) {
@@ -665,12 +665,7 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 		dst.SampleText = src.SampleText
 	}
 	for _, s := range src.Sketches {
-		if len(dst.Sketches) >= b.opts.MaxSketches {
-			break
-		}
-		if !slices.ContainsFunc(dst.Sketches, func(t []byte) bool { return bytes.Equal(s, t) }) {
-			dst.Sketches = append(dst.Sketches, s)
-		}
+		dst.Sketches = b.keepSketch(dst.Sketches, s, false)
 	}
 	for _, s := range src.Terms {
 		if len(dst.Terms) >= b.opts.MaxSketches {
@@ -730,6 +725,28 @@ func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
 			return nil
 		}
 	}
+}
+
+// keepSketch appends sk to sketches unless it is empty, already there, or
+// its group (sketches with the same first byte) already has
+// Options.MaxSketches; clone copies it first.
+func (b *Badger) keepSketch(sketches [][]byte, sk []byte, clone bool) [][]byte {
+	if len(sk) == 0 || slices.ContainsFunc(sketches, func(s []byte) bool { return bytes.Equal(s, sk) }) {
+		return sketches
+	}
+	n := 0
+	for _, s := range sketches {
+		if len(s) > 0 && s[0] == sk[0] {
+			n++
+		}
+	}
+	if n >= b.opts.MaxSketches {
+		return sketches
+	}
+	if clone {
+		sk = bytes.Clone(sk)
+	}
+	return append(sketches, sk)
 }
 
 // sampleText is s as a campaign's SampleText: valid UTF-8 (invalid bytes

@@ -87,6 +87,11 @@ type ReportInput struct {
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
+	// MoreSketches are sketches of other families of the message, kept the
+	// same way. Sketches are grouped by their first byte (a family's
+	// version or tag byte): a campaign keeps up to Options.MaxSketches of
+	// each group.
+	MoreSketches [][]byte
 	// Terms is the message's term set (opaque), kept like Sketch; longer
 	// than MaxTermsLen, it is not kept.
 	Terms []byte

@@ -598,12 +598,15 @@ func TestSketches(t *testing.T) {
 	var id CampaignID
 	for i := 0; i < 6; i++ {
 		in := spam(fmt.Sprint(i), t0, "k")
-		in.Sketch = []byte{byte(i % 4)}
+		in.Sketch = []byte{1, byte(i % 4)}
+		// Another family's sketches (first byte 'Q') have their own quota.
+		in.MoreSketches = [][]byte{{'Q', byte(i)}}
 		id = mustReport(t, s, in).Campaign
 	}
 	c := mustGet(t, s, id)
-	if len(c.Sketches) != 3 || !bytes.Equal(c.Sketches[2], []byte{2}) {
-		t.Errorf("sketches %v", c.Sketches)
+	want := [][]byte{{1, 0}, {'Q', 0}, {1, 1}, {'Q', 1}, {1, 2}, {'Q', 2}}
+	if !slices.EqualFunc(c.Sketches, want, bytes.Equal) {
+		t.Errorf("sketches %v, want %v", c.Sketches, want)
 	}
 }
 

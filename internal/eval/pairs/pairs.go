@@ -26,6 +26,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/ppjoin"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/spotsigs"
 )
 
@@ -53,12 +54,18 @@ const (
 	MethodIMatchBagged = "I-Match bagged"
 	MethodSpotSigs     = "SpotSigs (weighted Jaccard of spot signatures)"
 	MethodPPJoin       = "PPJoin (exact Jaccard of unique terms)"
+	// MethodQGram is the docq of Montanari & Puglisi over the distinct
+	// 4-grams of the normal form (internal/qgram), MethodQGramSketch its
+	// estimate from the engine's q-gram sketches.
+	MethodQGram       = "q-grams docq (q = 4)"
+	MethodQGramSketch = "q-gram sketch (est. docq)"
 )
 
 // AllMethods lists every method in table order.
 func AllMethods() []string {
 	return []string{MethodANDDRawCos, MethodANDDRawJacc, MethodANDDLSHCos, MethodANDDLSHJacc,
-		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged, MethodSpotSigs, MethodPPJoin}
+		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged, MethodSpotSigs, MethodPPJoin,
+		MethodQGram, MethodQGramSketch}
 }
 
 // Options configure Compare. Zero values select the defaults.
@@ -180,6 +187,8 @@ type prepared struct {
 	imatch                           imatchbag.Result
 	spots                            spotsigs.Vector
 	uniq                             []string // sorted
+	qprof                            qgram.Profile
+	qsk                              qgram.Sketch
 }
 
 // Prepared is the set of messages with their representations, ready for
@@ -258,6 +267,7 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 		return nil, fmt.Errorf("pairs: i-match: %w", err)
 	}
 	spots := spotsigs.NewExtractor(spotsigs.Options{})
+	qs := qgram.NewSketcher(qgram.SketchOptions{MinGrams: 1})
 	n := lex.N()
 	d := &dict{ids: map[string]int32{}}
 	out := &Prepared{items: items, p: make([]prepared, len(items)), opts: opts}
@@ -296,6 +306,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 					terms[w] = t.Term
 				}
 				p.spots = spots.Extract(terms)
+				p.qprof = qgram.NewProfile(doc.Subject+"\n"+doc.Text, qgram.Options{FoldCase: true})
+				p.qsk, _ = qs.Sketch(doc.Subject, "\n", doc.Text)
 				if opts.Progress != nil {
 					done.Lock()
 					count++
@@ -369,6 +381,10 @@ func (pp *Prepared) score(m string, i, j int) float64 {
 		// The measure PPJoin joins on: its filters find exactly the pairs
 		// at or above any threshold (internal/ppjoin's tests).
 		return ppjoin.Similarity(ppjoin.Jaccard, a.uniq, b.uniq)
+	case MethodQGram:
+		return qgram.Similarity(a.qprof, b.qprof)
+	case MethodQGramSketch:
+		return qgram.EstimateSimilarity(&a.qsk, &b.qsk)
 	}
 	return 0
 }
@@ -396,6 +412,8 @@ func (pp *Prepared) bytes(m string) int {
 		return 16
 	case MethodIMatchBagged:
 		return 16 * (pp.opts.K + 1)
+	case MethodQGramSketch:
+		return 8 + 4*qgram.Bins
 	}
 	return 0
 }
