@@ -79,28 +79,7 @@ func (b *Badger) flushHits() error {
 					break
 				}
 				n++
-				p := pending[id]
-				r, err := getRecord(w.txn, id)
-				if errors.Is(err, ErrNotFound) {
-					continue // deleted, expired or merged meanwhile
-				}
-				if err != nil {
-					return err
-				}
-				r.Messages += p.messages
-				if len(p.actions) > 0 && r.Actions == nil {
-					r.Actions = make(map[string]int64, len(p.actions))
-				}
-				for a, c := range p.actions {
-					r.Actions[a] += c
-				}
-				r.LastSeen = maxTime(r.LastSeen, p.lastSeen)
-				for day, c := range p.days {
-					if err := addDay(w, id, day, dayCounts{messages: c}, false); err != nil {
-						return err
-					}
-				}
-				if err := putRecord(w, r); err != nil {
+				if _, err := b.applyHits(w, id, pending[id]); err != nil {
 					return err
 				}
 			}
@@ -112,6 +91,35 @@ func (b *Badger) flushHits() error {
 		ids = ids[n:]
 	}
 	return nil
+}
+
+// applyHits adds the hits p to campaign id inside w: the record's
+// messages, actions and last seen and its daily counters. It is the one
+// function that accounts hits, whoever counted them (RecordHit's buffer,
+// another node of a fleet); found is false (and nothing is written) when
+// the campaign no longer exists.
+func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit) (found bool, err error) {
+	r, err := getRecord(w.txn, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // deleted, expired or merged meanwhile
+	}
+	if err != nil {
+		return false, err
+	}
+	r.Messages += p.messages
+	if len(p.actions) > 0 && r.Actions == nil {
+		r.Actions = make(map[string]int64, len(p.actions))
+	}
+	for a, c := range p.actions {
+		r.Actions[a] += c
+	}
+	r.LastSeen = maxTime(r.LastSeen, p.lastSeen)
+	for day, c := range p.days {
+		if err := addDay(w, id, day, dayCounts{messages: c}, false); err != nil {
+			return false, err
+		}
+	}
+	return true, putRecord(w, r)
 }
 
 // addPending adds buffered hits to c (for Get).

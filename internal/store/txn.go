@@ -32,6 +32,11 @@ type wtx struct {
 	idx map[string]CampaignID
 	// fw adds index keys to the index filter before the commit.
 	fw filterWriter
+	// applied is the fleet stream sequence whose effect this transaction
+	// writes (0: none, see WithApplied); newIDs counts the campaign ids
+	// it made from it.
+	applied uint64
+	newIDs  int
 }
 
 // prefetchIndex reads the index entries of keys in sorted order into
@@ -146,8 +151,11 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 			return err
 		}
 		txn := b.db.NewTransaction(true)
-		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}}
+		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}, applied: appliedOf(ctx)}
 		err := f(w)
+		if err == nil && w.applied != 0 {
+			err = w.set(appliedKey, appliedValue(w.applied))
+		}
 		if err == nil {
 			err = txn.Commit()
 		}
