@@ -26,33 +26,45 @@ const (
 var appliedKey = []byte{pfxFleet, 'a', 'p', 'p', 'l', 'i', 'e', 'd'}
 
 // fleetIDBase is the first campaign id made from a stream sequence: ids
-// are fleetIDBase + seq<<8 + n (the n-th campaign an event creates), above
-// any id a standalone store hands out and below 2^53, so that they stay
-// exact in JSON numbers.
-const fleetIDBase = 1 << 52
+// are fleetIDBase + seq<<fleetIDBits + n (the n-th campaign an event
+// creates), above any id a standalone store hands out and below 2^53, so
+// that they stay exact in JSON numbers.
+const (
+	fleetIDBase = 1 << 52
+	fleetIDBits = 12
+	// MaxEventCampaigns is the most campaigns one stream event may create.
+	MaxEventCampaigns = 1 << fleetIDBits
+)
 
 type appliedCtxKey struct{}
+
+// appliedMark is the stream event a context applies, and how many
+// campaigns its committed transactions created.
+type appliedMark struct {
+	seq    uint64
+	newIDs int
+}
 
 // WithApplied returns a context whose store writes apply the stream event
 // seq (> 0): each transaction they commit also records seq as the applied
 // sequence (Applied), and the campaigns they create get ids derived from
 // seq, so that every node applying the same events makes the same ids.
 func WithApplied(ctx context.Context, seq uint64) context.Context {
-	return context.WithValue(ctx, appliedCtxKey{}, seq)
+	return context.WithValue(ctx, appliedCtxKey{}, &appliedMark{seq: seq})
 }
 
 // withoutApplied drops the applied sequence of ctx: for the transactions
 // of a merge drain, which precede the report's own, atomic one.
 func withoutApplied(ctx context.Context) context.Context {
-	if appliedOf(ctx) == 0 {
+	if appliedOf(ctx) == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, appliedCtxKey{}, uint64(0))
+	return context.WithValue(ctx, appliedCtxKey{}, (*appliedMark)(nil))
 }
 
-func appliedOf(ctx context.Context) uint64 {
-	seq, _ := ctx.Value(appliedCtxKey{}).(uint64)
-	return seq
+func appliedOf(ctx context.Context) *appliedMark {
+	m, _ := ctx.Value(appliedCtxKey{}).(*appliedMark)
+	return m
 }
 
 func appliedValue(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
@@ -61,13 +73,14 @@ func appliedValue(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil,
 // applied sequence when w applies a stream event, else from the store's
 // own sequence.
 func (b *Badger) newID(w *wtx) (CampaignID, error) {
-	if w.applied == 0 {
+	m := w.applied
+	if m == nil {
 		return b.nextID()
 	}
-	if w.applied >= 1<<44 || w.newIDs >= 256 {
-		return 0, fmt.Errorf("campaign id of stream event %d: out of range", w.applied)
+	if m.seq >= 1<<(52-fleetIDBits) || w.newIDs >= MaxEventCampaigns {
+		return 0, fmt.Errorf("campaign id of stream event %d: out of range", m.seq)
 	}
-	id := CampaignID(fleetIDBase + w.applied<<8 + uint64(w.newIDs))
+	id := CampaignID(fleetIDBase + m.seq<<fleetIDBits + uint64(w.newIDs))
 	w.newIDs++
 	return id, nil
 }

@@ -32,10 +32,10 @@ type wtx struct {
 	idx map[string]CampaignID
 	// fw adds index keys to the index filter before the commit.
 	fw filterWriter
-	// applied is the fleet stream sequence whose effect this transaction
-	// writes (0: none, see WithApplied); newIDs counts the campaign ids
-	// it made from it.
-	applied uint64
+	// applied is the fleet stream event whose effect this transaction
+	// writes (nil: none, see WithApplied); newIDs counts the campaign ids
+	// made from it so far, in this and the event's earlier transactions.
+	applied *appliedMark
 	newIDs  int
 }
 
@@ -152,12 +152,18 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 		}
 		txn := b.db.NewTransaction(true)
 		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}, applied: appliedOf(ctx)}
+		if w.applied != nil {
+			w.newIDs = w.applied.newIDs
+		}
 		err := f(w)
-		if err == nil && w.applied != 0 {
-			err = w.set(appliedKey, appliedValue(w.applied))
+		if err == nil && w.applied != nil {
+			err = w.set(appliedKey, appliedValue(w.applied.seq))
 		}
 		if err == nil {
 			err = txn.Commit()
+		}
+		if err == nil && w.applied != nil {
+			w.applied.newIDs = w.newIDs
 		}
 		txn.Discard()
 		w.fw.done()
