@@ -67,6 +67,9 @@ type Options struct {
 	ApplyTimeout time.Duration
 	// Logger receives the node's messages. Default slog.Default().
 	Logger *slog.Logger
+	// Clock is the time events carry (what applying stores as "now").
+	// Default time.Now.
+	Clock func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }
