@@ -113,4 +113,3 @@ func (e *Engine) ExpireBefore(ctx context.Context, cutoff time.Time) (int, error
 	}
 	return n, nil
 }
-

@@ -304,4 +304,3 @@ func (b *Badger) DropOutbox() error {
 	}
 	return nil
 }
-
