@@ -30,4 +30,5 @@ func (a *slogAdapter) Tracef(format string, v ...any) {
 	a.l.Debug(fmt.Sprintf(format, v...), "component", "nats", "trace", true)
 }
 
-func validUserNkey(k string) bool { return nkeys.IsValidPublicUserKey(k) }
+// ValidUserKey reports whether k is a public user nkey (U…).
+func ValidUserKey(k string) bool { return nkeys.IsValidPublicUserKey(k) }

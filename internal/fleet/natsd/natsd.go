@@ -325,7 +325,7 @@ func (o Options) addUsers(so *server.Options) error {
 		case u.Nkey != "" && u.Name != "":
 			return cfgErr("users[%d]: set nkey or user, not both", i)
 		case u.Nkey != "":
-			if !validUserNkey(u.Nkey) {
+			if !ValidUserKey(u.Nkey) {
 				return cfgErr("users[%d]: nkey %q is not a user public key (it starts with U; `nddmilter fleet nkey` makes one)", i, u.Nkey)
 			}
 			so.Nkeys = append(so.Nkeys, &server.NkeyUser{Nkey: u.Nkey, Permissions: perms})
