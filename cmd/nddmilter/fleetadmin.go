@@ -70,3 +70,64 @@ are printed. --public FILE prints the public key of an existing seed file.`,
 	cmd.MarkFlagsMutuallyExclusive("seed", "public")
 	return cmd
 }
+
+// newFleetNatsConfCmd is `nddmilter fleet nats-conf`: a configuration file
+// for Debian's nats-server program (a fleet on external NATS servers) with
+// the same users, permissions, cluster and TLS the embedded server has.
+func newFleetNatsConfCmd() *cobra.Command {
+	var (
+		o                  natsd.Options
+		nodeKeys, readKeys []string
+		monitor            string
+	)
+	cmd := &cobra.Command{
+		Use:   "nats-conf",
+		Short: "Print a nats-server configuration for one server of a fleet's NATS cluster",
+		Long: `Print the configuration of one nats-server (Debian's nats-server package, or
+any 2.9 or later) of a fleet's external NATS cluster: client and route
+listeners, JetStream in --dir, the fleet's users with the permissions
+nddmilter's embedded server gives them (--node-nkey: publishes events;
+--read-nkey: reads the stream, cannot publish), TLS and route
+authentication. Run it once per server with its own --name, addresses and
+--dir, the same --route list, users and files. Password files are read and
+their contents written: keep the output readable by nats-server only.
+docs/FLEET.md explains each setting.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, k := range nodeKeys {
+				o.Users = append(o.Users, natsd.User{Nkey: k, Role: natsd.RoleNode})
+			}
+			for _, k := range readKeys {
+				o.Users = append(o.Users, natsd.User{Nkey: k, Role: natsd.RoleRead})
+			}
+			text, err := o.ConfigFile(monitor)
+			if err != nil {
+				return fmt.Errorf("fleet nats-conf: %w", err)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), text)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", "", "server name in the cluster (default: host name and client port)")
+	f.StringVar(&o.Listen, "listen", natsd.DefaultListen, "client listener host:port")
+	f.StringVar(&o.ClusterListen, "cluster-listen", natsd.DefaultClusterListen, `route listener host:port ("-": no cluster)`)
+	f.StringVar(&o.ClusterName, "cluster-name", natsd.DefaultClusterName, "cluster name (the same on every server)")
+	f.StringArrayVar(&o.Routes, "route", nil, "another server's route URL nats-route://host:port (repeat for each)")
+	f.StringVar(&o.Dir, "dir", "", "JetStream storage directory (required)")
+	f.Int64Var(&o.MaxStore, "max-store-bytes", 0, "bound on JetStream's disk use (0: the server's default)")
+	f.StringArrayVar(&nodeKeys, "node-nkey", nil, "public nkey of a node (nddmilter fleet nkey makes one); repeat for each")
+	f.StringArrayVar(&readKeys, "read-nkey", nil, "public nkey of a read-only client; repeat for each")
+	f.StringArrayVar(&o.Subjects, "subject", nil, "event subjects nodes may publish to (default "+natsd.DefaultSubjects+")")
+	f.StringVar(&o.TLS.CA, "tls-ca", "", "CA file verifying client certificates")
+	f.StringVar(&o.TLS.Cert, "tls-cert", "", "server certificate of the client listener")
+	f.StringVar(&o.TLS.Key, "tls-key", "", "key of --tls-cert")
+	f.BoolVar(&o.TLS.Verify, "tls-verify", false, "require client certificates signed by --tls-ca")
+	f.StringVar(&o.ClusterTLS.CA, "cluster-tls-ca", "", "CA of the routes' mutual TLS")
+	f.StringVar(&o.ClusterTLS.Cert, "cluster-tls-cert", "", "this server's route certificate")
+	f.StringVar(&o.ClusterTLS.Key, "cluster-tls-key", "", "key of --cluster-tls-cert")
+	f.StringVar(&o.ClusterUser, "cluster-user", "", "user authenticating routes")
+	f.StringVar(&o.ClusterPasswordFile, "cluster-password-file", "", "file holding --cluster-user's password")
+	f.StringVar(&monitor, "monitor", "", "HTTP monitoring listener host:port (default: none)")
+	return cmd
+}

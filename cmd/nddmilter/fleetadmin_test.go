@@ -48,3 +48,29 @@ func TestFleetNkey(t *testing.T) {
 		t.Errorf("without --seed: %q, %v", out, err)
 	}
 }
+
+func TestFleetNatsConf(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "node.nk")
+	out, err := runCmd(t, "fleet", "nkey", "--seed", seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.TrimSpace(out)
+	out, err = runCmd(t, "fleet", "nats-conf", "--name", "mx1", "--dir", filepath.Join(dir, "js"),
+		"--route", "nats-route://127.0.0.1:6223", "--node-nkey", pub, "--monitor", "127.0.0.1:8222")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`server_name: "mx1"`, `nkey: "` + pub + `"`, `"nats-route://127.0.0.1:6223"`, `http: "127.0.0.1:8222"`, "jetstream {"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if _, err := runCmd(t, "fleet", "nats-conf", "--dir", dir, "--listen", "0.0.0.0:4222"); err == nil || !strings.Contains(err.Error(), "no users") {
+		t.Errorf("open listener without users: %v, want a refusal", err)
+	}
+	if _, err := runCmd(t, "fleet", "nats-conf", "--dir", dir, "--node-nkey", "SUAXXX"); err == nil || !strings.Contains(err.Error(), "public key") {
+		t.Errorf("a seed given as public key: %v, want a clear error", err)
+	}
+}

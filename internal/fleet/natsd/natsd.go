@@ -414,14 +414,15 @@ func (o Options) addCluster(so *server.Options) error {
 
 // Permissions are what a user of the role may publish and subscribe to:
 // a node publishes events to subjects, uses the JetStream API, acks, flow
-// control and the object store ($O.>, the snapshots); a reader only asks
+// control, the object store and key-value buckets ($O.>, $KV.>: the
+// snapshots); a reader only asks
 // the API for information and consumes. Both receive replies on _INBOX.>.
 func Permissions(r Role, subjects []string) (*server.Permissions, error) {
 	sub := &server.SubjectPermission{Allow: []string{"_INBOX.>", "$JS.FC.>"}}
 	switch r {
 	case RoleNode, "":
-		pub := append([]string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$O.>", "_INBOX.>"}, subjects...)
-		sub.Allow = append(sub.Allow, "$O.>")
+		pub := append([]string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$O.>", "$KV.>", "_INBOX.>"}, subjects...)
+		sub.Allow = append(sub.Allow, "$O.>", "$KV.>")
 		sub.Allow = append(sub.Allow, subjects...)
 		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub}, Subscribe: sub}, nil
 	case RoleRead:
