@@ -355,12 +355,12 @@ for i in 0 1 2; do stop_pid "${NATS_PID[$i]}" KILL; NATS_PID[$i]=; done
 ok=1
 for i in 0 1 2; do
 	if ! "$NDD" bench flood --addr "inet:127.0.0.1:${MILTER_PORT[$i]}" --sessions 0 --checks 20 \
-		--concurrency 2 --timeout 30s >"$T/flood$i.log" 2>&1; then
+		--concurrency 2 --timeout 30s >"$T/flood$i.log" 2>&1 || grep -q 'failed=[1-9]' "$T/flood$i.log"; then
 		ok=
 		fail "(c) NATS down: node $i's milter: $(tail -3 "$T/flood$i.log" | tr '\n' ' ')"
 	fi
 done
-[ -n "$ok" ] && pass "(c) NATS down: all 3 milters answer checks through their milter ports"
+[ -n "$ok" ] && pass "(c) NATS down: all 3 milters answer checks through their milter ports: $(grep -o 'n=[0-9]* failed=0 p50=[^ ]*' "$T/flood0.log" | head -1) (node 0)"
 SPOOLED=()
 for k in $(seq $((REPORTS + 1)) $((REPORTS + 6))); do
 	i=$((k % 3))
