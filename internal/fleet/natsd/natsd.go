@@ -261,14 +261,17 @@ func (o Options) serverOptions() (*server.Options, error) {
 	if len(o.Users) == 0 && !isLoopback(host) {
 		return nil, cfgErr("listen %q is not a loopback address and no users are configured: anyone could publish events (add users with nkeys or passwords)", listen)
 	}
-	if port == 0 {
-		// The server reads 0 as its default port; -1 picks a free one.
-		port = server.RANDOM_PORT
-	}
 	name := o.Name
 	if name == "" {
 		h, _ := os.Hostname()
-		name = fmt.Sprintf("%s-%d", h, port)
+		name = h
+		if port > 0 {
+			name = fmt.Sprintf("%s-%d", h, port)
+		}
+	}
+	if port == 0 {
+		// The server reads 0 as its default port; -1 picks a free one.
+		port = server.RANDOM_PORT
 	}
 	so := &server.Options{
 		ServerName: name,
