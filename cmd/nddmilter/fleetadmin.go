@@ -118,7 +118,7 @@ docs/FLEET.md explains each setting.`,
 	f.Int64Var(&o.MaxStore, "max-store-bytes", 0, "bound on JetStream's disk use (0: the server's default)")
 	f.StringArrayVar(&nodeKeys, "node-nkey", nil, "public nkey of a node (nddmilter fleet nkey makes one); repeat for each")
 	f.StringArrayVar(&readKeys, "read-nkey", nil, "public nkey of a read-only client; repeat for each")
-	f.StringArrayVar(&o.Subjects, "subject", nil, "event subjects nodes may publish to (default "+natsd.DefaultSubjects+")")
+	f.StringVar(&o.Stream, "stream", natsd.DefaultStream, "the fleet's stream (fleet.stream): nodes may publish events to STREAM.>")
 	f.StringVar(&o.TLS.CA, "tls-ca", "", "CA file verifying client certificates")
 	f.StringVar(&o.TLS.Cert, "tls-cert", "", "server certificate of the client listener")
 	f.StringVar(&o.TLS.Key, "tls-key", "", "key of --tls-cert")

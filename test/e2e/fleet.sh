@@ -171,7 +171,7 @@ nats_anonymous() {
 	trap '' PIPE
 	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
 	read -r -t 3 line <&3 # INFO
-	printf 'CONNECT {"verbose":false,"pedantic":false}\r\nPUB nddmilter.events 1\r\nx\r\nPING\r\n' >&3 2>/dev/null
+	printf 'CONNECT {"verbose":false,"pedantic":false}\r\nPUB %s.events 1\r\nx\r\nPING\r\n' "$STREAM" >&3 2>/dev/null
 	while read -r -t 3 line <&3; do
 		reply="$reply${line%$'\r'} "
 		case $line in -ERR* | PONG*) break ;; esac

@@ -44,8 +44,8 @@ func TestConfigFile(t *testing.T) {
 	if len(got.Nkeys) != 2 || got.Nkeys[0].Nkey != node || got.Nkeys[1].Nkey != reader {
 		t.Fatalf("nkeys: %+v", got.Nkeys)
 	}
-	if !slices.Contains(got.Nkeys[0].Permissions.Publish.Allow, DefaultSubjects) ||
-		slices.Contains(got.Nkeys[1].Permissions.Publish.Allow, DefaultSubjects) {
+	if !slices.Contains(got.Nkeys[0].Permissions.Publish.Allow, EventSubjects("")) ||
+		slices.Contains(got.Nkeys[1].Permissions.Publish.Allow, EventSubjects("")) {
 		t.Errorf("permissions: node %v, reader %v", got.Nkeys[0].Permissions.Publish.Allow, got.Nkeys[1].Permissions.Publish.Allow)
 	}
 	if got.Cluster.Port != 6222 || got.Cluster.Username != "route" || got.Cluster.Password != "r0ute" || got.Cluster.TLSConfig == nil || len(got.Routes) != 2 {

@@ -37,8 +37,9 @@ const (
 	DefaultListen        = "127.0.0.1:4222"
 	DefaultClusterListen = "127.0.0.1:6222"
 	DefaultClusterName   = "nddmilter"
-	// DefaultSubjects are the event subjects a node may publish to.
-	DefaultSubjects = "nddmilter.>"
+	// DefaultStream is the fleet's stream (fleet.stream); its events are
+	// published to subjects under its name (NDDMILTER.events).
+	DefaultStream = "NDDMILTER"
 	// DefaultReadyTimeout bounds Start's wait for the client listener.
 	DefaultReadyTimeout = 10 * time.Second
 )
@@ -124,9 +125,9 @@ type Options struct {
 	// Users who may connect; empty: no authentication (only allowed when
 	// Listen is a loopback address).
 	Users []User
-	// Subjects a RoleNode user may publish events to; default
-	// [DefaultSubjects].
-	Subjects []string
+	// Stream is the fleet's stream name (fleet.stream): a RoleNode user may
+	// publish events to the subjects Stream+".>". Default DefaultStream.
+	Stream string
 	// TLS of client connections; ClusterTLS of routes (mutual: CA, Cert and
 	// Key all needed).
 	TLS        TLS
@@ -315,10 +316,7 @@ func (o Options) serverOptions() (*server.Options, error) {
 }
 
 func (o Options) addUsers(so *server.Options) error {
-	subjects := o.Subjects
-	if len(subjects) == 0 {
-		subjects = []string{DefaultSubjects}
-	}
+	subjects := []string{EventSubjects(o.Stream)}
 	for i, u := range o.Users {
 		perms, err := Permissions(u.Role, subjects)
 		if err != nil {
@@ -434,6 +432,15 @@ func Permissions(r Role, subjects []string) (*server.Permissions, error) {
 		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub}, Subscribe: sub}, nil
 	}
 	return nil, fmt.Errorf("role %q: want %q or %q", r, RoleNode, RoleRead)
+}
+
+// EventSubjects are the subjects of a stream's events: stream+".>"
+// (DefaultStream when stream is empty).
+func EventSubjects(stream string) string {
+	if stream == "" {
+		stream = DefaultStream
+	}
+	return stream + ".>"
 }
 
 func splitHostPort(hp string) (string, int, error) {

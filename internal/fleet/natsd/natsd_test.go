@@ -202,7 +202,7 @@ func TestClusterAuthTLS(t *testing.T) {
 	var st jetstream.Stream
 	for i := 0; ; i++ {
 		actx, acancel := context.WithTimeout(ctx, 3*time.Second)
-		st, err = js.CreateStream(actx, jetstream.StreamConfig{Name: "NDDMILTER", Subjects: []string{"nddmilter.>"}, Replicas: 3})
+		st, err = js.CreateStream(actx, jetstream.StreamConfig{Name: "NDDMILTER", Subjects: []string{"NDDMILTER.>"}, Replicas: 3})
 		acancel()
 		if err == nil {
 			break
@@ -212,7 +212,7 @@ func TestClusterAuthTLS(t *testing.T) {
 		}
 	}
 	for i := range 10 {
-		if _, err := js.Publish(ctx, "nddmilter.events", []byte("r"), jetstream.WithMsgID(fmt.Sprint("id-", i%5))); err != nil {
+		if _, err := js.Publish(ctx, "NDDMILTER.events", []byte("r"), jetstream.WithMsgID(fmt.Sprint("id-", i%5))); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestClusterAuthTLS(t *testing.T) {
 	rc := connect(ClientOptions{NkeySeed: readSeed, Name: "reader"})
 	rjs, _ := jetstream.New(rc)
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = rjs.Publish(pctx, "nddmilter.events", []byte("forged"))
+	_, err = rjs.Publish(pctx, "NDDMILTER.events", []byte("forged"))
 	pcancel()
 	if err == nil {
 		t.Error("a reader published an event")
@@ -280,7 +280,7 @@ func TestClusterAuthTLS(t *testing.T) {
 	var pubErr error
 	for range 40 {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		_, pubErr = js.Publish(pctx, "nddmilter.events", []byte("after"), jetstream.WithMsgID("after"))
+		_, pubErr = js.Publish(pctx, "NDDMILTER.events", []byte("after"), jetstream.WithMsgID("after"))
 		pcancel()
 		if pubErr == nil {
 			break

@@ -47,7 +47,7 @@ func TestProbe(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NDDMILTER", Subjects: []string{"nddmilter.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NDDMILTER", Subjects: []string{"NDDMILTER.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = Probe(ctx, ClientOptions{URLs: url, NkeySeed: seed}, "NDDMILTER"); err != nil || res.Stream == nil || res.Streams != 1 {
