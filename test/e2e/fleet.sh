@@ -272,19 +272,21 @@ report() { # i k reporter: report campaign k on node i; 0 if acknowledged (HTTP 
 campaign_on() { # i k: the campaign the message of report k matches on node i (0: none)
 	api "$1" POST /v1/check --data-binary @"$T/report-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
 }
-# fleet_line i: node i's state hash, lag and spool depth, "HASH LAG SPOOL" from /v1/fleet/status.
+# fleet_line i: node i's own status from /v1/fleet/status (the node itself
+# comes first): "STATE_HASH LAG OUTBOX READY".
 fleet_line() {
-	api "$1" GET /v1/fleet/status | jq -r '[.state_hash // "", (.lag // 0), (.spool // .outbox // 0)] | @tsv' 2>/dev/null
+	api "$1" GET /v1/fleet/status | jq -r '(if type == "array" then .[0] elif has("nodes") then .nodes[0] else . end)
+		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
 }
-# converged SECONDS: every node up reports the same state hash, no lag, an
-# empty spool.
+# converged SECONDS: every node is connected and ready, with the same state
+# hash, no lag and an empty outbox (spool).
 converged() {
-	local h0 h lag spool i ok
+	local h0 h lag spool ready i ok
 	for _ in $(seq $(($1 * 2))); do
 		ok=1 h0=
 		for i in 0 1 2; do
-			read -r h lag spool <<<"$(fleet_line $i)"
-			if [ -z "$h" ] || [ "${lag:-1}" != 0 ] || [ "${spool:-1}" != 0 ]; then ok=; break; fi
+			read -r h lag spool ready <<<"$(fleet_line $i)"
+			if [ -z "$h" ] || [ "${lag:-1}" != 0 ] || [ "${spool:-1}" != 0 ] || [ "${ready:-}" != true ]; then ok=; break; fi
 			[ -z "$h0" ] && h0=$h
 			[ "$h" = "$h0" ] || { ok=; break; }
 		done
