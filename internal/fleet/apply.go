@@ -113,13 +113,13 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 	case evReport:
 		res, err = n.applyReports(ctx, seq, ev)
 	case evState:
-		err = n.eng.SetState(ctx, ev.Campaign, ev.State)
+		err = n.engine().SetState(ctx, ev.Campaign, ev.State)
 	case evDelete:
-		err = n.eng.Delete(ctx, ev.Campaign)
+		err = n.engine().Delete(ctx, ev.Campaign)
 	case evExpire:
-		_, err = n.eng.ExpireBefore(ctx, ev.Cutoff)
+		_, err = n.engine().ExpireBefore(ctx, ev.Cutoff)
 	case evHits:
-		err = n.eng.ApplyHits(ctx, ev.Hits)
+		err = n.engine().ApplyHits(ctx, ev.Hits)
 	default:
 		n.log.Warn("fleet: skipping an event of unknown type", "seq", seq, "type", ev.Type)
 	}
@@ -160,7 +160,7 @@ func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event) (applyRe
 	}
 	res := applyResult{outs: make([]campaign.ReportOutcome, len(reqs)), errs: make([]error, len(reqs))}
 	for i := 0; i < len(reqs); {
-		got, err := n.eng.ReportBatch(ctx, reqs[i:])
+		got, err := n.engine().ReportBatch(ctx, reqs[i:])
 		copy(res.outs[i:], got)
 		if err == nil {
 			break

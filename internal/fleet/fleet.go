@@ -23,6 +23,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -128,7 +129,7 @@ var ErrBehind = errors.New("fleet: the store is older than the stream's retentio
 // applies the stream to the local store.
 type Node struct {
 	opts Options
-	eng  *campaign.Engine
+	eng  atomic.Pointer[campaign.Engine] // SetEngine swaps it (reload)
 	st   *store.Badger
 	log  *slog.Logger
 	nc   *nats.Conn
@@ -164,7 +165,6 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 	}
 	n := &Node{
 		opts:      opts,
-		eng:       eng,
 		st:        st,
 		log:       opts.Logger.With("fleet_node", opts.Node),
 		kick:      make(chan struct{}, 1),
@@ -173,6 +173,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		appliedCh: make(chan struct{}),
 		hits:      make(map[hitKey]*hitAgg),
 	}
+	n.eng.Store(eng)
 	n.nc, err = connect(opts, n.log)
 	if err != nil {
 		return nil, err
@@ -270,6 +271,15 @@ func (n *Node) setup(ctx context.Context) error {
 	n.ready = true
 	return nil
 }
+
+// SetEngine makes eng the engine the node applies the stream through and
+// takes the writes of (the daemon's reload builds a new engine).
+func (n *Node) SetEngine(eng *campaign.Engine) {
+	eng.SetReplicator(n)
+	n.eng.Store(eng)
+}
+
+func (n *Node) engine() *campaign.Engine { return n.eng.Load() }
 
 func (n *Node) isReady() bool {
 	n.mu.Lock()

@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+)
+
+// fleetMember is the daemon's part of a fleet (fleet.enabled): the
+// embedded NATS server when it runs one, and the fleet node.
+type fleetMember struct {
+	srv  *natsd.Server // nil without fleet.embedded
+	node *fleet.Node
+	log  *slog.Logger
+}
+
+// bootstrapTimeout bounds the wait for a snapshot when the store is empty.
+const bootstrapTimeout = 60 * time.Second
+
+// startFleetServer starts the embedded server (fleet.embedded.enabled)
+// and, when the store directory is empty, fills it from the fleet's
+// snapshot. It runs before the store is opened.
+func startFleetServer(cfg *config.Config, log *slog.Logger) (*fleetMember, error) {
+	f := &fleetMember{log: log}
+	fc := cfg.Fleet
+	if fc.Embedded.Enabled {
+		o := fc.Server(cfg.Store.Dir)
+		o.Logger = log.With("component", "natsd")
+		srv, err := natsd.Start(o)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.embedded: %w", err)
+		}
+		f.srv = srv
+		log.Info("fleet: embedded NATS server started", "url", srv.ClientURL(), "name", srv.Name(), "routes", len(o.Routes))
+	}
+	if empty, _ := dirEmpty(cfg.Store.Dir); empty {
+		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+		defer cancel()
+		opts, err := f.nodeOptions(cfg, log)
+		if err == nil {
+			var ok bool
+			ok, err = fleet.Bootstrap(ctx, cfg.Store.Dir, StoreOptions(cfg, log), opts)
+			if ok {
+				log.Info("fleet: store restored from the fleet's snapshot", "dir", cfg.Store.Dir)
+			}
+		}
+		if err != nil {
+			// An empty store applies the stream from its start (or
+			// reports ErrBehind once the stream is reachable).
+			log.Warn("fleet: no snapshot restored", "err", err)
+		}
+	}
+	return f, nil
+}
+
+func dirEmpty(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	return len(ents) == 0, err
+}
+
+// nodeOptions maps the fleet section to the node's options.
+func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.Options, error) {
+	fc := cfg.Fleet
+	embedded := ""
+	if f.srv != nil {
+		embedded = f.srv.ClientURL()
+	}
+	client := fc.Client(embedded)
+	client.Logger = log
+	nopts, err := client.NatsOptions()
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
+	}
+	return fleet.Options{
+		Node:          fc.Node,
+		URLs:          client.URLs,
+		NATS:          nopts,
+		Stream:        fc.Stream,
+		Replicas:      fc.Replicas,
+		MaxAge:        max(2*cfg.Store.Expiry.D(), 7*24*time.Hour),
+		HitsEvery:     fc.HitsEvery.D(),
+		SnapshotEvery: fc.SnapshotEvery.D(),
+		Logger:        log,
+	}, nil
+}
+
+// start starts the node over the runtime's store and engine.
+func (f *fleetMember) start(cfg *config.Config, rt *Runtime) error {
+	opts, err := f.nodeOptions(cfg, f.log)
+	if err != nil {
+		return err
+	}
+	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// expireLoop publishes an expiry decision every store.expire_interval
+// (every node does; applying one twice deletes nothing more).
+func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt func() *Runtime) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := rt().Engine.Expire(ctx); err != nil {
+			f.log.Warn("fleet: expiry decision not published", "err", err)
+		}
+	}
+}
+
+// status is the fleet's status for the API.
+func (f *fleetMember) status(ctx context.Context) (any, error) {
+	return f.node.Fleet(ctx)
+}
+
+// readiness is the fleet's line of /readyz (never a reason to be unready:
+// checks do not depend on NATS).
+func (f *fleetMember) readiness(ctx context.Context) string {
+	s := f.node.Status(ctx, false)
+	state := "connected"
+	if !s.Connected {
+		state = "NATS unreachable"
+	} else if !s.Ready {
+		state = "stream not ready"
+	}
+	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
+	if s.Error != "" {
+		line += ", last error: " + s.Error
+	}
+	return line
+}
+
+// close stops the node (publishing its last hit counts) and then the
+// embedded server.
+func (f *fleetMember) close() {
+	if f.node != nil {
+		f.node.Close()
+	}
+	if f.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.srv.Shutdown(ctx); err != nil {
+			f.log.Warn("fleet: embedded server shutdown", "err", err)
+		}
+	}
+}
