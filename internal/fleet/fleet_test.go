@@ -139,6 +139,17 @@ func newTestFleet(t *testing.T) *testFleet {
 	for i := range 3 {
 		f.members = append(f.members, f.startMember(i, t.TempDir()))
 	}
+	// The cluster elects its leaders meanwhile: reports before would be
+	// queued (and published later).
+	deadline := time.Now().Add(20 * time.Second)
+	for _, m := range f.members {
+		for !m.node.isReady() {
+			if time.Now().After(deadline) {
+				t.Fatal("the stream was not set up in 20s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	t.Cleanup(func() {
 		for _, m := range f.members {
 			if m != nil {
@@ -341,6 +352,19 @@ func TestFleet(t *testing.T) {
 	f.requireEqualHashes("restart from a snapshot")
 	if c, err := f.members[2].st.Get(ctx, after.Campaign); err != nil || c.SpamReporters == 0 {
 		t.Fatalf("report after the snapshot on the restored node: %+v %v", c, err)
+	}
+
+	// A node stopped while the others take reports resumes from its
+	// applied sequence: each event applied once.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	during := f.report(0, copyOf(t, 2, 50), store.KindSpam, "while-stopped")
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("restart with its store")
+	want, _ := f.members[0].st.Get(ctx, during.Campaign)
+	if c, err := f.members[1].st.Get(ctx, during.Campaign); err != nil || want == nil || c.SpamReports != want.SpamReports {
+		t.Fatalf("report while stopped, on the restarted node: %+v %v (want %+v)", c, err, want)
 	}
 
 	// NATS down: checks answer from the local store, reports queue.
