@@ -62,3 +62,20 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 		t.Errorf("client tls with verify: %v", err)
 	}
 }
+
+// TestFleetExample: config/fleet-mx1.yaml is a valid configuration with the
+// fleet, its embedded server and users.
+func TestFleetExample(t *testing.T) {
+	c, err := Load("../../config/fleet-mx1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Fleet
+	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 4 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
+		t.Errorf("fleet section: %+v", f)
+	}
+	o := f.Server(c.Store.Dir)
+	if len(o.Users) != 4 || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
+		t.Errorf("embedded server options: %+v", o)
+	}
+}
