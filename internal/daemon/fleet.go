@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
@@ -159,4 +161,21 @@ func (f *fleetMember) close() {
 			f.log.Warn("fleet: embedded server shutdown", "err", err)
 		}
 	}
+}
+
+// FleetAPI returns the client of the API of the daemon that runs this
+// configuration's fleet node: o.APIURL, else the daemon holding the store
+// (fleet status is the running node's).
+func FleetAPI(o BackendOptions) (*api.Client, error) {
+	if o.APIURL != "" {
+		return &api.Client{BaseURL: o.APIURL, Token: o.Token}, nil
+	}
+	if o.LogOutput == nil {
+		o.LogOutput = io.Discard
+	}
+	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
 }

@@ -21,6 +21,10 @@ type Status struct {
 	Applied    uint64 `json:"applied"`
 	StreamLast uint64 `json:"stream_last"`
 	Lag        uint64 `json:"lag"`
+	// StreamEvents and StreamBytes are the stream's size (0 when
+	// unknown).
+	StreamEvents uint64 `json:"stream_events"`
+	StreamBytes  uint64 `json:"stream_bytes"`
 	// Outbox is the number of events queued on this node.
 	Outbox int `json:"outbox"`
 	// StateHash is the hash of the replicated campaign state
@@ -51,6 +55,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		if st, err := n.js.Stream(cctx, n.opts.Stream); err == nil {
 			if info, err := st.Info(cctx); err == nil {
 				s.StreamLast = info.State.LastSeq
+				s.StreamEvents, s.StreamBytes = info.State.Msgs, info.State.Bytes
 			}
 		}
 		cancel()
@@ -66,6 +71,24 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		s.StateHash = h
 	}
 	return s
+}
+
+// WaitApplied waits until the node applied stream sequence seq, or ctx
+// ends.
+func (n *Node) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		n.mu.Lock()
+		applied, ch := n.applied, n.appliedCh
+		n.mu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Fleet returns the status of every node that published one (this node's

@@ -85,6 +85,15 @@ func (b *Badger) newID(w *wtx) (CampaignID, error) {
 	return id, nil
 }
 
+// EventOf returns the stream sequence of the event that created campaign
+// id in a fleet (ok false for an id of a standalone store).
+func EventOf(id CampaignID) (seq uint64, ok bool) {
+	if id < fleetIDBase {
+		return 0, false
+	}
+	return uint64(id-fleetIDBase) >> fleetIDBits, true
+}
+
 // Applied returns the last stream sequence applied to the store (0: none).
 func (b *Badger) Applied(ctx context.Context) (uint64, error) {
 	var seq uint64
