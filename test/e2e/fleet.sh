@@ -335,6 +335,23 @@ if hash=$(converged 60); then
 else
 	fail "(b) the nodes did not converge in 60 s: $(for i in 0 1 2; do echo -n "node$i [$(fleet_line $i)] "; done)"
 fi
+# The administrator's view: `nddmilter fleet status` through node 0's API
+# lists the three nodes with that hash (each node publishes its status
+# every few seconds: bounded wait).
+if [ -n "${hash:-}" ]; then
+	seen=
+	for _ in $(seq 40); do
+		"$NDD" fleet status --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN" --json >"$T/fleet-status.json" 2>&1
+		seen=$(jq -r --arg h "$hash" '[.. | objects | select(has("state_hash")) | select(.state_hash == $h) | .node] | unique | join(",")' "$T/fleet-status.json" 2>/dev/null)
+		[ "$seen" = "node0,node1,node2" ] && break
+		sleep 0.5
+	done
+	if [ "$seen" = "node0,node1,node2" ]; then
+		pass "(b) nddmilter fleet status lists node0, node1 and node2 with the same state hash"
+	else
+		fail "(b) nddmilter fleet status: nodes with hash $hash: '$seen': $(head -c 400 "$T/fleet-status.json")"
+	fi
+fi
 missing=0
 for k in "${ACKED[@]}"; do
 	c0=$(campaign_on 0 "$k")
