@@ -116,6 +116,7 @@ docs/FLEET.md explains each setting.`,
 	f.StringArrayVar(&o.Routes, "route", nil, "another server's route URL nats-route://host:port (repeat for each)")
 	f.StringVar(&o.Dir, "dir", "", "JetStream storage directory (required)")
 	f.Int64Var(&o.MaxStore, "max-store-bytes", 0, "bound on JetStream's disk use (0: the server's default)")
+	f.Int32Var(&o.MaxPayload, "max-payload-bytes", 0, "bound on one message, so on one reported message (0: the server's 1 MiB)")
 	f.StringArrayVar(&nodeKeys, "node-nkey", nil, "public nkey of a node (nddmilter fleet nkey makes one); repeat for each")
 	f.StringArrayVar(&readKeys, "read-nkey", nil, "public nkey of a read-only client; repeat for each")
 	f.StringVar(&o.Stream, "stream", natsd.DefaultStream, "the fleet's stream (fleet.stream): nodes may publish events to STREAM.>")

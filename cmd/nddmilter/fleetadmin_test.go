@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
@@ -26,7 +28,7 @@ func TestFleetNkey(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := strings.TrimSpace(out)
-	if !strings.HasPrefix(pub, "U") || strings.Contains(pub, "SU") {
+	if !natsd.ValidUserKey(pub) || strings.Count(out, "\n") != 1 {
 		t.Fatalf("printed %q: want only the public key", out)
 	}
 	fi, err := os.Stat(seed)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
@@ -107,4 +109,62 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// newFleetCheckCmd is `nddmilter fleet check`.
+func newFleetCheckCmd(gf *globalFlags) *cobra.Command {
+	var (
+		connect bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Check the fleet section of a configuration file (with --connect: against the NATS servers)",
+		Long: `Check FILE's (or --config's) fleet section beyond what config check does: the
+embedded server's options (listeners, routes, users, TLS files readable and
+valid; an open listener without users or an unauthenticated route listener
+beyond loopback is refused) and the node's connection options (URLs, the
+credentials, nkey seed or password file, TLS files). With --connect it also
+connects once to the NATS servers and says whether they are reachable,
+accept this node's credentials and run JetStream, and what the fleet's
+stream holds; each failure comes with a hint. The exit status is 1 on any
+problem.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := gf.config
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if path == "" {
+				return fmt.Errorf("fleet check: name a file (or use --config)")
+			}
+			cfg, err := daemon.LoadConfig(path, gf.store)
+			if err != nil {
+				return err
+			}
+			fc := cfg.Fleet
+			if !fc.Enabled {
+				return fmt.Errorf("fleet check: %s: fleet.enabled is false (a standalone daemon)", path)
+			}
+			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout}
+			embedded := ""
+			if fc.Embedded.Enabled {
+				o := fc.Server(cfg.Store.Dir)
+				c.Embedded = &o
+				scheme := "nats://"
+				if o.TLS.Enabled() {
+					scheme = "tls://"
+				}
+				embedded = scheme + orDefault(o.Listen, natsd.DefaultListen)
+			}
+			c.Client = fc.Client(embedded)
+			if err := c.run(cmd.Context(), cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("fleet check: %s: %w", path, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&connect, "connect", false, "connect to the NATS servers (reachable, credentials accepted, JetStream, the stream)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "bound on the --connect probe")
+	return cmd
 }

@@ -67,3 +67,39 @@ func TestFleetCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestFleetCheckCmd(t *testing.T) {
+	dir := t.TempDir()
+	seedFile := filepath.Join(dir, "node.nk")
+	out, err := runCmd(t, "fleet", "nkey", "--seed", seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.TrimSpace(out)
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js"), Users: []natsd.User{{Nkey: pub}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	write := func(name, fleet string) string {
+		p := filepath.Join(dir, name)
+		cfg := fmt.Sprintf("store:\n  dir: %s\nfleet:\n%s", filepath.Join(dir, "store"), fleet)
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), seedFile))
+	out, err = runCmd(t, "fleet", "check", good, "--connect")
+	if err != nil || !strings.Contains(out, "JetStream on") {
+		t.Errorf("good file: %v\n%s", err, out)
+	}
+	standalone := write("standalone.yaml", "  enabled: false\n")
+	if _, err := runCmd(t, "fleet", "check", standalone); err == nil || !strings.Contains(err.Error(), "fleet.enabled is false") {
+		t.Errorf("standalone: %v", err)
+	}
+	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), filepath.Join(dir, "none.nk")))
+	if _, err := runCmd(t, "fleet", "check", missing); err == nil || !strings.Contains(err.Error(), "nkey_seed") {
+		t.Errorf("missing seed file: %v", err)
+	}
+}

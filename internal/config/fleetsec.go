@@ -55,6 +55,10 @@ type FleetServerSecurity struct {
 	// MaxStoreBytes bounds JetStream's disk use; 0: the server's default
 	// (a share of the free disk).
 	MaxStoreBytes int64 `yaml:"max_store_bytes"`
+	// MaxPayloadBytes bounds one NATS message, so one report event: a
+	// report's message travels in it (base64, a third larger). 0: the
+	// server's default, 1 MiB. At most 64 MiB.
+	MaxPayloadBytes int64 `yaml:"max_payload_bytes"`
 }
 
 // Validate checks the keys' values (not the files they name: `nddmilter
@@ -91,6 +95,9 @@ func (s FleetServerSecurity) Validate(prefix string) error {
 	if (s.ClusterUser == "") != (s.ClusterPasswordFile == "") {
 		return bad(join(prefix, "cluster_user"), "cluster_user and cluster_password_file go together")
 	}
+	if s.MaxPayloadBytes < 0 || s.MaxPayloadBytes > 64<<20 {
+		return bad(join(prefix, "max_payload_bytes"), "must be 0 (the server's 1 MiB) to 64 MiB")
+	}
 	if s.MaxStoreBytes < 0 {
 		return bad(join(prefix, "max_store_bytes"), "must be >= 0 (0: the server's default)")
 	}
@@ -126,4 +133,5 @@ func (s FleetServerSecurity) NatsdServer(o *natsd.Options) {
 	o.ClusterTLS = s.ClusterTLS.Natsd()
 	o.ClusterUser, o.ClusterPasswordFile = s.ClusterUser, s.ClusterPasswordFile
 	o.MaxStore = s.MaxStoreBytes
+	o.MaxPayload = int32(s.MaxPayloadBytes)
 }

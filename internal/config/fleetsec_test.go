@@ -34,6 +34,8 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 		{"cluster tls without ca", FleetServerSecurity{ClusterTLS: FleetTLS{Cert: "c", Key: "k"}}, "fleet.embedded.cluster_tls"},
 		{"cluster user without password", FleetServerSecurity{ClusterUser: "route"}, "fleet.embedded.cluster_user"},
 		{"negative store", FleetServerSecurity{MaxStoreBytes: -1}, "fleet.embedded.max_store_bytes"},
+		{"payload too large", FleetServerSecurity{MaxPayloadBytes: 65 << 20}, "fleet.embedded.max_payload_bytes"},
+		{"payload 8 MiB", FleetServerSecurity{MaxPayloadBytes: 8 << 20}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,8 +53,8 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 		})
 	}
 	var o natsd.Options
-	FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "read"}}, ClusterTLS: tls, MaxStoreBytes: 5}.NatsdServer(&o)
-	if len(o.Users) != 1 || o.Users[0].Role != natsd.RoleRead || o.ClusterTLS.CA != "ca.pem" || o.MaxStore != 5 {
+	FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "read"}}, ClusterTLS: tls, MaxStoreBytes: 5, MaxPayloadBytes: 7}.NatsdServer(&o)
+	if len(o.Users) != 1 || o.Users[0].Role != natsd.RoleRead || o.ClusterTLS.CA != "ca.pem" || o.MaxStore != 5 || o.MaxPayload != 7 {
 		t.Errorf("NatsdServer: %+v", o)
 	}
 	if err := (FleetTLS{CA: "ca"}).ValidateClientTLS("fleet.nats.tls"); err != nil {
@@ -60,5 +62,22 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 	}
 	if err := (FleetTLS{CA: "ca", Verify: true}).ValidateClientTLS("fleet.nats.tls"); err == nil || !strings.Contains(err.Error(), "verify") {
 		t.Errorf("client tls with verify: %v", err)
+	}
+}
+
+// TestFleetExample: config/fleet-mx1.yaml is a valid configuration with the
+// fleet, its embedded server and users.
+func TestFleetExample(t *testing.T) {
+	c, err := Load("../../config/fleet-mx1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Fleet
+	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 4 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
+		t.Errorf("fleet section: %+v", f)
+	}
+	o := f.Server(c.Store.Dir)
+	if len(o.Users) != 4 || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
+		t.Errorf("embedded server options: %+v", o)
 	}
 }

@@ -17,14 +17,14 @@
 # Installs nats-server (and postfix, swaks) from Debian's packages when
 # missing (root). Every loop is bounded in count and time; the script
 # cleans up on exit and prints "N passed, N failed".
-# Environment: NDD_E2E_TIMEOUT (seconds, default 300), NDD_E2E_REPORTS
+# Environment: NDD_E2E_TIMEOUT (seconds, default 420), NDD_E2E_REPORTS
 # (reports in b, default 60), NDD_E2E_KEEP (a folder to keep the logs in),
 # NDD_BIN (a built nddmilter instead of building one).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
-TIME_LIMIT=${NDD_E2E_TIMEOUT:-300}
+TIME_LIMIT=${NDD_E2E_TIMEOUT:-420}
 REPORTS=${NDD_E2E_REPORTS:-60}
 STREAM=NDDMILTER
 
@@ -331,9 +331,26 @@ echo "   ${#ACKED[@]} of $REPORTS reports acknowledged"
 start_node $killed_node
 wait_ready $killed_node 30 || fail "(b) nddmilter node $killed_node did not come back"
 if hash=$(converged 60); then
-	pass "(b) after kill -9 of the stream leader and a daemon, all nodes converge: state hash $hash"
+	pass "(b) after kill -9 of the stream leader and a daemon, all nodes converge: state hash $hash (${SECONDS}s into the script)"
 else
 	fail "(b) the nodes did not converge in 60 s: $(for i in 0 1 2; do echo -n "node$i [$(fleet_line $i)] "; done)"
+fi
+# The administrator's view: `nddmilter fleet status` through node 0's API
+# lists the three nodes with that hash (each node publishes its status
+# every few seconds: bounded wait).
+if [ -n "${hash:-}" ]; then
+	seen=
+	for _ in $(seq 40); do
+		"$NDD" fleet status --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN" --json >"$T/fleet-status.json" 2>&1
+		seen=$(jq -r --arg h "$hash" '[.. | objects | select(has("state_hash")) | select(.state_hash == $h) | .node] | unique | join(",")' "$T/fleet-status.json" 2>/dev/null)
+		[ "$seen" = "node0,node1,node2" ] && break
+		sleep 0.5
+	done
+	if [ "$seen" = "node0,node1,node2" ]; then
+		pass "(b) nddmilter fleet status lists node0, node1 and node2 with the same state hash"
+	else
+		fail "(b) nddmilter fleet status: nodes with hash $hash: '$seen': $(head -c 400 "$T/fleet-status.json")"
+	fi
 fi
 missing=0
 for k in "${ACKED[@]}"; do
@@ -373,14 +390,14 @@ for k in $(seq $((REPORTS + 1)) $((REPORTS + 6))); do
 	fi
 done
 if grep -qi 'queued\|spool' "$T/report-$((REPORTS + 1)).json" "$T/report-$((REPORTS + 2)).json"; then
-	pass "(c) NATS down: ${#SPOOLED[@]} reports taken, the answer says queued: $(head -c 160 "$T/report-$((REPORTS + 1)).json")"
+	pass "(c) NATS down: ${#SPOOLED[@]} reports taken, the answer says queued: $(jq -c . "$T/report-$((REPORTS + 1)).json" | head -c 200)"
 else
-	fail "(c) NATS down: the report answer does not say queued: $(head -c 200 "$T/report-$((REPORTS + 1)).json")"
+	fail "(c) NATS down: the report answer does not say queued: $(jq -c . "$T/report-$((REPORTS + 1)).json" 2>/dev/null | head -c 200)"
 fi
 for i in 0 1 2; do start_nats $i; done
 for i in 0 1 2; do wait_port "${NATS_PORT[$i]}" 15 || fail "(c) nats-server $i did not restart"; done
 if hash=$(converged 60); then
-	pass "(c) NATS back: the spools drained and all nodes converge: state hash $hash"
+	pass "(c) NATS back: the spools drained and all nodes converge: state hash $hash (${SECONDS}s)"
 else
 	fail "(c) NATS back: no convergence in 60 s: $(for i in 0 1 2; do echo -n "node$i [$(fleet_line $i)] "; done)"
 fi
