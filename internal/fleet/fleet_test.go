@@ -367,6 +367,40 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("report while stopped, on the restarted node: %+v %v (want %+v)", c, err, want)
 	}
 
+	// A node stopped for longer than the stream keeps events (purged
+	// before the previous snapshot) cannot resume: ErrBehind, and it
+	// starts again from the snapshot.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	for i := range 3 {
+		f.report(0, copyOf(t, 1, uint64(60+i)), store.KindSpam, fmt.Sprint("behind", i))
+		if i == 1 {
+			if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(m.dir, storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lex, mod := resources(t)
+	eng, _ := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now}, nil)
+	if _, err := Start(ctx, eng, st, nodeOptions(f.cluster, 1, f.clock)); !errors.Is(err, ErrBehind) {
+		t.Fatalf("start of a node behind the stream: %v", err)
+	}
+	st.Close()
+	os.RemoveAll(m.dir)
+	if ok, err := Bootstrap(ctx, m.dir, storeOptions(), nodeOptions(f.cluster, 1, f.clock)); err != nil || !ok {
+		t.Fatalf("bootstrap: %v %v", ok, err)
+	}
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("a node behind the stream, from the snapshot")
+
 	// NATS down: checks answer from the local store, reports queue.
 	f.cluster.shutdown()
 	start := time.Now()
