@@ -72,6 +72,7 @@ cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
 cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
 cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"
 cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
+mkdir -p "$STAGE/doc/dovecot" && cp contrib/dovecot/* "$STAGE/doc/dovecot/"   # the Dovecot recipe: Junk moves as reports
 cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
 [ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

@@ -19,7 +19,7 @@ func newBenchCmd(gf *globalFlags) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
-	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchQueryCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf), newBenchFleetCmd())
+	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchQueryCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf), newBenchReportCLICmd(), newBenchFleetCmd())
 	return cmd
 }
 
@@ -220,5 +220,31 @@ figures with the load average (uptime).`,
 	fl.IntVar(&o.Checkers, "checkers", 2, "goroutines checking at once")
 	fl.BoolVar(&o.NoSync, "no-sync", false, "do not fsync the stores' commits")
 	fl.StringVar(&o.Dir, "dir", "", "directory of the servers and stores (default: temporary, removed)")
+	return cmd
+}
+
+func newBenchReportCLICmd() *cobra.Command {
+	var o bench.ReportCLIOptions
+	cmd := &cobra.Command{
+		Use:   "report-cli",
+		Short: "Measure `nddmilter report --socket` as the Dovecot pipe runs it: one process per report",
+		Long: `Runs this binary's 'report --socket' --calls times, one after the other, each
+with a randomized campaign copy (its own Message-ID) on standard input and
+one of --reporters reporters, against a daemon started in this process over
+a fresh store (or the running daemon's --socket), and prints the latency
+per call from the process's start to its exit, and how many calls spooled
+their report instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.ReportCLI(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Calls, "calls", 200, "reports (processes) to run")
+	fl.IntVar(&o.Reporters, "reporters", 20, "distinct reporters")
+	fl.StringVar(&o.Socket, "socket", "", "a running daemon's report socket (default: a daemon in this process over a fresh store)")
+	fl.StringVar(&o.Spool, "spool", "", "spool directory passed to report --spool (default: the in-process daemon's)")
+	fl.StringVar(&o.Binary, "binary", "", "the nddmilter binary to run (default: this one)")
+	fl.Uint64Var(&o.Seed, "seed", 1, "random seed of the messages")
 	return cmd
 }

@@ -22,6 +22,7 @@ var floors = map[string]int{
 	"internal/cputime":        0,
 	"internal/buildinfo":      0,
 	"internal/mailbox":        0,
+	"internal/spool":          0,
 	"internal/metrics":        1, // may use the shared action vocabulary
 	"internal/action":         0,
 	"internal/mime":           0,
@@ -32,6 +33,8 @@ var floors = map[string]int{
 	"internal/imatchbag":      1,
 	"internal/andd":           1,
 	"internal/shortsig":       1,
+	"internal/spotsigs":       1,
+	"internal/ppjoin":         1,
 	"internal/pipeline":       2,
 	"internal/campaign":       3,
 	"internal/config":         4,

@@ -33,6 +33,21 @@ type Options struct {
 	// ANDDMinTerms is the number of unique terms a message needs for an
 	// ANDD sketch: the cosine of very short texts says little. Default 10.
 	ANDDMinTerms int
+	// ANDDExactCosine is the exact cosine over distinct terms that an
+	// ANDD match no I-Match signature supports must reach with one of the
+	// term sets the campaign keeps (PPJoin's verification, internal/ppjoin):
+	// the estimated cosine of a sketch can be far off for a message that
+	// merely shares a few heavy words. Reports keep their term set only
+	// when it is set, and campaigns that keep none are not held to it.
+	// Default 0: off. On the SpamAssassin corpus it flags no less ham than
+	// the default engine (none) and misses misspelled copies, whose words
+	// are other terms (docs/METHODS.md).
+	ANDDExactCosine float64
+	// ANDDVerifiedThreshold is the estimated cosine from which a candidate
+	// found through band keys is a match when its exact cosine reaches
+	// ANDDExactCosine, even below the model's threshold (its evidence then
+	// counts as at the threshold). Default 0: the model's threshold.
+	ANDDVerifiedThreshold float64
 	// Short configures the short-message keys (shortsig.Options defaults):
 	// digests of images and attachments, links and text units of messages
 	// too short for I-Match and ANDD, and the leading text of any message
@@ -71,4 +86,7 @@ type Evidence struct {
 	Kind       string  `json:"kind,omitempty"` // short-message key kind (see shortsig.Kind)
 	Key        string  `json:"key"`            // the signature key, hex
 	Similarity float64 `json:"similarity"`     // ANDD estimated cosine (1 for I-Match)
+	// Exact is the exact cosine over distinct terms with the campaign's
+	// closest kept term set, when an ANDD-only match was verified so.
+	Exact float64 `json:"exact,omitempty"`
 }

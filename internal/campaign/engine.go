@@ -103,6 +103,15 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	return e, nil
 }
 
+// verifiedThreshold is the estimated cosine from which an ANDD-only
+// candidate is verified exactly (Options.ANDDVerifiedThreshold).
+func (e *Engine) verifiedThreshold() float64 {
+	if v := e.opts.ANDDVerifiedThreshold; v > 0 && v < e.threshold {
+		return v
+	}
+	return e.threshold
+}
+
 // Policy returns the effective policy (defaults filled in).
 func (e *Engine) Policy() Policy { return e.policy }
 
@@ -245,6 +254,17 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 					best = est
 				}
 			}
+			exact := 0.0
+			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.TermHashes()) > 0 &&
+				best >= e.verifiedThreshold() {
+				// ANDD without I-Match: the estimate must hold exactly.
+				switch exact = exactTermCosine(m.TermHashes(), rec.terms, e.opts.ANDDExactCosine); {
+				case exact < e.opts.ANDDExactCosine:
+					best = -1
+				case best < e.threshold:
+					best = e.threshold
+				}
+			}
 			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
 				// ANDD without I-Match: it must not rest on a
 				// mailing-list footer.
@@ -262,7 +282,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				} else if len(m.BandKeys) > 0 {
 					key = m.BandKeys[0]
 				}
-				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best}, key)
+				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best, Exact: exact}, key)
 			}
 		}
 		if len(c.evidence) == 0 {
@@ -483,6 +503,8 @@ func (e *Engine) Expire(ctx context.Context) (int, error) {
 type cachedRecord struct {
 	rec      *store.Campaign
 	sketches []andd.Sketch
+	// terms are the campaign's kept term sets (pipeline.DecodeTerms).
+	terms [][]uint32
 
 	keysMu     sync.Mutex
 	keysLoaded bool
@@ -528,6 +550,14 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 				continue
 			}
 			r.sketches = append(r.sketches, sk)
+		}
+		for _, b := range c.Terms {
+			ts, err := pipeline.DecodeTerms(b)
+			if err != nil {
+				e.log.Warn("undecodable term set", "campaign", id, "err", err)
+				continue
+			}
+			r.terms = append(r.terms, ts)
 		}
 	}
 	if e.cache != nil {

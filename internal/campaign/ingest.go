@@ -193,6 +193,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
+		Digest:   reportDigest(m),
 	}
 	p.nIM = nExact
 	for _, c := range res.matched {
@@ -202,6 +203,9 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if kind == store.KindSpam {
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
+		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
+			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
+		}
 		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
 	}
 	// What the report joins and merges: the merge rule (merge.go).
@@ -364,7 +368,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			// ANDD-only within the batch, no I-Match signature: a vote on
 			// the campaign of the earlier report, found through the
 			// shared band keys.
-			p.in.Keys, p.in.Sketch = linked, nil
+			p.in.Keys, p.in.Sketch, p.in.Terms = linked, nil, nil
 			p.in.Create, p.in.Index = false, false
 			p.nIM = 0
 			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}

@@ -32,6 +32,7 @@ import (
 type Config struct {
 	Milter     Milter     `yaml:"milter"`
 	HTTP       HTTP       `yaml:"http"`
+	API        API        `yaml:"api"`
 	Store      Store      `yaml:"store"`
 	Signatures Signatures `yaml:"signatures"`
 	ANDD       ANDD       `yaml:"andd"`
@@ -269,6 +270,11 @@ type ANDD struct {
 	Enabled bool `yaml:"enabled"`
 	// Model is a model file; empty uses the embedded one.
 	Model string `yaml:"model"`
+	// ExactCosine, when above 0, is the exact cosine over distinct terms
+	// that an ANDD match no I-Match signature supports must reach with a
+	// term set the campaign keeps (campaign.Options.ANDDExactCosine).
+	// Default 0: off.
+	ExactCosine float64 `yaml:"exact_cosine"`
 }
 
 // Policy is the campaign engine's decision policy (costs, benefits,
@@ -330,6 +336,7 @@ func Default() *Config {
 			MaxInflight:       16,
 			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
+		API: DefaultAPI(),
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Expiry:         Duration(30 * 24 * time.Hour),
@@ -398,6 +405,12 @@ func Parse(b []byte) (*Config, error) {
 	}
 	if c.Milter.Overrides == nil {
 		c.Milter.Overrides = map[string]string{}
+	}
+	if c.API.AllowUsers == nil {
+		c.API.AllowUsers = []string{}
+	}
+	if c.API.AllowGroups == nil {
+		c.API.AllowGroups = []string{}
 	}
 	if err := c.Validate(); err != nil {
 		var ve *ValueError
@@ -565,6 +578,9 @@ func CheckToken(tok string) error {
 // Validate checks every value and returns the first problem as a
 // *ValueError naming the key and the allowed values.
 func (c *Config) Validate() error {
+	if x := c.ANDD.ExactCosine; !(x >= 0 && x <= 1) {
+		return bad("andd.exact_cosine", "%v is not in [0, 1]", x)
+	}
 	m := c.Milter
 	if _, _, err := SplitListen(m.Listen); err != nil {
 		return bad("milter.listen", "%v", err)
@@ -664,6 +680,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxInflight <= 0 {
 		return bad("http.max_inflight", "must be > 0")
+	}
+	if err := c.API.validate(); err != nil {
+		return err
 	}
 	if c.Store.Dir == "" {
 		return bad("store.dir", "must not be empty")

@@ -232,7 +232,9 @@ type daemon struct {
 	srv     *milter.Server
 	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
-	dash    *dashboard.Handler // nil when disabled
+	sockH   *apiSwitch                      // the report socket's handler (api.socket)
+	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
+	dash    *dashboard.Handler              // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
@@ -298,6 +300,8 @@ func Run(ctx context.Context, o Options) error {
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
+	d.sockH = &apiSwitch{met: d.met}
+	d.eng.Store(rt.Engine)
 	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
@@ -330,9 +334,31 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer stop()
 	}
+	if cfg.API.Socket != "" {
+		sh, err := newSocketHandler(cfg, rt.Engine, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		d.sockH.set(sh)
+		stop, err := d.startReportSocket()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
+	if cfg.API.SpoolDir != "" {
+		sp, err := openSpool(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		go d.runSpool(bg, sp, cfg.API.SpoolInterval.D(), cfg.HTTP.RequestTimeout.D())
+	}
 	// The store keeps its counts up to date as it writes: Stats is a few
 	// reads, whatever the store's size.
 	go d.met.RefreshStore(bg, storeMetricsInterval, func(ctx context.Context) (metrics.StoreStats, error) {
@@ -497,6 +523,13 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
+	var sh http.Handler
+	if cfg.API.Socket != "" {
+		if sh, err = newSocketHandler(cfg, eng, log); err != nil {
+			fail(err)
+			return
+		}
+	}
 	var creds []dashboard.Credential
 	if d.dash != nil {
 		if creds, err = dashboardCredentials(cfg); err != nil {
@@ -512,6 +545,10 @@ func (d *daemon) reload() {
 		return
 	}
 	d.apiH.set(h)
+	if sh != nil {
+		d.sockH.set(sh)
+	}
+	d.eng.Store(eng)
 	if d.dash != nil {
 		d.dash.Update(eng, creds)
 	}
@@ -532,6 +569,10 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
+		{"api.socket", old.API.Socket, cfg.API.Socket},
+		{"api.socket_mode", old.API.SocketMode, cfg.API.SocketMode},
+		{"api.socket_group", old.API.SocketGroup, cfg.API.SocketGroup},
+		{"api.spool_dir", old.API.SpoolDir, cfg.API.SpoolDir},
 		{"http.dashboard.enabled", fmt.Sprint(old.HTTP.Dashboard.Enabled), fmt.Sprint(cfg.HTTP.Dashboard.Enabled)},
 		{"http.dashboard.session_ttl", old.HTTP.Dashboard.SessionTTL.D().String(), cfg.HTTP.Dashboard.SessionTTL.D().String()},
 		{"http.dashboard.secure_cookie", fmt.Sprint(old.HTTP.Dashboard.SecureCookie), fmt.Sprint(cfg.HTTP.Dashboard.SecureCookie)},
@@ -542,6 +583,8 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
+	cfg.API.Socket, cfg.API.SocketMode, cfg.API.SocketGroup = old.API.Socket, old.API.SocketMode, old.API.SocketGroup
+	cfg.API.SpoolDir, cfg.API.SpoolInterval = old.API.SpoolDir, old.API.SpoolInterval
 	od, nd := old.HTTP.Dashboard, &cfg.HTTP.Dashboard
 	nd.Enabled, nd.SessionTTL, nd.SecureCookie = od.Enabled, od.SessionTTL, od.SecureCookie
 }

@@ -85,9 +85,10 @@ func EngineOptions(cfg *config.Config) campaign.Options {
 			MinRatio:  cfg.Signatures.MinRatio,
 			MinUnique: cfg.Signatures.MinUnique,
 		},
-		DisableANDD: !cfg.ANDD.Enabled,
-		Policy:      cfg.Policy,
-		Expiry:      cfg.Store.Expiry.D(),
+		DisableANDD:     !cfg.ANDD.Enabled,
+		ANDDExactCosine: cfg.ANDD.ExactCosine,
+		Policy:          cfg.Policy,
+		Expiry:          cfg.Store.Expiry.D(),
 	}
 }
 

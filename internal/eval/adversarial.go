@@ -16,7 +16,9 @@ import (
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/ppjoin"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/spotsigs"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -61,6 +63,12 @@ type AdvCell struct {
 	MeanCosine      float64 `json:"mean_cosine"`
 	NearDup         int     `json:"near_dup"`
 	NearDupDetected int     `json:"near_dup_detected"`
+	// BySpotSigs and ByPPJoin count the copies (detected by the engine or
+	// not) that SpotSigs alone (its index of the reported messages, the
+	// paper's best τ) and PPJoin alone (exact cosine over unique terms ≥
+	// seedCosine) find their original for.
+	BySpotSigs int `json:"by_spotsigs"`
+	ByPPJoin   int `json:"by_ppjoin"`
 	// Errors counts copies spamgen could not produce.
 	Errors int `json:"errors,omitempty"`
 }
@@ -79,7 +87,11 @@ type AdversarialResult struct {
 	HamChecked int       `json:"ham_checked"`
 	HamFlagged int       `json:"ham_flagged"`
 	FalsePos   []string  `json:"false_positives,omitempty"`
-	Elapsed    string    `json:"elapsed"`
+	// SpotSigsHam and PPJoinHam count the ham that SpotSigs alone and
+	// PPJoin alone find a reported message for.
+	SpotSigsHam int    `json:"spotsigs_ham"`
+	PPJoinHam   int    `json:"ppjoin_ham"`
+	Elapsed     string `json:"elapsed"`
 }
 
 // Cell returns the cell of kind k at strength s.
@@ -181,6 +193,12 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	res.Baseline = float64(len(detectable)) / float64(len(e.queries))
 	ao.Log.Info("adversarial", "reported", len(e.queries), "flagged_unmodified", len(detectable))
 
+	// The seed methods alone, on the same copies.
+	ex := spotsigs.NewExtractor(spotsigs.Options{})
+	sx := spotsigs.NewIndex(spotsigs.MatchOptions{})
+	for _, q := range e.queries {
+		sx.Add(q, ex.Extract(wordTokens(c.Docs[q].Raw, ao)))
+	}
 	type job struct {
 		cell int
 		q    int
@@ -217,7 +235,11 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		v, err := eng.Evaluate(ctx, raw)
-		cos := Cosine(c.Docs[j.q].Terms, mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens)))
+		terms := mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens))
+		cos := Cosine(c.Docs[j.q].Terms, terms)
+		ms, _ := sx.Query(ex.Extract(wordTokens(raw, ao)))
+		bySpot := slices.ContainsFunc(ms, func(m spotsigs.Match) bool { return m.ID == j.q })
+		_, byPP := ppjoin.Verify(ppjoin.Cosine, seedCosine, terms, c.Docs[j.q].Terms) // both sorted
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -228,6 +250,12 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 		cell.Copies++
 		cell.MeanCosine += cos
+		if bySpot {
+			cell.BySpotSigs++
+		}
+		if byPP {
+			cell.ByPPJoin++
+		}
 		near := cos >= ao.Cosine
 		if near {
 			cell.NearDup++
@@ -280,6 +308,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 	})
 	res.HamChecked = len(hams)
+	res.SpotSigsHam, res.PPJoinHam = seedHam(c, ao, e.queries, hams, sx, ex)
 	for _, i := range hams {
 		if flagged[i] {
 			res.HamFlagged++
@@ -288,6 +317,36 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	}
 	res.Elapsed = time.Since(start).Round(time.Second).String()
 	return res, nil
+}
+
+// seedCosine is the exact cosine over unique terms of the PPJoin columns.
+const seedCosine = 0.7
+
+// seedHam counts the ham that the SpotSigs index of the reported messages
+// finds a match for, and the ham within seedCosine of a reported message
+// (a PPJoin+ join of the reported messages and the ham).
+func seedHam(c *Corpus, ao AccuracyOptions, reported, hams []int, sx *spotsigs.Index, ex *spotsigs.Extractor) (spot, pp int) {
+	var n atomic.Int64
+	parallel(len(hams), ao.Workers, func(k int) {
+		if ms, _ := sx.Query(ex.Extract(wordTokens(c.Docs[hams[k]].Raw, ao))); len(ms) > 0 {
+			n.Add(1)
+		}
+	})
+	recs := make([][]string, 0, len(reported)+len(hams))
+	for _, i := range reported {
+		recs = append(recs, c.Docs[i].Terms)
+	}
+	for _, i := range hams {
+		recs = append(recs, c.Docs[i].Terms)
+	}
+	pairs, _ := ppjoin.Join(recs, ppjoin.Options{Measure: ppjoin.Cosine, Threshold: seedCosine})
+	flagged := map[int]bool{}
+	for _, p := range pairs {
+		if p.A < len(reported) && p.B >= len(reported) {
+			flagged[p.B] = true
+		}
+	}
+	return int(n.Load()), len(flagged)
 }
 
 // copySeed derives the spamgen seed of one copy from its coordinates, so

@@ -144,6 +144,8 @@ type SpeedResult struct {
 	CPUClock bool    `json:"cpu_clock"`
 	MBPerSec float64 `json:"mb_per_second_per_core"`
 	Stages   []Stage `json:"stages"`
+	// Seeds are the costs of the seed methods (SpotSigs, PPJoin).
+	Seeds []SeedCost `json:"seeds,omitempty"`
 	// Latency holds percentiles by measurement: the pipeline's own per
 	// message, and those parsed from the children's output.
 	Latency  map[string][]LatencyPoint `json:"latency"`
@@ -237,6 +239,7 @@ func RunSpeed(ctx context.Context, c *Corpus, opts SpeedOptions) (*SpeedResult, 
 		res.Stages = append(res.Stages, Stage{Name: name, MicrosPer: us, MsgsPerSec: 1e6 / us})
 	}
 	res.Latency["signature pipeline (1 core)"] = percentiles(per)
+	res.Seeds = seedSpeed(c)
 	opts.Log.Info("pipeline", "msgs_per_cpu_sec", int(res.MsgsPerSec), "msgs_per_wall_sec", int(res.WallMsgsPerSec), "passes", res.Passes)
 
 	exe := opts.Executable
@@ -362,6 +365,7 @@ func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 	if pts := r.Latency["signature pipeline (1 core)"]; len(pts) > 0 {
 		fmt.Fprintf(w, "| · per-message pipeline time | %s (%s) |\n", fmtPoints(pts), clock)
 	}
+	defer writeSeedCosts(w, r.Seeds, clock)
 	for _, c := range r.Children {
 		cmd := "nddmilter " + strings.Join(c.Args, " ")
 		if c.Error != "" {

@@ -23,6 +23,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// MessageID is its Message-ID without angle brackets ("" if none); it
+	// enters no signature (a report's once-per-message rule uses it).
+	MessageID string
 	// Excerpt is the start of the message's visible text (at most
 	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
 	Excerpt string
@@ -63,6 +66,18 @@ type Message struct {
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
 	body     Body
+	// sorted are the distinct terms, for TermHashes
+	sorted    []string
+	termsOnce sync.Once
+	terms     []uint32
+}
+
+// TermHashes returns the hashes of the message's distinct terms, sorted
+// (EncodeTerms renders them as a campaign keeps them). They are computed
+// on first use: only the exact check of ANDD matches needs them.
+func (m *Message) TermHashes() []uint32 {
+	m.termsOnce.Do(func() { m.terms = termHashes(m.sorted) })
+	return m.terms
 }
 
 // Body is the ANDD evidence of a message without its mailing-list footer.
@@ -206,8 +221,9 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+		sorted: terms.Sorted,
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze

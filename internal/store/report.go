@@ -45,7 +45,7 @@ func validateReport(in *ReportInput) error {
 			return fmt.Errorf("report: key of %d bytes, at most %d allowed", len(k), MaxKeyLen)
 		}
 	}
-	return nil
+	return validateDigest(in)
 }
 
 // Report applies one report atomically in one transaction (retried on
@@ -207,6 +207,13 @@ func mergeEstimate(src *record) int {
 func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (ReportResult, error) {
 	txn := w.txn
 	// Phase 1: reads.
+	prior, err := priorMsgReport(txn, in)
+	if err != nil {
+		return ReportResult{}, err
+	}
+	if dup, err := duplicateOf(txn, in, prior); err != nil || dup {
+		return ReportResult{Campaign: prior.campaign, Repeated: true, Duplicate: true}, err
+	}
 	keyIDs := make([]CampaignID, len(in.Keys))
 	var ids []CampaignID
 	for i, k := range in.Keys {
@@ -251,7 +258,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := 2*len(in.Keys) + 20 // keys, list entries; record, reporter, counters, index entries
+	need := 2*len(in.Keys) + 22 // keys, list entries; record, reporter, counters, index entries; message report, withdrawn vote
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -298,13 +305,18 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		}
 		res.Merged = append(res.Merged, src.ID)
 	}
+	if !res.Created {
+		if res.Withdrawn, err = withdraw(w, dst, in, prior); err != nil {
+			return ReportResult{}, err
+		}
+	}
 	// Reporter.
 	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
 	first, last := in.Time, in.Time
 	// A campaign created by this report has no entries yet: skip the
 	// reads (misses that would search every level of the tree).
 	var item *badger.Item
-	err := badger.ErrKeyNotFound
+	err = badger.ErrKeyNotFound
 	if !res.Created {
 		item, err = txn.Get(rk)
 	}
@@ -366,6 +378,10 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
 		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
 	}
+	if len(in.Terms) > 0 && len(in.Terms) <= MaxTermsLen && len(dst.Terms) < b.opts.MaxSketches &&
+		!slices.ContainsFunc(dst.Terms, func(s []byte) bool { return bytes.Equal(s, in.Terms) }) {
+		dst.Terms = append(dst.Terms, bytes.Clone(in.Terms))
+	}
 	// Index.
 	if in.Index {
 		seen := make(map[string]struct{}, len(in.Keys))
@@ -387,6 +403,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 			}
 			dst.numKeys++
 		}
+	}
+	if err := putMsgReport(w, in, dst.ID, b.opts.Expiry); err != nil {
+		return ReportResult{}, err
 	}
 	if err := putRecord(w, dst); err != nil {
 		return ReportResult{}, err
@@ -651,6 +670,14 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 		}
 		if !slices.ContainsFunc(dst.Sketches, func(t []byte) bool { return bytes.Equal(s, t) }) {
 			dst.Sketches = append(dst.Sketches, s)
+		}
+	}
+	for _, s := range src.Terms {
+		if len(dst.Terms) >= b.opts.MaxSketches {
+			break
+		}
+		if !slices.ContainsFunc(dst.Terms, func(t []byte) bool { return bytes.Equal(s, t) }) {
+			dst.Terms = append(dst.Terms, s)
 		}
 	}
 	dst.MergedFrom = append(dst.MergedFrom, src.ID)
