@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func (f Fleet) Server(storeDir string) natsd.Options {
 	e := f.Embedded
 	dir := e.Dir
 	if dir == "" {
-		dir = strings.TrimSuffix(storeDir, "/") + "/../nats"
+		dir = filepath.Join(filepath.Dir(filepath.Clean(storeDir)), "nats")
 	}
 	o := natsd.Options{
 		Name: f.Node, Listen: e.Listen, ClusterListen: e.ClusterListen, ClusterName: e.ClusterName,

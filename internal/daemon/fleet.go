@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // fleetMember is the daemon's part of a fleet (fleet.enabled): the
@@ -179,3 +181,24 @@ func FleetAPI(o BackendOptions) (*api.Client, error) {
 	}
 	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
 }
+
+// ErrFleetOffline is returned by writes of a command-line tool that opened
+// the store of a fleet node itself (the daemon is not running): in a
+// fleet, writes are events of the stream, published by the running node.
+var ErrFleetOffline = errors.New("this store belongs to a fleet node (fleet.enabled) and its daemon is not running: " +
+	"reports, allow and delete go through the running daemon's API (start `nddmilter serve`, or use --api), never into the store alone")
+
+// offlineFleet is the replicator of an engine over a fleet node's store
+// opened without its daemon: it refuses writes and drops hits, so that
+// the store never diverges from the fleet's.
+type offlineFleet struct{}
+
+func (offlineFleet) Report(context.Context, []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
+	return nil, &campaign.BatchError{Index: 0, Err: ErrFleetOffline}
+}
+func (offlineFleet) SetState(context.Context, store.CampaignID, store.State) error {
+	return ErrFleetOffline
+}
+func (offlineFleet) Delete(context.Context, store.CampaignID) error { return ErrFleetOffline }
+func (offlineFleet) Expire(context.Context, time.Time) error        { return ErrFleetOffline }
+func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)  {}
