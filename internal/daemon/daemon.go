@@ -231,9 +231,15 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	rt, err := OpenRuntime(cfg, log)
+	if err == nil && fm != nil {
+		rt, err = fm.start(cfg, rt)
+	}
 	if err != nil {
 		if fm != nil {
 			fm.close()
+		}
+		if rt != nil {
+			rt.Close()
 		}
 		return err
 	}
@@ -243,10 +249,6 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	if fm != nil {
-		if err := fm.start(cfg, rt); err != nil {
-			fm.close()
-			return err
-		}
 		defer fm.close() // before the store closes
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -98,17 +99,48 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	}, nil
 }
 
-// start starts the node over the runtime's store and engine.
-func (f *fleetMember) start(cfg *config.Config, rt *Runtime) error {
+// start starts the node over the runtime's store and engine. A store
+// older than the stream's retention (fleet.ErrBehind) is set aside and
+// replaced by the fleet's snapshot, its queued events carried over: rt
+// is then a new runtime.
+func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 	opts, err := f.nodeOptions(cfg, f.log)
 	if err != nil {
-		return err
+		return rt, err
 	}
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
-	if err != nil {
-		return err
+	if !errors.Is(err, fleet.ErrBehind) {
+		return rt, err
 	}
-	return nil
+	f.log.Warn("fleet: the store is older than the stream's retention; starting from the fleet's snapshot", "err", err)
+	queued, _, err := rt.Store.OutboxList(context.Background(), math.MaxInt)
+	if err != nil {
+		return rt, err
+	}
+	if err := rt.Close(); err != nil {
+		return rt, err
+	}
+	aside := cfg.Store.Dir + ".behind-" + time.Now().UTC().Format("20060102T150405")
+	if err := os.Rename(cfg.Store.Dir, aside); err != nil {
+		return nil, fmt.Errorf("fleet: set the old store aside: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+	defer cancel()
+	ok, err := fleet.Bootstrap(ctx, cfg.Store.Dir, StoreOptions(cfg, f.log), opts)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("fleet: no snapshot to start from (the old store is in %s): %v", aside, err)
+	}
+	f.log.Info("fleet: store restored from the fleet's snapshot", "dir", cfg.Store.Dir, "old", aside, "queued", len(queued))
+	if rt, err = OpenRuntime(cfg, f.log); err != nil {
+		return nil, err
+	}
+	for _, q := range queued {
+		if _, err := rt.Store.OutboxPut(context.Background(), q.Data); err != nil {
+			return rt, err
+		}
+	}
+	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	return rt, err
 }
 
 // expireLoop publishes an expiry decision every store.expire_interval

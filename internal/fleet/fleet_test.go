@@ -139,6 +139,17 @@ func newTestFleet(t *testing.T) *testFleet {
 	for i := range 3 {
 		f.members = append(f.members, f.startMember(i, t.TempDir()))
 	}
+	// The cluster elects its leaders meanwhile: reports before would be
+	// queued (and published later).
+	deadline := time.Now().Add(20 * time.Second)
+	for _, m := range f.members {
+		for !m.node.isReady() {
+			if time.Now().After(deadline) {
+				t.Fatal("the stream was not set up in 20s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	t.Cleanup(func() {
 		for _, m := range f.members {
 			if m != nil {
@@ -342,6 +353,53 @@ func TestFleet(t *testing.T) {
 	if c, err := f.members[2].st.Get(ctx, after.Campaign); err != nil || c.SpamReporters == 0 {
 		t.Fatalf("report after the snapshot on the restored node: %+v %v", c, err)
 	}
+
+	// A node stopped while the others take reports resumes from its
+	// applied sequence: each event applied once.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	during := f.report(0, copyOf(t, 2, 50), store.KindSpam, "while-stopped")
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("restart with its store")
+	want, _ := f.members[0].st.Get(ctx, during.Campaign)
+	if c, err := f.members[1].st.Get(ctx, during.Campaign); err != nil || want == nil || c.SpamReports != want.SpamReports {
+		t.Fatalf("report while stopped, on the restarted node: %+v %v (want %+v)", c, err, want)
+	}
+
+	// A node stopped for longer than the stream keeps events (purged
+	// before the previous snapshot) cannot resume: ErrBehind, and it
+	// starts again from the snapshot.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	for i := range 3 {
+		f.report(0, copyOf(t, 1, uint64(60+i)), store.KindSpam, fmt.Sprint("behind", i))
+		if i == 1 {
+			if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(m.dir, storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lex, mod := resources(t)
+	eng, _ := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now}, nil)
+	if _, err := Start(ctx, eng, st, nodeOptions(f.cluster, 1, f.clock)); !errors.Is(err, ErrBehind) {
+		t.Fatalf("start of a node behind the stream: %v", err)
+	}
+	st.Close()
+	os.RemoveAll(m.dir)
+	if ok, err := Bootstrap(ctx, m.dir, storeOptions(), nodeOptions(f.cluster, 1, f.clock)); err != nil || !ok {
+		t.Fatalf("bootstrap: %v %v", ok, err)
+	}
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("a node behind the stream, from the snapshot")
 
 	// NATS down: checks answer from the local store, reports queue.
 	f.cluster.shutdown()
