@@ -19,7 +19,7 @@ func newBenchCmd(gf *globalFlags) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
-	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf), newBenchFleetCmd())
+	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchQueryCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf), newBenchFleetCmd())
 	return cmd
 }
 
@@ -67,6 +67,46 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.BoolVar(&o.ReplyEachStep, "reply-each-step", false, "offer no milter protocol flags, so that the milter replies to every step (an MTA at protocol version 2)")
 	fl.StringVar(&o.Network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
 	fl.StringVar(&o.Server, "server", "own", `protocol server of the in-process milter: "own" (internal/milter, the daemon's), "d--j" (github.com/d--j/go-milter over the same message logic, for comparison) or "d--j-buffered" (the same with buffered socket I/O)`)
+	return cmd
+}
+
+func newBenchQueryCmd(gf *globalFlags) *cobra.Command {
+	var o bench.QueryOptions
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Measure the campaign queries (lists, now view, one campaign, stats, readiness) on a large store",
+		Long: `Uses the store of 'nddmilter bench milter' (--dir; built when it is not
+complete, --campaigns campaigns of which --templates real; a schema 1 store is
+upgraded in place once), and measures:
+
+  readiness   the daemon started on the store: time until /readyz answers
+              200, then the latency of /readyz
+  hits        --hits matched messages counted over the last 24 hours on
+              campaigns drawn with a Zipf law (and --ham-reports not-spam
+              reports), so that the windowed rankings have something to rank
+  queries     median and slowest of --runs runs of each: list by volume,
+              recent since 24h, volume since 24h, reports, day volume, a
+              far page (offset 10,000), the now view (hour and day, 50
+              campaigns with sparklines), one campaign's page (the API's
+              detail), the false-positive watch and the store's counts
+  memory      VmRSS and VmHWM of the process`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(gf)
+			if err != nil {
+				return err
+			}
+			o.Config, o.ConfigPath = cfg, gf.config
+			return bench.Query(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Dir, "dir", "", "store directory (default: bench milter's, .cache/bench-milter-v3-CAMPAIGNS-TEMPLATES)")
+	fl.IntVar(&o.Campaigns, "campaigns", 1_000_000, "campaigns of a store built here")
+	fl.IntVar(&o.Templates, "templates", 50, "real campaigns of a store built here")
+	fl.IntVar(&o.Hits, "hits", 200_000, "matched messages counted before the queries")
+	fl.IntVar(&o.HamReports, "ham-reports", 1000, "not-spam reports made before the queries")
+	fl.IntVar(&o.Runs, "runs", 5, "runs of each query")
 	return cmd
 }
 

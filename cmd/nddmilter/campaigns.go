@@ -56,7 +56,7 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 	var (
 		af            apiFlags
 		since, sortBy string
-		limit         int
+		limit, offset int
 		asJSON        bool
 	)
 	cmd := &cobra.Command{
@@ -72,15 +72,15 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sort: %w", err)
 			}
-			if limit < 0 {
-				return errors.New("--limit must be ≥ 0")
+			if limit < 0 || offset < 0 {
+				return errors.New("--limit and --offset must be ≥ 0")
 			}
 			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			cs, err := be.List(cmd.Context(), sinceD, sortBy, limit)
+			cs, err := be.List(cmd.Context(), api.ListQuery{Since: sinceD, Sort: sortBy, Limit: limit, Offset: offset})
 			if err != nil {
 				return err
 			}
@@ -101,18 +101,19 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 	}
 	af.register(cmd)
 	cmd.Flags().StringVar(&since, "since", "", "only campaigns seen within this window (e.g. 24h, 7d); default all")
-	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: volume (messages), reports (distinct spam reporters) or recent (last seen)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many campaigns (0 for all)")
+	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: recent (last seen), volume (messages), reports (distinct spam reporters), hour or day (messages in the last hour or day), ham (not-spam reports: the false-positive watch)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size: at most this many campaigns (0 for the most, 10000)")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many campaigns of the order (the next page)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
 	return cmd
 }
 
 func printSummaries(w io.Writer, cs []api.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
+	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tHOUR/DAY\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
-			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
+			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages, c.HourMessages, c.DayMessages,
 			c.SpamReporters, c.SpamReports, c.HamReporters, c.HamReports,
 			formatActions(c.Actions), truncate(oneLine(c.SampleSubject), 60))
 	}
@@ -221,6 +222,9 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 	fmt.Fprintf(w, "  exact copy     %s\n", d.DecisionRule)
 	fmt.Fprintf(w, "  sample from    %s\n", oneLine(d.SampleFrom))
 	fmt.Fprintf(w, "  sample subject %s\n", oneLine(d.SampleSubject))
+	if d.SampleText != "" {
+		fmt.Fprintf(w, "  sample text    %s\n", truncate(oneLine(d.SampleText), 200))
+	}
 	if len(d.MergedFrom) > 0 {
 		ids := make([]string, len(d.MergedFrom))
 		for i, m := range d.MergedFrom {

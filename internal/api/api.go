@@ -7,8 +7,11 @@
 //
 //	POST   /v1/reports?kind=spam|ham&reporter=ID  raw message (ARF accepted) → Outcome
 //	POST   /v1/check[?record=1]                   raw message → campaign.Verdict (a dry run unless record=1; dry_run=1 accepted)
-//	GET    /v1/campaigns?since=24h&sort=volume|reports|recent&limit=N → []Summary (limit default 100, 0 = all)
+//	GET    /v1/campaigns?since=24h&sort=S&limit=N&offset=M → []Summary: a page (limit default 100, 0 = the most, 10,000)
+//	       S: recent (default), volume, reports, hour, day (messages in the last hour/day) or ham (not-spam reports: the false-positive watch)
 //	GET    /v1/campaigns/{id}                     → Detail
+//	GET    /v1/campaigns/{id}/series              → []Hour (hourly series over the hours kept)
+//	GET    /v1/now?sort=hour|day&limit=N&offset=M&hours=24 → Now (campaigns ranked by recent volume with sparklines, totals per hour, store counts)
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
 //	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
@@ -127,6 +130,10 @@ type Summary struct {
 	Keys          int                   `json:"keys,omitempty"` // not filled by listings
 	Sketches      int                   `json:"sketches"`
 	MergedFrom    []campaign.CampaignID `json:"merged_from,omitempty"`
+	// HourMessages and DayMessages are the matched messages of the last
+	// hour and day windows (store.RankHourHours, store.RankDayHours).
+	HourMessages int64 `json:"hour_messages"`
+	DayMessages  int64 `json:"day_messages"`
 }
 
 // NewSummary converts a campaign record.
@@ -147,7 +154,87 @@ func NewSummary(c *campaign.Campaign) Summary {
 		Keys:          len(c.Keys),
 		Sketches:      len(c.Sketches),
 		MergedFrom:    c.MergedFrom,
+		HourMessages:  c.HourMessages,
+		DayMessages:   c.DayMessages,
 	}
+}
+
+// Hour is one hour of a campaign's hourly series.
+type Hour struct {
+	Hour        time.Time `json:"hour"` // start, UTC
+	Messages    int64     `json:"messages"`
+	SpamReports int64     `json:"spam_reports"`
+	HamReports  int64     `json:"ham_reports"`
+	Acted       int64     `json:"acted"`
+}
+
+// NewHours converts an hourly series.
+func NewHours(hs []campaign.HourCount) []Hour {
+	out := make([]Hour, len(hs))
+	for i, h := range hs {
+		out[i] = Hour{Hour: h.Hour.UTC(), Messages: h.Messages, SpamReports: h.SpamReports, HamReports: h.HamReports, Acted: h.Acted}
+	}
+	return out
+}
+
+// HourTotal is one hour of the store-wide totals.
+type HourTotal struct {
+	Hour        time.Time        `json:"hour"` // start, UTC
+	Checked     int64            `json:"checked"`
+	Matched     int64            `json:"matched"`
+	Actions     map[string]int64 `json:"actions,omitempty"`
+	SpamReports int64            `json:"spam_reports"`
+	HamReports  int64            `json:"ham_reports"`
+}
+
+// RankedSummary is a campaign of the now view with its sparkline.
+type RankedSummary struct {
+	Summary
+	Series []Hour `json:"series"`
+}
+
+// Now is the JSON view of campaign.NowView.
+type Now struct {
+	At        time.Time       `json:"at"`
+	Sort      string          `json:"sort"`
+	Campaigns []RankedSummary `json:"campaigns"`
+	Totals    []HourTotal     `json:"totals"`
+	Stats     store.Stats     `json:"stats"`
+}
+
+// NewNow converts the now view.
+func NewNow(v campaign.NowView) Now {
+	n := Now{At: v.At.UTC(), Sort: v.Sort, Stats: v.Stats,
+		Campaigns: make([]RankedSummary, len(v.Campaigns)), Totals: make([]HourTotal, len(v.Totals))}
+	for i := range v.Campaigns {
+		n.Campaigns[i] = RankedSummary{Summary: NewSummary(&v.Campaigns[i].Campaign), Series: NewHours(v.Campaigns[i].Series)}
+	}
+	for i, t := range v.Totals {
+		n.Totals[i] = HourTotal{Hour: t.Hour.UTC(), Checked: t.Checked, Matched: t.Matched, Actions: t.Actions, SpamReports: t.SpamReports, HamReports: t.HamReports}
+	}
+	return n
+}
+
+// ListQuery selects a page of campaigns (the parameters of GET
+// /v1/campaigns and of `nddmilter campaigns list`).
+type ListQuery struct {
+	Since time.Duration // look-back window, 0 for all
+	Sort  string        // see ParseSort
+	// Limit is the page size (0: the most, campaign.MaxListLimit),
+	// Offset the campaigns skipped.
+	Limit, Offset int
+}
+
+// Query returns the campaign query of q at time now.
+func (q ListQuery) Query(now time.Time) campaign.Query {
+	cq := campaign.Query{Sort: q.Sort, Limit: q.Limit, Offset: q.Offset}
+	if cq.Limit == 0 {
+		cq.Limit = campaign.MaxListLimit
+	}
+	if q.Since > 0 {
+		cq.Since = now.Add(-q.Since)
+	}
+	return cq
 }
 
 // Day is one day of a campaign's time series.
@@ -161,6 +248,10 @@ type Day struct {
 // Detail is the JSON view of one campaign with its signatures and timeline.
 type Detail struct {
 	Summary
+	// SampleText is the start of the first reported copy's visible text
+	// (at most store.MaxSampleText bytes); "" for campaigns reported
+	// before it was kept.
+	SampleText string `json:"sample_text,omitempty"`
 	// Decision is what the policy would do with an exact copy (all I-Match
 	// bags matched), with its explanation.
 	Decision      action.Action `json:"decision"`
@@ -168,6 +259,8 @@ type Detail struct {
 	Reputation    float64       `json:"reputation"`
 	SignatureKeys []string      `json:"signature_keys"` // hex
 	Timeline      []Day         `json:"timeline"`
+	// Hours is the hourly series over the hours the store keeps.
+	Hours []Hour `json:"hours"`
 	// Reporters are the campaign's distinct reporters (the first
 	// MaxDetailReporters). The store keeps no reporter ids, only their
 	// hash: the first 16 hex digits of the SHA-256 of the id.
@@ -199,13 +292,18 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	d := Detail{Summary: NewSummary(c), Reputation: eng.Policy().Reputation(c)}
+	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: eng.Policy().Reputation(c)}
 	dec := eng.ExactCopy(c)
 	d.Decision, d.DecisionRule = dec.Action, dec.Rule
 	d.SignatureKeys = make([]string, len(c.Keys))
 	for i, k := range c.Keys {
 		d.SignatureKeys[i] = hex.EncodeToString(k)
 	}
+	hours, err := eng.Series(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	d.Hours = NewHours(hours)
 	d.Timeline = make([]Day, len(days))
 	for i, dc := range days {
 		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
@@ -252,10 +350,10 @@ func ParseSort(s string) (string, error) {
 	switch s {
 	case "":
 		return "recent", nil
-	case "volume", "reports", "recent":
+	case campaign.SortRecent, campaign.SortVolume, campaign.SortReports, campaign.SortHour, campaign.SortDay, campaign.SortHam:
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown sort %q (want volume, reports or recent)", s)
+	return "", fmt.Errorf("unknown sort %q (want recent, volume, reports, hour, day or ham)", s)
 }
 
 // ParseID parses a campaign ID (decimal).

@@ -149,20 +149,42 @@ func (c *Client) Check(ctx context.Context, raw []byte, record bool) (campaign.V
 	return v, err
 }
 
-// List lists campaigns; since is a look-back window (0 for all), limit
-// the maximum number returned (0 for all).
-func (c *Client) List(ctx context.Context, since time.Duration, sort string, limit int) ([]Summary, error) {
+// List lists a page of campaigns.
+func (c *Client) List(ctx context.Context, lq ListQuery) ([]Summary, error) {
 	q := url.Values{}
-	if since > 0 {
-		q.Set("since", since.String())
+	if lq.Since > 0 {
+		q.Set("since", lq.Since.String())
 	}
-	if sort != "" {
-		q.Set("sort", sort)
+	if lq.Sort != "" {
+		q.Set("sort", lq.Sort)
 	}
-	q.Set("limit", strconv.Itoa(limit)) // 0: all
+	q.Set("limit", strconv.Itoa(lq.Limit)) // 0: the most
+	if lq.Offset > 0 {
+		q.Set("offset", strconv.Itoa(lq.Offset))
+	}
 	var out []Summary
 	err := c.do(ctx, http.MethodGet, "/v1/campaigns", q, nil, &out)
 	return out, err
+}
+
+// Now returns the now view.
+func (c *Client) Now(ctx context.Context, nq campaign.NowQuery) (Now, error) {
+	q := url.Values{}
+	if nq.Sort != "" {
+		q.Set("sort", nq.Sort)
+	}
+	if nq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(nq.Limit))
+	}
+	if nq.Offset > 0 {
+		q.Set("offset", strconv.Itoa(nq.Offset))
+	}
+	if nq.Hours > 0 {
+		q.Set("hours", strconv.Itoa(nq.Hours))
+	}
+	var n Now
+	err := c.do(ctx, http.MethodGet, "/v1/now", q, nil, &n)
+	return n, err
 }
 
 // Get returns one campaign with its timeline and signatures.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,8 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("POST /v1/check", h.check)
 	h.mux.HandleFunc("GET /v1/campaigns", h.list)
 	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
+	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.series)
+	h.mux.HandleFunc("GET /v1/now", h.now)
 	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
 	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
 	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
@@ -159,7 +162,13 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The token's holder may name any reporter (docs/SECURITY.md,
+	// "Reporter identities"), within CheckReporter's bounds.
 	reporter := r.URL.Query().Get("reporter")
+	if err := campaign.CheckReporter(reporter); err != nil {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("reporter: %w", err))
+		return
+	}
 	var out campaign.ReportOutcome
 	if !h.bounded(w, r, "report", func(ctx context.Context) (err error) {
 		out, err = h.eng.Report(ctx, raw, kind, reporter)
@@ -195,6 +204,24 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, v)
 }
 
+// pageParams parses limit and offset (limit default DefaultListLimit).
+func pageParams(q url.Values) (limit, offset int, err error) {
+	limit = DefaultListLimit
+	if s := q.Get("limit"); s != "" {
+		limit, err = strconv.Atoi(s)
+		if err != nil || limit < 0 {
+			return 0, 0, fmt.Errorf("invalid limit %q", s)
+		}
+	}
+	if s := q.Get("offset"); s != "" {
+		offset, err = strconv.Atoi(s)
+		if err != nil || offset < 0 {
+			return 0, 0, fmt.Errorf("invalid offset %q", s)
+		}
+	}
+	return limit, offset, nil
+}
+
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	since, err := ParseSince(q.Get("since"))
@@ -207,19 +234,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	limit := DefaultListLimit
-	if s := q.Get("limit"); s != "" {
-		limit, err = strconv.Atoi(s)
-		if err != nil || limit < 0 {
-			h.fail(w, r, http.StatusBadRequest, fmt.Errorf("invalid limit %q", s))
-			return
-		}
+	limit, offset, err := pageParams(q)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
 	}
-	sq := campaign.Query{Sort: sort, Limit: limit}
-	if since > 0 {
-		sq.Since = h.opts.Clock().Add(-since)
-	}
-	cs, err := h.eng.List(r.Context(), sq)
+	lq := ListQuery{Since: since, Sort: sort, Limit: limit, Offset: offset}
+	cs, err := h.eng.List(r.Context(), lq.Query(h.opts.Clock()))
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -229,6 +250,41 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		out[i] = NewSummary(&cs[i])
 	}
 	h.reply(w, http.StatusOK, out)
+}
+
+func (h *handler) now(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset, err := pageParams(q)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	nq := campaign.NowQuery{Sort: q.Get("sort"), Limit: limit, Offset: offset}
+	if s := q.Get("hours"); s != "" {
+		if nq.Hours, err = strconv.Atoi(s); err != nil || nq.Hours < 1 {
+			h.fail(w, r, http.StatusBadRequest, fmt.Errorf("invalid hours %q", s))
+			return
+		}
+	}
+	v, err := h.eng.Now(r.Context(), nq)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	h.reply(w, http.StatusOK, NewNow(v))
+}
+
+func (h *handler) series(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.id(w, r)
+	if !ok {
+		return
+	}
+	hs, err := h.eng.Series(r.Context(), id)
+	if err != nil {
+		h.failStore(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, NewHours(hs))
 }
 
 func (h *handler) id(w http.ResponseWriter, r *http.Request) (campaign.CampaignID, bool) {

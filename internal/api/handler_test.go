@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,7 +165,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatalf("client check: %+v %v", v, err)
 	}
 
-	list, err := c.List(ctx, 24*time.Hour, "volume", 10)
+	list, err := c.List(ctx, ListQuery{Since: 24 * time.Hour, Sort: "volume", Limit: 10})
 	if err != nil || len(list) != 1 || list[0].ID != id || list[0].SpamReporters != 5 || list[0].State != "active" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
@@ -173,7 +174,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.ID != id || len(d.SignatureKeys) == 0 || len(d.Timeline) == 0 || d.Timeline[0].SpamReports != 5 ||
-		d.Decision != action.Reject || !strings.Contains(d.SampleSubject, "watch") {
+		d.Decision != action.Reject || !strings.Contains(d.SampleSubject, "watch") || !strings.HasPrefix(d.SampleText, "Congratulations!") {
 		t.Errorf("detail: %+v", d)
 	}
 	s, err := c.Allow(ctx, id, false)
@@ -342,5 +343,84 @@ func TestStoreRoutes(t *testing.T) {
 	srv2, _, _ := newServer(t, Options{Token: testToken})
 	if _, err := (&Client{BaseURL: srv2.URL, Token: testToken}).StoreStats(ctx); !IsNotFound(err) {
 		t.Errorf("stats without a Maintainer: %v", err)
+	}
+}
+
+// The now view, a campaign's hourly series, the false-positive watch and
+// paging through the API.
+func TestNowSeriesAndPaging(t *testing.T) {
+	srv, _, st := newServer(t, Options{Token: testToken})
+	c := &Client{BaseURL: srv.URL, Token: testToken}
+	ctx := context.Background()
+	o, err := c.Report(ctx, spamCopy(t, 1), campaign.KindSpam, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if v, err := c.Check(ctx, spamCopy(t, uint64(50+i)), true); err != nil || v.Campaign != o.Campaign {
+			t.Fatalf("check: %+v %v", v, err)
+		}
+	}
+	if _, err := c.Report(ctx, spamCopy(t, 2), campaign.KindHam, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FlushHits(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Now(ctx, campaign.NowQuery{Hours: 6})
+	if err != nil || len(n.Campaigns) != 1 || n.Campaigns[0].ID != o.Campaign || n.Campaigns[0].HourMessages != 2 ||
+		len(n.Campaigns[0].Series) != 6 || len(n.Totals) != 6 || n.Totals[5].Matched != 2 || n.Stats.Campaigns != 1 {
+		t.Fatalf("now: %+v %v", n, err)
+	}
+	var hs []Hour
+	status, _, raw := do(t, "GET", srv.URL+"/v1/campaigns/"+strconv.FormatUint(uint64(o.Campaign), 10)+"/series", testToken, nil)
+	if err := json.Unmarshal(raw, &hs); status != http.StatusOK || err != nil || len(hs) != 1 || hs[0].Messages != 2 || hs[0].HamReports != 1 {
+		t.Errorf("series: %d %s", status, raw)
+	}
+	if w, err := c.List(ctx, ListQuery{Sort: "ham"}); err != nil || len(w) != 1 {
+		t.Errorf("false-positive watch: %+v %v", w, err)
+	}
+	if p, err := c.List(ctx, ListQuery{Offset: 1}); err != nil || len(p) != 0 {
+		t.Errorf("second page: %+v %v", p, err)
+	}
+	for _, q := range []string{"offset=-1", "limit=x", "sort=size"} {
+		if status, _, raw := do(t, "GET", srv.URL+"/v1/campaigns?"+q, testToken, nil); status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", q, status, raw)
+		}
+	}
+	if status, _, raw := do(t, "GET", srv.URL+"/v1/now?sort=size", testToken, nil); status != http.StatusBadRequest {
+		t.Errorf("now sort=size: %d %s", status, raw)
+	}
+}
+
+// Reporter identities through the API: only the token's holder may report
+// and name the reporter; a missing or wrong token records nothing, and a
+// reporter id out of bounds is refused (docs/SECURITY.md).
+func TestReporterIdentity(t *testing.T) {
+	srv, eng, _ := newServer(t, Options{Token: testToken})
+	tests := []struct {
+		name, token, reporter string
+		status                int
+	}{
+		{"no token", "", "alice", http.StatusUnauthorized},
+		{"wrong token", "nope", "mallory", http.StatusUnauthorized},
+		{"control character", testToken, "alice%0Abob", http.StatusBadRequest},
+		{"too long", testToken, strings.Repeat("a", campaign.MaxReporterLen+1), http.StatusBadRequest},
+		{"token names alice", testToken, "alice", http.StatusOK},
+		{"token names a feedback loop", testToken, "fbl:isp", http.StatusOK},
+		{"alice again", testToken, "alice", http.StatusOK},
+	}
+	for _, tt := range tests {
+		status, _, raw := do(t, "POST", srv.URL+"/v1/reports?kind=spam&reporter="+tt.reporter, tt.token, spamMessage())
+		if status != tt.status {
+			t.Errorf("%s: status %d, want %d: %s", tt.name, status, tt.status, raw)
+		}
+	}
+	list, err := eng.List(context.Background(), campaign.Query{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("campaigns %v, %v", list, err)
+	}
+	if c := list[0]; c.SpamReporters != 2 || c.SpamReports != 3 {
+		t.Errorf("%d spam reporters, %d reports; want 2 (alice, fbl:isp) and 3", c.SpamReporters, c.SpamReports)
 	}
 }

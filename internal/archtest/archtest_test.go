@@ -36,6 +36,7 @@ var floors = map[string]int{
 	"internal/campaign":       3,
 	"internal/config":         4,
 	"internal/api":            4,
+	"internal/dashboard":      4,
 	"internal/milter":         4,
 	"internal/daemon":         5,
 	"internal/archtest":       0,

@@ -7,8 +7,12 @@
 //
 // A checked message goes Engine.CheckWith → check (pipeline.Sign, then
 // decide: match looks its keys up in the store, Policy.decide picks the
-// action, store.RecordHit counts it); a report goes Engine.Report →
-// ReportBatch → apply (pipeline.SignReport, prepare, store.ReportBatch).
+// action, store.RecordHit counts it, or store.RecordCheck a message that
+// matched nothing); a report goes Engine.Report → ReportBatch → apply
+// (pipeline.SignReport, prepare, store.ReportBatch). Campaign statistics
+// (query.go: List, Get, Timeline, Series, Now, FalsePositiveWatch, Stats)
+// are read from the store's indexes and counters, the one code path of the
+// API, the command line and the dashboard.
 package campaign
 
 import (

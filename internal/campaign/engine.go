@@ -364,8 +364,16 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOpti
 func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
 	v, err := e.verdict(ctx, m, o)
 	v.Rule = v.Explain()
-	if err != nil || v.Campaign == 0 || !record {
+	if err != nil || !record {
 		return v, err
+	}
+	if v.Campaign == 0 {
+		// Counted in the store's hourly totals of checked messages (this
+		// node's own, in a fleet too).
+		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
+			e.log.Warn("record check", "err", err)
+		}
+		return v, nil
 	}
 	if r := e.replicator(ctx); r != nil {
 		r.RecordHit(v.Campaign, v.Taken().String(), e.now())

@@ -117,13 +117,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	st, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	lex, mod := resources(t)
-	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	if opts.Clock == nil {
 		opts.Clock = clock.Now
 	}

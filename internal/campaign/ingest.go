@@ -202,7 +202,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if kind == store.KindSpam {
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
-		p.in.Subject, p.in.From = m.Subject, m.From
+		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
 	}
 	// What the report joins and merges: the merge rule (merge.go).
 	apart := kind == store.KindSpam && p.nIM > 0

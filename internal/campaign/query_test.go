@@ -119,3 +119,65 @@ func TestQueryExactCopy(t *testing.T) {
 		t.Errorf("ExactCopy of a one-reporter campaign: %+v, want less than %v", d, v.Action)
 	}
 }
+
+// The now view ranks campaigns by the last hour's matches with their
+// sparklines and shows the hourly totals and store counts; Series is a
+// campaign's hourly timeline; the false-positive watch lists campaigns
+// with not-spam reports.
+func TestNowSeriesAndWatch(t *testing.T) {
+	f := newFixture(t, Options{})
+	var ids [2]CampaignID
+	for i, r := range []string{"a", "b", "c"} {
+		ids[0] = f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r).Campaign
+	}
+	ids[1] = f.report(t, copyOf(t, 1, 9), KindSpam, "d").Campaign
+	f.clock.Add(30 * time.Minute)
+	for i := range 3 {
+		if v := f.check(t, copyOf(t, 0, uint64(100+i))); v.Campaign != ids[0] {
+			t.Fatalf("copy %d: %+v", i, v)
+		}
+	}
+	for i := range 2 {
+		if v := f.check(t, legitMessage(i)); v.Campaign != 0 {
+			t.Fatalf("legit %d: %+v", i, v)
+		}
+	}
+	f.report(t, copyOf(t, 1, 10), KindHam, "e")
+	if err := f.st.FlushHits(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	v, err := f.eng.Now(f.ctx, NowQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Campaigns) != 1 || v.Campaigns[0].ID != ids[0] || v.Campaigns[0].HourMessages != 3 {
+		t.Fatalf("Now campaigns: %+v", v.Campaigns)
+	}
+	sp := v.Campaigns[0].Series
+	if len(sp) != 24 || sp[23].Messages != 3 || sp[23].Acted != 3 || sp[23].SpamReports != 3 {
+		t.Errorf("sparkline: %+v", sp)
+	}
+	last := v.Totals[len(v.Totals)-1]
+	if len(v.Totals) != 24 || last.Checked != 5 || last.Matched != 3 || last.Actions["accept"] != 2 || last.SpamReports != 4 || last.HamReports != 1 {
+		t.Errorf("totals: %d hours, last %+v", len(v.Totals), last)
+	}
+	if v.Stats.Campaigns != 2 || v.Stats.Messages != 3 || v.Stats.HamReports != 1 {
+		t.Errorf("stats: %+v", v.Stats)
+	}
+	if _, err := f.eng.Now(f.ctx, NowQuery{Sort: "size"}); err == nil {
+		t.Error("Now accepted an unknown sort")
+	}
+
+	hs, err := f.eng.Series(f.ctx, ids[0])
+	if err != nil || len(hs) != 1 || hs[0].Messages != 3 {
+		t.Errorf("Series: %+v %v", hs, err)
+	}
+	if _, err := f.eng.Series(f.ctx, 999999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Series of a missing campaign: %v", err)
+	}
+	w, err := f.eng.FalsePositiveWatch(f.ctx, 10, 0)
+	if err != nil || len(w) != 1 || w[0].ID != ids[1] || w[0].HamReporters != 1 {
+		t.Errorf("FalsePositiveWatch: %+v %v", w, err)
+	}
+}

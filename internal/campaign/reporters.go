@@ -2,7 +2,10 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -25,4 +28,29 @@ func (e *Engine) Reporters(ctx context.Context, id CampaignID, limit int) ([]sto
 		return nil, fmt.Errorf("campaign %d: %w", id, err)
 	}
 	return rs, nil
+}
+
+// MaxReporterLen bounds a reporter id, in bytes.
+const MaxReporterLen = 256
+
+// ErrBadReporter is returned by CheckReporter.
+var ErrBadReporter = errors.New("bad reporter id")
+
+// CheckReporter checks a reporter id that a client names (HTTP API, a
+// login): at most MaxReporterLen bytes of UTF-8 without control
+// characters. The empty id is the anonymous reporter. Who may claim which
+// id is the callers' rule (docs/SECURITY.md, "Reporter identities").
+func CheckReporter(id string) error {
+	if len(id) > MaxReporterLen {
+		return fmt.Errorf("%w: longer than %d bytes", ErrBadReporter, MaxReporterLen)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: not UTF-8", ErrBadReporter)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: control character %U", ErrBadReporter, r)
+		}
+	}
+	return nil
 }

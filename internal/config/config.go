@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"reflect"
 	"regexp"
@@ -36,7 +37,47 @@ type Config struct {
 	ANDD       ANDD       `yaml:"andd"`
 	Policy     Policy     `yaml:"policy"`
 	Log        Log        `yaml:"log"`
+	Reports    Reports    `yaml:"reports"`
 	Fleet      Fleet      `yaml:"fleet"`
+}
+
+// Reports configures junk reports sent by mail through the milter:
+// report addresses for the MTA's authenticated users, and ISP feedback
+// loops (docs/SECURITY.md, "Reporter identities").
+type Reports struct {
+	// SpamAddresses and HamAddresses are the report addresses: a message
+	// to one of them from a user the MTA authenticated (SASL) reports
+	// each message it carries as an attachment (or the one of an ARF
+	// report) as spam, or as not spam, with the SASL login as reporter.
+	// Unauthenticated mail to them is checked and delivered as any mail.
+	// Default none.
+	SpamAddresses []string `yaml:"spam_addresses"`
+	HamAddresses  []string `yaml:"ham_addresses"`
+	// Deliver is what becomes of a report message once taken: discard
+	// (default) or mailbox (delivered to the report address, with an
+	// X-NDD-Report header saying what it did).
+	Deliver string `yaml:"deliver"`
+	// MaxAttachments bounds the messages taken from one report message;
+	// the rest are logged and ignored. Default 20.
+	MaxAttachments int `yaml:"max_attachments"`
+	// Timeout bounds the taking of one report message. Default 10s.
+	Timeout Duration `yaml:"timeout"`
+	// FeedbackLoops are the trusted sources of ARF feedback reports sent
+	// to a spam report address; their reports count with the reporter
+	// "fbl:NAME". Default none.
+	FeedbackLoops []FeedbackLoop `yaml:"feedback_loops"`
+}
+
+// FeedbackLoop is one trusted feedback-loop source. A message comes from
+// it when its SMTP client is in Networks or the MTA authenticated it as
+// one of AuthUsers (at least one of the two must be set: an envelope
+// sender alone is forged at will), and, when Senders is set, its envelope
+// sender is one of them (an address, or "@domain").
+type FeedbackLoop struct {
+	Name      string   `yaml:"name"`
+	Networks  []string `yaml:"networks"`
+	AuthUsers []string `yaml:"auth_users"`
+	Senders   []string `yaml:"senders"`
 }
 
 // Milter configures the milter listener and what it does to messages.
@@ -129,6 +170,56 @@ type HTTP struct {
 	// MaxInflight bounds the API checks and reports running at once
 	// (503 beyond). Default 16.
 	MaxInflight int `yaml:"max_inflight"`
+	// Dashboard configures the web dashboard under /ui/.
+	Dashboard Dashboard `yaml:"dashboard"`
+}
+
+// Dashboard configures the web dashboard served under /ui/ on the HTTP
+// listener. The API token always logs in as administrator.
+type Dashboard struct {
+	// Enabled serves the dashboard. Default true.
+	Enabled bool `yaml:"enabled"`
+	// AdminPassword (or AdminPasswordFile, its first line) logs in as
+	// administrator: read, allow, undo allow, delete. Default none.
+	AdminPassword     string `yaml:"admin_password"`
+	AdminPasswordFile string `yaml:"admin_password_file"`
+	// ReadPassword (or ReadPasswordFile) logs in read-only. Default none.
+	ReadPassword     string `yaml:"read_password"`
+	ReadPasswordFile string `yaml:"read_password_file"`
+	// SessionTTL is how long a login lasts. Default 12h.
+	SessionTTL Duration `yaml:"session_ttl"`
+	// SecureCookie marks the session cookie Secure (only sent over
+	// HTTPS): set it behind a TLS-terminating proxy. Default false.
+	SecureCookie bool `yaml:"secure_cookie"`
+}
+
+// Passwords returns the admin and read passwords of the dashboard, read
+// from their files when set.
+func (d Dashboard) Passwords() (admin, read string, err error) {
+	for _, p := range []struct {
+		key, val, file string
+		out            *string
+	}{
+		{"http.dashboard.admin_password", d.AdminPassword, d.AdminPasswordFile, &admin},
+		{"http.dashboard.read_password", d.ReadPassword, d.ReadPasswordFile, &read},
+	} {
+		*p.out = p.val
+		if p.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(p.file)
+		if err != nil {
+			return "", "", fmt.Errorf("%s_file: %w", p.key, err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if *p.out = strings.TrimSpace(line); *p.out == "" {
+			return "", "", fmt.Errorf("%s_file %s: empty", p.key, p.file)
+		}
+		if err := CheckToken(*p.out); err != nil {
+			return "", "", fmt.Errorf("%s_file %s: %w", p.key, p.file, err)
+		}
+	}
+	return admin, read, nil
 }
 
 // Store configures the campaign store.
@@ -237,6 +328,7 @@ func Default() *Config {
 			MaxHeaderBytes:    64 << 10,
 			RequestTimeout:    Duration(30 * time.Second),
 			MaxInflight:       16,
+			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
 		Store: Store{
 			Dir:            DefaultStoreDir,
@@ -255,6 +347,14 @@ func Default() *Config {
 		Policy: campaign.DefaultPolicy(),
 		Log:    Log{Format: "text", Level: "info"},
 		Fleet:  defaultFleet(),
+		Reports: Reports{
+			SpamAddresses:  []string{},
+			HamAddresses:   []string{},
+			Deliver:        "discard",
+			MaxAttachments: 20,
+			Timeout:        Duration(10 * time.Second),
+			FeedbackLoops:  []FeedbackLoop{},
+		},
 	}
 }
 
@@ -374,6 +474,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 				return err
 			}
 			continue
+		}
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && v.Kind == yaml.SequenceNode {
+			for j, item := range v.Content {
+				if err := checkKeys(item, f.Type.Elem(), key+"["+strconv.Itoa(j)+"]", lines); err != nil {
+					return err
+				}
+			}
 		}
 		if err := v.Decode(reflect.New(f.Type).Interface()); err != nil {
 			msg := err.Error()
@@ -534,6 +641,9 @@ func (c *Config) Validate() error {
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
 		return bad("http.token", "%v", err)
 	}
+	if err := c.HTTP.Dashboard.validate(); err != nil {
+		return err
+	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		return bad("http.max_body_bytes", "must be > 0")
 	}
@@ -591,6 +701,9 @@ func (c *Config) Validate() error {
 		}
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		return &ValueError{Key: key, Msg: strings.TrimLeft(strings.TrimPrefix(first, key), ": ")}
+	}
+	if err := c.Reports.validate(); err != nil {
+		return err
 	}
 	if err := oneOf("log.format", c.Log.Format, "text", "json"); err != nil {
 		return err
@@ -691,4 +804,93 @@ func (h HTTP) ReadToken() (string, error) {
 		return "", fmt.Errorf("http.token_file %s: %w", h.TokenFile, err)
 	}
 	return line, nil
+}
+
+func (d Dashboard) validate() error {
+	for _, p := range []struct{ key, val, file string }{
+		{"http.dashboard.admin_password", d.AdminPassword, d.AdminPasswordFile},
+		{"http.dashboard.read_password", d.ReadPassword, d.ReadPasswordFile},
+	} {
+		if p.val != "" && p.file != "" {
+			return bad(p.key, "set %s or %s_file, not both", p.key, p.key)
+		}
+		if err := CheckToken(p.val); p.val != "" && err != nil {
+			return bad(p.key, "%v", strings.Replace(err.Error(), "the API token", "the password", 1))
+		}
+	}
+	if d.SessionTTL.D() <= 0 {
+		return bad("http.dashboard.session_ttl", "must be positive")
+	}
+	return nil
+}
+
+func (r Reports) validate() error {
+	seen := map[string]string{}
+	for _, l := range []struct {
+		key  string
+		addr []string
+	}{{"reports.spam_addresses", r.SpamAddresses}, {"reports.ham_addresses", r.HamAddresses}} {
+		for _, a := range l.addr {
+			if !isAddress(a) {
+				return bad(l.key, "%q is not an email address (local@domain)", a)
+			}
+			if k, ok := seen[strings.ToLower(a)]; ok {
+				return bad(l.key, "%q is already in %s", a, k)
+			}
+			seen[strings.ToLower(a)] = l.key
+		}
+	}
+	if err := oneOf("reports.deliver", r.Deliver, "discard", "mailbox"); err != nil {
+		return err
+	}
+	if r.MaxAttachments < 1 || r.MaxAttachments > 1000 {
+		return bad("reports.max_attachments", "must be from 1 to 1000")
+	}
+	if r.Timeout < Duration(time.Second) {
+		return bad("reports.timeout", "%s is too short: must be at least 1s", r.Timeout)
+	}
+	names := map[string]bool{}
+	for i, f := range r.FeedbackLoops {
+		key := fmt.Sprintf("reports.feedback_loops[%d]", i)
+		if !fblName.MatchString(f.Name) {
+			return bad(key+".name", "%q must be 1 to 64 letters, digits, '.', '_' or '-'", f.Name)
+		}
+		if names[f.Name] {
+			return bad(key+".name", "%q is used twice", f.Name)
+		}
+		names[f.Name] = true
+		if len(f.Networks) == 0 && len(f.AuthUsers) == 0 {
+			return bad(key, "set networks or auth_users: an envelope sender alone is forged at will")
+		}
+		for _, n := range f.Networks {
+			if _, err := netip.ParsePrefix(n); err != nil {
+				if _, err := netip.ParseAddr(n); err != nil {
+					return bad(key+".networks", "%q is not an address or a network (CIDR)", n)
+				}
+			}
+		}
+		for _, u := range f.AuthUsers {
+			if u == "" || strings.ContainsAny(u, " \t") {
+				return bad(key+".auth_users", "%q is not a login", u)
+			}
+		}
+		for _, s := range f.Senders {
+			if !isAddress(s) && !(strings.HasPrefix(s, "@") && len(s) > 1 && !strings.ContainsAny(s[1:], "@ <>")) {
+				return bad(key+".senders", "%q is not an address or @domain", s)
+			}
+		}
+	}
+	if len(r.FeedbackLoops) > 0 && len(r.SpamAddresses) == 0 {
+		return bad("reports.feedback_loops", "feedback loops send to a spam report address: set reports.spam_addresses")
+	}
+	return nil
+}
+
+// fblName is what a feedback loop may be called (its reporter is "fbl:NAME").
+var fblName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// isAddress reports whether s looks like local@domain.
+func isAddress(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && local != "" && domain != "" && !strings.ContainsAny(s, " \t<>,;\"") && !strings.Contains(domain, "@")
 }

@@ -22,7 +22,7 @@ import (
 type Backend interface {
 	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
-	List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error)
+	List(ctx context.Context, q api.ListQuery) ([]api.Summary, error)
 	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
 	Delete(ctx context.Context, id campaign.CampaignID) error
 	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
@@ -53,13 +53,9 @@ func (l *Local) Check(ctx context.Context, raw []byte, record bool) (campaign.Ve
 	return l.rt.Engine.Evaluate(ctx, raw)
 }
 
-// List lists campaigns seen within since (all when 0).
-func (l *Local) List(ctx context.Context, since time.Duration, sort string, limit int) ([]api.Summary, error) {
-	q := campaign.Query{Sort: sort, Limit: limit}
-	if since > 0 {
-		q.Since = time.Now().Add(-since)
-	}
-	cs, err := l.rt.Engine.List(ctx, q)
+// List lists a page of campaigns.
+func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error) {
+	cs, err := l.rt.Engine.List(ctx, q.Query(time.Now()))
 	if err != nil {
 		return nil, err
 	}

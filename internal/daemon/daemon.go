@@ -20,6 +20,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
 )
@@ -110,6 +111,17 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 	for k, v := range m.Overrides {
 		o.Overrides[lower(k)] = v
 	}
+	r := cfg.Reports
+	o.Reports = milter.ReportOptions{
+		SpamAddresses:  r.SpamAddresses,
+		HamAddresses:   r.HamAddresses,
+		Deliver:        r.Deliver,
+		MaxAttachments: r.MaxAttachments,
+		Timeout:        r.Timeout.D(),
+	}
+	for _, f := range r.FeedbackLoops {
+		o.Reports.FeedbackLoops = append(o.Reports.FeedbackLoops, milter.FeedbackLoop(f))
+	}
 	return o
 }
 
@@ -179,6 +191,37 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 		FleetStatus: fs}), nil
 }
 
+// dashboardCredentials are the secrets that log in to the dashboard: the
+// API token (administrator) and the configured passwords.
+func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
+	tok, _, err := ResolveAPIToken(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	admin, read, err := cfg.HTTP.Dashboard.Passwords()
+	if err != nil {
+		return nil, err
+	}
+	return []dashboard.Credential{
+		{Name: "api-token", Secret: tok, Role: dashboard.RoleAdmin},
+		{Name: "admin-password", Secret: admin, Role: dashboard.RoleAdmin},
+		{Name: "read-password", Secret: read, Role: dashboard.RoleRead},
+	}, nil
+}
+
+// newDashboard builds the dashboard over eng (nil when it is disabled).
+func newDashboard(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (*dashboard.Handler, error) {
+	if !cfg.HTTP.Dashboard.Enabled {
+		return nil, nil
+	}
+	creds, err := dashboardCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dashboard.New(eng, dashboard.Options{Credentials: creds, Logger: log,
+		SessionTTL: cfg.HTTP.Dashboard.SessionTTL.D(), SecureCookie: cfg.HTTP.Dashboard.SecureCookie})
+}
+
 // daemon is the state of a running daemon.
 type daemon struct {
 	opts    Options
@@ -189,6 +232,7 @@ type daemon struct {
 	srv     *milter.Server
 	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
+	dash    *dashboard.Handler // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
@@ -274,6 +318,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	d.apiH.set(h)
+	if d.dash, err = newDashboard(cfg, rt.Engine, log); err != nil {
+		ln.Close()
+		return err
+	}
 	if cfg.HTTP.Listen != "" {
 		stop, err := d.startHTTP()
 		if err != nil {
@@ -285,9 +333,12 @@ func Run(ctx context.Context, o Options) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	go d.met.RefreshStore(bg, 15*time.Second, func(ctx context.Context) (metrics.StoreStats, error) {
+	// The store keeps its counts up to date as it writes: Stats is a few
+	// reads, whatever the store's size.
+	go d.met.RefreshStore(bg, storeMetricsInterval, func(ctx context.Context) (metrics.StoreStats, error) {
 		s, err := rt.Store.Stats(ctx)
-		return metrics.StoreStats{Campaigns: s.Campaigns, Keys: s.Keys, DiskBytes: s.DiskBytes,
+		return metrics.StoreStats{Campaigns: s.Campaigns, Active: s.Active, Allowed: s.Allowed, Revoked: s.Revoked,
+			Keys: s.Keys, DiskBytes: s.DiskBytes,
 			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
 	if fm != nil {
@@ -335,8 +386,8 @@ func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// startHTTP listens on http.listen and serves /metrics, /healthz, /readyz
-// and the /v1 API; it records the API's address in the store directory
+// startHTTP listens on http.listen and serves /metrics, /healthz, /readyz,
+// the /v1 API and the dashboard under /ui/; it records the API's address in the store directory
 // for the CLI. stop removes the record.
 func (d *daemon) startHTTP() (stop func(), err error) {
 	cfg, log := d.cfg, d.log
@@ -347,6 +398,10 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	})
 	mux.HandleFunc("GET /readyz", d.readyz)
 	mux.Handle("/v1/", d.apiH)
+	if d.dash != nil {
+		mux.Handle(dashboard.Prefix, d.dash)
+		mux.Handle("GET /{$}", http.RedirectHandler(dashboard.Prefix, http.StatusSeeOther))
+	}
 	hln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		hint := ""
@@ -377,7 +432,11 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	return func() { os.Remove(addrFile) }, nil
 }
 
-// readyz answers 200 while the daemon serves and its store answers.
+// storeMetricsInterval is the period of the store gauges.
+const storeMetricsInterval = 5 * time.Second
+
+// readyz answers 200 while the daemon serves and its store answers (its
+// counts: a few reads, whatever the store's size).
 func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	if !d.ready.Load() {
 		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
@@ -438,6 +497,13 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
+	var creds []dashboard.Credential
+	if d.dash != nil {
+		if creds, err = dashboardCredentials(cfg); err != nil {
+			fail(err)
+			return
+		}
+	}
 	if d.fleet != nil {
 		d.fleet.node.SetEngine(eng)
 	}
@@ -446,6 +512,9 @@ func (d *daemon) reload() {
 		return
 	}
 	d.apiH.set(h)
+	if d.dash != nil {
+		d.dash.Update(eng, creds)
+	}
 	d.cfg = cfg
 	d.rt.Engine = eng
 	d.rt.Versions = vers
@@ -463,6 +532,9 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
+		{"http.dashboard.enabled", fmt.Sprint(old.HTTP.Dashboard.Enabled), fmt.Sprint(cfg.HTTP.Dashboard.Enabled)},
+		{"http.dashboard.session_ttl", old.HTTP.Dashboard.SessionTTL.D().String(), cfg.HTTP.Dashboard.SessionTTL.D().String()},
+		{"http.dashboard.secure_cookie", fmt.Sprint(old.HTTP.Dashboard.SecureCookie), fmt.Sprint(cfg.HTTP.Dashboard.SecureCookie)},
 	} {
 		if c.was != c.now {
 			log.Warn("setting changes only on restart", "key", c.key, "running", c.was, "file", c.now)
@@ -470,4 +542,6 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
+	od, nd := old.HTTP.Dashboard, &cfg.HTTP.Dashboard
+	nd.Enabled, nd.SessionTTL, nd.SecureCookie = od.Enabled, od.SessionTTL, od.SecureCookie
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,9 +45,10 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	readPassword := "first-read-password-0123"
 	writeCfg := func(milterExtra string) {
-		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\n%shttp:\n  listen: %s\n  token: s3cret-0123456789\nstore:\n  dir: %s\n",
-			milterAddr, milterExtra, httpAddr, filepath.Join(dir, "store"))
+		cfg := fmt.Sprintf("milter:\n  listen: inet:%s\n%shttp:\n  listen: %s\n  token: s3cret-0123456789\n  dashboard:\n    read_password: %s\nstore:\n  dir: %s\n",
+			milterAddr, milterExtra, httpAddr, readPassword, filepath.Join(dir, "store"))
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +80,16 @@ func TestRun(t *testing.T) {
 	storeDir := filepath.Join(dir, "store")
 	if got := RunningAPIURL(storeDir); got != base {
 		t.Errorf("recorded API address %q, want %q", got, base)
+	}
+	// The dashboard is served under /ui/ (its login page without a
+	// session), and / leads there.
+	if code, body := httpGet(t, base+"/ui/login"); code != 200 || !strings.Contains(body, `action="/ui/login"`) {
+		t.Errorf("/ui/login: %d", code)
+	}
+	if resp, err := noRedirect.Get(base + "/"); err != nil || resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("/: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	send := func() (map[string]string, *gomilter.Action) {
@@ -124,12 +136,24 @@ func TestRun(t *testing.T) {
 	writeCfg("  on_error: maybe\n")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitMetric(t, base, `nddmilter_reloads_total{result="error"} 1`)
-	// A good one is applied without dropping the listener.
+	// A good one is applied without dropping the listener; the dashboard
+	// takes its new password, and the sessions of the old one end.
+	session := dashboardLogin(t, base, readPassword)
+	if code := dashboardGet(t, base, session); code != http.StatusOK {
+		t.Errorf("dashboard with a session: %d", code)
+	}
+	readPassword = "second-read-password-0123"
 	writeCfg("  header_prefix: X-Campaign-\n")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitMetric(t, base, `nddmilter_reloads_total{result="ok"} 1`)
 	if h, _ := send(); h["X-Campaign-Verdict"] == "" {
 		t.Errorf("reloaded header prefix not used: %v", h)
+	}
+	if code := dashboardGet(t, base, session); code != http.StatusSeeOther {
+		t.Errorf("dashboard session of a replaced password: %d, want the login page", code)
+	}
+	if code := dashboardGet(t, base, dashboardLogin(t, base, readPassword)); code != http.StatusOK {
+		t.Errorf("dashboard with the new password: %d", code)
 	}
 
 	_, metrics := httpGet(t, base+"/metrics")
@@ -156,6 +180,38 @@ func TestRun(t *testing.T) {
 	if got := RunningAPIURL(storeDir); got != "" {
 		t.Errorf("API address %q still recorded after the daemon stopped", got)
 	}
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// dashboardLogin logs in to the dashboard and returns the session cookie.
+func dashboardLogin(t *testing.T, base, secret string) *http.Cookie {
+	t.Helper()
+	resp, err := noRedirect.PostForm(base+"/ui/login", url.Values{"secret": {secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == "nddmilter_session" {
+			return c
+		}
+	}
+	t.Fatalf("dashboard login: %d, no session cookie", resp.StatusCode)
+	return nil
+}
+
+// dashboardGet reads the dashboard's now page with a session cookie.
+func dashboardGet(t *testing.T, base string, session *http.Cookie) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/ui/", nil)
+	req.AddCookie(session)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func waitMetric(t *testing.T, base, want string) {

@@ -30,6 +30,7 @@ type Metrics struct {
 	failOpen      prometheus.Counter
 	reports       *prometheus.CounterVec
 	campaigns     prometheus.Gauge
+	byState       *prometheus.GaugeVec
 	indexKeys     prometheus.Gauge
 	storeBytes    prometheus.Gauge
 	sessions      prometheus.Gauge
@@ -92,6 +93,10 @@ func New() *Metrics {
 			Name: "nddmilter_campaigns",
 			Help: "Campaigns in the store.",
 		}),
+		byState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nddmilter_campaigns_by_state",
+			Help: "Campaigns in the store, by state (active, allowed, revoked).",
+		}, []string{"state"}),
 		indexKeys: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nddmilter_index_keys",
 			Help: "Signature keys in the store's index.",
@@ -137,14 +142,7 @@ func New() *Metrics {
 			Help: "Always 1; the labels name the running build (version, commit, go_version), its signature formats (signature_version) and the lexicon and model ids in use (changed by a reload).",
 		}, []string{"version", "commit", "go_version", "signature_version", "lexicon", "model"}),
 	}
-	m.Registry.MustRegister(
-		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
-		m.errors, m.failOpen, m.reports, m.campaigns, m.indexKeys, m.storeBytes,
-		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
-		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	m.Registry.MustRegister(m.collectors()...)
 	// Pre-create the usual label values so that rates exist from the start.
 	for _, a := range action.All() {
 		m.messages.WithLabelValues(a.String())
@@ -258,6 +256,18 @@ func (m *Metrics) Buffered(delta int64) {
 	m.buffered.Add(float64(delta))
 }
 
+// collectors returns every collector New registers.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
+		m.errors, m.failOpen, m.reports, m.campaigns, m.byState, m.indexKeys, m.storeBytes,
+		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
+		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+}
+
 // Reload counts a reload; ok tells whether it succeeded.
 func (m *Metrics) Reload(ok bool) {
 	if m == nil {
@@ -273,6 +283,8 @@ func (m *Metrics) Reload(ok bool) {
 // StoreStats is what the store gauges show.
 type StoreStats struct {
 	Campaigns, Keys, DiskBytes int64
+	// Active, Allowed and Revoked count the campaigns by state.
+	Active, Allowed, Revoked int64
 	// DiskFree is the free space of the store's filesystem (-1: unknown),
 	// DiskFull whether the store refuses writes for lack of it, and
 	// WritesRefused how many writes it refused so far.
@@ -287,6 +299,9 @@ func (m *Metrics) SetStore(s StoreStats) {
 		return
 	}
 	m.campaigns.Set(float64(s.Campaigns))
+	m.byState.WithLabelValues("active").Set(float64(s.Active))
+	m.byState.WithLabelValues("allowed").Set(float64(s.Allowed))
+	m.byState.WithLabelValues("revoked").Set(float64(s.Revoked))
 	m.indexKeys.Set(float64(s.Keys))
 	m.storeBytes.Set(float64(s.DiskBytes))
 	if s.DiskFree >= 0 {

@@ -134,7 +134,7 @@ func (c *conn) ended(err error) {
 // handle processes one packet.
 func (c *conn) handle(cmd byte, data []byte) error {
 	if cmd == cmdOptNeg {
-		neg, err := negotiate(data)
+		neg, err := negotiate(data, c.srv.current().reports.enabled())
 		if err != nil {
 			return err
 		}

@@ -48,14 +48,38 @@ const (
 	repAddHeader  = 'h' // SMFIR_ADDHEADER: name\0value\0
 	repChgHeader  = 'm' // SMFIR_CHGHEADER: index(4) name\0value\0 (empty value deletes)
 	repQuarantine = 'q' // SMFIR_QUARANTINE: reason\0
+	repDiscard    = 'd' // SMFIR_DISCARD: accept the message, then drop it
+	repDelRcpt    = '-' // SMFIR_DELRCPT: recipient\0
 )
 
 // Action flags (SMFIF_*): what the milter may do at end of message.
 const (
-	actAddHeaders = 0x01 // SMFIF_ADDHDRS
-	actChgHeaders = 0x10 // SMFIF_CHGHDRS
-	actQuarantine = 0x20 // SMFIF_QUARANTINE
+	actAddHeaders = 0x01  // SMFIF_ADDHDRS
+	actDelRcpt    = 0x08  // SMFIF_DELRCPT
+	actChgHeaders = 0x10  // SMFIF_CHGHDRS
+	actQuarantine = 0x20  // SMFIF_QUARANTINE
+	actSetSymList = 0x100 // SMFIF_SETSYMLIST: the milter names the macros it wants (v6)
 )
+
+// Macro stages (SMFIM_*) of the lists sent with SMFIF_SETSYMLIST.
+const (
+	stageEnvFrom = 2 // SMFIM_ENVFROM: with MAIL FROM
+	stageEOM     = 5 // SMFIM_EOM: at end of message
+)
+
+// reportMacros are the macro lists nddmilter asks for when it takes
+// reports by mail: the SASL login ({auth_authen}) with MAIL FROM, and the
+// queue id (i) with MAIL (Sendmail) and at end of message (Postfix).
+// Postfix empties the lists of the stages not named, so both stages are
+// named; the lists are Postfix's and Sendmail's defaults for what
+// nddmilter reads.
+var reportMacros = []struct {
+	stage uint32
+	list  string
+}{
+	{stageEnvFrom, "i {auth_authen} {auth_type}"},
+	{stageEOM, "i"},
+}
 
 // Protocol flags (SMFIP_*).
 const (
@@ -218,8 +242,13 @@ type negotiation struct {
 
 // negotiate answers the MTA's SMFIC_OPTNEG: the lower of the two protocol
 // versions, the wanted actions the MTA allows and the wanted protocol
-// changes it offers.
-func negotiate(data []byte) (negotiation, error) {
+// changes it offers. With reports (reports by mail are configured), the
+// milter may also delete recipients (a report address among others) and
+// names the macros it needs (reportMacros) when the MTA allows it
+// (SMFIF_SETSYMLIST, protocol 6); otherwise the MTA's own lists apply,
+// whose defaults carry them too (Postfix milter_mail_macros, Sendmail
+// Milter.macros.envfrom).
+func negotiate(data []byte, reports bool) (negotiation, error) {
 	if len(data) < 12 {
 		return negotiation{}, protocolErrorf("option negotiation of %d bytes, want 12", len(data))
 	}
@@ -227,19 +256,33 @@ func negotiate(data []byte) (negotiation, error) {
 	if v < 2 {
 		return negotiation{}, protocolErrorf("MTA speaks milter protocol version %d, need 2 or later", v)
 	}
+	want := uint32(wantedActions)
+	if reports {
+		want |= actDelRcpt
+		if v >= 6 {
+			want |= actSetSymList
+		}
+	}
 	return negotiation{
 		version:  min(v, protocolVersion),
-		actions:  binary.BigEndian.Uint32(data[4:8]) & wantedActions,
+		actions:  binary.BigEndian.Uint32(data[4:8]) & want,
 		protocol: binary.BigEndian.Uint32(data[8:12]) & wantedProtocol,
 	}, nil
 }
 
 func (n negotiation) reply(dst []byte) []byte {
-	var b [12]byte
+	b := make([]byte, 12, 64)
 	binary.BigEndian.PutUint32(b[0:4], n.version)
 	binary.BigEndian.PutUint32(b[4:8], n.actions)
 	binary.BigEndian.PutUint32(b[8:12], n.protocol)
-	return appendPacket(dst, cmdOptNeg, b[:], false)
+	if n.actions&actSetSymList != 0 {
+		for _, m := range reportMacros {
+			b = binary.BigEndian.AppendUint32(b, m.stage)
+			b = append(b, m.list...)
+			b = append(b, 0)
+		}
+	}
+	return appendPacket(dst, cmdOptNeg, b, false)
 }
 
 // replies reports whether the MTA waits for a reply to cmd.

@@ -103,6 +103,9 @@ type Options struct {
 	// address as "h:" and the first 16 hex digits of their SHA-256
 	// (lower-cased) instead of in clear.
 	HashAddresses bool
+	// Reports configures reports by mail (report.go): report addresses
+	// and feedback loops. The checker must be a Reporter to take them.
+	Reports ReportOptions
 	// Logger gets one line per message and the errors. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics, if not nil, are updated for every message.
@@ -187,7 +190,21 @@ func (o Options) parse() (actions, error) {
 type state struct {
 	checker Checker
 	opts    Options
-	act     actions // opts' action settings, parsed
+	act     actions     // opts' action settings, parsed
+	reports reportRules // opts.Reports, parsed
+}
+
+// newState checks and parses opts (with their defaults) for c.
+func newState(c Checker, opts Options) (*state, error) {
+	act, err := opts.parse()
+	if err != nil {
+		return nil, err
+	}
+	rr, err := opts.Reports.parse()
+	if err != nil {
+		return nil, err
+	}
+	return &state{checker: c, opts: opts, act: act, reports: rr}, nil
 }
 
 // Server is a milter server. Use New, then Serve; Update swaps the engine
@@ -238,28 +255,26 @@ func New(c Checker, opts Options) (*Server, error) {
 	if c == nil {
 		return nil, errors.New("milter: nil checker")
 	}
-	opts = opts.withDefaults()
-	act, err := opts.parse()
+	st, err := newState(c, opts.withDefaults())
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{conns: map[*conn]struct{}{}}
-	s.state.Store(&state{checker: c, opts: opts, act: act})
+	s.state.Store(st)
 	return s, nil
 }
 
 // Update swaps the checker and the options; messages already past MAIL
 // FROM finish with the old ones. A nil checker keeps the current one.
 func (s *Server) Update(c Checker, opts Options) error {
-	opts = opts.withDefaults()
-	act, err := opts.parse()
-	if err != nil {
-		return err
-	}
 	if c == nil {
 		c = s.state.Load().checker
 	}
-	s.state.Store(&state{checker: c, opts: opts, act: act})
+	st, err := newState(c, opts.withDefaults())
+	if err != nil {
+		return err
+	}
+	s.state.Store(st)
 	return nil
 }
 

@@ -49,6 +49,11 @@ type session struct {
 	subjects  int      // Subject headers seen
 	spamFlags int      // X-Spam-Flag headers seen
 	spamStats int      // X-Spam-Status headers seen
+	// Reports by mail (report.go): the SASL login (macro {auth_authen})
+	// and the recipients that are spam or ham report addresses, or not.
+	auth                            string
+	spamRcpts, hamRcpts, otherRcpts int
+	reportRcpts                     []string // the report addresses as the MTA sent them (the first maxLoggedRcpts)
 	// reserved is the part of raw's capacity charged to the budget;
 	// over, when set, is why the message is not buffered (overSessions,
 	// overBytes): its end gets the OnError treatment. See limits.go.
@@ -78,7 +83,7 @@ const maxForged = 32
 // ownHeader reports whether suffix (a header name after the prefix) is
 // one of the headers nddmilter adds.
 func ownHeader(suffix []byte) bool {
-	for _, n := range []string{"Verdict", "Campaign", "Evidence"} {
+	for _, n := range []string{"Verdict", "Campaign", "Evidence", "Report"} {
 		if bytes.EqualFold(suffix, []byte(n)) {
 			return true
 		}
@@ -96,6 +101,7 @@ func (s *session) reset() {
 	s.queueID, s.from = "", ""
 	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
 	s.rcptList, s.subject, s.subjects, s.spamFlags, s.spamStats = s.rcptList[:0], "", 0, 0, 0
+	s.auth, s.spamRcpts, s.hamRcpts, s.otherRcpts, s.reportRcpts = "", 0, 0, 0, s.reportRcpts[:0]
 	if s.reserved > 0 {
 		// A large buffer is not kept between messages.
 		s.dropBuf()
@@ -137,14 +143,20 @@ func (s *session) state() *state {
 }
 
 // macros takes what it needs from an SMFIC_MACRO packet's name\0value\0
-// pairs: the queue id (macro i, sent by Postfix at end of message).
+// pairs: the queue id (macro i, sent by Postfix at end of message) and
+// the SASL login (macro {auth_authen}, sent with MAIL FROM when the SMTP
+// client authenticated; the MTA sends the macros of a step just before
+// it, and they hold until the end of the message).
 func (s *session) macros(pairs []byte) {
 	for len(pairs) > 0 {
 		var name, value []byte
 		name, pairs = cstring(pairs)
 		value, pairs = cstring(pairs)
-		if string(name) == "i" || string(name) == "{i}" {
+		switch string(name) {
+		case "i", "{i}":
 			s.queueID = string(printable(value))
+		case "{auth_authen}":
+			s.auth = string(printable(bytes.TrimSpace(value)))
 		}
 	}
 }
@@ -156,9 +168,9 @@ func (s *session) mailFrom(args []byte) {
 	// Sendmail sends the queue id (macro i) with MAIL, in the macro
 	// packet just before it: keep it. (The previous message's was cleared
 	// at its end or abort.)
-	q := s.queueID
+	q, a := s.queueID, s.auth
 	s.reset()
-	s.queueID = q
+	s.queueID, s.auth = q, a
 	from, _ := cstring(args)
 	s.from = string(printable(from))
 }
@@ -171,6 +183,9 @@ func (s *session) rcptTo(args []byte) {
 	r, _ := cstring(args)
 	if len(s.rcptList) < maxLoggedRcpts {
 		s.rcptList = append(s.rcptList, strings.Trim(string(printable(r)), "<> "))
+	}
+	if st.reports.enabled() {
+		s.reportRcpt(&st.reports, string(printable(r)))
 	}
 	if c, key, ok := override(st.act.overrides, string(r)); ok && (s.capBy == "" || c < s.capLimit) {
 		s.capLimit, s.capBy = c, "milter.overrides "+sanitize(key)
@@ -327,6 +342,13 @@ func (r *reply) setHeader(n int, name, value string) {
 	r.addHeader(name, value)
 }
 
+// delRcpt removes a recipient (as the MTA sent it at RCPT TO).
+func (r *reply) delRcpt(rcpt string) {
+	if r.allowed(actDelRcpt) {
+		r.out = appendPacket(r.out, repDelRcpt, nil, true, rcpt)
+	}
+}
+
 func (r *reply) quarantine(reason string) {
 	if r.allowed(actQuarantine) {
 		r.out = appendPacket(r.out, repQuarantine, nil, true, reason)
@@ -366,6 +388,9 @@ func actionNames(a uint32) string {
 	if a&actQuarantine != 0 {
 		names = append(names, "quarantine")
 	}
+	if a&actDelRcpt != 0 {
+		names = append(names, "delete recipient")
+	}
 	return strings.Join(names, ", ")
 }
 
@@ -393,6 +418,9 @@ func (s *session) decide(r *reply) {
 			r.replyCode(fmt.Sprintf("550 5.7.1 Message rejected: %d %s headers (nddmilter)", f.count, sanitize(f.name)))
 			return
 		}
+	}
+	if s.report(r) {
+		return
 	}
 	truncated := s.bodyLen > o.MaxBodyBytes
 

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -21,6 +23,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// Excerpt is the start of the message's visible text (at most
+	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
+	Excerpt string
 	// Warnings are the parse warnings (mime.Document.Warnings).
 	Warnings []string
 	// Unique is the number of distinct terms of the message.
@@ -69,6 +74,22 @@ type Body struct {
 	// no weighted word is left: see HasSketch), BandKeys its store keys.
 	Sketch   andd.Sketch
 	BandKeys [][]byte
+}
+
+// MaxExcerpt bounds Message.Excerpt, in bytes.
+const MaxExcerpt = 1024
+
+// excerpt is the start of text, at most MaxExcerpt bytes, cut between
+// characters, without leading and trailing white space.
+func excerpt(text string) string {
+	if len(text) > MaxExcerpt {
+		cut := MaxExcerpt
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return strings.Clone(strings.TrimSpace(text))
 }
 
 // HasSketch reports whether the body has an ANDD sketch.
@@ -185,7 +206,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 	}
 	if p.imatch != nil {

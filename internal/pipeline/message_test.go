@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
@@ -170,4 +171,29 @@ func m0(t *testing.T, im *imatchbag.Signer, ad *andd.Signer, raw []byte) Skip {
 		t.Fatal(err)
 	}
 	return m.Skip
+}
+
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("a", MaxExcerpt-1) + "é and more"
+	tests := []struct{ name, in, want string }{
+		{"empty", "", ""},
+		{"trimmed", "  hello\n", "hello"},
+		{"cut between characters", long, strings.Repeat("a", MaxExcerpt-1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := excerpt(tt.in); got != tt.want {
+				t.Errorf("excerpt = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	im, ad, _ := signers(t)
+	p, err := New(im, ad, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.Sign(context.Background(), []byte("Subject: s\r\n\r\nthe visible text\r\n"))
+	if err != nil || m.Excerpt != "the visible text" {
+		t.Errorf("Sign: Excerpt %q, %v", m.Excerpt, err)
+	}
 }

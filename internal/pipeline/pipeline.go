@@ -128,3 +128,16 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 	}
 	return r
 }
+
+// AttachedOptions and Attached are mime's, under the pipeline's name.
+type (
+	AttachedOptions = mime.AttachedOptions
+	Attached        = mime.Attached
+)
+
+// AttachedMessages returns the messages a report sent by mail carries
+// (mime.AttachedMessages): its message/rfc822 parts, or the original of
+// an ARF feedback report. Each is then a report of its own (SignReport).
+func AttachedMessages(raw []byte, o AttachedOptions) Attached {
+	return mime.AttachedMessages(raw, o)
+}

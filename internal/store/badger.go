@@ -90,6 +90,13 @@ type Options struct {
 	// returns, and Open opens the store read-only. Default
 	// DefaultMinFreeBytes (256 MiB); negative turns the guard off.
 	MinFreeBytes int64
+	// HourRetention is how long the hourly series of campaigns and the
+	// hourly totals are kept. Default 7 days; at least 25 hours (the day
+	// ranking's window).
+	HourRetention time.Duration
+	// Now is the clock of the hourly series and rankings. Default
+	// time.Now; tests inject one.
+	Now func() time.Time
 	// FreeSpace measures the free bytes of the filesystem holding a
 	// directory. Default: statfs (blocks available to unprivileged
 	// users). Tests inject a function here.
@@ -114,6 +121,13 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.HourRetention == 0 {
+		o.HourRetention = DefaultHourRetention
+	}
+	o.HourRetention = max(o.HourRetention, RankDayHours*time.Hour)
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = DefaultMinFreeBytes
@@ -150,8 +164,16 @@ type Badger struct {
 	seqMu sync.Mutex
 	seq   *badger.Sequence
 
-	hitMu sync.Mutex
-	hits  map[CampaignID]*pendingHit
+	hitMu  sync.Mutex
+	hits   map[CampaignID]*pendingHit
+	checks map[uint32]*HourTotal // RecordCheck's, by hour
+
+	// deltaKeys names the counter deltas (counts.go); foldMu serializes
+	// their folding, hourlyMu the hourly re-ranking and pruning.
+	deltaKeys  deltaKeys
+	foldMu     sync.Mutex
+	hourlyMu   sync.Mutex
+	lastHourly uint32
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -241,7 +263,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		}
 		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
 	}
-	if err := checkSchema(db, opts.ReadOnly); err != nil {
+	if err := checkSchema(db, opts.ReadOnly, opts.Logger); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
@@ -251,10 +273,12 @@ func Open(dir string, opts Options) (*Badger, error) {
 		opts:   opts,
 		log:    opts.Logger,
 		hits:   make(map[CampaignID]*pendingHit),
+		checks: make(map[uint32]*HourTotal),
 		closed: make(chan struct{}),
 		disk:   disk,
 		roErr:  roErr,
 	}
+	b.deltaKeys.nonce = uint64(time.Now().UnixNano())
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.startIndexFilter()
 	if !opts.ReadOnly {
@@ -275,6 +299,9 @@ func (b *Badger) Close() error {
 			if ferr := b.flushHits(); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
+			if ferr := b.foldCounters(context.Background()); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
 		}
 		b.seqMu.Lock()
 		if b.seq != nil {
@@ -290,6 +317,8 @@ func (b *Badger) Close() error {
 	})
 	return err
 }
+
+func (b *Badger) now() time.Time { return b.opts.Now() }
 
 func (b *Badger) isClosed() bool {
 	select {
@@ -361,6 +390,12 @@ func (b *Badger) startLoops() {
 	b.loop("hit flush", b.opts.HitFlushInterval, func() {
 		if err := b.flushHits(); err != nil {
 			b.log.Warn("store: flushing hit counters", "err", err)
+		}
+		if err := b.foldCounters(b.bgCtx); err != nil && b.bgCtx.Err() == nil {
+			b.log.Warn("store: folding counters", "err", err)
+		}
+		if err := b.hourly(b.bgCtx); err != nil && b.bgCtx.Err() == nil {
+			b.log.Warn("store: hourly rankings", "err", err)
 		}
 	})
 	if b.opts.Expiry > 0 {

@@ -153,16 +153,11 @@ func (b *Badger) ApplyHits(ctx context.Context, hits []HitDelta) error {
 		}
 		p := byID[h.Campaign]
 		if p == nil {
-			p = &pendingHit{actions: make(map[string]int64, 1), days: make(map[uint32]int64, 1)}
+			p = &pendingHit{}
 			byID[h.Campaign] = p
 			ids = append(ids, h.Campaign)
 		}
-		p.messages += h.N
-		if h.Action != "" {
-			p.actions[h.Action] += h.N
-		}
-		p.lastSeen = maxTime(p.lastSeen, h.Last)
-		p.days[dayNumber(h.Hour)] += h.N
+		p.add(h.Action, h.Hour, h.Last, h.N)
 	}
 	err := b.update(ctx, func(w *wtx) error {
 		for _, id := range ids {

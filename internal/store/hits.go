@@ -8,12 +8,49 @@ import (
 	"time"
 )
 
-// pendingHit accumulates RecordHit calls for one campaign between flushes.
+// pendingHit accumulates hits of one campaign: RecordHit's between
+// flushes, or a batch of hits counted elsewhere (another node of a
+// fleet), for applyHits.
 type pendingHit struct {
 	messages int64
 	actions  map[string]int64
 	lastSeen time.Time
-	days     map[uint32]int64
+	hours    map[uint32]*pendingHour
+}
+
+// pendingHour is one hour of a pendingHit.
+type pendingHour struct {
+	messages, acted int64
+	actions         map[string]int64
+}
+
+// add counts n messages that matched in the hour of at (the last at last)
+// and on which action was taken ("" when unknown). Whoever counts hits
+// (RecordHit, a fleet's deltas) fills a pendingHit with add and hands it
+// to applyHits.
+func (p *pendingHit) add(action string, at, last time.Time, n int64) {
+	if p.actions == nil {
+		p.actions = make(map[string]int64, 1)
+	}
+	if p.hours == nil {
+		p.hours = make(map[uint32]*pendingHour, 1)
+	}
+	p.messages += n
+	p.lastSeen = maxTime(p.lastSeen, last)
+	h := hourNumber(at)
+	ph := p.hours[h]
+	if ph == nil {
+		ph = &pendingHour{actions: make(map[string]int64, 1)}
+		p.hours[h] = ph
+	}
+	ph.messages += n
+	if action != "" {
+		p.actions[action] += n
+		ph.actions[action] += n
+		if action != "accept" {
+			ph.acted += n
+		}
+	}
 }
 
 // RecordHit counts a matched message and the action taken and refreshes
@@ -25,21 +62,49 @@ func (b *Badger) RecordHit(ctx context.Context, id CampaignID, action string, at
 		return err
 	}
 	if at.IsZero() {
-		at = time.Now()
+		at = b.now()
 	}
 	b.hitMu.Lock()
 	defer b.hitMu.Unlock()
 	p := b.hits[id]
 	if p == nil {
-		p = &pendingHit{actions: make(map[string]int64, 1), days: make(map[uint32]int64, 1)}
+		p = &pendingHit{}
 		b.hits[id] = p
 	}
-	p.messages++
-	if action != "" {
-		p.actions[action]++
+	p.add(action, at, at, 1)
+	return nil
+}
+
+// RecordCheck counts a checked message that matched no campaign, and the
+// action taken on it, in the hourly totals (Totals). Matched messages are
+// counted by RecordHit. It is buffered like RecordHit. On a store open
+// read-only (a full disk at start) the count is dropped without an error:
+// it is statistics, and every message would report it.
+func (b *Badger) RecordCheck(ctx context.Context, action string, at time.Time) error {
+	if b.opts.ReadOnly {
+		return nil
 	}
-	p.lastSeen = maxTime(p.lastSeen, at)
-	p.days[dayNumber(at)]++
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		at = b.now()
+	}
+	b.hitMu.Lock()
+	defer b.hitMu.Unlock()
+	h := hourNumber(at)
+	t := b.checks[h]
+	if t == nil {
+		t = &HourTotal{Hour: hourTime(h)}
+		b.checks[h] = t
+	}
+	t.Checked++
+	if action != "" {
+		if t.Actions == nil {
+			t.Actions = make(map[string]int64, 1)
+		}
+		t.Actions[action]++
+	}
 	return nil
 }
 
@@ -57,12 +122,13 @@ func (b *Badger) flushHits() error {
 		return nil
 	}
 	b.hitMu.Lock()
-	pending := b.hits
-	if len(pending) == 0 {
+	pending, checks := b.hits, b.checks
+	if len(pending) == 0 && len(checks) == 0 {
 		b.hitMu.Unlock()
 		return nil
 	}
 	b.hits = make(map[CampaignID]*pendingHit, len(pending))
+	b.checks = make(map[uint32]*HourTotal, len(checks))
 	b.hitMu.Unlock()
 
 	ids := make([]CampaignID, 0, len(pending))
@@ -70,12 +136,18 @@ func (b *Badger) flushHits() error {
 		ids = append(ids, id)
 	}
 	ctx := context.Background()
-	for len(ids) > 0 {
+	first := true
+	for first || len(ids) > 0 {
 		n := 0
 		err := b.update(ctx, func(w *wtx) error {
 			n = 0
+			if first {
+				for h, t := range checks {
+					w.hourTotal(h).add(t)
+				}
+			}
 			for _, id := range ids {
-				if w.room() < 64 {
+				if w.room() < 128 {
 					break
 				}
 				n++
@@ -88,17 +160,20 @@ func (b *Badger) flushHits() error {
 		if err != nil {
 			return fmt.Errorf("flush hit counters of %d campaigns: %w", len(ids), err)
 		}
+		first = false
 		ids = ids[n:]
 	}
 	return nil
 }
 
 // applyHits adds the hits p to campaign id inside w: the record's
-// messages, actions and last seen and its daily counters. It is the one
-// function that accounts hits, whoever counted them (RecordHit's buffer,
-// another node of a fleet); found is false (and nothing is written) when
-// the campaign no longer exists.
+// messages, actions and last seen, its daily and hourly counters, its
+// place in the windowed rankings (at the store's clock), and the hourly
+// totals of matched messages and actions. It is the one function that
+// accounts hits, whoever counted them; found is false (and nothing is
+// written) when the campaign no longer exists.
 func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit) (found bool, err error) {
+	now := hourNumber(b.now())
 	r, err := getRecord(w.txn, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil // deleted, expired or merged meanwhile
@@ -114,12 +189,37 @@ func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit) (found bool, er
 		r.Actions[a] += c
 	}
 	r.LastSeen = maxTime(r.LastSeen, p.lastSeen)
-	for day, c := range p.days {
+	days := make(map[uint32]int64, 1)
+	adds := make(map[uint32]int64, len(p.hours))
+	for h, ph := range p.hours {
+		days[h/24] += ph.messages
+		adds[h] = ph.messages
+		if err := addHour(w, id, h, hourCounts{messages: ph.messages, acted: ph.acted}, false); err != nil {
+			return false, err
+		}
+		w.hourTotal(h).addHits(ph)
+	}
+	for day, c := range days {
 		if err := addDay(w, id, day, dayCounts{messages: c}, false); err != nil {
 			return false, err
 		}
 	}
+	if err := w.updateRanks(id, now, adds); err != nil {
+		return false, err
+	}
 	return true, putRecord(w, r)
+}
+
+// addHits counts an hour of matched messages in the totals.
+func (t *HourTotal) addHits(ph *pendingHour) {
+	t.Checked += ph.messages
+	t.Matched += ph.messages
+	for a, c := range ph.actions {
+		if t.Actions == nil {
+			t.Actions = make(map[string]int64, len(ph.actions))
+		}
+		t.Actions[a] += c
+	}
 }
 
 // addPending adds buffered hits to c (for Get).
@@ -140,6 +240,32 @@ func (b *Badger) addPending(c *Campaign) {
 		c.Actions = a
 	}
 	c.LastSeen = maxTime(c.LastSeen, p.lastSeen)
+}
+
+// addPendingTotals adds buffered checks and hits of hours ≥ from to
+// byHour (for Totals).
+func (b *Badger) addPendingTotals(byHour map[uint32]*HourTotal, from uint32) {
+	b.hitMu.Lock()
+	defer b.hitMu.Unlock()
+	get := func(h uint32) *HourTotal {
+		if byHour[h] == nil {
+			byHour[h] = &HourTotal{Hour: hourTime(h)}
+		}
+		return byHour[h]
+	}
+	for h, t := range b.checks {
+		if h >= from {
+			get(h).add(t)
+		}
+	}
+	for _, p := range b.hits {
+		for h, ph := range p.hours {
+			if h < from {
+				continue
+			}
+			get(h).addHits(ph)
+		}
+	}
 }
 
 func (b *Badger) hasPending(id CampaignID) bool {

@@ -257,6 +257,8 @@ type VerifyResult struct {
 	OrphanReporters int64 // reporter record of a missing campaign
 	OrphanDays      int64 // day counter of a missing campaign
 	CountMismatch   int64 // records whose key or reporter counts are wrong
+	BadIndexEntries int64 // ranking index entries missing, stale or of a missing campaign
+	CountersWrong   bool  // the store's counters differ from a recount of the records
 	NoSchema        bool  // the schema version key is missing
 
 	Repaired int64 // entries fixed with repair
@@ -265,8 +267,11 @@ type VerifyResult struct {
 // Problems is the number of inconsistencies found.
 func (r VerifyResult) Problems() int64 {
 	n := r.BadRecords + r.DanglingIndex + r.UnlistedIndex + r.OrphanKeyList +
-		r.OrphanReporters + r.OrphanDays + r.CountMismatch
+		r.OrphanReporters + r.OrphanDays + r.CountMismatch + r.BadIndexEntries
 	if r.NoSchema {
+		n++
+	}
+	if r.CountersWrong {
 		n++
 	}
 	return n
@@ -274,6 +279,7 @@ func (r VerifyResult) Problems() int64 {
 
 type verifyCounts struct {
 	keys, spamRep, hamRep int64
+	ix                    ixState // the record's index state
 }
 
 type repairOp struct {
@@ -319,8 +325,8 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 				return nil
 			}
 			res.Campaigns++
-			recs[id] = &verifyCounts{}
-			stored[id] = verifyCounts{r.numKeys, r.SpamReporters, r.HamReporters}
+			recs[id] = &verifyCounts{ix: r.ix}
+			stored[id] = verifyCounts{r.numKeys, r.SpamReporters, r.HamReporters, r.ix}
 			return ctx.Err()
 		})
 		if err != nil {
@@ -415,6 +421,37 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		ixOps, bad, err := verifyIndexes(ctx, txn, recs)
+		res.BadIndexEntries = bad
+		ops = append(ops, ixOps...)
+		if err != nil {
+			return err
+		}
+		want := counters{}
+		for _, vc := range recs {
+			want.addState(vc.ix, 1)
+		}
+		have, err := readBase(txn)
+		if err != nil {
+			return err
+		}
+		d, err := pendingDeltas(txn)
+		if err != nil {
+			return err
+		}
+		have.add(d.c)
+		if have != want {
+			res.CountersWrong = true
+			// Repair: the recount becomes the base, the deltas go.
+			ops = append(ops, repairOp{key: metaCountsKey, val: want.encode(nil)})
+			_, err = scanPrefix(txn, []byte{pfxDelta}, false, 0, func(s, _ []byte) error {
+				ops = append(ops, repairOp{key: append([]byte{pfxDelta}, s...), del: true})
+				return nil
+			})
+		}
 		return err
 	})
 	if err != nil {

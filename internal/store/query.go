@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -82,6 +81,9 @@ func (b *Badger) get(id CampaignID, withKeys bool) (*Campaign, error) {
 		if err != nil {
 			return err
 		}
+		if err := setWindows(txn, &r.Campaign, hourNumber(b.now())); err != nil {
+			return err
+		}
 		if !withKeys {
 			c = &r.Campaign
 			return nil
@@ -102,39 +104,6 @@ func (b *Badger) get(id CampaignID, withKeys bool) (*Campaign, error) {
 	}
 	b.addPending(c)
 	return c, nil
-}
-
-// List returns campaigns selected by q. Keys are left nil (Get fills
-// them). It reads every campaign record.
-func (b *Badger) List(ctx context.Context, q Query) ([]Campaign, error) {
-	var cmpf func(a, b *Campaign) int
-	switch q.Sort {
-	case "", "recent":
-		cmpf = func(a, b *Campaign) int { return b.LastSeen.Compare(a.LastSeen) }
-	case "volume":
-		cmpf = func(a, b *Campaign) int { return cmp.Compare(b.Messages, a.Messages) }
-	case "reports":
-		cmpf = func(a, b *Campaign) int {
-			return cmp.Or(cmp.Compare(b.SpamReporters, a.SpamReporters), cmp.Compare(b.SpamReports, a.SpamReports))
-		}
-	default:
-		return nil, fmt.Errorf("list campaigns: unknown sort %q (want volume, reports or recent)", q.Sort)
-	}
-	var out []Campaign
-	err := b.forEachRecord(ctx, func(r *record) error {
-		if q.Since.IsZero() || !r.LastSeen.Before(q.Since) {
-			out = append(out, r.Campaign)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list campaigns: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Campaign) int { return cmp.Or(cmpf(&a, &b), cmp.Compare(a.ID, b.ID)) })
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
 }
 
 // forEachRecord calls f for every campaign record, in id order. Malformed
@@ -284,7 +253,7 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 				r.numKeys--
 			}
 			n += len(keys)
-			for _, p := range []byte{pfxReporter, pfxDay} {
+			for _, p := range []byte{pfxReporter, pfxDay, pfxHour} {
 				if n >= limit {
 					break
 				}
@@ -303,7 +272,7 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 				return putRecord(w, r) // more to do in the next transaction
 			}
 			deleted = true
-			return w.del(campaignKey(id))
+			return delRecord(w, r)
 		})
 		if err != nil {
 			return false, err
@@ -315,53 +284,4 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 			return deleted, nil
 		}
 	}
-}
-
-// Expire deletes campaigns whose LastSeen is before cutoff and returns how
-// many it deleted. A campaign refreshed while Expire runs is kept.
-func (b *Badger) Expire(ctx context.Context, cutoff time.Time) (int, error) {
-	if err := b.writable(); err != nil {
-		return 0, err
-	}
-	var ids []CampaignID
-	err := b.forEachRecord(ctx, func(r *record) error {
-		if r.LastSeen.Before(cutoff) {
-			ids = append(ids, r.ID)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("expire: %w", err)
-	}
-	n := 0
-	for _, id := range ids {
-		if b.hasPending(id) {
-			continue // hit in the last second: it is alive
-		}
-		ok, err := b.deleteCampaign(ctx, id, func(r *record) bool { return r.LastSeen.Before(cutoff) })
-		if err != nil {
-			return n, fmt.Errorf("expire: %w", err)
-		}
-		if ok {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// Stats counts campaigns and index keys (from the campaign records) and
-// the bytes allocated by the store's files.
-func (b *Badger) Stats(ctx context.Context) (Stats, error) {
-	var s Stats
-	err := b.forEachRecord(ctx, func(r *record) error {
-		s.Campaigns++
-		s.Keys += r.numKeys
-		return nil
-	})
-	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
-	}
-	s.DiskBytes = b.diskUsage()
-	s.DiskFree, s.DiskFull, s.WritesRefused = b.DiskState()
-	return s, nil
 }

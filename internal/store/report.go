@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -194,7 +196,8 @@ func mergeEstimate(src *record) int {
 	if !src.FirstSeen.IsZero() && src.LastSeen.After(src.FirstSeen) {
 		days += int(src.LastSeen.Sub(src.FirstSeen) / (24 * time.Hour))
 	}
-	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 2
+	hours := min(days*24, int(DefaultHourRetention/time.Hour)+24)
+	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 4*hours + 20
 }
 
 // applyReport is Report inside a transaction. It reads everything first
@@ -248,7 +251,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := 2*len(in.Keys) + 6
+	need := 2*len(in.Keys) + 20 // keys, list entries; record, reporter, counters, index entries
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -341,6 +344,13 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if err := addDay(w, dst.ID, dayNumber(in.Time), dc, res.Created); err != nil {
 		return ReportResult{}, err
 	}
+	hc := hourCounts{spam: dc.spam, ham: dc.ham}
+	if err := addHour(w, dst.ID, hourNumber(in.Time), hc, res.Created); err != nil {
+		return ReportResult{}, err
+	}
+	ht := w.hourTotal(hourNumber(in.Time))
+	ht.SpamReports += dc.spam
+	ht.HamReports += dc.ham
 	dst.FirstSeen = minTime(dst.FirstSeen, in.Time)
 	dst.LastSeen = maxTime(dst.LastSeen, in.Time)
 	if dst.SampleSubject == "" {
@@ -348,6 +358,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	}
 	if dst.SampleFrom == "" {
 		dst.SampleFrom = in.From
+	}
+	if dst.SampleText == "" {
+		dst.SampleText = sampleText(in.Text)
 	}
 	if len(in.Sketch) > 0 && len(dst.Sketches) < b.opts.MaxSketches &&
 		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
@@ -580,6 +593,27 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 		}
 		moved += len(days)
 	}
+	// Hour counters.
+	if l := left(moved); l >= 0 && (limit == 0 || l > 0) {
+		hours, err := collectPrefix(w.txn, idKey(pfxHour, src.ID), true, l)
+		if err != nil {
+			return false, fmt.Errorf("list hour counters of campaign %d: %w", src.ID, err)
+		}
+		for _, e := range hours {
+			if len(e.k) != 4 {
+				continue
+			}
+			h := binary.BigEndian.Uint32(e.k)
+			c, _ := decodeHour(e.v)
+			if err := addHour(w, dst.ID, h, c, false); err != nil {
+				return false, err
+			}
+			if err := w.del(hourKey(src.ID, h)); err != nil {
+				return false, err
+			}
+		}
+		moved += len(hours)
+	}
 	if limit == 0 {
 		return true, nil
 	}
@@ -608,6 +642,9 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	if dst.SampleFrom == "" {
 		dst.SampleFrom = src.SampleFrom
 	}
+	if dst.SampleText == "" {
+		dst.SampleText = src.SampleText
+	}
 	for _, s := range src.Sketches {
 		if len(dst.Sketches) >= b.opts.MaxSketches {
 			break
@@ -621,7 +658,10 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	if len(dst.MergedFrom) > DefaultMaxMergedFrom {
 		dst.MergedFrom = dst.MergedFrom[len(dst.MergedFrom)-DefaultMaxMergedFrom:]
 	}
-	return w.del(campaignKey(src.ID))
+	if err := w.mergeRing(dst.ID, src.ID, hourNumber(b.now())); err != nil {
+		return err
+	}
+	return delRecord(w, src)
 }
 
 // drain moves the entries of campaign from into campaign to, one bounded
@@ -663,4 +703,18 @@ func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
 			return nil
 		}
 	}
+}
+
+// sampleText is s as a campaign's SampleText: valid UTF-8 (invalid bytes
+// become U+FFFD), at most MaxSampleText bytes, cut between characters.
+func sampleText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxSampleText {
+		return s
+	}
+	cut := MaxSampleText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

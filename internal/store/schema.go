@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 // SchemaVersion is the version of the key schema this code writes. See
 // docs/STORE.md for the layout.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's
 // entries are contiguous and ordered.
@@ -29,13 +30,14 @@ const (
 
 var metaSchemaKey = []byte{pfxMeta, 's', 'c', 'h', 'e', 'm', 'a'}
 
-// migrations[v] upgrades a store from schema v to v+1. There is none yet:
-// schema 1 is the first.
-var migrations = map[uint32]func(*badger.DB) error{}
+// migrations[v] upgrades a store from schema v to v+1.
+var migrations = map[uint32]func(*badger.DB, *slog.Logger) error{
+	1: migrateV2, // ranking indexes and counters (migrate.go)
+}
 
 // checkSchema validates (or, on a new empty store, writes) the schema
 // version.
-func checkSchema(db *badger.DB, readOnly bool) error {
+func checkSchema(db *badger.DB, readOnly bool, log *slog.Logger) error {
 	var (
 		ver   uint32
 		found bool
@@ -86,7 +88,7 @@ func checkSchema(db *badger.DB, readOnly bool) error {
 			if !ok {
 				return fmt.Errorf("store schema v%d is older than this nddmilter (v%d) and cannot be migrated; restore it with the nddmilter that wrote it, or start a new store", ver, SchemaVersion)
 			}
-			if err := m(db); err != nil {
+			if err := m(db, log); err != nil {
 				return fmt.Errorf("migrate store schema v%d → v%d: %w", v, v+1, err)
 			}
 			if err := writeSchema(db, v+1); err != nil {
@@ -165,6 +167,9 @@ func idValue(id CampaignID) []byte { return binary.BigEndian.AppendUint64(nil, u
 type record struct {
 	Campaign
 	numKeys int64
+	// ix is what the ranking indexes and counters hold for the record
+	// (set by decodeRecord and putRecord; zero for a new record).
+	ix ixState
 }
 
 const recordV1 = 1
@@ -184,9 +189,11 @@ func putBytes(b, s []byte) []byte {
 // encode renders the record in the compact binary format v1:
 // version, state, first/last seen (varint unix ns), uvarint counters
 // (messages, spam/ham reports, spam/ham reporters, keys), actions
-// (count, then name, count), subject, from, sketches, merged-from ids.
+// (count, then name, count), subject, from, sketches, merged-from ids,
+// and, when not empty, the sample text (a trailing field: records written
+// before it existed read as having none).
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.Sketches)*40)
+	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.SampleText)+len(r.Sketches)*40)
 	b = append(b, recordV1, byte(r.State))
 	b = putVarTime(b, r.FirstSeen)
 	b = putVarTime(b, r.LastSeen)
@@ -216,6 +223,9 @@ func (r *record) encode() []byte {
 	for _, id := range r.MergedFrom {
 		b = binary.AppendUvarint(b, uint64(id))
 	}
+	if r.SampleText != "" {
+		b = putBytes(b, []byte(r.SampleText))
+	}
 	return b
 }
 
@@ -231,6 +241,19 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadRecord
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = errBadRecord
 		return 0
@@ -330,9 +353,13 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 			r.MergedFrom = append(r.MergedFrom, CampaignID(d.uvarint()))
 		}
 	}
+	if d.err == nil && len(d.b) > 0 {
+		r.SampleText = string(d.bytes())
+	}
 	if d.err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, d.err)
 	}
+	r.ix = r.ixNow()
 	return r, nil
 }
 

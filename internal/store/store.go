@@ -51,6 +51,9 @@ type Campaign struct {
 	Actions       map[string]int64
 	SampleSubject string
 	SampleFrom    string
+	// SampleText is an excerpt of the first reported copy's visible text
+	// (at most MaxSampleText bytes, valid UTF-8), for administrators.
+	SampleText string
 	// Keys is every index key pointing at the campaign, so that deleting the
 	// campaign removes all of them.
 	Keys [][]byte
@@ -59,6 +62,10 @@ type Campaign struct {
 	Sketches [][]byte
 	// MergedFrom lists campaigns merged into this one.
 	MergedFrom []CampaignID
+	// HourMessages and DayMessages are the matched messages of the hour
+	// and day windows (RankHourHours, RankDayHours) as of the query; set by
+	// List and Record, not stored.
+	HourMessages, DayMessages int64
 }
 
 // ReportInput is one report, applied atomically by Store.Report.
@@ -93,7 +100,13 @@ type ReportInput struct {
 	// Index adds Keys to the index of the resulting campaign (spam reports).
 	Index         bool
 	Subject, From string
+	// Text is an excerpt of the message's visible text, kept as the
+	// campaign's SampleText (cut to MaxSampleText bytes).
+	Text string
 }
+
+// MaxSampleText bounds Campaign.SampleText, in bytes.
+const MaxSampleText = 1024
 
 // ReportResult tells what a report did.
 type ReportResult struct {
@@ -111,11 +124,45 @@ type Hit struct {
 	Campaign CampaignID
 }
 
-// Query selects campaigns for listing.
+// Listing orders of Query.Sort.
+const (
+	SortRecent  = "recent"  // last seen, latest first (the default)
+	SortVolume  = "volume"  // matched messages over the campaign's life
+	SortReports = "reports" // distinct spam reporters, then spam reports
+	SortHour    = "hour"    // matched messages in the hour window (RankHourHours)
+	SortDay     = "day"     // matched messages in the day window (RankDayHours)
+	SortHam     = "ham"     // distinct not-spam reporters, then not-spam reports; only campaigns that have some
+)
+
+// Listing bounds of Query.Limit.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 10000
+)
+
+// Query selects a page of campaigns. Every order is read from an index
+// kept up to date by reports and hits, so a page costs about
+// Offset+Limit index entries and Limit records, whatever the store's size.
 type Query struct {
-	Since time.Time // LastSeen at or after; zero for all
-	Sort  string    // "volume", "reports" or "recent" (default)
-	Limit int       // 0 for no limit
+	// Since keeps campaigns whose LastSeen is at or after it; zero for
+	// all. The window orders (SortHour, SortDay) ignore it.
+	Since time.Time
+	// Sort is one of the Sort* orders ("" is SortRecent).
+	Sort string
+	// Limit is the page size: 0 means DefaultListLimit, at most
+	// MaxListLimit.
+	Limit int
+	// Offset skips that many campaigns of the order (paging).
+	Offset int
+}
+
+// Page returns q's page size and offset within their bounds.
+func (q Query) Page() (limit, offset int) {
+	limit = q.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	return min(limit, MaxListLimit), max(q.Offset, 0)
 }
 
 // DayCount is one day of a campaign's time series.
@@ -126,11 +173,17 @@ type DayCount struct {
 	HamReports  int64
 }
 
-// Stats summarizes the store.
+// Stats summarizes the store. The counts are kept up to date by every
+// write, so Stats costs a few reads whatever the store's size.
 type Stats struct {
 	Campaigns int64
-	Keys      int64
-	DiskBytes int64
+	// Active, Allowed and Revoked count the campaigns by State.
+	Active, Allowed, Revoked int64
+	Keys                     int64
+	// SpamReports and HamReports count the reports of the campaigns in
+	// the store, Messages the matched messages counted on them.
+	SpamReports, HamReports, Messages int64
+	DiskBytes                         int64
 	// DiskFree is the free space of the store's filesystem (-1: unknown),
 	// DiskFull whether writes are refused for lack of it (ErrDiskFull),
 	// WritesRefused how many were refused since the store was opened.
@@ -151,9 +204,17 @@ type Store interface {
 	// RecordHit counts a matched message and the action taken, and
 	// refreshes LastSeen. It may be buffered briefly.
 	RecordHit(ctx context.Context, id CampaignID, action string, at time.Time) error
+	// RecordCheck counts a checked message that matched no campaign in the
+	// hourly totals. It may be buffered briefly.
+	RecordCheck(ctx context.Context, action string, at time.Time) error
 	SetState(ctx context.Context, id CampaignID, s State) error
 	Delete(ctx context.Context, id CampaignID) error
 	Timeline(ctx context.Context, id CampaignID) ([]DayCount, error)
+	// Hours is a campaign's hourly series from since on (kept for a
+	// bounded time, Options.HourRetention for Badger).
+	Hours(ctx context.Context, id CampaignID, since time.Time) ([]HourCount, error)
+	// Totals is the store-wide hourly totals from since on.
+	Totals(ctx context.Context, since time.Time) ([]HourTotal, error)
 	// Expire deletes campaigns whose LastSeen is before cutoff.
 	Expire(ctx context.Context, cutoff time.Time) (int, error)
 	Stats(ctx context.Context) (Stats, error)

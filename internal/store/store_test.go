@@ -386,8 +386,8 @@ func TestSchemaVersion(t *testing.T) {
 		version uint32
 		want    string
 	}{
-		{99, "store schema v99 is newer than this nddmilter (v1); upgrade nddmilter"},
-		{0, "store schema v0 is older than this nddmilter (v1) and cannot be migrated"},
+		{99, "store schema v99 is newer than this nddmilter (v2); upgrade nddmilter"},
+		{0, "store schema v0 is older than this nddmilter (v2) and cannot be migrated"},
 		{SchemaVersion, ""},
 	}
 	for _, tc := range tests {
@@ -687,12 +687,12 @@ func TestReportBatch(t *testing.T) {
 		t.Errorf("created %d merged %d, stats %+v", created, merged, st)
 	}
 	var total int64
-	cs, _ := s.List(ctx, Query{})
+	cs, _ := s.List(ctx, Query{Limit: MaxListLimit})
 	for _, c := range cs {
 		total += c.SpamReports
 	}
-	if total != 3000 {
-		t.Errorf("total reports %d, want 3000", total)
+	if total != 3000 || st.SpamReports != 3000 {
+		t.Errorf("total reports %d (stats %d), want 3000", total, st.SpamReports)
 	}
 	verifyClean(t, s)
 }

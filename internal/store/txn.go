@@ -37,6 +37,9 @@ type wtx struct {
 	// made from it so far, in this and the event's earlier transactions.
 	applied *appliedMark
 	newIDs  int
+	// delta is what the transaction changes in the store's counters
+	// (counts.go), written as an entry of its own before the commit.
+	delta *delta
 }
 
 // prefetchIndex reads the index entries of keys in sorted order into
@@ -160,6 +163,9 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 			err = w.set(appliedKey, appliedValue(w.applied.seq))
 		}
 		if err == nil {
+			err = b.writeDelta(w)
+		}
+		if err == nil {
 			err = txn.Commit()
 		}
 		if err == nil && w.applied != nil {
@@ -199,10 +205,6 @@ func getRecord(txn *badger.Txn, id CampaignID) (*record, error) {
 		return derr
 	})
 	return r, err
-}
-
-func putRecord(w *wtx, r *record) error {
-	return w.set(campaignKey(r.ID), r.encode())
 }
 
 // scanPrefix calls f with the key suffix (after prefix) and value of every

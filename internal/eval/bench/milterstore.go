@@ -16,6 +16,9 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
+// syntheticSubject starts the sample subject of every synthetic campaign.
+const syntheticSubject = "synthetic campaign "
+
 // completeMark, in a store directory, says the benchmark store is complete.
 const completeMark = "BENCH-COMPLETE"
 
@@ -105,7 +108,7 @@ func fillMilterStore(ctx context.Context, cfg *config.Config, log *slog.Logger, 
 		for j := c; j < min(c+batch, synthetic); j++ {
 			ins = append(ins, store.ReportInput{
 				Time: at, Kind: store.KindSpam, Reporter: fmt.Sprintf("user%d@example.org", j%5000),
-				Keys: keys.campaign(), Create: true, Index: true, Subject: fmt.Sprintf("synthetic campaign %d", j), From: "spam@example.com",
+				Keys: keys.campaign(), Create: true, Index: true, Subject: fmt.Sprintf("%s%d", syntheticSubject, j), From: "spam@example.com",
 			})
 		}
 		if _, err := rt.Store.ReportBatch(ctx, ins); err != nil {

@@ -1,0 +1,279 @@
+// Package dashboard is nddmilter's web dashboard, served under /ui/ on
+// the daemon's HTTP listener: pages rendered on the server (html/template)
+// with charts drawn as SVG here, one embedded stylesheet, no script and
+// nothing loaded from elsewhere. It reads and changes campaigns only
+// through the campaign Engine's queries, the same as the API and the CLI.
+//
+// Pages (GET; a browser without a session is sent to /ui/login):
+//
+//	/ui/                       now: campaigns ranked by messages in the last hour (?sort=day: 24 h), sparklines, hourly totals, store size, fleet
+//	/ui/campaigns/{id}         one campaign: timelines, sample (as text), evidence, reporters, state, the policy's verdict
+//	/ui/campaigns/{id}/confirm ?do=allow|unallow|delete: the confirmation of a change (admin)
+//	/ui/watch                  false-positive watch: campaigns with not-spam reports
+//
+// Changes (POST, admin role, the session's CSRF token in the form, and
+// http.CrossOriginProtection's same-origin check): /ui/campaigns/{id}/allow,
+// /unallow, /delete; /ui/login (rate-limited per client) and /ui/logout.
+// Every change is logged (who, with which credential, from where, what).
+//
+// Every answer carries a strict Content-Security-Policy (no script at
+// all), X-Frame-Options DENY and X-Content-Type-Options nosniff; samples
+// of campaigns (attacker-controlled text) are escaped, bounded, cleaned of
+// invalid UTF-8 and control characters, and isolated for bidirectional
+// text.
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+)
+
+// Defaults of Options.
+const (
+	DefaultSessionTTL    = 12 * time.Hour
+	DefaultMaxSessions   = 1000
+	DefaultLoginInterval = 2 * time.Second
+	DefaultLoginBurst    = 5
+	DefaultPageSize      = 50
+)
+
+// maxPage bounds the page number of a listing (its offset costs index
+// entries).
+const maxPage = 200
+
+// Prefix is the path the dashboard is served under.
+const Prefix = "/ui/"
+
+// CookieName is the session cookie's name.
+const CookieName = "nddmilter_session"
+
+// Options configure the dashboard. Zero values select the defaults.
+type Options struct {
+	// Credentials are the secrets that log in, each with its role (the
+	// daemon gives the API token the admin role). None: nobody can log
+	// in, and the login page says so.
+	Credentials []Credential
+	// Logger receives the audit log (logins, changes) and errors.
+	// Default: discard.
+	Logger *slog.Logger
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
+	// SessionTTL is how long a login lasts. Default 12h.
+	SessionTTL time.Duration
+	// MaxSessions bounds the sessions kept (the oldest is dropped).
+	// Default 1000.
+	MaxSessions int
+	// SecureCookie marks the session cookie Secure even when the request
+	// did not come over TLS (a TLS-terminating proxy in front). Requests
+	// over TLS always get a Secure cookie.
+	SecureCookie bool
+	// LoginInterval and LoginBurst bound login attempts per client
+	// address: LoginBurst at once, then one per LoginInterval (and ten
+	// times that over all clients). Defaults 2s and 5.
+	LoginInterval time.Duration
+	LoginBurst    int
+	// PageSize is the number of campaigns a listing page shows. Default 50.
+	PageSize int
+	// Fleet, if not nil, is shown on the now page: each node and its lag.
+	Fleet FleetStatus
+}
+
+// FleetStatus tells the state of the nodes of a fleet sharing campaigns.
+type FleetStatus interface {
+	Nodes(ctx context.Context) ([]Node, error)
+}
+
+// Node is one node of a fleet, as its status tells.
+type Node struct {
+	Name string
+	// Healthy: connected and applying the fleet's stream.
+	Healthy bool
+	// LastSeen is when the node's status was taken.
+	LastSeen time.Time
+	// Lag is the number of the fleet's events the node has not applied
+	// yet; Outbox the number of its own events waiting to be published.
+	Lag    uint64
+	Outbox int
+	// Error is the node's last error ("" when none).
+	Error string
+}
+
+//go:embed templates static
+var files embed.FS
+
+// Handler serves the dashboard. Update swaps its engine and credentials
+// on reload; sessions whose credential still holds stay logged in.
+type Handler struct {
+	opts     Options
+	eng      atomic.Pointer[campaign.Engine]
+	creds    atomic.Pointer[[]hashedCred]
+	sessions *sessions
+	limit    *limiter
+	cop      *http.CrossOriginProtection
+	pages    map[string]*template.Template
+	css      []byte // static/style.css
+	mux      *http.ServeMux
+}
+
+// New returns the dashboard over eng. Mount it at Prefix.
+func New(eng *campaign.Engine, o Options) (*Handler, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = DefaultSessionTTL
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.LoginInterval <= 0 {
+		o.LoginInterval = DefaultLoginInterval
+	}
+	if o.LoginBurst <= 0 {
+		o.LoginBurst = DefaultLoginBurst
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	css, err := files.ReadFile("static/style.css")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	h := &Handler{
+		opts:     o,
+		sessions: &sessions{m: map[string]*session{}, max: o.MaxSessions},
+		limit:    newLimiter(o.LoginInterval, o.LoginBurst),
+		cop:      http.NewCrossOriginProtection(),
+		pages:    pages,
+		css:      css,
+		mux:      http.NewServeMux(),
+	}
+	h.Update(eng, o.Credentials)
+	h.routes()
+	return h, nil
+}
+
+// Update serves eng from now on and accepts creds for new logins; the
+// sessions of credentials no longer accepted (or with another role) end.
+func (h *Handler) Update(eng *campaign.Engine, creds []Credential) {
+	hc := hashCreds(creds)
+	h.eng.Store(eng)
+	h.creds.Store(&hc)
+	h.sessions.keep(hc)
+}
+
+func (h *Handler) routes() {
+	m := h.mux
+	m.HandleFunc("GET "+Prefix+"static/style.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, _ = w.Write(h.css)
+	})
+	m.HandleFunc("GET "+Prefix+"login", h.loginPage)
+	m.HandleFunc("POST "+Prefix+"login", h.login)
+	m.HandleFunc("POST "+Prefix+"logout", h.change(RoleRead, h.logout))
+	m.HandleFunc("GET "+Prefix+"{$}", h.read(h.now))
+	m.HandleFunc("GET "+Prefix+"watch", h.read(h.watch))
+	m.HandleFunc("GET "+Prefix+"campaigns/{id}", h.read(h.campaign))
+	m.HandleFunc("GET "+Prefix+"campaigns/{id}/confirm", h.read(h.confirm))
+	for _, do := range []string{"allow", "unallow", "delete"} {
+		m.HandleFunc("POST "+Prefix+"campaigns/{id}/"+do, h.change(RoleAdmin, h.act(do)))
+	}
+	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, nil, http.StatusNotFound, "No such page.")
+	})
+}
+
+// ServeHTTP sets the security headers and dispatches.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.mux.ServeHTTP(w, r)
+}
+
+// session returns the request's session, nil without a valid one.
+func (h *Handler) session(r *http.Request) *session {
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	return h.sessions.get(c.Value, h.opts.Clock())
+}
+
+// read wraps a page: a request without a session is sent to the login
+// page.
+func (h *Handler) read(f func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		se := h.session(r)
+		if se == nil {
+			http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+			return
+		}
+		f(w, r, se)
+	}
+}
+
+// change wraps a state change: it needs a same-origin request, a session
+// of at least role and the session's CSRF token; refusals are 403 and
+// logged.
+func (h *Handler) change(role Role, f func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h.cop.Check(r); err != nil {
+			h.refuse(w, r, nil, "cross-origin request", err)
+			return
+		}
+		se := h.session(r)
+		if se == nil {
+			h.refuse(w, r, nil, "no session", errors.New("log in first"))
+			return
+		}
+		if !validCSRF(se, r.PostFormValue("csrf")) {
+			h.refuse(w, r, se, "missing or wrong CSRF token", errors.New("reload the page and try again"))
+			return
+		}
+		if se.role < role {
+			h.refuse(w, r, se, "role", fmt.Errorf("the %s role cannot do this (log in as an administrator)", se.role))
+			return
+		}
+		f(w, r, se)
+	}
+}
+
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, se *session, why string, err error) {
+	args := []any{"why", why, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr}
+	if se != nil {
+		args = append(args, "who", se.who, "credential", se.cred, "role", se.role.String())
+	}
+	h.opts.Logger.Warn("dashboard: request refused", args...)
+	h.fail(w, r, se, http.StatusForbidden, "Refused: "+err.Error()+".")
+}
+
+// pageNumber reads ?page= (0-based), bounded.
+func pageNumber(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, maxPage)
+}

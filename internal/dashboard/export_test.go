@@ -1,0 +1,5 @@
+package dashboard
+
+// CampaignMessage is campaignMessage, for the browser test (package
+// dashboard_test, which runs the daemon).
+var CampaignMessage = campaignMessage

@@ -1,0 +1,132 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registeredNames returns the names of every series the daemon's
+// collectors can export: each metric's name, with _bucket, _sum and
+// _count for histograms.
+func registeredNames(t *testing.T) map[string]bool {
+	t.Helper()
+	m := New()
+	names := make(map[string]bool)
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.collectors() {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	for d := range ch {
+		if sm := fq.FindStringSubmatch(d.String()); sm != nil {
+			names[sm[1]] = true
+		}
+	}
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		names[f.GetName()] = true
+		if f.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				names[f.GetName()+s] = true
+			}
+		}
+	}
+	// Histograms without observations are not gathered: add their series.
+	for _, h := range []string{"nddmilter_check_duration_seconds", "nddmilter_body_bytes"} {
+		if !names[h] {
+			t.Fatalf("histogram %s is not registered", h)
+		}
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			names[h+s] = true
+		}
+	}
+	return names
+}
+
+// queries returns every PromQL expression of a Grafana dashboard: the
+// panels' targets (rows included) and the template variables' queries.
+func queries(v any, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && (k == "expr" || k == "definition") {
+				*out = append(*out, s)
+				continue
+			}
+			queries(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			queries(e, out)
+		}
+	}
+}
+
+// Every expression of the Grafana dashboards in contrib/grafana names
+// only metrics the daemon registers, and every panel has one.
+func TestGrafanaDashboardsUseRegisteredMetrics(t *testing.T) {
+	files, err := filepath.Glob("../../contrib/grafana/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboard in contrib/grafana: %v", err)
+	}
+	names := registeredNames(t)
+	metric := regexp.MustCompile(`\b(?:nddmilter|process|go)_[a-zA-Z0-9_]+`)
+	labels := regexp.MustCompile(`\{[^}]*\}`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dash struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &dash); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, p := range dash.Panels {
+			if len(p.Targets) == 0 {
+				t.Errorf("%s: panel %q has no query", f, p.Title)
+			}
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var qs []string
+		queries(doc, &qs)
+		if len(qs) == 0 {
+			t.Errorf("%s: no query", f)
+		}
+		for _, q := range qs {
+			used := metric.FindAllString(labels.ReplaceAllString(q, ""), -1)
+			if len(used) == 0 {
+				t.Errorf("%s: %q names no nddmilter metric", f, q)
+			}
+			for _, n := range used {
+				if !names[n] {
+					t.Errorf("%s: %q uses %s, which the daemon does not register", f, q, n)
+				}
+			}
+			if strings.Count(q, "(") != strings.Count(q, ")") {
+				t.Errorf("%s: unbalanced parentheses in %q", f, q)
+			}
+		}
+	}
+}

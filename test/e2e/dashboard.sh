@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# dashboard.sh — the dashboard in a real browser: installs Debian's
+# chromium when missing, then runs the browser test of internal/dashboard
+# (TestBrowser: a daemon on a real store, campaigns reported from the
+# generator, every page loaded in headless Chromium, allow and delete
+# clicked and seen in the store, requests without login or CSRF token
+# refused, hostile samples that must neither run nor break the layout)
+# with a missing browser a failure, not a skip. The screenshots go to
+# docs/img/dashboard-*.png (the README shows them).
+#
+#   test/e2e/dashboard.sh            # screenshots into docs/img
+#   SHOTS=/tmp/x test/e2e/dashboard.sh
+set -euo pipefail
+export PATH="$PATH:/usr/local/go/bin"
+cd "$(dirname "$0")/../.."
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+	echo "== installing chromium (Debian package)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; echo "FAIL: cannot install chromium" >&2; exit 1; }
+	fi
+	browser=$(command -v chromium)
+fi
+echo "== $("$browser" --version 2>/dev/null || echo "$browser") (load $(cut -d' ' -f1 /proc/loadavg))"
+NDDMILTER_CHROMIUM="$browser" NDDMILTER_BROWSER_REQUIRED=1 NDDMILTER_SCREENSHOTS="${SHOTS:-$PWD/docs/img}" \
+	go test -count=1 -run '^TestBrowser$' -v ./internal/dashboard
