@@ -449,3 +449,52 @@ func TestUserKey(t *testing.T) {
 		t.Fatalf("bad seed: %v, want ErrNotUserSeed", err)
 	}
 }
+
+// TestRouteAuth: servers sharing the route user and password form a
+// cluster; a server without them cannot join.
+func TestRouteAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 servers")
+	}
+	pw := writeFile(t, t.TempDir(), "route.pw", []byte("r0ute-secret\n"))
+	cp := freePorts(t, 3)
+	routes := []string{fmt.Sprintf("nats-route://127.0.0.1:%d", cp[0]), fmt.Sprintf("nats-route://127.0.0.1:%d", cp[1])}
+	start := func(i int, user, pwFile string) *Server {
+		s, err := Start(Options{
+			Name: fmt.Sprintf("r%d", i), Listen: "127.0.0.1:0", ClusterListen: fmt.Sprintf("127.0.0.1:%d", cp[i]),
+			Routes: routes, Dir: t.TempDir(), ClusterUser: user, ClusterPasswordFile: pwFile,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+		return s
+	}
+	a, b := start(0, "route", pw), start(1, "route", pw)
+	intruder := start(2, "", "")
+	routed := func(s *Server, want int) bool {
+		for range 100 {
+			if s.ns.NumRoutes() >= want {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	}
+	if !routed(a, 1) || !routed(b, 1) {
+		t.Fatalf("servers with the route password did not connect: %d, %d routes", a.ns.NumRoutes(), b.ns.NumRoutes())
+	}
+	time.Sleep(time.Second) // the intruder's route attempts
+	if n := intruder.ns.NumRoutes(); n != 0 {
+		t.Errorf("a server without the route password has %d routes", n)
+	}
+	rz, err := a.ns.Routez(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rz.Routes {
+		if r.RemoteName == "r2" {
+			t.Errorf("the intruder joined: route %+v", r)
+		}
+	}
+}
