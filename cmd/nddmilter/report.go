@@ -277,6 +277,9 @@ wrong.`,
 func describeOutcome(o api.Outcome) string {
 	var b strings.Builder
 	switch {
+	case o.Replication == campaign.Queued:
+		b.WriteString("queued: the fleet's NATS is unreachable; the report waits in this node's outbox and is applied once it is published")
+		return b.String()
 	case o.SkipReason != campaign.NotSkipped:
 		b.WriteString("skipped: " + o.Skipped)
 	case o.Created:
@@ -302,6 +305,9 @@ func describeOutcome(o api.Outcome) string {
 	}
 	if o.ARF {
 		b.WriteString(" (ARF)")
+	}
+	if o.Replication == campaign.Replicated {
+		b.WriteString(" (replicated to the fleet)")
 	}
 	return b.String()
 }

@@ -57,25 +57,30 @@ type Outcome struct {
 	// only and started a campaign of its own.
 	VoteOnly string `json:"vote_only,omitempty"`
 	Apart    bool   `json:"apart,omitempty"`
+	// Replication, in a fleet: "replicated" (in the fleet's stream) or
+	// "queued" (waiting in this node's outbox while NATS is unreachable;
+	// no campaign yet).
+	Replication string `json:"replication,omitempty"`
 }
 
 // NewOutcome converts an engine outcome.
 func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 	return Outcome{
-		Kind:       KindName(kind),
-		Campaign:   o.Campaign,
-		Created:    o.Created,
-		Joined:     o.Joined,
-		Merged:     o.Merged,
-		Repeated:   o.Repeated,
-		Duplicate:  o.Duplicate,
-		Withdrawn:  o.Withdrawn,
-		Revoked:    o.Revoked,
-		ARF:        o.ARF,
-		SkipReason: o.Skip,
-		Skipped:    o.Skipped,
-		VoteOnly:   o.VoteOnly,
-		Apart:      o.Apart,
+		Kind:        KindName(kind),
+		Campaign:    o.Campaign,
+		Created:     o.Created,
+		Joined:      o.Joined,
+		Merged:      o.Merged,
+		Repeated:    o.Repeated,
+		Duplicate:   o.Duplicate,
+		Withdrawn:   o.Withdrawn,
+		Revoked:     o.Revoked,
+		ARF:         o.ARF,
+		SkipReason:  o.Skip,
+		Skipped:     o.Skipped,
+		VoteOnly:    o.VoteOnly,
+		Apart:       o.Apart,
+		Replication: o.Replication,
 	}
 }
 

@@ -51,6 +51,9 @@ type Options struct {
 	// Store, if not nil, is served under /v1/store (backup, stats,
 	// verify); otherwise those routes answer 404.
 	Store Maintainer
+	// FleetStatus, if not nil, is served as GET /v1/fleet/status;
+	// otherwise that route answers 404.
+	FleetStatus FleetStatusFunc
 }
 
 // Defaults of Options.RequestTimeout and Options.MaxInflight.
@@ -82,6 +85,7 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
 	h.mux.HandleFunc("GET /v1/store/stats", h.storeStats)
 	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
+	h.mux.HandleFunc("GET /v1/fleet/status", h.fleetStatus)
 	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
 	})

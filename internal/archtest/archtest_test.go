@@ -28,6 +28,8 @@ var floors = map[string]int{
 	"internal/mime":           0,
 	"internal/store":          0,
 	"internal/milter/mtadial": 0,
+	"internal/fleet/natsd":    0,
+	"internal/fleet":          4,
 	"internal/imatchbag":      1,
 	"internal/andd":           1,
 	"internal/shortsig":       1,

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
@@ -38,7 +39,8 @@ type Engine struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache
-	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
+	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
+	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -412,10 +414,15 @@ func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o
 		return v, err
 	}
 	if v.Campaign == 0 {
-		// Counted in the store's hourly totals of checked messages.
+		// Counted in the store's hourly totals of checked messages (this
+		// node's own, in a fleet too).
 		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
 			e.log.Warn("record check", "err", err)
 		}
+		return v, nil
+	}
+	if r := e.replicator(ctx); r != nil {
+		r.RecordHit(v.Campaign, v.Taken().String(), e.now())
 		return v, nil
 	}
 	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
@@ -486,6 +493,9 @@ func skipOf(m *pipeline.Message) *Skip {
 
 // SetState changes a campaign's administrative state.
 func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
+	if r := e.replicator(ctx); r != nil {
+		return r.SetState(ctx, id, s)
+	}
 	err := e.st.SetState(ctx, id, s)
 	e.invalidate(id)
 	return err
@@ -493,6 +503,9 @@ func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.Stat
 
 // Delete removes a campaign and every key pointing at it.
 func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
+	if r := e.replicator(ctx); r != nil {
+		return r.Delete(ctx, id)
+	}
 	err := e.st.Delete(ctx, id)
 	e.invalidate(id)
 	return err
@@ -500,15 +513,14 @@ func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
 
 // Expire deletes campaigns not seen nor reported for Options.Expiry and
 // returns how many were deleted.
+// In a fleet, the decision is published and applied by every node in
+// stream order (0 deleted here).
 func (e *Engine) Expire(ctx context.Context) (int, error) {
-	n, err := e.st.Expire(ctx, e.now().Add(-e.opts.Expiry))
-	if e.cache != nil && n > 0 {
-		e.cache.purge()
+	cutoff := e.nowFor(ctx).Add(-e.opts.Expiry)
+	if r := e.replicator(ctx); r != nil {
+		return 0, r.Expire(ctx, cutoff)
 	}
-	if err != nil {
-		return n, fmt.Errorf("expire campaigns: %w", err)
-	}
-	return n, nil
+	return e.ExpireBefore(ctx, cutoff)
 }
 
 // cachedRecord is a campaign record with its sketches decoded. The

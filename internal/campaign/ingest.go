@@ -62,6 +62,9 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // which are applied; reqs[len(outs)] failed and the reports after it were
 // not applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	if r := e.replicator(ctx); r != nil {
+		return r.Report(ctx, reqs)
+	}
 	var pool errgroup.Group
 	pool.SetLimit(runtime.GOMAXPROCS(0))
 	jobs := make([]*job, len(reqs))
@@ -194,7 +197,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		return p, nil
 	}
 	p.in = store.ReportInput{
-		Time:     e.now(),
+		Time:     e.nowFor(ctx),
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
@@ -611,7 +614,19 @@ func (s *ReportStream) applier() {
 				s.errs = append(s.errs, fmt.Errorf("report stream: %w", err))
 				return
 			}
-			outs, err := s.e.apply(s.ctx, &s.pool, b)
+			var (
+				outs []ReportOutcome
+				err  error
+			)
+			if r := s.e.replicator(s.ctx); r != nil {
+				reqs := make([]ReportRequest, len(b))
+				for i, j := range b {
+					reqs[i] = j.req
+				}
+				outs, err = r.Report(s.ctx, reqs)
+			} else {
+				outs, err = s.e.apply(s.ctx, &s.pool, b)
+			}
 			for _, o := range outs {
 				s.onResult(StreamResult{Seq: seq, Outcome: o})
 				seq++

@@ -39,6 +39,7 @@ type Config struct {
 	Policy     Policy     `yaml:"policy"`
 	Log        Log        `yaml:"log"`
 	Reports    Reports    `yaml:"reports"`
+	Fleet      Fleet      `yaml:"fleet"`
 }
 
 // Reports configures junk reports sent by mail through the milter:
@@ -352,6 +353,7 @@ func Default() *Config {
 		ANDD:   ANDD{Enabled: true},
 		Policy: campaign.DefaultPolicy(),
 		Log:    Log{Format: "text", Level: "info"},
+		Fleet:  defaultFleet(),
 		Reports: Reports{
 			SpamAddresses:  []string{},
 			HamAddresses:   []string{},
@@ -446,15 +448,23 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 	}
 	fields := map[string]reflect.StructField{}
 	var names []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if opts == "inline" && f.Type.Kind() == reflect.Struct {
+				collect(f.Type) // its keys are this section's
+				continue
+			}
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f
+			names = append(names, name)
 		}
-		fields[name] = f
-		names = append(names, name)
 	}
+	collect(t)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -718,6 +728,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
+		return err
+	}
+	if err := c.Fleet.validate(); err != nil {
 		return err
 	}
 	return nil

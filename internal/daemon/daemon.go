@@ -177,7 +177,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fs api.FleetStatusFunc) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,8 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
-		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st}), nil
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
+		FleetStatus: fs}), nil
 }
 
 // dashboardCredentials are the secrets that log in to the dashboard: the
@@ -236,6 +237,17 @@ type daemon struct {
 	dash    *dashboard.Handler              // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
+	fleet   *fleetMember // nil standalone
+}
+
+// newAPIHandler is the /v1 API over eng, with the fleet's status in a
+// fleet.
+func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.Handler, error) {
+	var fs api.FleetStatusFunc
+	if d.fleet != nil {
+		fs = d.fleet.status
+	}
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fs)
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in
@@ -256,8 +268,25 @@ func Run(ctx context.Context, o Options) error {
 	// adapter aside) end up in the same handler.
 	slog.SetDefault(log)
 
+	var fm *fleetMember
+	if cfg.Fleet.Enabled {
+		// The embedded server and the snapshot of an empty store come
+		// before the store.
+		if fm, err = startFleetServer(cfg, log); err != nil {
+			return err
+		}
+	}
 	rt, err := OpenRuntime(cfg, log)
+	if err == nil && fm != nil {
+		rt, err = fm.start(cfg, rt)
+	}
 	if err != nil {
+		if fm != nil {
+			fm.close()
+		}
+		if rt != nil {
+			rt.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -265,7 +294,10 @@ func Run(ctx context.Context, o Options) error {
 			log.Error("close store", "err", err)
 		}
 	}()
-	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
+	if fm != nil {
+		defer fm.close() // before the store closes
+	}
+	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
@@ -284,7 +316,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, rt.Store, log, d.met)
+	h, err := d.newAPIHandler(cfg, rt.Engine)
 	if err != nil {
 		ln.Close()
 		return err
@@ -335,6 +367,9 @@ func Run(ctx context.Context, o Options) error {
 			Keys: s.Keys, DiskBytes: s.DiskBytes,
 			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
+	if fm != nil {
+		go fm.expireLoop(bg, cfg.Store.ExpireInterval.D(), func() *Runtime { return d.rt })
+	}
 	return d.serve(ctx, ln)
 }
 
@@ -440,6 +475,9 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+	if d.fleet != nil {
+		fmt.Fprintln(w, d.fleet.readiness(sctx))
+	}
 }
 
 // shutdown stops the milter server (draining its sessions within
@@ -480,7 +518,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, d.rt.Store, log, met)
+	h, err := d.newAPIHandler(cfg, eng)
 	if err != nil {
 		fail(err)
 		return
@@ -498,6 +536,9 @@ func (d *daemon) reload() {
 			fail(err)
 			return
 		}
+	}
+	if d.fleet != nil {
+		d.fleet.node.SetEngine(eng)
 	}
 	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
 		fail(err)

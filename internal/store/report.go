@@ -78,7 +78,7 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 		})
 		var dn *drainNeed
 		if errors.As(err, &dn) {
-			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+			if err := b.drain(withoutApplied(ctx), dn.from, dn.to); err != nil {
 				return ReportResult{}, err
 			}
 			// The drained campaign may no longer be reachable through
@@ -175,7 +175,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		results = append(results, part...)
 		if dn != nil {
 			drained = append(drained, dn.from)
-			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+			if err := b.drain(withoutApplied(ctx), dn.from, dn.to); err != nil {
 				return results, fmt.Errorf("report %d: %w", len(results), err)
 			}
 		}
@@ -267,7 +267,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		if need > w.room() && w.entries > 0 {
 			return ReportResult{}, errTxnFull
 		}
-		id, err := b.nextID()
+		id, err := b.newID(w)
 		if err != nil {
 			return ReportResult{}, err
 		}
