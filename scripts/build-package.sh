@@ -72,7 +72,11 @@ cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
 cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
 cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"
 cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
-mkdir -p "$STAGE/doc/dovecot" && cp contrib/dovecot/* "$STAGE/doc/dovecot/"   # the Dovecot recipe: Junk moves as reports
+# The Dovecot recipe (Junk moves as reports): its guide beside POSTFIX.md,
+# its files staged apart (nFPM flattens a directory's tree into its
+# destination) for /usr/share/doc/nddmilter/dovecot/.
+cp contrib/dovecot/README.md "$STAGE/doc/DOVECOT.md"
+mkdir -p "$STAGE/dovecot" && find contrib/dovecot -maxdepth 1 -type f ! -name README.md -exec cp {} "$STAGE/dovecot/" \;
 cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
 [ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
