@@ -52,6 +52,7 @@ mkdir -p "$STAGE/man" "$STAGE/completions" "$STAGE/doc" "$OUT"
 
 LDFLAGS="-X $BI.Version=$DESCRIBE -X $BI.Commit=$COMMIT"
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
+CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-pipe" ./cmd/nddmilter-pipe
 # Man pages and completions come from a build for this machine (the
 # target's binary may not run here); the help text is the same.
 CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter

@@ -245,6 +245,7 @@ their report instead.`,
 	fl.StringVar(&o.Socket, "socket", "", "a running daemon's report socket (default: a daemon in this process over a fresh store)")
 	fl.StringVar(&o.Spool, "spool", "", "spool directory passed to report --spool (default: the in-process daemon's)")
 	fl.StringVar(&o.Binary, "binary", "", "the nddmilter binary to run (default: this one)")
+	fl.StringVar(&o.Pipe, "pipe", "", "run this nddmilter-pipe program (contrib/dovecot's pipe) instead of `nddmilter report`")
 	fl.Uint64Var(&o.Seed, "seed", 1, "random seed of the messages")
 	return cmd
 }

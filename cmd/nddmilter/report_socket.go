@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/spool"
+	"github.com/nddmilter/nddmilter/internal/reportclient"
 )
 
 // socketReport is `nddmilter report --socket`: one message on standard
@@ -30,53 +29,29 @@ type socketReport struct {
 }
 
 func (sr socketReport) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
-	if sr.reporter == "" {
-		return errors.New("report --socket: --reporter is required (the IMAP user)")
-	}
-	raw, err := io.ReadAll(io.LimitReader(stdin, sr.maxBytes+1))
+	res, err := reportclient.Send(ctx, reportclient.Options{
+		Socket: sr.socket, SpoolDir: sr.spoolDir, Reporter: sr.reporter,
+		Kind: api.KindName(sr.kind), Timeout: sr.timeout, MaxBytes: sr.maxBytes,
+	}, stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "nddmilter report: read message: %v: not reported\n", err)
-		return nil
+		return fmt.Errorf("report --socket: %w", err)
 	}
-	if int64(len(raw)) > sr.maxBytes {
-		fmt.Fprintf(stderr, "nddmilter report: message larger than %d bytes: not reported\n", sr.maxBytes)
-		return nil
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		fmt.Fprintln(stderr, "nddmilter report: empty message: not reported")
-		return nil
-	}
-	c := api.NewSocketClient(sr.socket, sr.timeout)
-	rctx, cancel := context.WithTimeout(ctx, sr.timeout)
-	defer cancel()
-	o, err := c.Report(rctx, raw, sr.kind, sr.reporter)
-	if err == nil {
+	switch res.Status {
+	case reportclient.Reported:
 		if sr.verbose {
-			fmt.Fprintln(stdout, describeOutcome(o))
+			var o api.Outcome
+			if json.Unmarshal([]byte(res.Detail), &o) == nil {
+				fmt.Fprintln(stdout, describeOutcome(o))
+			}
 		}
-		return nil
-	}
-	var ae *api.Error
-	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 &&
-		ae.Status != http.StatusRequestTimeout && ae.Status != http.StatusTooManyRequests {
-		// Refused (not allowed, malformed): spooling would not help.
-		fmt.Fprintf(stderr, "nddmilter report: refused by the daemon: %v\n", err)
-		return nil
-	}
-	if sr.spoolDir == "" {
-		fmt.Fprintf(stderr, "nddmilter report: %v: not reported (no --spool)\n", err)
-		return nil
-	}
-	sp, serr := spool.Open(sr.spoolDir, spool.Options{MaxMessage: sr.maxBytes})
-	if serr == nil {
-		_, serr = sp.Put(spool.Report{Kind: api.KindName(sr.kind), Reporter: sr.reporter, Raw: raw})
-	}
-	if serr != nil {
-		fmt.Fprintf(stderr, "nddmilter report: %v; and could not spool it: %v: not reported\n", err, serr)
-		return nil
-	}
-	if sr.verbose {
-		fmt.Fprintf(stdout, "spooled in %s (daemon unavailable: %v)\n", sr.spoolDir, err)
+	case reportclient.Spooled:
+		if sr.verbose {
+			fmt.Fprintln(stdout, res.Detail)
+		}
+	case reportclient.Refused:
+		fmt.Fprintf(stderr, "nddmilter report: %s\n", res.Detail)
+	default:
+		fmt.Fprintf(stderr, "nddmilter report: %s: not reported\n", res.Detail)
 	}
 	return nil
 }

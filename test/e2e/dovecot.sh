@@ -120,7 +120,7 @@ if [ -n "${NDD_BIN:-}" ]; then
 	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
 else
 	echo "== building nddmilter"
-	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter && go build -o "$T/nddmilter-pipe" ./cmd/nddmilter-pipe) || die "go build failed"
 fi
 chmod 755 "$T/nddmilter"
 

@@ -23,6 +23,9 @@ type ReportCLIOptions struct {
 	// Binary is the nddmilter binary run for each report. Default: this
 	// process's executable.
 	Binary string
+	// Pipe, when set, is the small pipe program (cmd/nddmilter-pipe) run
+	// for each report instead of `Binary report`.
+	Pipe string
 	// Socket is a running daemon's report socket (api.socket). Default:
 	// a daemon started in this process over a fresh store in a temporary
 	// directory, with a report socket and a spool.
@@ -100,7 +103,11 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 		if o.Spool != "" {
 			args = append(args, "--spool", o.Spool)
 		}
-		cmd := exec.CommandContext(ctx, o.Binary, args...)
+		prog := o.Binary
+		if o.Pipe != "" { // the same flags, without the subcommand
+			prog, args = o.Pipe, args[1:]
+		}
+		cmd := exec.CommandContext(ctx, prog, args...)
 		cmd.Stdin = bytes.NewReader(msg)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
