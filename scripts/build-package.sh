@@ -52,6 +52,7 @@ mkdir -p "$STAGE/man" "$STAGE/completions" "$STAGE/doc" "$OUT"
 
 LDFLAGS="-X $BI.Version=$DESCRIBE -X $BI.Commit=$COMMIT"
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
+CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-pipe" ./cmd/nddmilter-pipe
 # Man pages and completions come from a build for this machine (the
 # target's binary may not run here); the help text is the same.
 CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
@@ -72,6 +73,11 @@ cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
 cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
 cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"
 cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
+# The Dovecot recipe (Junk moves as reports): its guide beside POSTFIX.md,
+# its files staged apart (nFPM flattens a directory's tree into its
+# destination) for /usr/share/doc/nddmilter/dovecot/.
+cp contrib/dovecot/README.md "$STAGE/doc/DOVECOT.md"
+mkdir -p "$STAGE/dovecot" && find contrib/dovecot -maxdepth 1 -type f ! -name README.md -exec cp {} "$STAGE/dovecot/" \;
 cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
 [ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

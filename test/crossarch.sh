@@ -19,4 +19,4 @@ if ! command -v qemu-aarch64 >/dev/null 2>&1; then
 	fi
 fi
 GOARCH=arm64 go test -count=1 -exec qemu-aarch64 \
-	./internal/fmath/ ./internal/mime/ ./internal/imatchbag/ ./internal/andd/ ./internal/pipeline/ ./internal/shortsig/
+	./internal/fmath/ ./internal/mime/ ./internal/imatchbag/ ./internal/andd/ ./internal/pipeline/ ./internal/shortsig/ ./internal/qgram/

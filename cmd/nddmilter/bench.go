@@ -19,7 +19,7 @@ func newBenchCmd(gf *globalFlags) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure speed: store lookups and ingestion, the milter under load",
 	}
-	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchQueryCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf))
+	cmd.AddCommand(newBenchStoreCmd(gf), newBenchMilterCmd(gf), newBenchQueryCmd(gf), newBenchFloodCmd(), newBenchHostileCmd(), newBenchServeCmd(gf), newBenchReportCLICmd(), newBenchFleetCmd())
 	return cmd
 }
 
@@ -185,5 +185,67 @@ a real MTA: NDD_E2E_SERVER=d--j test/e2e/postfix.sh.`,
 	cmd.Flags().StringVar(&server, "server", "d--j", `milter protocol server: "d--j", "d--j-buffered" or "own"`)
 	cmd.Flags().StringVar(&o.MilterListen, "listen", "", "milter socket, inet:HOST:PORT or unix:/path (overrides milter.listen; default "+config.DefaultMilterListen+")")
 	cmd.Flags().StringVar(&o.HTTPListen, "http", "", "HTTP listener HOST:PORT, \"off\" to disable (overrides http.listen; default "+config.DefaultHTTPListen+")")
+	return cmd
+}
+
+func newBenchFleetCmd() *cobra.Command {
+	var o bench.FleetOptions
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Three embedded JetStream servers and three nodes on loopback: report→protection, throughput, checks, sizes",
+		Long: `Runs three clustered embedded JetStream servers (R=3) and three fleet
+nodes (store, engine, node) in this process on loopback ports, and measures:
+
+  report → protection  p50/p99 per node of the time from a report on one
+                       node until each node applied it (round robin)
+  throughput           reports/s through the three nodes at once (batches),
+                       with the process's CPU per report
+  sizes                stream bytes per report, snapshot bytes per campaign
+  checks               checks/s and latency standalone, in the fleet and
+                       with every NATS server down
+  memory               the process's VmRSS and VmHWM
+
+Directories are temporary unless --dir is given. Not a timed test: quote
+figures with the load average (uptime).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.Fleet(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Latency, "latency-reports", 200, "single reports timed from report to protection on every node")
+	fl.IntVar(&o.Reports, "reports", 6000, "reports sent through the three nodes for the throughput")
+	fl.IntVar(&o.Batch, "batch", 200, "reports per ReportBatch call (events hold up to the NATS payload)")
+	fl.DurationVar(&o.CheckFor, "check-for", 3*time.Second, "how long checks are measured in each mode")
+	fl.IntVar(&o.Checkers, "checkers", 2, "goroutines checking at once")
+	fl.BoolVar(&o.NoSync, "no-sync", false, "do not fsync the stores' commits")
+	fl.StringVar(&o.Dir, "dir", "", "directory of the servers and stores (default: temporary, removed)")
+	return cmd
+}
+
+func newBenchReportCLICmd() *cobra.Command {
+	var o bench.ReportCLIOptions
+	cmd := &cobra.Command{
+		Use:   "report-cli",
+		Short: "Measure `nddmilter report --socket` as the Dovecot pipe runs it: one process per report",
+		Long: `Runs this binary's 'report --socket' --calls times, one after the other, each
+with a randomized campaign copy (its own Message-ID) on standard input and
+one of --reporters reporters, against a daemon started in this process over
+a fresh store (or the running daemon's --socket), and prints the latency
+per call from the process's start to its exit, and how many calls spooled
+their report instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.ReportCLI(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Calls, "calls", 200, "reports (processes) to run")
+	fl.IntVar(&o.Reporters, "reporters", 20, "distinct reporters")
+	fl.StringVar(&o.Socket, "socket", "", "a running daemon's report socket (default: a daemon in this process over a fresh store)")
+	fl.StringVar(&o.Spool, "spool", "", "spool directory passed to report --spool (default: the in-process daemon's)")
+	fl.StringVar(&o.Binary, "binary", "", "the nddmilter binary to run (default: this one)")
+	fl.StringVar(&o.Pipe, "pipe", "", "run this nddmilter-pipe program (contrib/dovecot's pipe) instead of `nddmilter report`")
+	fl.Uint64Var(&o.Seed, "seed", 1, "random seed of the messages")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/eval"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
@@ -28,6 +29,8 @@ type evalFlags struct {
 	plots       string
 	docsDir     string
 	quiet       bool
+	anddExact   float64
+	anddVerif   float64
 
 	kinds     []string
 	strengths []float64
@@ -56,6 +59,8 @@ func (f *evalFlags) common(cmd *cobra.Command) {
 	fl.StringVar(&f.plots, "plots", "", "write SVG plots (and results.json, the raw figures) into this folder")
 	fl.StringVar(&f.docsDir, "docs-dir", "docs", "folder of the Markdown document (plot links are relative to it)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.Float64Var(&f.anddExact, "andd-exact", 0, "engine: exact cosine over distinct terms an ANDD-only match must reach (0: off)")
+	fl.Float64Var(&f.anddVerif, "andd-verified", 0, "engine: estimated cosine from which an exactly verified ANDD-only candidate matches (0: the model's threshold)")
 }
 
 func (f *evalFlags) accuracyFlags(cmd *cobra.Command) {
@@ -107,7 +112,8 @@ func (f *evalFlags) load() (*eval.Corpus, error) {
 }
 
 func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
-	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger()}
+	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger(),
+		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif}}
 }
 
 func (f *evalFlags) adversarialOptions() (eval.AdversarialOptions, error) {
@@ -147,13 +153,15 @@ func newEvalCmd(gf *globalFlags) *cobra.Command {
 of the spam is reported and every other message is checked; ground-truth
 near-duplicates are pairs with cosine ≥ 0.9 over unique terms. Prints the
 near-duplicate recall, spam and ham flagged and the utility for K bagged
-lexicons, ANDD alone, and the daemon's engine over a real Badger store.
+lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/METHODS.md), and the
+daemon's engine over a real Badger store.
 
 Fetch the corpus first: scripts/fetch-corpus.sh.
 
 Subcommands: adversarial (robustness to spamgen randomizations), padding
-(copies padded with appended random words), speed (pipeline and
-store/milter benchmarks), all (accuracy, adversarial and speed: with
+(copies padded with appended random words), reporters (every spam reported
+by N users, then every message checked), speed (pipeline and store/milter
+benchmarks), all (accuracy, adversarial, reporters and speed: with
 --markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -220,6 +228,27 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 	pad.Flags().Uint64Var(&fp.advSeed, "adv-seed", 1, "seed of the reported set and the padding")
 	pad.Flags().IntSliceVar(&padKB, "kib", []int{0, 1, 4, 8, 16, 32}, "amounts of appended text, in KiB")
 
+	fr := &evalFlags{}
+	var reporters int
+	rep := &cobra.Command{
+		Use:   "reporters",
+		Short: "Every spam of the corpus reported by N users, then every message checked: the ham flagged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fr.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunReporters(cmd.Context(), c, eval.ReportersOptions{Reporters: reporters, Accuracy: fr.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval reporters: %w", err)
+			}
+			return fr.output(cmd.OutOrStdout(), &eval.Results{Reporters: r})
+		},
+	}
+	fr.common(rep)
+	rep.Flags().IntVar(&reporters, "reporters", 3, "users who report every spam message")
+
 	fs := &evalFlags{}
 	speed := &cobra.Command{
 		Use:   "speed",
@@ -243,7 +272,7 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 	fl := &evalFlags{}
 	all := &cobra.Command{
 		Use:   "all",
-		Short: "Accuracy, adversarial and speed; with --markdown --plots docs/img it prints docs/RESULTS.md",
+		Short: "Accuracy, adversarial, every spam reported by 3 users, and speed; with --markdown --plots docs/img it prints docs/RESULTS.md",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := fl.load()
@@ -270,7 +299,11 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 			} else if sp, err = eval.RunSpeed(cmd.Context(), c, fl.speedOptions()); err != nil {
 				return fmt.Errorf("eval speed: %w", err)
 			}
-			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Speed: sp})
+			reps, err := eval.RunReporters(cmd.Context(), c, eval.ReportersOptions{Reporters: 3, Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval reporters: %w", err)
+			}
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Speed: sp})
 		},
 	}
 	fl.common(all)
@@ -279,6 +312,6 @@ store/milter benchmarks), all (accuracy, adversarial and speed: with
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, speed, all)
+	cmd.AddCommand(adv, pad, rep, speed, all)
 	return cmd
 }

@@ -43,6 +43,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(gf),
 		newStoreCmd(gf),
 		newConfigCmd(gf),
+		newFleetCmd(gf),
 		newVersionCmd(gf),
 		newGenDocsCmd(),
 	)

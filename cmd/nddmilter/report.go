@@ -16,6 +16,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mailbox"
+	"github.com/nddmilter/nddmilter/internal/spool"
 )
 
 // reportSummary counts what a batch of reports did.
@@ -112,9 +113,11 @@ func newReportCmd(gf *globalFlags) *cobra.Command {
 		asJSON     bool
 		batch      int
 		cpuProfile string
+		sock       socketReport
+		kindName   string
 	)
 	cmd := &cobra.Command{
-		Use:   "report [--reporter ID] [--not-spam] [--files-from FILE] PATH...",
+		Use:   "report [--reporter ID] [--not-spam] [--files-from FILE] PATH... | report --socket PATH --reporter ID [--kind spam|ham] [--spool DIR] < MESSAGE",
 		Short: "Feed junk (or not-junk) reports: .eml files, directories, mbox, Maildir or - for stdin",
 		Long: `Report messages as junk (default) or, with --not-spam, as legitimate.
 
@@ -125,8 +128,38 @@ threshold. One reporter counts once per campaign. ARF feedback reports
 (multipart/report; report-type=feedback-report) are unwrapped.
 
 PATH is a message file, a directory (read recursively), an mbox, a Maildir,
-or - for standard input; --files-from FILE reads paths one per line.`,
+or - for standard input; --files-from FILE reads paths one per line.
+
+With --socket, one message is read from standard input and reported over
+the daemon's report socket (api.socket), as the Dovecot IMAPSieve pipe of
+contrib/dovecot does: no token, the caller's user must be allowed by
+api.allow_users or api.allow_groups. It never fails or holds up the
+caller: after --timeout it gives up on the daemon and, with --spool DIR
+(api.spool_dir), leaves the report there for the daemon to ingest; it
+exits 0 except for a bad command line, and says on stderr what went
+wrong.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sock.socket != "" {
+				if len(args) > 1 || (len(args) == 1 && args[0] != "-") || filesFrom != "" {
+					return fmt.Errorf("report --socket reads one message from standard input: no PATH")
+				}
+				k, err := socketKind(kindName, notSpam)
+				if err != nil {
+					return err
+				}
+				sock.kind, sock.reporter, sock.verbose = k, reporter, verbose
+				return sock.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			if sock.spoolDir != "" {
+				return fmt.Errorf("--spool goes with --socket")
+			}
+			if kindName != "" {
+				k, err := api.ParseKind(kindName)
+				if err != nil {
+					return err
+				}
+				notSpam = notSpam || k == campaign.KindHam
+			}
 			paths := args
 			if filesFrom != "" {
 				more, err := mailbox.ReadFilesFrom(filesFrom)
@@ -233,12 +266,20 @@ or - for standard input; --files-from FILE reads paths one per line.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&batch, "batch", 256, "reports applied per store transaction (bulk ingestion)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
+	cmd.Flags().StringVar(&kindName, "kind", "", "spam (default) or ham (as --not-spam)")
+	cmd.Flags().StringVar(&sock.socket, "socket", "", "report one message from stdin over the daemon's report socket (api.socket), e.g. /run/nddmilter/report.sock")
+	cmd.Flags().StringVar(&sock.spoolDir, "spool", "", "with --socket: spool the report in DIR (api.spool_dir) when the daemon does not take it")
+	cmd.Flags().DurationVar(&sock.timeout, "timeout", defaultSocketTimeout, "with --socket: give up on the daemon after this long (then spool)")
+	cmd.Flags().Int64Var(&sock.maxBytes, "max-size", spool.DefaultMaxMessage, "with --socket: largest message reported (bytes)")
 	return cmd
 }
 
 func describeOutcome(o api.Outcome) string {
 	var b strings.Builder
 	switch {
+	case o.Replication == campaign.Queued:
+		b.WriteString("queued: the fleet's NATS is unreachable; the report waits in this node's outbox and is applied once it is published")
+		return b.String()
 	case o.SkipReason != campaign.NotSkipped:
 		b.WriteString("skipped: " + o.Skipped)
 	case o.Created:
@@ -251,14 +292,22 @@ func describeOutcome(o api.Outcome) string {
 	if len(o.Merged) > 0 {
 		fmt.Fprintf(&b, ", merged %v into it", o.Merged)
 	}
-	if o.Repeated {
+	if o.Duplicate {
+		b.WriteString(", repeated by this reporter (this very message: counted once)")
+	} else if o.Repeated {
 		b.WriteString(", repeated by this reporter")
+	}
+	if o.Withdrawn {
+		b.WriteString(", withdrew this reporter's earlier vote on it")
 	}
 	if o.Revoked {
 		b.WriteString(", campaign revoked")
 	}
 	if o.ARF {
 		b.WriteString(" (ARF)")
+	}
+	if o.Replication == campaign.Replicated {
+		b.WriteString(" (replicated to the fleet)")
 	}
 	return b.String()
 }

@@ -317,8 +317,8 @@ func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
 			if s.Keys > 0 {
 				per = float64(s.DiskBytes) / float64(s.Keys)
 			}
-			fmt.Fprintf(out, "store       %s (schema v%d)\ncampaigns   %d\nsignatures  %d\ndisk bytes  %d (%.1f per signature)\n",
-				dir, store.SchemaVersion, s.Campaigns, s.Keys, s.DiskBytes, per)
+			fmt.Fprintf(out, "store       %s (schema v%d)\ncampaigns   %d (active %d, allowed %d, revoked %d)\nsignatures  %d\nreports     %d spam, %d not-spam\nmessages    %d matched\ndisk bytes  %d (%.1f per signature)\n",
+				dir, store.SchemaVersion, s.Campaigns, s.Active, s.Allowed, s.Revoked, s.Keys, s.SpamReports, s.HamReports, s.Messages, s.DiskBytes, per)
 			return nil
 		},
 	}

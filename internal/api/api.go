@@ -40,8 +40,13 @@ type Outcome struct {
 	Joined   []campaign.CampaignID `json:"joined,omitempty"`
 	Merged   []campaign.CampaignID `json:"merged,omitempty"`
 	Repeated bool                  `json:"repeated"`
-	Revoked  bool                  `json:"revoked"`
-	ARF      bool                  `json:"arf"`
+	// Duplicate: this reporter had reported this very message with the
+	// same kind; nothing changed. Withdrawn: with the other kind; that
+	// vote was withdrawn before this one counted.
+	Duplicate bool `json:"duplicate,omitempty"`
+	Withdrawn bool `json:"withdrawn,omitempty"`
+	Revoked   bool `json:"revoked"`
+	ARF       bool `json:"arf"`
 	// SkipReason and Skipped are set when the message could not be used:
 	// the reason's short name (the same for every message it applies to)
 	// and the explanation.
@@ -52,23 +57,30 @@ type Outcome struct {
 	// only and started a campaign of its own.
 	VoteOnly string `json:"vote_only,omitempty"`
 	Apart    bool   `json:"apart,omitempty"`
+	// Replication, in a fleet: "replicated" (in the fleet's stream) or
+	// "queued" (waiting in this node's outbox while NATS is unreachable;
+	// no campaign yet).
+	Replication string `json:"replication,omitempty"`
 }
 
 // NewOutcome converts an engine outcome.
 func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 	return Outcome{
-		Kind:       KindName(kind),
-		Campaign:   o.Campaign,
-		Created:    o.Created,
-		Joined:     o.Joined,
-		Merged:     o.Merged,
-		Repeated:   o.Repeated,
-		Revoked:    o.Revoked,
-		ARF:        o.ARF,
-		SkipReason: o.Skip,
-		Skipped:    o.Skipped,
-		VoteOnly:   o.VoteOnly,
-		Apart:      o.Apart,
+		Kind:        KindName(kind),
+		Campaign:    o.Campaign,
+		Created:     o.Created,
+		Joined:      o.Joined,
+		Merged:      o.Merged,
+		Repeated:    o.Repeated,
+		Duplicate:   o.Duplicate,
+		Withdrawn:   o.Withdrawn,
+		Revoked:     o.Revoked,
+		ARF:         o.ARF,
+		SkipReason:  o.Skip,
+		Skipped:     o.Skipped,
+		VoteOnly:    o.VoteOnly,
+		Apart:       o.Apart,
+		Replication: o.Replication,
 	}
 }
 

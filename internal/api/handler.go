@@ -51,6 +51,9 @@ type Options struct {
 	// Store, if not nil, is served under /v1/store (backup, stats,
 	// verify); otherwise those routes answer 404.
 	Store Maintainer
+	// FleetStatus, if not nil, is served as GET /v1/fleet/status;
+	// otherwise that route answers 404.
+	FleetStatus FleetStatusFunc
 }
 
 // Defaults of Options.RequestTimeout and Options.MaxInflight.
@@ -70,6 +73,27 @@ type handler struct {
 // NewHandler returns the /v1 API handler over eng (which holds the store).
 // Mount it at the root of the HTTP listener; it answers only /v1/ paths.
 func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
+	h := newHandler(eng, opts)
+	h.mux.HandleFunc("POST /v1/reports", h.report)
+	h.mux.HandleFunc("POST /v1/check", h.check)
+	h.mux.HandleFunc("GET /v1/campaigns", h.list)
+	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
+	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.series)
+	h.mux.HandleFunc("GET /v1/now", h.now)
+	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
+	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
+	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
+	h.mux.HandleFunc("GET /v1/store/stats", h.storeStats)
+	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
+	h.mux.HandleFunc("GET /v1/fleet/status", h.fleetStatus)
+	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
+	})
+	return h
+}
+
+// newHandler applies the defaults of opts; the caller adds the routes.
+func newHandler(eng *campaign.Engine, opts Options) *handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -89,20 +113,6 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	if opts.MaxInflight > 0 {
 		h.slots = make(chan struct{}, opts.MaxInflight)
 	}
-	h.mux.HandleFunc("POST /v1/reports", h.report)
-	h.mux.HandleFunc("POST /v1/check", h.check)
-	h.mux.HandleFunc("GET /v1/campaigns", h.list)
-	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
-	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.series)
-	h.mux.HandleFunc("GET /v1/now", h.now)
-	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
-	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
-	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
-	h.mux.HandleFunc("GET /v1/store/stats", h.storeStats)
-	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
-	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
-	})
 	return h
 }
 

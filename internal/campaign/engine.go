@@ -11,12 +11,14 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -30,13 +32,15 @@ type Engine struct {
 	imatch    *imatchbag.Signer
 	andd      *andd.Signer // nil when ANDD is off
 	threshold float64
+	qthresh   float64 // estimated docq of a q-gram match (0: family off)
 	opts      Options
 	policy    Policy
 	th        []Threshold // policy.Thresholds()
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache
-	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
+	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
+	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -94,11 +98,21 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		e.threshold = as.Threshold()
 	}
 	e.pipe, err = pipeline.New(e.imatch, e.andd, pipeline.Options{Mime: opts.Mime, Tokens: opts.Tokens, ANDDMinTerms: opts.ANDDMinTerms,
-		Short: opts.Short, DisableShort: opts.DisableShort})
+		Short: opts.Short, DisableShort: opts.DisableShort, QGram: opts.QGram, DisableQGram: opts.DisableQGram})
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: %w", err)
 	}
+	e.qthresh = e.pipe.QGramThreshold()
 	return e, nil
+}
+
+// verifiedThreshold is the estimated cosine from which an ANDD-only
+// candidate is verified exactly (Options.ANDDVerifiedThreshold).
+func (e *Engine) verifiedThreshold() float64 {
+	if v := e.opts.ANDDVerifiedThreshold; v > 0 && v < e.threshold {
+		return v
+	}
+	return e.threshold
 }
 
 // Policy returns the effective policy (defaults filled in).
@@ -117,6 +131,7 @@ type candidate struct {
 	evidence []Evidence
 	evKeys   [][]byte // evidence[i]'s key, hex-encoded by hexKeys when needed
 	bandKeys [][]byte // band keys that found it
+	qKeys    [][]byte // q-gram band keys that found it
 	decision Decision
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
@@ -210,6 +225,8 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
 		} else if kind, ok := shortsig.KindOf(h.Key); ok {
 			c.addEvidence(Evidence{Family: FamilyShort, Kind: kind.String(), Similarity: 1}, h.Key)
+		} else if qgram.IsKey(h.Key) {
+			c.qKeys = append(c.qKeys, h.Key)
 		} else {
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
@@ -243,6 +260,17 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 					best = est
 				}
 			}
+			exact := 0.0
+			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.TermHashes()) > 0 &&
+				best >= e.verifiedThreshold() {
+				// ANDD without I-Match: the estimate must hold exactly.
+				switch exact = exactTermCosine(m.TermHashes(), rec.terms, e.opts.ANDDExactCosine); {
+				case exact < e.opts.ANDDExactCosine:
+					best = -1
+				case best < e.threshold:
+					best = e.threshold
+				}
+			}
 			if best >= e.threshold && !c.hasFamily(FamilyIMatch) {
 				// ANDD without I-Match: it must not rest on a
 				// mailing-list footer.
@@ -260,12 +288,32 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				} else if len(m.BandKeys) > 0 {
 					key = m.BandKeys[0]
 				}
-				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best}, key)
+				c.addEvidence(Evidence{Family: FamilyANDD, Similarity: best, Exact: exact}, key)
+			}
+		}
+		if m.HasQSketch() && len(rec.qsketches) > 0 {
+			// q-grams: the estimated docq with the campaign's closest
+			// q-gram sketch (computed without mailing-list footers).
+			best := -1.0
+			for i := range rec.qsketches {
+				best = max(best, qgram.EstimateSimilarity(&m.QSketch, &rec.qsketches[i]))
+			}
+			if best >= e.qthresh {
+				var key []byte
+				if len(c.qKeys) > 0 {
+					key = c.qKeys[0]
+				} else if len(m.QKeys) > 0 {
+					key = m.QKeys[0]
+				}
+				c.addEvidence(Evidence{Family: FamilyQGram, Similarity: best, Threshold: e.qthresh}, key)
 			}
 		}
 		if len(c.evidence) == 0 {
 			if wantUnverified {
 				for _, k := range c.bandKeys {
+					res.unverified[string(k)] = true
+				}
+				for _, k := range c.qKeys {
 					res.unverified[string(k)] = true
 				}
 			}
@@ -366,10 +414,15 @@ func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o
 		return v, err
 	}
 	if v.Campaign == 0 {
-		// Counted in the store's hourly totals of checked messages.
+		// Counted in the store's hourly totals of checked messages (this
+		// node's own, in a fleet too).
 		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
 			e.log.Warn("record check", "err", err)
 		}
+		return v, nil
+	}
+	if r := e.replicator(ctx); r != nil {
+		r.RecordHit(v.Campaign, v.Taken().String(), e.now())
 		return v, nil
 	}
 	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
@@ -440,6 +493,9 @@ func skipOf(m *pipeline.Message) *Skip {
 
 // SetState changes a campaign's administrative state.
 func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
+	if r := e.replicator(ctx); r != nil {
+		return r.SetState(ctx, id, s)
+	}
 	err := e.st.SetState(ctx, id, s)
 	e.invalidate(id)
 	return err
@@ -447,6 +503,9 @@ func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.Stat
 
 // Delete removes a campaign and every key pointing at it.
 func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
+	if r := e.replicator(ctx); r != nil {
+		return r.Delete(ctx, id)
+	}
 	err := e.st.Delete(ctx, id)
 	e.invalidate(id)
 	return err
@@ -454,23 +513,25 @@ func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
 
 // Expire deletes campaigns not seen nor reported for Options.Expiry and
 // returns how many were deleted.
+// In a fleet, the decision is published and applied by every node in
+// stream order (0 deleted here).
 func (e *Engine) Expire(ctx context.Context) (int, error) {
-	n, err := e.st.Expire(ctx, e.now().Add(-e.opts.Expiry))
-	if e.cache != nil && n > 0 {
-		e.cache.purge()
+	cutoff := e.nowFor(ctx).Add(-e.opts.Expiry)
+	if r := e.replicator(ctx); r != nil {
+		return 0, r.Expire(ctx, cutoff)
 	}
-	if err != nil {
-		return n, fmt.Errorf("expire campaigns: %w", err)
-	}
-	return n, nil
+	return e.ExpireBefore(ctx, cutoff)
 }
 
 // cachedRecord is a campaign record with its sketches decoded. The
 // record is read without its keys (store.Store.Record): the footer check,
 // the one reader of them, loads them on demand (keys).
 type cachedRecord struct {
-	rec      *store.Campaign
-	sketches []andd.Sketch
+	rec       *store.Campaign
+	sketches  []andd.Sketch
+	qsketches []qgram.Sketch
+	// terms are the campaign's kept term sets (pipeline.DecodeTerms).
+	terms [][]uint32
 
 	keysMu     sync.Mutex
 	keysLoaded bool
@@ -508,14 +569,38 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 		return nil, fmt.Errorf("get campaign %d: %w", id, err)
 	}
 	r := &cachedRecord{rec: c}
+	for _, b := range c.Sketches {
+		if !qgram.IsSketch(b) {
+			continue
+		}
+		if e.qthresh > 0 {
+			sk, err := qgram.UnmarshalSketch(b)
+			if err != nil {
+				e.log.Warn("undecodable q-gram sketch", "campaign", id, "err", err)
+				continue
+			}
+			r.qsketches = append(r.qsketches, sk)
+		}
+	}
 	if e.andd != nil {
 		for _, b := range c.Sketches {
+			if qgram.IsSketch(b) {
+				continue
+			}
 			sk, err := andd.UnmarshalSketch(b)
 			if err != nil {
 				e.log.Warn("undecodable sketch", "campaign", id, "err", err)
 				continue
 			}
 			r.sketches = append(r.sketches, sk)
+		}
+		for _, b := range c.Terms {
+			ts, err := pipeline.DecodeTerms(b)
+			if err != nil {
+				e.log.Warn("undecodable term set", "campaign", id, "err", err)
+				continue
+			}
+			r.terms = append(r.terms, ts)
 		}
 	}
 	if e.cache != nil {

@@ -233,7 +233,9 @@ func TestEngineReporterFlooding(t *testing.T) {
 	f := newFixture(t, Options{})
 	var id store.CampaignID
 	for i := range 20 {
-		o := f.report(t, copyOf(t, 1, uint64(i)), store.KindSpam, "mallory")
+		// Distinct messages (their own Message-ID): the same one again
+		// would count once (TestEngineSameMessageOnce).
+		o := f.report(t, withMessageID(copyOf(t, 1, uint64(i)), i), store.KindSpam, "mallory")
 		if i == 0 {
 			id = o.Campaign
 		} else if !o.Repeated || o.Campaign != id {
@@ -601,7 +603,7 @@ func TestEngineConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 5 {
-				if _, err := f.eng.Report(f.ctx, copyOf(t, 0, uint64(g*10+i)), store.KindSpam, fmt.Sprint("r", g)); err != nil {
+				if _, err := f.eng.Report(f.ctx, withMessageID(copyOf(t, 0, uint64(g*10+i)), g*10+i), store.KindSpam, fmt.Sprint("r", g)); err != nil {
 					errs <- err
 				}
 			}

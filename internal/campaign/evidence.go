@@ -7,7 +7,22 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/ppjoin"
 )
+
+// exactTermCosine is the largest exact cosine between the term set msg and
+// one of the campaign's sets that reaches at, or 0 when none does (PPJoin's
+// verification: the size filter and the positional bound reject most
+// misses without a full merge).
+func exactTermCosine(msg []uint32, sets [][]uint32, at float64) float64 {
+	best := 0.0
+	for _, s := range sets {
+		if c, ok := ppjoin.Verify(ppjoin.Cosine, max(at, best), msg, s); ok {
+			best = max(best, c)
+		}
+	}
+	return best
+}
 
 // confirmANDD checks an ANDD match of m with candidate c that no I-Match
 // signature supports, best being its estimated cosine. When the message

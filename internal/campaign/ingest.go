@@ -62,6 +62,9 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // which are applied; reqs[len(outs)] failed and the reports after it were
 // not applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	if r := e.replicator(ctx); r != nil {
+		return r.Report(ctx, reqs)
+	}
 	var pool errgroup.Group
 	pool.SetLimit(runtime.GOMAXPROCS(0))
 	jobs := make([]*job, len(reqs))
@@ -159,6 +162,9 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if err != nil {
 		return p, err
 	}
+	if kind == store.KindSpam {
+		res.matched = dropQGramOnly(res.matched, res.unverified)
+	}
 	// Band keys that point at campaigns the sketch does not verify are
 	// left out: the store joins every campaign sharing a key. Short keys
 	// are exact, as I-Match keys are, except lead keys (the subject and
@@ -179,6 +185,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 			keys = append(keys, k)
 		}
 	}
+	for _, k := range m.QKeys {
+		if !res.unverified[string(k)] {
+			keys = append(keys, k)
+		}
+	}
 	if len(keys) == 0 && len(res.matched) == 0 {
 		// Only band keys, all owned by dissimilar campaigns: a campaign
 		// made of them could never be found again.
@@ -186,10 +197,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		return p, nil
 	}
 	p.in = store.ReportInput{
-		Time:     e.now(),
+		Time:     e.nowFor(ctx),
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
+		Digest:   reportDigest(m),
 	}
 	p.nIM = nExact
 	for _, c := range res.matched {
@@ -199,6 +211,12 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 	if kind == store.KindSpam {
 		p.in.Create, p.in.Index = true, true
 		p.in.Sketch = m.SketchBytes
+		if m.HasQSketch() {
+			p.in.MoreSketches = [][]byte{m.QSketchBytes}
+		}
+		if m.HasSketch() && e.opts.ANDDExactCosine > 0 {
+			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
+		}
 		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
 	}
 	// What the report joins and merges: the merge rule (merge.go).
@@ -361,7 +379,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 			// ANDD-only within the batch, no I-Match signature: a vote on
 			// the campaign of the earlier report, found through the
 			// shared band keys.
-			p.in.Keys, p.in.Sketch = linked, nil
+			p.in.Keys, p.in.Sketch, p.in.MoreSketches, p.in.Terms = linked, nil, nil, nil
 			p.in.Create, p.in.Index = false, false
 			p.nIM = 0
 			p.plan = reportPlan{VoteOnly: true, Why: voteANDDOnly}
@@ -596,7 +614,19 @@ func (s *ReportStream) applier() {
 				s.errs = append(s.errs, fmt.Errorf("report stream: %w", err))
 				return
 			}
-			outs, err := s.e.apply(s.ctx, &s.pool, b)
+			var (
+				outs []ReportOutcome
+				err  error
+			)
+			if r := s.e.replicator(s.ctx); r != nil {
+				reqs := make([]ReportRequest, len(b))
+				for i, j := range b {
+					reqs[i] = j.req
+				}
+				outs, err = r.Report(s.ctx, reqs)
+			} else {
+				outs, err = s.e.apply(s.ctx, &s.pool, b)
+			}
 			for _, o := range outs {
 				s.onResult(StreamResult{Seq: seq, Outcome: o})
 				seq++
@@ -615,4 +645,24 @@ func (s *ReportStream) applier() {
 			b = b[len(outs)+1:]
 		}
 	}
+}
+
+// dropQGramOnly leaves out of a spam report's matches the campaigns it
+// matched through q-grams only, their q-gram keys marked unverified: a
+// q-gram match is evidence for checking a message, not for what a report
+// joins (a report so matched starts a campaign of its own, as it did
+// before q-grams). The q-gram evidence of the other matches is kept; the
+// merge rule does not count it.
+func dropQGramOnly(matched []*candidate, unverified map[string]bool) []*candidate {
+	out := matched[:0]
+	for _, c := range matched {
+		if slices.ContainsFunc(c.evidence, func(ev Evidence) bool { return ev.Family != FamilyQGram }) {
+			out = append(out, c)
+			continue
+		}
+		for _, k := range c.qKeys {
+			unverified[string(k)] = true
+		}
+	}
+	return out
 }

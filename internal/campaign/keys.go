@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
@@ -28,6 +29,8 @@ func KeyFamilies(keys [][]byte) []FamilyCount {
 			f.Family = FamilyIMatch
 		case len(k) > 2 && k[1] == 'A': // andd.Signer.BandKeys
 			f.Family = FamilyANDD
+		case qgram.IsKey(k):
+			f.Family = FamilyQGram
 		default:
 			if kind, ok := shortsig.KindOf(k); ok {
 				f.Family, f.Kind = FamilyShort, kind.String()
@@ -37,7 +40,7 @@ func KeyFamilies(keys [][]byte) []FamilyCount {
 		}
 		counts[f]++
 	}
-	order := map[string]int{FamilyIMatch: 0, FamilyANDD: 1, FamilyShort: 2}
+	order := map[string]int{FamilyIMatch: 0, FamilyANDD: 1, FamilyShort: 2, FamilyQGram: 3}
 	out := make([]FamilyCount, 0, len(counts))
 	for f, n := range counts {
 		f.Keys = n
@@ -46,11 +49,11 @@ func KeyFamilies(keys [][]byte) []FamilyCount {
 	slices.SortFunc(out, func(a, b FamilyCount) int {
 		oa, ok := order[a.Family]
 		if !ok {
-			oa = 3
+			oa = 4
 		}
 		ob, ok := order[b.Family]
 		if !ok {
-			ob = 3
+			ob = 4
 		}
 		return cmp.Or(cmp.Compare(oa, ob), cmp.Compare(a.Kind, b.Kind))
 	})

@@ -240,6 +240,9 @@ func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candid
 			for _, k := range c.bandKeys {
 				owned[string(k)] = true
 			}
+			for _, k := range c.qKeys {
+				owned[string(k)] = true
+			}
 			for i, ev := range c.evidence {
 				if ev.Family == FamilyShort {
 					owned[string(c.evKeys[i])] = true
@@ -259,7 +262,7 @@ func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candid
 		}
 		p.in.Keys, p.nIM = keys, nIM
 	case plan.VoteOnly:
-		p.in.Keys, p.in.Sketch = nil, nil
+		p.in.Keys, p.in.Sketch, p.in.MoreSketches = nil, nil, nil
 		p.in.Create, p.in.Index = false, false
 		p.nIM = 0
 	}

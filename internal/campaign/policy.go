@@ -89,6 +89,18 @@ type Policy struct {
 	// needed to quarantine or reject.
 	ANDDConfidenceAtThreshold float64 `yaml:"andd_confidence_at_threshold" json:"andd_confidence_at_threshold"`
 	ANDDConfidenceMax         float64 `yaml:"andd_confidence_max" json:"andd_confidence_max"`
+	// QGramConfidenceAtThreshold and QGramConfidenceMax are the same for a
+	// q-gram match (internal/qgram) at its threshold (the estimated docq
+	// of qgram.SketchOptions.Threshold) and at similarity 1. A q-gram match
+	// and an ANDD match measure the same closeness of texts: the larger of
+	// the two confidences counts, not both. Defaults 0.92 and 0.95: the
+	// threshold sits above what ham reaches against reported spam
+	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a
+	// copy of a campaign with one reporter; like an ANDD match alone, it
+	// never does more than tag, and with I-Match it adds no more than ANDD
+	// does.
+	QGramConfidenceAtThreshold float64 `yaml:"qgram_confidence_at_threshold" json:"qgram_confidence_at_threshold"`
+	QGramConfidenceMax         float64 `yaml:"qgram_confidence_max" json:"qgram_confidence_max"`
 
 	// ShortConfidence is the confidence that a message is a copy of a
 	// campaign given that one of its short-message keys (all, media, links
@@ -143,6 +155,8 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.IMatchConfidence, 0.99)
 	def(&p.ANDDConfidenceAtThreshold, 0.7)
 	def(&p.ANDDConfidenceMax, 0.95)
+	def(&p.QGramConfidenceAtThreshold, 0.92)
+	def(&p.QGramConfidenceMax, 0.95)
 	def(&p.ShortConfidence, 0.98)
 	def(&p.LeadConfidence, 0.9)
 	def(&p.RevokeRatio, 0.5)
@@ -193,10 +207,15 @@ func (p Policy) Validate() error {
 	prob("imatch_confidence", p.IMatchConfidence)
 	prob("andd_confidence_at_threshold", p.ANDDConfidenceAtThreshold)
 	prob("andd_confidence_max", p.ANDDConfidenceMax)
+	prob("qgram_confidence_at_threshold", p.QGramConfidenceAtThreshold)
+	prob("qgram_confidence_max", p.QGramConfidenceMax)
 	prob("short_confidence", p.ShortConfidence)
 	prob("lead_confidence", p.LeadConfidence)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
+	}
+	if p.QGramConfidenceMax < p.QGramConfidenceAtThreshold {
+		errs = append(errs, errors.New("policy.qgram_confidence_max must be ≥ policy.qgram_confidence_at_threshold"))
 	}
 	if p.RejectMinReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.reject_min_reporters must be ≥ 0, got %d", p.RejectMinReporters))
@@ -309,9 +328,14 @@ func (p *Policy) reputation(c *store.Campaign) float64 {
 
 // MatchConfidence is the confidence that a message is a copy of a campaign
 // given the evidence that matched it: 1 − Π(1 − c_i) over the matched
-// I-Match bags and the best verified ANDD similarity, or the confidence of
-// the best matched short-message key when that is larger; threshold is
-// the ANDD model's similarity threshold.
+// I-Match bags and the larger of the confidences of the best verified
+// ANDD similarity and of the best q-gram similarity (both measure the
+// same thing, closeness of texts, and are not counted twice), or the
+// confidence of the best matched short-message key when that is larger;
+// threshold is the ANDD model's similarity threshold. A similarity at its
+// threshold has confidence ANDDConfidenceAtThreshold (QGramConfidence…
+// for q-grams), a similarity of 1 ANDDConfidenceMax, logit-linear in
+// between.
 func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
 	p = p.WithDefaults()
 	return p.matchConfidence(ev, threshold)
@@ -320,9 +344,14 @@ func (p Policy) MatchConfidence(ev []Evidence, threshold float64) float64 {
 func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 	miss := 1.0
 	bestSim := -1.0
+	bestQ, qThreshold := -1.0, 1.0
 	short := 0.0
 	for _, e := range ev {
 		switch e.Family {
+		case FamilyQGram:
+			if e.Similarity > bestQ {
+				bestQ, qThreshold = e.Similarity, e.Threshold
+			}
 		case FamilyIMatch:
 			miss *= 1 - p.IMatchConfidence
 		case FamilyANDD:
@@ -337,16 +366,9 @@ func (p *Policy) matchConfidence(ev []Evidence, threshold float64) float64 {
 			short = math.Max(short, c)
 		}
 	}
-	if bestSim >= threshold && bestSim >= 0 {
-		frac := 1.0
-		if threshold < 1 {
-			frac = (bestSim - threshold) / (1 - threshold)
-		}
-		frac = math.Max(0, math.Min(1, frac))
-		lo, hi := logit(p.ANDDConfidenceAtThreshold), logit(p.ANDDConfidenceMax)
-		c := 1 / (1 + math.Exp(-(lo + frac*(hi-lo))))
-		miss *= 1 - c
-	}
+	c := math.Max(similarityConfidence(bestSim, threshold, p.ANDDConfidenceAtThreshold, p.ANDDConfidenceMax),
+		similarityConfidence(bestQ, qThreshold, p.QGramConfidenceAtThreshold, p.QGramConfidenceMax))
+	miss *= 1 - c
 	// Short-message keys do not add to the other families.
 	return math.Max(1-miss, short)
 }
@@ -373,6 +395,10 @@ type Decision struct {
 	IMatchBags    int     `json:"imatch_bags"`
 	ANDD          float64 `json:"andd"`
 	ANDDThreshold float64 `json:"andd_threshold"`
+	// QGram is the best q-gram similarity (estimated docq, -1 when none)
+	// and QGramThreshold the threshold it was held to.
+	QGram          float64 `json:"qgram"`
+	QGramThreshold float64 `json:"qgram_threshold,omitempty"`
 	// Short are the kinds of the short-message keys matched ("all",
 	// "media", "links", "body", "lead"), in order of evidence.
 	Short []string `json:"short,omitempty"`
@@ -415,6 +441,7 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 		ANDDThreshold: threshold,
 	}
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
+	d.QGram, d.QGramThreshold = qgramFactor(ev)
 	d.P = d.Match * d.Reputation
 	if c.State == store.StateAllowed || c.State == store.StateRevoked {
 		return d
@@ -501,6 +528,18 @@ func evidenceFactors(ev []Evidence) (bags int, andd float64, short []string) {
 	return bags, andd, short
 }
 
+// qgramFactor returns the best q-gram similarity (-1 when none) and its
+// threshold.
+func qgramFactor(ev []Evidence) (sim, threshold float64) {
+	sim = -1
+	for _, e := range ev {
+		if e.Family == FamilyQGram && e.Similarity > sim {
+			sim, threshold = e.Similarity, e.Threshold
+		}
+	}
+	return sim, threshold
+}
+
 // evidenceSummary describes the match's evidence in a few words:
 // "3 I-Match bags, ANDD 0.934 ≥ 0.589, short-message keys (all, media)".
 func (d *Decision) evidenceSummary() string {
@@ -514,6 +553,9 @@ func (d *Decision) evidenceSummary() string {
 	}
 	if d.ANDD >= 0 {
 		parts = append(parts, fmt.Sprintf("ANDD %.3f ≥ %.3f", d.ANDD, d.ANDDThreshold))
+	}
+	if d.QGram >= 0 && d.QGramThreshold > 0 {
+		parts = append(parts, fmt.Sprintf("q-grams %.3f ≥ %.3f", d.QGram, d.QGramThreshold))
 	}
 	switch len(d.Short) {
 	case 0:
@@ -529,6 +571,22 @@ func (d *Decision) evidenceSummary() string {
 }
 
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }
+
+// similarityConfidence is the confidence of a verified similarity sim
+// held to threshold: atThreshold there, atOne at 1, log-odds linear in
+// between (see MatchConfidence); 0 below the threshold.
+func similarityConfidence(sim, threshold, atThreshold, atOne float64) float64 {
+	if sim < threshold || sim < 0 {
+		return 0
+	}
+	frac := 1.0
+	if threshold < 1 {
+		frac = (sim - threshold) / (1 - threshold)
+	}
+	frac = math.Max(0, math.Min(1, frac))
+	lo, hi := logit(atThreshold), logit(atOne)
+	return 1 / (1 + math.Exp(-(lo + frac*(hi-lo))))
+}
 
 // bestBelow is the best action milder than limit.
 func (p *Policy) bestBelow(limit action.Action, prob float64) action.Action {

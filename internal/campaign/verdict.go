@@ -233,4 +233,8 @@ type ReportOutcome struct {
 	// Apart is true when the report matched campaigns through ANDD only
 	// and started a campaign of its own (Created) under the merge rule.
 	Apart bool
+	// Replication, in a fleet, says whether the report is in the
+	// replicated stream (Replicated) or waits in this node's outbox
+	// (Queued); "" standalone.
+	Replication string
 }

@@ -32,12 +32,14 @@ import (
 type Config struct {
 	Milter     Milter     `yaml:"milter"`
 	HTTP       HTTP       `yaml:"http"`
+	API        API        `yaml:"api"`
 	Store      Store      `yaml:"store"`
 	Signatures Signatures `yaml:"signatures"`
 	ANDD       ANDD       `yaml:"andd"`
 	Policy     Policy     `yaml:"policy"`
 	Log        Log        `yaml:"log"`
 	Reports    Reports    `yaml:"reports"`
+	Fleet      Fleet      `yaml:"fleet"`
 }
 
 // Reports configures junk reports sent by mail through the milter:
@@ -268,6 +270,11 @@ type ANDD struct {
 	Enabled bool `yaml:"enabled"`
 	// Model is a model file; empty uses the embedded one.
 	Model string `yaml:"model"`
+	// ExactCosine, when above 0, is the exact cosine over distinct terms
+	// that an ANDD match no I-Match signature supports must reach with a
+	// term set the campaign keeps (campaign.Options.ANDDExactCosine).
+	// Default 0: off.
+	ExactCosine float64 `yaml:"exact_cosine"`
 }
 
 // Policy is the campaign engine's decision policy (costs, benefits,
@@ -329,6 +336,7 @@ func Default() *Config {
 			MaxInflight:       16,
 			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
+		API: DefaultAPI(),
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Expiry:         Duration(30 * 24 * time.Hour),
@@ -345,6 +353,7 @@ func Default() *Config {
 		ANDD:   ANDD{Enabled: true},
 		Policy: campaign.DefaultPolicy(),
 		Log:    Log{Format: "text", Level: "info"},
+		Fleet:  defaultFleet(),
 		Reports: Reports{
 			SpamAddresses:  []string{},
 			HamAddresses:   []string{},
@@ -397,6 +406,12 @@ func Parse(b []byte) (*Config, error) {
 	if c.Milter.Overrides == nil {
 		c.Milter.Overrides = map[string]string{}
 	}
+	if c.API.AllowUsers == nil {
+		c.API.AllowUsers = []string{}
+	}
+	if c.API.AllowGroups == nil {
+		c.API.AllowGroups = []string{}
+	}
 	if err := c.Validate(); err != nil {
 		var ve *ValueError
 		if errors.As(err, &ve) {
@@ -433,15 +448,23 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 	}
 	fields := map[string]reflect.StructField{}
 	var names []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if opts == "inline" && f.Type.Kind() == reflect.Struct {
+				collect(f.Type) // its keys are this section's
+				continue
+			}
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f
+			names = append(names, name)
 		}
-		fields[name] = f
-		names = append(names, name)
 	}
+	collect(t)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -555,6 +578,9 @@ func CheckToken(tok string) error {
 // Validate checks every value and returns the first problem as a
 // *ValueError naming the key and the allowed values.
 func (c *Config) Validate() error {
+	if x := c.ANDD.ExactCosine; !(x >= 0 && x <= 1) {
+		return bad("andd.exact_cosine", "%v is not in [0, 1]", x)
+	}
 	m := c.Milter
 	if _, _, err := SplitListen(m.Listen); err != nil {
 		return bad("milter.listen", "%v", err)
@@ -655,6 +681,9 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxInflight <= 0 {
 		return bad("http.max_inflight", "must be > 0")
 	}
+	if err := c.API.validate(); err != nil {
+		return err
+	}
 	if c.Store.Dir == "" {
 		return bad("store.dir", "must not be empty")
 	}
@@ -699,6 +728,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
+		return err
+	}
+	if err := c.Fleet.validate(); err != nil {
 		return err
 	}
 	return nil

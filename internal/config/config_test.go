@@ -243,3 +243,16 @@ func TestDashboardPasswords(t *testing.T) {
 		t.Error("a missing file read")
 	}
 }
+
+func TestANDDExactCosine(t *testing.T) {
+	for _, tt := range []struct {
+		v  float64
+		ok bool
+	}{{0, true}, {0.5, true}, {1, true}, {-0.1, false}, {1.5, false}} {
+		c := Default()
+		c.ANDD.ExactCosine = tt.v
+		if err := c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("exact_cosine %v: %v", tt.v, err)
+		}
+	}
+}

@@ -149,6 +149,9 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 	}
 	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
 	if err == nil {
+		if cfg.Fleet.Enabled {
+			rt.Engine.SetReplicator(offlineFleet{})
+		}
 		return NewLocal(rt), nil
 	}
 	// Root on the package's store (owned by nddmilter) goes through the

@@ -15,7 +15,9 @@ import (
 // code: the values (config.Validate), the lexicon and the model files
 // and the engine built from them (over an in-memory store), the milter's
 // options, the API token (http.token, or the first line of
-// http.token_file) and that store.dir, when it exists, is a directory.
+// http.token_file), the report socket's users and groups
+// (api.allow_users, api.allow_groups) and that store.dir, when it exists,
+// is a directory.
 // It opens neither the store nor a listener, and returns the versions
 // the engine would run with.
 func CheckConfig(cfg *config.Config) (Versions, error) {
@@ -37,6 +39,11 @@ func CheckConfig(cfg *config.Config) (Versions, error) {
 	}
 	if _, err := cfg.HTTP.ReadToken(); err != nil {
 		return Versions{}, err
+	}
+	if cfg.API.Socket != "" {
+		if _, err := newSocketHandler(cfg, eng, log); err != nil {
+			return Versions{}, err
+		}
 	}
 	if fi, err := os.Stat(cfg.Store.Dir); err == nil && !fi.IsDir() {
 		return Versions{}, fmt.Errorf("store.dir %s: not a directory", cfg.Store.Dir)

@@ -177,7 +177,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fs api.FleetStatusFunc) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,8 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
-		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st}), nil
+		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
+		FleetStatus: fs}), nil
 }
 
 // dashboardCredentials are the secrets that log in to the dashboard: the
@@ -231,9 +232,22 @@ type daemon struct {
 	srv     *milter.Server
 	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
-	dash    *dashboard.Handler // nil when disabled
+	sockH   *apiSwitch                      // the report socket's handler (api.socket)
+	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
+	dash    *dashboard.Handler              // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
+	fleet   *fleetMember // nil standalone
+}
+
+// newAPIHandler is the /v1 API over eng, with the fleet's status in a
+// fleet.
+func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.Handler, error) {
+	var fs api.FleetStatusFunc
+	if d.fleet != nil {
+		fs = d.fleet.status
+	}
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fs)
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in
@@ -254,8 +268,25 @@ func Run(ctx context.Context, o Options) error {
 	// adapter aside) end up in the same handler.
 	slog.SetDefault(log)
 
+	var fm *fleetMember
+	if cfg.Fleet.Enabled {
+		// The embedded server and the snapshot of an empty store come
+		// before the store.
+		if fm, err = startFleetServer(cfg, log); err != nil {
+			return err
+		}
+	}
 	rt, err := OpenRuntime(cfg, log)
+	if err == nil && fm != nil {
+		rt, err = fm.start(cfg, rt)
+	}
 	if err != nil {
+		if fm != nil {
+			fm.close()
+		}
+		if rt != nil {
+			rt.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -263,9 +294,14 @@ func Run(ctx context.Context, o Options) error {
 			log.Error("close store", "err", err)
 		}
 	}()
-	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New()}
+	if fm != nil {
+		defer fm.close() // before the store closes
+	}
+	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	d.apiH = &apiSwitch{met: d.met}
+	d.sockH = &apiSwitch{met: d.met}
+	d.eng.Store(rt.Engine)
 	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
@@ -280,7 +316,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newAPIHandler(cfg, rt.Engine, rt.Store, log, d.met)
+	h, err := d.newAPIHandler(cfg, rt.Engine)
 	if err != nil {
 		ln.Close()
 		return err
@@ -298,9 +334,31 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer stop()
 	}
+	if cfg.API.Socket != "" {
+		sh, err := newSocketHandler(cfg, rt.Engine, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		d.sockH.set(sh)
+		stop, err := d.startReportSocket()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
+	if cfg.API.SpoolDir != "" {
+		sp, err := openSpool(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		go d.runSpool(bg, sp, cfg.API.SpoolInterval.D(), cfg.HTTP.RequestTimeout.D())
+	}
 	// The store keeps its counts up to date as it writes: Stats is a few
 	// reads, whatever the store's size.
 	go d.met.RefreshStore(bg, storeMetricsInterval, func(ctx context.Context) (metrics.StoreStats, error) {
@@ -309,6 +367,9 @@ func Run(ctx context.Context, o Options) error {
 			Keys: s.Keys, DiskBytes: s.DiskBytes,
 			DiskFree: s.DiskFree, DiskFull: s.DiskFull, WritesRefused: s.WritesRefused}, err
 	}, log)
+	if fm != nil {
+		go fm.expireLoop(bg, cfg.Store.ExpireInterval.D(), func() *Runtime { return d.rt })
+	}
 	return d.serve(ctx, ln)
 }
 
@@ -414,6 +475,9 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+	if d.fleet != nil {
+		fmt.Fprintln(w, d.fleet.readiness(sctx))
+	}
 }
 
 // shutdown stops the milter server (draining its sessions within
@@ -454,10 +518,17 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	h, err := newAPIHandler(cfg, eng, d.rt.Store, log, met)
+	h, err := d.newAPIHandler(cfg, eng)
 	if err != nil {
 		fail(err)
 		return
+	}
+	var sh http.Handler
+	if cfg.API.Socket != "" {
+		if sh, err = newSocketHandler(cfg, eng, log); err != nil {
+			fail(err)
+			return
+		}
 	}
 	var creds []dashboard.Credential
 	if d.dash != nil {
@@ -466,11 +537,18 @@ func (d *daemon) reload() {
 			return
 		}
 	}
+	if d.fleet != nil {
+		d.fleet.node.SetEngine(eng)
+	}
 	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
 	d.apiH.set(h)
+	if sh != nil {
+		d.sockH.set(sh)
+	}
+	d.eng.Store(eng)
 	if d.dash != nil {
 		d.dash.Update(eng, creds)
 	}
@@ -491,6 +569,10 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
+		{"api.socket", old.API.Socket, cfg.API.Socket},
+		{"api.socket_mode", old.API.SocketMode, cfg.API.SocketMode},
+		{"api.socket_group", old.API.SocketGroup, cfg.API.SocketGroup},
+		{"api.spool_dir", old.API.SpoolDir, cfg.API.SpoolDir},
 		{"http.dashboard.enabled", fmt.Sprint(old.HTTP.Dashboard.Enabled), fmt.Sprint(cfg.HTTP.Dashboard.Enabled)},
 		{"http.dashboard.session_ttl", old.HTTP.Dashboard.SessionTTL.D().String(), cfg.HTTP.Dashboard.SessionTTL.D().String()},
 		{"http.dashboard.secure_cookie", fmt.Sprint(old.HTTP.Dashboard.SecureCookie), fmt.Sprint(cfg.HTTP.Dashboard.SecureCookie)},
@@ -501,6 +583,8 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
+	cfg.API.Socket, cfg.API.SocketMode, cfg.API.SocketGroup = old.API.Socket, old.API.SocketMode, old.API.SocketGroup
+	cfg.API.SpoolDir, cfg.API.SpoolInterval = old.API.SpoolDir, old.API.SpoolInterval
 	od, nd := old.HTTP.Dashboard, &cfg.HTTP.Dashboard
 	nd.Enabled, nd.SessionTTL, nd.SecureCookie = od.Enabled, od.SessionTTL, od.SecureCookie
 }

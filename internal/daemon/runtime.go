@@ -55,14 +55,20 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, ho))
 }
 
-// StoreOptions maps the configuration to the store's options.
+// StoreOptions maps the configuration to the store's options. In a
+// fleet, expiry is a replicated decision (internal/fleet), never the
+// store's own.
 func StoreOptions(cfg *config.Config, log *slog.Logger) store.Options {
-	return store.Options{
+	o := store.Options{
 		Expiry:         cfg.Store.Expiry.D(),
 		ExpiryInterval: cfg.Store.ExpireInterval.D(),
 		MinFreeBytes:   cfg.Store.MinFreeBytes,
 		Logger:         log,
 	}
+	if cfg.Fleet.Enabled {
+		o.Expiry = -1
+	}
+	return o
 }
 
 // EngineOptions maps the configuration to the engine's options.
@@ -79,9 +85,10 @@ func EngineOptions(cfg *config.Config) campaign.Options {
 			MinRatio:  cfg.Signatures.MinRatio,
 			MinUnique: cfg.Signatures.MinUnique,
 		},
-		DisableANDD: !cfg.ANDD.Enabled,
-		Policy:      cfg.Policy,
-		Expiry:      cfg.Store.Expiry.D(),
+		DisableANDD:     !cfg.ANDD.Enabled,
+		ANDDExactCosine: cfg.ANDD.ExactCosine,
+		Policy:          cfg.Policy,
+		Expiry:          cfg.Store.Expiry.D(),
 	}
 }
 

@@ -38,6 +38,8 @@ type AccuracyOptions struct {
 	Cost float64
 	// SkipEngine leaves out the rows that run the real campaign engine.
 	SkipEngine bool
+	// SkipSeeds leaves out the SpotSigs and PPJoin rows.
+	SkipSeeds bool
 	// Engine configures the engine rows (default: the daemon's defaults).
 	Engine campaign.Options
 	// Lexicon and Model default to the embedded ones.
@@ -264,14 +266,19 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 	opts.Log.Info("row", "name", "ANDD alone")
 	res.Rows = append(res.Rows, averageRows(fmt.Sprintf("ANDD alone (band keys, est. cosine ≥ %.2f)", th), -1, opts, exps,
 		func(e *experiment) outcome { return keyMatch(c, e, bkeys, verify, opts.Cost) }))
+	if !opts.SkipSeeds {
+		res.Rows = append(res.Rows, seedRows(c, exps, opts)...)
+		res.Rows = append(res.Rows, qgramRows(c, exps, opts)...)
+	}
 
 	if !opts.SkipEngine {
 		for _, cfg := range []struct {
 			name string
 			mod  func(o *campaign.Options)
 		}{
-			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD = true }},
-			{"daemon defaults: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) {}},
+			{"daemon defaults, I-Match only (engine + Badger)", func(o *campaign.Options) { o.DisableANDD, o.DisableQGram = true, true }},
+			{"daemon defaults without q-grams: I-Match + ANDD (engine + Badger)", func(o *campaign.Options) { o.DisableQGram = true }},
+			{"daemon defaults: I-Match + ANDD + q-grams (engine + Badger)", func(o *campaign.Options) {}},
 		} {
 			eo := opts.Engine
 			cfg.mod(&eo)
@@ -401,19 +408,29 @@ func keyMatch(c *Corpus, e *experiment, keys [][]string, verify func(a, b int) b
 			index[k] = append(index[k], j)
 		}
 	}
-	flagged := map[int]bool{}
-	found := make(map[int]map[int]bool, len(e.queries))
-	var o outcome
-	for _, q := range e.queries {
-		f := map[int]bool{}
+	return findMatch(c, e, func(q int, f map[int]bool) {
 		for _, k := range keys[q] {
 			for _, j := range index[k] {
 				if f[j] || (verify != nil && !verify(q, j)) {
 					continue
 				}
 				f[j] = true
-				flagged[j] = true
 			}
+		}
+	}, cost)
+}
+
+// findMatch scores an experiment whose reported message q is found to
+// match the checked messages that find adds to its set.
+func findMatch(c *Corpus, e *experiment, find func(q int, found map[int]bool), cost float64) outcome {
+	flagged := map[int]bool{}
+	found := make(map[int]map[int]bool, len(e.queries))
+	var o outcome
+	for _, q := range e.queries {
+		f := map[int]bool{}
+		find(q, f)
+		for j := range f {
+			flagged[j] = true
 		}
 		found[q] = f
 		spam, ham := 0, 0

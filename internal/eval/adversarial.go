@@ -16,7 +16,9 @@ import (
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/ppjoin"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/spotsigs"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -54,6 +56,12 @@ type AdvCell struct {
 	// ByShort counts detected copies with a short-message key (a lead key,
 	// for most: internal/shortsig).
 	ByShort int `json:"by_short"`
+	// ByQGram counts detected copies with q-gram evidence (internal/qgram).
+	ByQGram int `json:"by_qgram"`
+	// QGramAlone counts the copies the q-gram sketches alone find: a band
+	// key shared with their original and an estimated docq at the
+	// engine's threshold (see qgramAlone).
+	QGramAlone int `json:"qgram_alone"`
 	// MeanCosine is the mean cosine over unique terms (the ground truth's
 	// measure) between the copies and their originals; NearDup counts the
 	// copies that are still near-duplicates (cosine ≥ 0.9) and
@@ -61,6 +69,12 @@ type AdvCell struct {
 	MeanCosine      float64 `json:"mean_cosine"`
 	NearDup         int     `json:"near_dup"`
 	NearDupDetected int     `json:"near_dup_detected"`
+	// BySpotSigs and ByPPJoin count the copies (detected by the engine or
+	// not) that SpotSigs alone (its index of the reported messages, the
+	// paper's best τ) and PPJoin alone (exact cosine over unique terms ≥
+	// seedCosine) find their original for.
+	BySpotSigs int `json:"by_spotsigs"`
+	ByPPJoin   int `json:"by_ppjoin"`
 	// Errors counts copies spamgen could not produce.
 	Errors int `json:"errors,omitempty"`
 }
@@ -79,7 +93,11 @@ type AdversarialResult struct {
 	HamChecked int       `json:"ham_checked"`
 	HamFlagged int       `json:"ham_flagged"`
 	FalsePos   []string  `json:"false_positives,omitempty"`
-	Elapsed    string    `json:"elapsed"`
+	// SpotSigsHam and PPJoinHam count the ham that SpotSigs alone and
+	// PPJoin alone find a reported message for.
+	SpotSigsHam int    `json:"spotsigs_ham"`
+	PPJoinHam   int    `json:"ppjoin_ham"`
+	Elapsed     string `json:"elapsed"`
 }
 
 // Cell returns the cell of kind k at strength s.
@@ -143,6 +161,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		return nil, err
 	}
 	words, paras := legitText(c)
+	qa := newQGramAlone(c, e.queries, ao)
 	res := &AdversarialResult{Corpus: c.Dir, Seed: opts.Seed, Reported: len(e.queries)}
 
 	dir, err := os.MkdirTemp(ao.TempDir, "nddmilter-adv-")
@@ -181,6 +200,12 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	res.Baseline = float64(len(detectable)) / float64(len(e.queries))
 	ao.Log.Info("adversarial", "reported", len(e.queries), "flagged_unmodified", len(detectable))
 
+	// The seed methods alone, on the same copies.
+	ex := spotsigs.NewExtractor(spotsigs.Options{})
+	sx := spotsigs.NewIndex(spotsigs.MatchOptions{})
+	for _, q := range e.queries {
+		sx.Add(q, ex.Extract(wordTokens(c.Docs[q].Raw, ao)))
+	}
 	type job struct {
 		cell int
 		q    int
@@ -217,7 +242,13 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			return
 		}
 		v, err := eng.Evaluate(ctx, raw)
-		cos := Cosine(c.Docs[j.q].Terms, mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens)))
+		copyDoc := mime.Parse(raw, ao.Engine.Mime)
+		terms := mime.UniqueTerms(mime.Tokenize(copyDoc, ao.Engine.Tokens))
+		cos := Cosine(c.Docs[j.q].Terms, terms)
+		qAlone := qa.found(j.q, copyDoc)
+		ms, _ := sx.Query(ex.Extract(wordTokens(raw, ao)))
+		bySpot := slices.ContainsFunc(ms, func(m spotsigs.Match) bool { return m.ID == j.q })
+		_, byPP := ppjoin.Verify(ppjoin.Cosine, seedCosine, terms, c.Docs[j.q].Terms) // both sorted
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -228,6 +259,15 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 		cell.Copies++
 		cell.MeanCosine += cos
+		if qAlone {
+			cell.QGramAlone++
+		}
+		if bySpot {
+			cell.BySpotSigs++
+		}
+		if byPP {
+			cell.ByPPJoin++
+		}
 		near := cos >= ao.Cosine
 		if near {
 			cell.NearDup++
@@ -237,11 +277,15 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 				cell.NearDupDetected++
 			}
 			cell.Detected++
-			im, an, sh := false, false, false
+			im, an, sh, qg := false, false, false, false
 			for _, ev := range v.Evidence {
 				im = im || ev.Family == campaign.FamilyIMatch
 				an = an || ev.Family == campaign.FamilyANDD
 				sh = sh || ev.Family == campaign.FamilyShort
+				qg = qg || ev.Family == campaign.FamilyQGram
+			}
+			if qg {
+				cell.ByQGram++
 			}
 			if sh {
 				cell.ByShort++
@@ -280,6 +324,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		}
 	})
 	res.HamChecked = len(hams)
+	res.SpotSigsHam, res.PPJoinHam = seedHam(c, ao, e.queries, hams, sx, ex)
 	for _, i := range hams {
 		if flagged[i] {
 			res.HamFlagged++
@@ -288,6 +333,36 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	}
 	res.Elapsed = time.Since(start).Round(time.Second).String()
 	return res, nil
+}
+
+// seedCosine is the exact cosine over unique terms of the PPJoin columns.
+const seedCosine = 0.7
+
+// seedHam counts the ham that the SpotSigs index of the reported messages
+// finds a match for, and the ham within seedCosine of a reported message
+// (a PPJoin+ join of the reported messages and the ham).
+func seedHam(c *Corpus, ao AccuracyOptions, reported, hams []int, sx *spotsigs.Index, ex *spotsigs.Extractor) (spot, pp int) {
+	var n atomic.Int64
+	parallel(len(hams), ao.Workers, func(k int) {
+		if ms, _ := sx.Query(ex.Extract(wordTokens(c.Docs[hams[k]].Raw, ao))); len(ms) > 0 {
+			n.Add(1)
+		}
+	})
+	recs := make([][]string, 0, len(reported)+len(hams))
+	for _, i := range reported {
+		recs = append(recs, c.Docs[i].Terms)
+	}
+	for _, i := range hams {
+		recs = append(recs, c.Docs[i].Terms)
+	}
+	pairs, _ := ppjoin.Join(recs, ppjoin.Options{Measure: ppjoin.Cosine, Threshold: seedCosine})
+	flagged := map[int]bool{}
+	for _, p := range pairs {
+		if p.A < len(reported) && p.B >= len(reported) {
+			flagged[p.B] = true
+		}
+	}
+	return int(n.Load()), len(flagged)
 }
 
 // copySeed derives the spamgen seed of one copy from its coordinates, so

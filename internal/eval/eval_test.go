@@ -209,8 +209,16 @@ func TestRunAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 5 {
-		t.Fatalf("%d rows, want 5 (2 I-Match, ANDD, 2 engine)", len(res.Rows))
+	if len(res.Rows) != 13 {
+		t.Fatalf("%d rows, want 13 (2 I-Match, ANDD, 3 SpotSigs, 2 PPJoin, 2 q-grams, 3 engine)", len(res.Rows))
+	}
+	// PPJoin at the ground truth's own cosine finds every neighbour.
+	if r := res.Rows[6]; !strings.HasPrefix(r.Name, "PPJoin+") || r.Recall != 1 {
+		t.Errorf("%s: recall %v, want 1", r.Name, r.Recall)
+	}
+	// (the synthetic texts have no stopwords: SpotSigs finds nothing)
+	if r := res.Rows[3]; !strings.HasPrefix(r.Name, "SpotSigs") {
+		t.Errorf("row 3 is %s", r.Name)
 	}
 	if res.UsableSpam != 70 || res.QueriesWithN == 0 {
 		t.Errorf("usable %d, queries with neighbours %.1f", res.UsableSpam, res.QueriesWithN)
@@ -231,7 +239,7 @@ func TestRunAccuracy(t *testing.T) {
 	if res.Rows[1].Recall < res.Rows[0].Recall {
 		t.Errorf("bagging lowered recall: %v → %v", res.Rows[0].Recall, res.Rows[1].Recall)
 	}
-	daemon := res.Rows[4]
+	daemon := res.Rows[len(res.Rows)-1]
 	if daemon.Recall < 0.8 {
 		t.Errorf("daemon recall %v on light typos", daemon.Recall)
 	}
@@ -338,7 +346,7 @@ func TestRunSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.MsgsPerSec <= 0 || len(res.Stages) != 4 || res.Passes < 1 {
+	if res.MsgsPerSec <= 0 || len(res.Stages) != 5 || res.Passes < 1 {
 		t.Errorf("pipeline: %+v", res)
 	}
 	if len(res.Children) != 1 || res.Children[0].Error != "" {
@@ -368,7 +376,8 @@ func TestRunPadding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 4 || res.Reported == 0 {
+	// daemon defaults, without short keys, SpotSigs alone: 2 sizes each
+	if len(res.Rows) != 6 || res.Reported == 0 {
 		t.Fatalf("rows %+v, reported %d", res.Rows, res.Reported)
 	}
 	for _, row := range res.Rows {
@@ -380,5 +389,33 @@ func TestRunPadding(t *testing.T) {
 	res.WriteMarkdown(&b)
 	if !strings.Contains(b.String(), "| daemon defaults | 16 KiB | 1.000 |") {
 		t.Errorf("markdown:\n%s", b.String())
+	}
+}
+
+// TestRunReporters: every spam of the synthetic corpus reported by 3
+// users, every message checked: no ham flagged, the spam acted on.
+func TestRunReporters(t *testing.T) {
+	c, opts := loadSynthetic(t)
+	res, err := RunReporters(context.Background(), c, ReportersOptions{Accuracy: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reporters != 3 || res.Ham != c.Count(Ham) || res.Spam != c.Count(Spam) {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.FlaggedHam) != 0 || res.Actions["ham/accept"] != res.Ham {
+		t.Errorf("ham flagged: %v, actions %v", res.FlaggedHam, res.Actions)
+	}
+	if res.Actions["spam/accept"] > res.Spam/10 {
+		t.Errorf("reported spam accepted: %v", res.Actions)
+	}
+	var b bytes.Buffer
+	if err := (&Results{Reporters: res}).WriteMarkdown(&b, "docs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Every spam reported", "reported by 3 users", "| ham (", "Zero false positives when every spam is reported by 3 users"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 )
 
 // Machine describes the computer measurements were taken on.
@@ -144,6 +145,8 @@ type SpeedResult struct {
 	CPUClock bool    `json:"cpu_clock"`
 	MBPerSec float64 `json:"mb_per_second_per_core"`
 	Stages   []Stage `json:"stages"`
+	// Seeds are the costs of the seed methods (SpotSigs, PPJoin).
+	Seeds []SeedCost `json:"seeds,omitempty"`
 	// Latency holds percentiles by measurement: the pipeline's own per
 	// message, and those parsed from the children's output.
 	Latency  map[string][]LatencyPoint `json:"latency"`
@@ -191,7 +194,8 @@ func RunSpeed(ctx context.Context, c *Corpus, opts SpeedOptions) (*SpeedResult, 
 	// inflate it); the process CPU time, GC included, gives the throughput.
 	prev := runtime.GOMAXPROCS(1)
 	runtime.LockOSThread()
-	var stage [4]time.Duration
+	var stage [5]time.Duration
+	qs := qgram.NewSketcher(qgram.SketchOptions{})
 	var per []time.Duration
 	start, cpu0 := time.Now(), processCPU()
 	for time.Since(start) < opts.MinDuration || res.Passes == 0 {
@@ -216,11 +220,16 @@ func RunSpeed(ctx context.Context, c *Corpus, opts SpeedOptions) (*SpeedResult, 
 				_ = as.BandKeys(sk)
 			}
 			t4 := threadCPU()
+			if sk, ok := qs.Sketch(doc.Subject, "\n", doc.Text); ok {
+				_ = qgram.BandKeys(&sk)
+			}
+			t5 := threadCPU()
 			stage[0] += t1 - t0
 			stage[1] += t2 - t1
 			stage[2] += t3 - t2
 			stage[3] += t4 - t3
-			per = append(per, t4-t0)
+			stage[4] += t5 - t4
+			per = append(per, t5-t0)
 		}
 		res.Passes++
 	}
@@ -232,11 +241,12 @@ func RunSpeed(ctx context.Context, c *Corpus, opts SpeedOptions) (*SpeedResult, 
 	res.MsgsPerSec = n / cpu.Seconds()
 	res.MBPerSec = float64(res.Bytes) * float64(res.Passes) / cpu.Seconds() / 1e6
 	res.CPUClock = haveCPUClock
-	for i, name := range []string{"MIME parse and normalize", "tokenize, unique terms and term statistics", "I-Match signatures (1 + 10 bags)", "ANDD weights, sketch and band keys"} {
+	for i, name := range []string{"MIME parse and normalize", "tokenize, unique terms and term statistics", "I-Match signatures (1 + 10 bags)", "ANDD weights, sketch and band keys", "q-gram sketch and band keys"} {
 		us := stage[i].Seconds() * 1e6 / n
 		res.Stages = append(res.Stages, Stage{Name: name, MicrosPer: us, MsgsPerSec: 1e6 / us})
 	}
 	res.Latency["signature pipeline (1 core)"] = percentiles(per)
+	res.Seeds = seedSpeed(c)
 	opts.Log.Info("pipeline", "msgs_per_cpu_sec", int(res.MsgsPerSec), "msgs_per_wall_sec", int(res.WallMsgsPerSec), "passes", res.Passes)
 
 	exe := opts.Executable
@@ -362,6 +372,7 @@ func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 	if pts := r.Latency["signature pipeline (1 core)"]; len(pts) > 0 {
 		fmt.Fprintf(w, "| · per-message pipeline time | %s (%s) |\n", fmtPoints(pts), clock)
 	}
+	defer writeSeedCosts(w, r.Seeds, clock)
 	for _, c := range r.Children {
 		cmd := "nddmilter " + strings.Join(c.Args, " ")
 		if c.Error != "" {

@@ -41,6 +41,7 @@ type Metrics struct {
 	diskFull      prometheus.Gauge
 	diskFree      prometheus.Gauge
 	diskRefused   prometheus.Gauge
+	spoolPending  prometheus.Gauge
 	buildInfo     *prometheus.GaugeVec
 }
 
@@ -137,6 +138,10 @@ func New() *Metrics {
 			Name: "nddmilter_store_writes_refused",
 			Help: "Store writes refused since start because the disk was full (a counter kept by the store, sampled with the store gauges).",
 		}),
+		spoolPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nddmilter_spool_pending",
+			Help: "Reports waiting in api.spool_dir after the daemon's last look (they pile up when it cannot store them).",
+		}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "nddmilter_build_info",
 			Help: "Always 1; the labels name the running build (version, commit, go_version), its signature formats (signature_version) and the lexicon and model ids in use (changed by a reload).",
@@ -230,6 +235,14 @@ func (m *Metrics) Report(kind string) {
 	m.reports.WithLabelValues(kind).Inc()
 }
 
+// SpoolPending sets the number of reports waiting in the spool.
+func (m *Metrics) SpoolPending(n int) {
+	if m == nil {
+		return
+	}
+	m.spoolPending.Set(float64(n))
+}
+
 // Session tracks open milter connections (+1 on open, -1 on close).
 func (m *Metrics) Session(delta int) {
 	if m == nil {
@@ -262,7 +275,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.messages, m.matches, m.checkDuration, m.bodyBytes, m.parseWarnings,
 		m.errors, m.failOpen, m.reports, m.campaigns, m.byState, m.indexKeys, m.storeBytes,
 		m.sessions, m.connections, m.reloads, m.overload, m.buffered,
-		m.diskFull, m.diskFree, m.diskRefused, m.buildInfo,
+		m.diskFull, m.diskFree, m.diskRefused, m.spoolPending, m.buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}

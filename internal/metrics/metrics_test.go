@@ -20,6 +20,7 @@ func TestExposition(t *testing.T) {
 	m.SetStore(StoreStats{Campaigns: 7, Keys: 70, DiskBytes: 4096})
 	m.Session(1)
 	m.Reload(false)
+	m.SpoolPending(3)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -38,6 +39,7 @@ func TestExposition(t *testing.T) {
 		`nddmilter_store_bytes 4096`,
 		`nddmilter_milter_sessions 1`,
 		`nddmilter_reloads_total{result="error"} 1`,
+		`nddmilter_spool_pending 3`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
@@ -55,4 +57,5 @@ func TestNilSafe(t *testing.T) {
 	m.Session(1)
 	m.Reload(true)
 	m.SetStore(StoreStats{})
+	m.SpoolPending(1)
 }

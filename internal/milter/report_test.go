@@ -293,8 +293,10 @@ func TestReportByMailLoginPerMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SpamReporters != 2 || c.SpamReports != 3 {
-		t.Errorf("campaign %d: %d spam reporters, %d reports; want 2 and 3", id, c.SpamReporters, c.SpamReports)
+	// alice's second report of the same message counts once, as a
+	// reporter and as a report (store msgreport.go).
+	if c.SpamReporters != 2 || c.SpamReports != 2 {
+		t.Errorf("campaign %d: %d spam reporters, %d reports; want 2 and 2", id, c.SpamReporters, c.SpamReports)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
@@ -23,6 +24,9 @@ type Message struct {
 	ARF bool
 	// Subject and From are the message's, for a campaign's samples.
 	Subject, From string
+	// MessageID is its Message-ID without angle brackets ("" if none); it
+	// enters no signature (a report's once-per-message rule uses it).
+	MessageID string
 	// Excerpt is the start of the message's visible text (at most
 	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
 	Excerpt string
@@ -52,17 +56,35 @@ type Message struct {
 	// Both are computed on the text without the mailing-list footer.
 	ShortKeys   [][]byte
 	ShortLookup [][]byte
+	// QSketch is the q-gram sketch of the subject and text without the
+	// mailing-list footer (qgram; empty: see HasQSketch), QSketchBytes
+	// its encoding and QKeys its band keys.
+	QSketch      qgram.Sketch
+	QSketchBytes []byte
+	QKeys        [][]byte
 	// FooterAt is the byte offset of the mailing-list footer in the
 	// message's text, -1 when it has none (see messageFooter).
 	FooterAt int
 	// Skip is set when the message has no usable signature.
 	Skip Skip
 
-	keys     [][]byte // IMatchKeys, ShortKeys, BandKeys, ShortLookup: one backing array
+	keys     [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
 	p        *Pipeline
 	doc      *mime.Document // for Body
 	bodyOnce sync.Once
 	body     Body
+	// sorted are the distinct terms, for TermHashes
+	sorted    []string
+	termsOnce sync.Once
+	terms     []uint32
+}
+
+// TermHashes returns the hashes of the message's distinct terms, sorted
+// (EncodeTerms renders them as a campaign keeps them). They are computed
+// on first use: only the exact check of ANDD matches needs them.
+func (m *Message) TermHashes() []uint32 {
+	m.termsOnce.Do(func() { m.terms = termHashes(m.sorted) })
+	return m.terms
 }
 
 // Body is the ANDD evidence of a message without its mailing-list footer.
@@ -132,8 +154,11 @@ func (s Skip) String() string {
 // HasSketch reports whether the message has an ANDD sketch.
 func (m *Message) HasSketch() bool { return len(m.SketchBytes) > 0 }
 
-// Keys returns the I-Match keys, the short keys, the band keys and the
-// short lookup keys, for one store lookup. The slice is shared: do not
+// HasQSketch reports whether the message has a q-gram sketch.
+func (m *Message) HasQSketch() bool { return len(m.QSketchBytes) > 0 }
+
+// Keys returns the I-Match keys, the short keys, the band keys, the
+// q-gram band keys and the short lookup keys, for one store lookup. The slice is shared: do not
 // modify it.
 func (m *Message) Keys() [][]byte { return m.keys }
 
@@ -206,8 +231,9 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
+		sorted: terms.Sorted,
 	}
 	if p.imatch != nil {
 		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
@@ -248,14 +274,20 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	if p.short != nil {
 		p.signShort(m, doc)
 	}
+	if p.qgram != nil && m.Skip == NoSkip {
+		if err := p.signQGram(m, doc); err != nil {
+			return nil, err
+		}
+	}
 	// One slice for all keys: the store lookup takes them in one call.
-	m.keys = make([][]byte, 0, len(m.IMatch)+len(m.ShortKeys)+len(m.BandKeys)+len(m.ShortLookup))
+	m.keys = make([][]byte, 0, len(m.IMatch)+len(m.ShortKeys)+len(m.BandKeys)+len(m.QKeys)+len(m.ShortLookup))
 	for _, sig := range m.IMatch {
 		m.keys = append(m.keys, sig.Key())
 	}
 	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
 	m.keys = append(m.keys, m.ShortKeys...)
 	m.keys = append(m.keys, m.BandKeys...)
+	m.keys = append(m.keys, m.QKeys...)
 	m.keys = append(m.keys, m.ShortLookup...)
 	if err := stageErr(ctx, "sign"); err != nil {
 		return nil, err
@@ -289,4 +321,24 @@ func (p *Pipeline) signShort(m *Message, doc *mime.Document) {
 		m.Sketch, m.SketchBytes, m.BandKeys = andd.Sketch{}, nil, nil
 	}
 	m.Skip = NoSkip
+}
+
+// signQGram computes the q-gram sketch and band keys of m (qgram) on the
+// subject and text without the mailing-list footer: misspelled copies
+// keep most of their q-grams where they lose their words.
+func (p *Pipeline) signQGram(m *Message, doc *mime.Document) error {
+	text := doc.Text
+	if m.FooterAt >= 0 && m.FooterAt <= len(text) {
+		text = text[:m.FooterAt]
+	}
+	sk, ok := p.qgram.Sketch(doc.Subject, "\n", text)
+	if !ok {
+		return nil
+	}
+	b, err := sk.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("sign: encode q-gram sketch: %w", err)
+	}
+	m.QSketch, m.QSketchBytes, m.QKeys = sk, b, qgram.BandKeys(&sk)
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 )
 
 // Sign gives, for a message without a mailing-list footer, the
@@ -38,9 +39,12 @@ func TestSignMatchesAnalyze(t *testing.T) {
 		if !slices.Equal(m.Sketch.Bits, r.Sketch.Bits) || !slices.EqualFunc(m.BandKeys, r.BandKeys, bytes.Equal) {
 			t.Errorf("message %d: sketch or band keys differ from Analyze's", i)
 		}
-		want := slices.Concat(m.IMatchKeys, m.ShortKeys, m.BandKeys, m.ShortLookup)
+		want := slices.Concat(m.IMatchKeys, m.ShortKeys, m.BandKeys, m.QKeys, m.ShortLookup)
 		if !slices.EqualFunc(m.Keys(), want, bytes.Equal) {
-			t.Errorf("message %d: %d keys, want %d + %d + %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.ShortKeys), len(m.BandKeys), len(m.ShortLookup))
+			t.Errorf("message %d: %d keys, want %d + %d + %d + %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.ShortKeys), len(m.BandKeys), len(m.QKeys), len(m.ShortLookup))
+		}
+		if sk, ok := qgram.NewSketcher(qgram.SketchOptions{}).Sketch(r.Doc.Subject, "\n", r.Doc.Text); m.Skip == NoSkip && (ok != m.HasQSketch() || ok && sk != m.QSketch) {
+			t.Errorf("message %d: q-gram sketch differs from the subject's and text's", i)
 		}
 		if m.HasSketch() != !m.Sketch.IsEmpty() || m.Unique == 0 && len(m.ShortKeys) == 0 && m.Skip != TooShort {
 			t.Errorf("message %d: sketch %v, unique %d, skip %v", i, m.HasSketch(), m.Unique, m.Skip)

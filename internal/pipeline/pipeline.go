@@ -34,6 +34,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/qgram"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
 )
 
@@ -60,6 +61,11 @@ type Options struct {
 	Short shortsig.Options
 	// DisableShort turns the short-message keys off.
 	DisableShort bool
+	// QGram configures the q-gram sketches (qgram.SketchOptions
+	// defaults).
+	QGram qgram.SketchOptions
+	// DisableQGram turns the q-gram sketches and keys off.
+	DisableQGram bool
 }
 
 // Pipeline computes the signatures of messages. It is safe for concurrent
@@ -68,6 +74,7 @@ type Pipeline struct {
 	imatch *imatchbag.Signer
 	andd   *andd.Signer
 	short  *shortsig.Signer // nil when Options.DisableShort
+	qgram  *qgram.Sketcher  // nil when Options.DisableQGram
 	opts   Options
 }
 
@@ -83,6 +90,9 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
 	if !opts.DisableShort {
 		p.short = shortsig.New(opts.Short)
+	}
+	if !opts.DisableQGram {
+		p.qgram = qgram.NewSketcher(opts.QGram)
 	}
 	return p, nil
 }
@@ -127,6 +137,15 @@ func (p *Pipeline) AnalyzeDocument(doc *mime.Document) *Result {
 		}
 	}
 	return r
+}
+
+// QGramThreshold returns the estimated docq a q-gram match needs (0 when
+// q-gram sketches are off).
+func (p *Pipeline) QGramThreshold() float64 {
+	if p.qgram == nil {
+		return 0
+	}
+	return p.qgram.Threshold()
 }
 
 // AttachedOptions and Attached are mime's, under the pipeline's name.

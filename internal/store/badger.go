@@ -25,6 +25,8 @@ const (
 	DefaultHitFlushInterval = time.Second
 	DefaultMaxSketches      = 8
 	DefaultMaxMergedFrom    = 256
+	// MaxTermsLen is the longest term set a campaign keeps (ReportInput.Terms).
+	MaxTermsLen = 8 << 10
 	// MaxKeyLen is the longest index key accepted; longer keys are an error
 	// in Report and are ignored by Lookup.
 	MaxKeyLen = 1024

@@ -407,3 +407,111 @@ func TestUpgradeFromSchema1(t *testing.T) {
 	}
 	verifyClean(t, s2)
 }
+
+// Truncated or corrupt counter deltas, rings and hour counters are
+// refused with an error, never a panic.
+func TestDecodeMalformedSchema2Values(t *testing.T) {
+	d := delta{c: counters{byState: [3]int64{1, 2, 3}, keys: 9, spamReports: -4}}
+	d.hour(12).add(&HourTotal{Checked: 5, Matched: 2, Actions: map[string]int64{"reject": 2}})
+	r := ring{anchor: 100, hourIx: 3, dayIx: 7}
+	r.c[0], r.c[5] = 3, 4
+	values := map[string][]byte{
+		"delta": d.encode(),
+		"ring":  r.encode(),
+		"hour":  hourCounts{1, 2, 3, 4}.encode(),
+	}
+	if got, err := decodeDelta(values["delta"]); err != nil || got.c != d.c || got.hours[12].Actions["reject"] != 2 {
+		t.Errorf("delta round trip: %+v %v", got, err)
+	}
+	if got, err := decodeRing(values["ring"]); err != nil || got != r {
+		t.Errorf("ring round trip: %+v %v", got, err)
+	}
+	for name, v := range values {
+		for n := range len(v) {
+			var err error
+			switch name {
+			case "delta":
+				_, err = decodeDelta(v[:n])
+			case "ring":
+				_, err = decodeRing(v[:n])
+			case "hour":
+				_, err = decodeHour(v[:n])
+			}
+			if err == nil {
+				t.Errorf("%s truncated to %d of %d bytes decoded without error", name, n, len(v))
+			}
+		}
+		bad := append([]byte{}, v...)
+		for i := range bad {
+			bad[i] = 0xff
+		}
+		switch name { // must not panic
+		case "delta":
+			decodeDelta(bad)
+		case "ring":
+			decodeRing(bad)
+		case "hour":
+			decodeHour(bad)
+		}
+	}
+}
+
+// Stats (what /readyz and the store gauges call) reads the counters, not
+// the campaign records: records made unreadable behind its back do not
+// change it, and nothing is scanned.
+func TestStatsReadsCountersOnly(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: -1})
+	var ids []CampaignID
+	for i := range 3 {
+		ids = append(ids, mustReport(t, s, spam("r", t0, fmt.Sprintf("k%d", i))).Campaign)
+	}
+	before, err := s.Stats(ctx)
+	if err != nil || before.Campaigns != 3 || before.Active != 3 || before.SpamReports != 3 {
+		t.Fatalf("Stats = %+v, %v", before, err)
+	}
+	err = s.db.Update(func(txn *badger.Txn) error {
+		for _, id := range ids {
+			if err := txn.Set(campaignKey(id), []byte{0xff}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats(ctx)
+	if err != nil || after.Campaigns != before.Campaigns || after.Keys != before.Keys {
+		t.Errorf("Stats after the records were garbled = %+v, %v; want %+v", after, err, before)
+	}
+}
+
+// RebuildIndexes writes the indexes and counters again from the records.
+func TestRebuildIndexes(t *testing.T) {
+	s := openTest(t, "", Options{Expiry: -1})
+	fillVaried(t, s)
+	want := listIDs(t, s, Query{Sort: SortVolume})
+	st0, _ := s.Stats(ctx)
+	for _, p := range []byte{pfxVolume, pfxRecent} {
+		if err := s.db.DropPrefix([]byte{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.DropPrefix(metaCountsKey, []byte{pfxDelta}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Verify(ctx, false); err != nil || v.BadIndexEntries == 0 || !v.CountersWrong {
+		t.Fatalf("Verify after dropping indexes: %+v %v", v, err)
+	}
+	if err := s.RebuildIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, s, Query{Sort: SortVolume}); !slices.Equal(got, want) {
+		t.Errorf("after rebuild: %v, want %v", got, want)
+	}
+	st, _ := s.Stats(ctx)
+	if st.Campaigns != st0.Campaigns || st.Keys != st0.Keys || st.SpamReports != st0.SpamReports {
+		t.Errorf("after rebuild: Stats %+v, want %+v", st, st0)
+	}
+	verifyClean(t, s)
+}

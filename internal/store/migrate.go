@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -141,4 +142,31 @@ func indexCampaigns(db *badger.DB, log *slog.Logger, batch, maxBatches int) (don
 	}
 	log.Info("store: upgraded to schema 2", "campaigns indexed", indexed, "elapsed", time.Since(t0).Round(time.Second))
 	return true, nil
+}
+
+// RebuildIndexes drops the ranking indexes and the counters and writes
+// them again from the campaign records, as the schema 2 upgrade does: for
+// a store whose records were loaded by other means (a fleet node
+// bootstrapped from a snapshot of the records) or whose indexes Verify
+// found wrong. Nothing may write to the store meanwhile (hits and reports
+// would be counted twice or not at all); the hourly series and windowed
+// rankings are kept.
+func (b *Badger) RebuildIndexes(ctx context.Context) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if err := b.flushHits(); err != nil {
+		return err
+	}
+	b.foldMu.Lock()
+	defer b.foldMu.Unlock()
+	for _, p := range [][]byte{{pfxRecent}, {pfxVolume}, {pfxReports}, {pfxHam}, {pfxDelta}, metaCountsKey, metaMigrateKey} {
+		if err := b.db.DropPrefix(p); err != nil {
+			return fmt.Errorf("rebuild indexes: %w", err)
+		}
+	}
+	if _, err := indexCampaigns(b.db, b.log, migrateBatch, 0); err != nil {
+		return fmt.Errorf("rebuild indexes: %w", err)
+	}
+	return nil
 }

@@ -45,7 +45,7 @@ func validateReport(in *ReportInput) error {
 			return fmt.Errorf("report: key of %d bytes, at most %d allowed", len(k), MaxKeyLen)
 		}
 	}
-	return nil
+	return validateDigest(in)
 }
 
 // Report applies one report atomically in one transaction (retried on
@@ -78,7 +78,7 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 		})
 		var dn *drainNeed
 		if errors.As(err, &dn) {
-			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+			if err := b.drain(withoutApplied(ctx), dn.from, dn.to); err != nil {
 				return ReportResult{}, err
 			}
 			// The drained campaign may no longer be reachable through
@@ -175,7 +175,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		results = append(results, part...)
 		if dn != nil {
 			drained = append(drained, dn.from)
-			if err := b.drain(ctx, dn.from, dn.to); err != nil {
+			if err := b.drain(withoutApplied(ctx), dn.from, dn.to); err != nil {
 				return results, fmt.Errorf("report %d: %w", len(results), err)
 			}
 		}
@@ -207,6 +207,13 @@ func mergeEstimate(src *record) int {
 func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (ReportResult, error) {
 	txn := w.txn
 	// Phase 1: reads.
+	prior, err := priorMsgReport(txn, in)
+	if err != nil {
+		return ReportResult{}, err
+	}
+	if dup, err := duplicateOf(txn, in, prior); err != nil || dup {
+		return ReportResult{Campaign: prior.campaign, Repeated: true, Duplicate: true}, err
+	}
 	keyIDs := make([]CampaignID, len(in.Keys))
 	var ids []CampaignID
 	for i, k := range in.Keys {
@@ -251,7 +258,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := 2*len(in.Keys) + 20 // keys, list entries; record, reporter, counters, index entries
+	need := 2*len(in.Keys) + 22 // keys, list entries; record, reporter, counters, index entries; message report, withdrawn vote
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -260,7 +267,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		if need > w.room() && w.entries > 0 {
 			return ReportResult{}, errTxnFull
 		}
-		id, err := b.nextID()
+		id, err := b.newID(w)
 		if err != nil {
 			return ReportResult{}, err
 		}
@@ -298,13 +305,18 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		}
 		res.Merged = append(res.Merged, src.ID)
 	}
+	if !res.Created {
+		if res.Withdrawn, err = withdraw(w, dst, in, prior); err != nil {
+			return ReportResult{}, err
+		}
+	}
 	// Reporter.
 	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
 	first, last := in.Time, in.Time
 	// A campaign created by this report has no entries yet: skip the
 	// reads (misses that would search every level of the tree).
 	var item *badger.Item
-	err := badger.ErrKeyNotFound
+	err = badger.ErrKeyNotFound
 	if !res.Created {
 		item, err = txn.Get(rk)
 	}
@@ -362,9 +374,13 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	if dst.SampleText == "" {
 		dst.SampleText = sampleText(in.Text)
 	}
-	if len(in.Sketch) > 0 && len(dst.Sketches) < b.opts.MaxSketches &&
-		!slices.ContainsFunc(dst.Sketches, func(s []byte) bool { return bytes.Equal(s, in.Sketch) }) {
-		dst.Sketches = append(dst.Sketches, bytes.Clone(in.Sketch))
+	dst.Sketches = b.keepSketch(dst.Sketches, in.Sketch, true)
+	for _, sk := range in.MoreSketches {
+		dst.Sketches = b.keepSketch(dst.Sketches, sk, true)
+	}
+	if len(in.Terms) > 0 && len(in.Terms) <= MaxTermsLen && len(dst.Terms) < b.opts.MaxSketches &&
+		!slices.ContainsFunc(dst.Terms, func(s []byte) bool { return bytes.Equal(s, in.Terms) }) {
+		dst.Terms = append(dst.Terms, bytes.Clone(in.Terms))
 	}
 	// Index.
 	if in.Index {
@@ -387,6 +403,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 			}
 			dst.numKeys++
 		}
+	}
+	if err := putMsgReport(w, in, dst.ID, b.opts.Expiry); err != nil {
+		return ReportResult{}, err
 	}
 	if err := putRecord(w, dst); err != nil {
 		return ReportResult{}, err
@@ -646,11 +665,14 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 		dst.SampleText = src.SampleText
 	}
 	for _, s := range src.Sketches {
-		if len(dst.Sketches) >= b.opts.MaxSketches {
+		dst.Sketches = b.keepSketch(dst.Sketches, s, false)
+	}
+	for _, s := range src.Terms {
+		if len(dst.Terms) >= b.opts.MaxSketches {
 			break
 		}
-		if !slices.ContainsFunc(dst.Sketches, func(t []byte) bool { return bytes.Equal(s, t) }) {
-			dst.Sketches = append(dst.Sketches, s)
+		if !slices.ContainsFunc(dst.Terms, func(t []byte) bool { return bytes.Equal(s, t) }) {
+			dst.Terms = append(dst.Terms, s)
 		}
 	}
 	dst.MergedFrom = append(dst.MergedFrom, src.ID)
@@ -706,6 +728,28 @@ func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
 			return nil
 		}
 	}
+}
+
+// keepSketch appends sk to sketches unless it is empty, already there, or
+// its group (sketches with the same first byte) already has
+// Options.MaxSketches; clone copies it first.
+func (b *Badger) keepSketch(sketches [][]byte, sk []byte, clone bool) [][]byte {
+	if len(sk) == 0 || slices.ContainsFunc(sketches, func(s []byte) bool { return bytes.Equal(s, sk) }) {
+		return sketches
+	}
+	n := 0
+	for _, s := range sketches {
+		if len(s) > 0 && s[0] == sk[0] {
+			n++
+		}
+	}
+	if n >= b.opts.MaxSketches {
+		return sketches
+	}
+	if clone {
+		sk = bytes.Clone(sk)
+	}
+	return append(sketches, sk)
 }
 
 // sampleText is s as a campaign's SampleText: valid UTF-8 (invalid bytes

@@ -174,6 +174,13 @@ type record struct {
 
 const recordV1 = 1
 
+// Tags of the record's optional trailing sections (after the merged-from
+// ids); unknown tags are skipped.
+const (
+	secSampleText = 1 // the sample text
+	secTerms      = 2 // the term sets: a count, then each set's bytes
+)
+
 func putVarTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return binary.AppendVarint(b, 0)
@@ -190,10 +197,10 @@ func putBytes(b, s []byte) []byte {
 // version, state, first/last seen (varint unix ns), uvarint counters
 // (messages, spam/ham reports, spam/ham reporters, keys), actions
 // (count, then name, count), subject, from, sketches, merged-from ids,
-// and, when not empty, the sample text (a trailing field: records written
-// before it existed read as having none).
+// then optional tagged sections (sample text, term sets) present when not
+// empty.
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.SampleText)+len(r.Sketches)*40)
+	b := make([]byte, 0, 96+len(r.SampleSubject)+len(r.SampleFrom)+len(r.SampleText)+len(r.Sketches)*40+len(r.Terms)*512)
 	b = append(b, recordV1, byte(r.State))
 	b = putVarTime(b, r.FirstSeen)
 	b = putVarTime(b, r.LastSeen)
@@ -223,8 +230,20 @@ func (r *record) encode() []byte {
 	for _, id := range r.MergedFrom {
 		b = binary.AppendUvarint(b, uint64(id))
 	}
+	// Optional trailing sections, each a tag and its bytes: a record
+	// written before a section existed decodes without it, and a reader
+	// skips the tags it does not know.
 	if r.SampleText != "" {
+		b = binary.AppendUvarint(b, secSampleText)
 		b = putBytes(b, []byte(r.SampleText))
+	}
+	if len(r.Terms) > 0 {
+		t := binary.AppendUvarint(nil, uint64(len(r.Terms)))
+		for _, x := range r.Terms {
+			t = putBytes(t, x)
+		}
+		b = binary.AppendUvarint(b, secTerms)
+		b = putBytes(b, t)
 	}
 	return b
 }
@@ -353,8 +372,24 @@ func decodeRecord(id CampaignID, v []byte) (*record, error) {
 			r.MergedFrom = append(r.MergedFrom, CampaignID(d.uvarint()))
 		}
 	}
-	if d.err == nil && len(d.b) > 0 {
-		r.SampleText = string(d.bytes())
+	for d.err == nil && len(d.b) > 0 {
+		tag := d.uvarint()
+		payload := d.bytes()
+		switch tag {
+		case secSampleText:
+			r.SampleText = string(payload)
+		case secTerms:
+			t := &decoder{b: payload}
+			if n := t.count(); n > 0 {
+				r.Terms = make([][]byte, 0, n)
+				for i := 0; i < n && t.err == nil; i++ {
+					r.Terms = append(r.Terms, t.bytes())
+				}
+			}
+			if t.err != nil {
+				d.err = t.err
+			}
+		}
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, d.err)

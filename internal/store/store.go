@@ -1,6 +1,9 @@
 // Package store keeps nddmilter's memory: known campaigns, the signature
-// index that maps signature keys to campaigns, reporters and per-campaign
-// daily counters. Keys are opaque byte strings to this package: it knows
+// index that maps signature keys to campaigns, reporters, per-campaign
+// daily and hourly counters, and the rankings and store-wide counters
+// that every write keeps up to date so that listings and statistics never
+// scan the campaigns (index.go, hours.go, counts.go). Keys are opaque
+// byte strings to this package: it knows
 // nothing of parsing or of how signatures are computed. The only backend is
 // Badger (see Open); Store is the narrow interface a shared fleet backend
 // will implement later.
@@ -66,6 +69,10 @@ type Campaign struct {
 	// and day windows (RankHourHours, RankDayHours) as of the query; set by
 	// List and Record, not stored.
 	HourMessages, DayMessages int64
+	// Terms holds the term sets (opaque, versioned by their writer) of a
+	// few reported messages, capped like Sketches, used to verify
+	// similarity matches exactly.
+	Terms [][]byte
 }
 
 // ReportInput is one report, applied atomically by Store.Report.
@@ -80,6 +87,14 @@ type ReportInput struct {
 	Keys [][]byte
 	// Sketch is the message's similarity sketch, kept as a representative.
 	Sketch []byte
+	// MoreSketches are sketches of other families of the message, kept the
+	// same way. Sketches are grouped by their first byte (a family's
+	// version or tag byte): a campaign keeps up to Options.MaxSketches of
+	// each group.
+	MoreSketches [][]byte
+	// Terms is the message's term set (opaque), kept like Sketch; longer
+	// than MaxTermsLen, it is not kept.
+	Terms []byte
 	// Join lists campaigns the caller matched by similarity, joined like
 	// those found through Keys (ignored when Vetted).
 	Join []CampaignID
@@ -103,6 +118,12 @@ type ReportInput struct {
 	// Text is an excerpt of the message's visible text, kept as the
 	// campaign's SampleText (cut to MaxSampleText bytes).
 	Text string
+	// Digest identifies the message reported (any stable digest of its
+	// content, at most MaxDigestLen bytes; empty: none). The same
+	// reporter reporting the same digest again with the same kind counts
+	// once (ReportResult.Duplicate); with the other kind it withdraws the
+	// earlier vote (ReportResult.Withdrawn). See msgreport.go.
+	Digest []byte
 }
 
 // MaxSampleText bounds Campaign.SampleText, in bytes.
@@ -116,6 +137,14 @@ type ReportResult struct {
 	// Repeated is true when this reporter had already reported the campaign
 	// with the same kind: counts of reports grow, counts of reporters don't.
 	Repeated bool
+	// Duplicate is true when this reporter had already reported this very
+	// message (ReportInput.Digest) with the same kind: nothing changed
+	// (Repeated is set too, Campaign is the campaign of the first report).
+	Duplicate bool
+	// Withdrawn is true when this reporter had reported this very message
+	// with the other kind: that vote was taken off Campaign before this
+	// one counted.
+	Withdrawn bool
 }
 
 // Hit is one index key found in the store.

@@ -598,12 +598,15 @@ func TestSketches(t *testing.T) {
 	var id CampaignID
 	for i := 0; i < 6; i++ {
 		in := spam(fmt.Sprint(i), t0, "k")
-		in.Sketch = []byte{byte(i % 4)}
+		in.Sketch = []byte{1, byte(i % 4)}
+		// Another family's sketches (first byte 'Q') have their own quota.
+		in.MoreSketches = [][]byte{{'Q', byte(i)}}
 		id = mustReport(t, s, in).Campaign
 	}
 	c := mustGet(t, s, id)
-	if len(c.Sketches) != 3 || !bytes.Equal(c.Sketches[2], []byte{2}) {
-		t.Errorf("sketches %v", c.Sketches)
+	want := [][]byte{{1, 0}, {'Q', 0}, {1, 1}, {'Q', 1}, {1, 2}, {'Q', 2}}
+	if !slices.EqualFunc(c.Sketches, want, bytes.Equal) {
+		t.Errorf("sketches %v, want %v", c.Sketches, want)
 	}
 }
 
@@ -1073,5 +1076,53 @@ func TestSentinelErrors(t *testing.T) {
 	again := openTest(t, dir, Options{})
 	if lookupOne(t, again, "a") != a.Campaign {
 		t.Errorf("reopened store lost campaign %d", a.Campaign)
+	}
+}
+
+func TestTerms(t *testing.T) {
+	s := openTest(t, "", Options{MaxSketches: 3})
+	var id CampaignID
+	for i := 0; i < 6; i++ {
+		in := spam(fmt.Sprint(i), t0, "k")
+		in.Terms = []byte{1, byte(i % 4)}
+		id = mustReport(t, s, in).Campaign
+	}
+	in := spam("big", t0, "k")
+	in.Terms = make([]byte, MaxTermsLen+1)
+	mustReport(t, s, in)
+	c := mustGet(t, s, id)
+	if want := [][]byte{{1, 0}, {1, 1}, {1, 2}}; !slices.EqualFunc(c.Terms, want, bytes.Equal) {
+		t.Errorf("terms %v, want %v", c.Terms, want)
+	}
+	// A merge carries the merged campaign's term sets.
+	other := spam("o", t0, "other")
+	other.Terms = []byte{1, 9}
+	o := mustReport(t, s, other).Campaign
+	both := spam("both", t0, "other", "k2")
+	both.Join = []CampaignID{o}
+	mustReport(t, s, both)
+	if c := mustGet(t, s, o); len(c.Terms) != 1 || !bytes.Equal(c.Terms[0], []byte{1, 9}) {
+		t.Errorf("other campaign's terms %v", c.Terms)
+	}
+}
+
+func TestRecordTermsSection(t *testing.T) {
+	old := (&record{Campaign: Campaign{ID: 1, Sketches: [][]byte{{1}}, MergedFrom: []CampaignID{4}}}).encode()
+	r, err := decodeRecord(1, old)
+	if err != nil || r.Terms != nil {
+		t.Fatalf("record without terms: %+v %v", r, err)
+	}
+	withTerms := (&record{Campaign: Campaign{ID: 1, Sketches: [][]byte{{1}}, Terms: [][]byte{{1, 2, 3}, {4}}}}).encode()
+	r, err = decodeRecord(1, withTerms)
+	if err != nil || len(r.Terms) != 2 || !bytes.Equal(r.Terms[0], []byte{1, 2, 3}) {
+		t.Fatalf("record with terms: %+v %v", r, err)
+	}
+	if !bytes.HasPrefix(withTerms, old[:len(old)-2]) {
+		t.Errorf("the terms section is not a trailing one")
+	}
+	for i := len(old); i < len(withTerms); i++ {
+		if _, err := decodeRecord(1, withTerms[:i]); err == nil {
+			t.Errorf("truncated terms section (%d bytes) decoded", i)
+		}
 	}
 }

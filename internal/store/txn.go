@@ -32,6 +32,11 @@ type wtx struct {
 	idx map[string]CampaignID
 	// fw adds index keys to the index filter before the commit.
 	fw filterWriter
+	// applied is the fleet stream event whose effect this transaction
+	// writes (nil: none, see WithApplied); newIDs counts the campaign ids
+	// made from it so far, in this and the event's earlier transactions.
+	applied *appliedMark
+	newIDs  int
 	// delta is what the transaction changes in the store's counters
 	// (counts.go), written as an entry of its own before the commit.
 	delta *delta
@@ -149,13 +154,22 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 			return err
 		}
 		txn := b.db.NewTransaction(true)
-		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}}
+		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}, applied: appliedOf(ctx)}
+		if w.applied != nil {
+			w.newIDs = w.applied.newIDs
+		}
 		err := f(w)
+		if err == nil && w.applied != nil {
+			err = w.set(appliedKey, appliedValue(w.applied.seq))
+		}
 		if err == nil {
 			err = b.writeDelta(w)
 		}
 		if err == nil {
 			err = txn.Commit()
+		}
+		if err == nil && w.applied != nil {
+			w.applied.newIDs = w.newIDs
 		}
 		txn.Discard()
 		w.fw.done()

@@ -70,3 +70,77 @@ summary_exit() {
 	fi
 	exit 0
 }
+
+# --- a private Postfix instance on loopback, as test/e2e/postfix.sh sets up
+# its own (used by test/e2e/fleet.sh) ----------------------------------------
+
+# install_postfix: Postfix, smtp-sink and swaks from Debian's packages when
+# missing (root).
+install_postfix() {
+	command -v postfix >/dev/null && command -v smtp-sink >/dev/null && command -v swaks >/dev/null && return 0
+	echo "== installing postfix and swaks (Debian packages)"
+	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
+		"postfix postfix/mailname string test.local" | debconf-set-selections
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install postfix/swaks"; }
+	fi
+}
+
+# postfix_instance DIR SMTP_PORT SINK_PORT MILTER: writes a Postfix
+# configuration in DIR/etc (queue DIR/queue, log DIR/postfix.log) listening
+# on 127.0.0.1:SMTP_PORT, relaying to smtp-sink on SINK_PORT, with the
+# milter MILTER (inet:127.0.0.1:PORT) and milter_default_action = accept.
+postfix_instance() {
+	local d=$1
+	mkdir -p "$d/etc" "$d/queue" "$d/data"
+	chown postfix "$d/data"
+	cp /etc/postfix/master.cf "$d/etc/master.cf"
+	cat >"$d/etc/main.cf" <<PFEOF
+compatibility_level = 3.6
+queue_directory = $d/queue
+data_directory = $d/data
+myhostname = e2e.test.local
+mydomain = test.local
+inet_interfaces = loopback-only
+inet_protocols = ipv4
+mynetworks = 127.0.0.0/8
+mydestination =
+relayhost = [127.0.0.1]:$3
+smtp_dns_support_level = disabled
+alias_maps =
+alias_database =
+smtpd_relay_restrictions = permit_mynetworks, reject
+maillog_file = $d/postfix.log
+maillog_file_prefixes = $d
+smtpd_milters = $4
+non_smtpd_milters = \$smtpd_milters
+milter_default_action = accept
+milter_protocol = 6
+milter_connect_timeout = 5s
+milter_command_timeout = 5s
+milter_content_timeout = 10s
+milter_mail_macros = i {mail_addr} {mail_host} {mail_mailer}
+milter_end_of_data_macros = i
+PFEOF
+	postconf -c "$d/etc" -F '*/*/chroot = n'
+	postconf -c "$d/etc" -M smtp/inet="127.0.0.1:$2 inet n - n - - smtpd"
+	postfix -c "$d/etc" check >"$d/check.log" 2>&1 || { cat "$d/check.log"; die "postfix check failed"; }
+}
+
+# postfix_start DIR SMTP_PORT: runs the instance in the foreground (in the
+# background of the script); postfix_stop DIR ends it (SIGTERM to master).
+postfix_start() {
+	postfix -c "$1/etc" start-fg >>"$1/postfix-fg.log" 2>&1 &
+	wait_port "$2" 15 || die "postfix ($1) did not start"
+}
+postfix_stop() {
+	local pid
+	pid=$(tr -d ' ' <"$1/queue/pid/master.pid" 2>/dev/null)
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 50); do
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+}

@@ -7,7 +7,9 @@
 // The methods are ANDD raw similarity (cosine and extended Jaccard of the
 // learned vectors), ANDD LSH (384-bit random hyperplanes, 80 weighted
 // min-hashes), Charikar's random projection of binary vectors, TF-IDF and
-// binary cosine, single I-Match and bagged I-Match.
+// binary cosine, single I-Match and bagged I-Match, and the seed methods
+// SpotSigs (weighted Jaccard of spot signatures) and PPJoin (the exact
+// Jaccard of unique terms it joins on).
 package pairs
 
 import (
@@ -23,6 +25,9 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/ppjoin"
+	"github.com/nddmilter/nddmilter/internal/qgram"
+	"github.com/nddmilter/nddmilter/internal/spotsigs"
 )
 
 // Item is one labeled test message.
@@ -47,12 +52,20 @@ const (
 	MethodBinary       = "Binary-Cos"
 	MethodIMatch       = "I-Match"
 	MethodIMatchBagged = "I-Match bagged"
+	MethodSpotSigs     = "SpotSigs (weighted Jaccard of spot signatures)"
+	MethodPPJoin       = "PPJoin (exact Jaccard of unique terms)"
+	// MethodQGram is the docq of Montanari & Puglisi over the distinct
+	// 4-grams of the normal form (internal/qgram), MethodQGramSketch its
+	// estimate from the engine's q-gram sketches.
+	MethodQGram       = "q-grams docq (q = 4)"
+	MethodQGramSketch = "q-gram sketch (est. docq)"
 )
 
 // AllMethods lists every method in table order.
 func AllMethods() []string {
 	return []string{MethodANDDRawCos, MethodANDDRawJacc, MethodANDDLSHCos, MethodANDDLSHJacc,
-		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged}
+		MethodCharikar, MethodTFIDF, MethodBinary, MethodIMatch, MethodIMatchBagged, MethodSpotSigs, MethodPPJoin,
+		MethodQGram, MethodQGramSketch}
 }
 
 // Options configure Compare. Zero values select the defaults.
@@ -172,6 +185,10 @@ type prepared struct {
 	anddCos, anddJacc, tfidf, binary sparse
 	skCos, skJacc, skChar            andd.Sketch
 	imatch                           imatchbag.Result
+	spots                            spotsigs.Vector
+	uniq                             []string // sorted
+	qprof                            qgram.Profile
+	qsk                              qgram.Sketch
 }
 
 // Prepared is the set of messages with their representations, ready for
@@ -249,6 +266,8 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 	if err != nil {
 		return nil, fmt.Errorf("pairs: i-match: %w", err)
 	}
+	spots := spotsigs.NewExtractor(spotsigs.Options{})
+	qs := qgram.NewSketcher(qgram.SketchOptions{MinGrams: 1})
 	n := lex.N()
 	d := &dict{ids: map[string]int32{}}
 	out := &Prepared{items: items, p: make([]prepared, len(items)), opts: opts}
@@ -280,6 +299,15 @@ func Prepare(ctx context.Context, items []Item, opts Options) (*Prepared, error)
 				}
 				p.maps = [4]map[string]float64{vc, vj, tf, bin}
 				p.imatch = im.Sign(uniq)
+				p.uniq = uniq
+				words := mime.Tokenize(doc, mime.TokenOptions{MinLen: 1})
+				terms := make([]string, len(words))
+				for w, t := range words {
+					terms[w] = t.Term
+				}
+				p.spots = spots.Extract(terms)
+				p.qprof = qgram.NewProfile(doc.Subject+"\n"+doc.Text, qgram.Options{FoldCase: true})
+				p.qsk, _ = qs.Sketch(doc.Subject, "\n", doc.Text)
 				if opts.Progress != nil {
 					done.Lock()
 					count++
@@ -347,6 +375,16 @@ func (pp *Prepared) score(m string, i, j int) float64 {
 			}
 		}
 		return float64(eq)
+	case MethodSpotSigs:
+		return spotsigs.Jaccard(a.spots, b.spots)
+	case MethodPPJoin:
+		// The measure PPJoin joins on: its filters find exactly the pairs
+		// at or above any threshold (internal/ppjoin's tests).
+		return ppjoin.Similarity(ppjoin.Jaccard, a.uniq, b.uniq)
+	case MethodQGram:
+		return qgram.Similarity(a.qprof, b.qprof)
+	case MethodQGramSketch:
+		return qgram.EstimateSimilarity(&a.qsk, &b.qsk)
 	}
 	return 0
 }
@@ -374,6 +412,8 @@ func (pp *Prepared) bytes(m string) int {
 		return 16
 	case MethodIMatchBagged:
 		return 16 * (pp.opts.K + 1)
+	case MethodQGramSketch:
+		return 8 + 4*qgram.Bins
 	}
 	return 0
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/daemon"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+)
+
+// fleetCheck is what `nddmilter fleet check` verifies of a node's fleet
+// settings: the embedded server's options (when it runs one), the client
+// options and files, and with connect a real connection: servers reachable,
+// credentials accepted, JetStream on, the stream's state.
+type fleetCheck struct {
+	Embedded *natsd.Options // nil: no embedded server
+	Client   natsd.ClientOptions
+	Stream   string
+	Connect  bool
+	Timeout  time.Duration // of the connection probe; default 5s
+}
+
+// hints say what to do about a probe's failure.
+var fleetHints = []struct {
+	err  error
+	hint string
+}{
+	{natsd.ErrUnreachable, "check fleet.nats.urls, that the NATS servers run (nats-server, or the other nodes' fleet.embedded) and that their client port is open to this host"},
+	{natsd.ErrAuth, "the servers do not accept this node's credentials: add its public key (nddmilter fleet nkey --public SEEDFILE) to the servers' users, or fix fleet.nats.creds/user"},
+	{natsd.ErrNoJetStream, "enable JetStream on the NATS servers (a jetstream { store_dir: … } block; nddmilter fleet nats-conf writes one)"},
+}
+
+func (c fleetCheck) run(ctx context.Context, w io.Writer) error {
+	if c.Embedded != nil {
+		if err := c.Embedded.Validate(); err != nil {
+			return fmt.Errorf("fleet.embedded: %w", err)
+		}
+		o := c.Embedded
+		auth := "no authentication (loopback only)"
+		if len(o.Users) > 0 {
+			auth = fmt.Sprintf("%d users", len(o.Users))
+		}
+		fmt.Fprintf(w, "embedded server: OK (listen %s, cluster %s, %d routes, %s, client TLS %v, route TLS %v)\n",
+			orDefault(o.Listen, natsd.DefaultListen), orDefault(o.ClusterListen, natsd.DefaultClusterListen),
+			len(o.Routes), auth, o.TLS.Enabled(), o.ClusterTLS.Enabled())
+	}
+	if err := c.Client.Validate(); err != nil {
+		return fmt.Errorf("fleet.nats: %w", err)
+	}
+	fmt.Fprintf(w, "client: OK (%s; %s; TLS %v)\n", strings.Join(c.Client.URLs, ", "), authKind(c.Client), c.Client.TLS.Enabled())
+	if !c.Connect {
+		return nil
+	}
+	to := c.Timeout
+	if to <= 0 {
+		to = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	res, err := natsd.Probe(ctx, c.Client, c.Stream)
+	if err != nil {
+		for _, h := range fleetHints {
+			if errors.Is(err, h.err) {
+				return fmt.Errorf("%w\n  hint: %s", err, h.hint)
+			}
+		}
+		return err
+	}
+	fmt.Fprintf(w, "connected: %s (cluster %q; servers %s), JetStream on, %d streams\n",
+		res.Server, res.Cluster, strings.Join(res.Servers, ", "), res.Streams)
+	switch {
+	case res.Stream != nil:
+		st := res.Stream
+		leader, replicas := "", 0
+		if st.Cluster != nil {
+			leader, replicas = st.Cluster.Leader, len(st.Cluster.Replicas)
+		}
+		fmt.Fprintf(w, "stream %s: %d replicas configured, leader %q and %d followers, %d events, %d bytes, sequences %d..%d\n",
+			st.Config.Name, st.Config.Replicas, leader, replicas, st.State.Msgs, st.State.Bytes, st.State.FirstSeq, st.State.LastSeq)
+	case errors.Is(res.StreamErr, jetstream.ErrStreamNotFound):
+		fmt.Fprintf(w, "stream %s: not created yet (the first node that starts creates it)\n", c.Stream)
+	case res.StreamErr != nil:
+		return fmt.Errorf("stream %s: %w", c.Stream, res.StreamErr)
+	}
+	return nil
+}
+
+func authKind(c natsd.ClientOptions) string {
+	switch {
+	case c.Creds != "":
+		return "credentials file " + c.Creds
+	case c.NkeySeed != "":
+		return "nkey seed " + c.NkeySeed
+	case c.User != "":
+		return "user " + c.User
+	}
+	return "no credentials"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// newFleetCheckCmd is `nddmilter fleet check`.
+func newFleetCheckCmd(gf *globalFlags) *cobra.Command {
+	var (
+		connect bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Check the fleet section of a configuration file (with --connect: against the NATS servers)",
+		Long: `Check FILE's (or --config's) fleet section beyond what config check does: the
+embedded server's options (listeners, routes, users, TLS files readable and
+valid; an open listener without users or an unauthenticated route listener
+beyond loopback is refused) and the node's connection options (URLs, the
+credentials, nkey seed or password file, TLS files). With --connect it also
+connects once to the NATS servers and says whether they are reachable,
+accept this node's credentials and run JetStream, and what the fleet's
+stream holds; each failure comes with a hint. The exit status is 1 on any
+problem.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := gf.config
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if path == "" {
+				return fmt.Errorf("fleet check: name a file (or use --config)")
+			}
+			cfg, err := daemon.LoadConfig(path, gf.store)
+			if err != nil {
+				return err
+			}
+			fc := cfg.Fleet
+			if !fc.Enabled {
+				return fmt.Errorf("fleet check: %s: fleet.enabled is false (a standalone daemon)", path)
+			}
+			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout}
+			embedded := ""
+			if fc.Embedded.Enabled {
+				o := fc.Server(cfg.Store.Dir)
+				c.Embedded = &o
+				scheme := "nats://"
+				if o.TLS.Enabled() {
+					scheme = "tls://"
+				}
+				embedded = scheme + orDefault(o.Listen, natsd.DefaultListen)
+			}
+			c.Client = fc.Client(embedded)
+			if err := c.run(cmd.Context(), cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("fleet check: %s: %w", path, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&connect, "connect", false, "connect to the NATS servers (reachable, credentials accepted, JetStream, the stream)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "bound on the --connect probe")
+	return cmd
+}

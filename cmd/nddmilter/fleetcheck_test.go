@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+)
+
+func TestFleetCheck(t *testing.T) {
+	dir := t.TempDir()
+	seed, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(dir, "node.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, otherPub, _ := natsd.NewUserKey()
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js"), Users: []natsd.User{{Nkey: pub}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	if err := srv.WaitJetStream(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := fmt.Sprintf("nats://%s", l.Addr())
+	l.Close()
+	url := []string{srv.ClientURL()}
+	tests := []struct {
+		name    string
+		c       fleetCheck
+		out     string // in the output
+		wantErr string // in the error; "" = success
+	}{
+		{"connect ok", fleetCheck{Client: natsd.ClientOptions{URLs: url, NkeySeed: seedFile}, Stream: "NDDMILTER", Connect: true}, "stream NDDMILTER: not created yet", ""},
+		{"offline ok", fleetCheck{Client: natsd.ClientOptions{URLs: url, NkeySeed: seedFile}}, "client: OK", ""},
+		{"embedded ok", fleetCheck{Embedded: &natsd.Options{Dir: dir, Users: []natsd.User{{Nkey: otherPub}}}, Client: natsd.ClientOptions{URLs: url}}, "embedded server: OK", ""},
+		{"embedded open", fleetCheck{Embedded: &natsd.Options{Dir: dir, Listen: "0.0.0.0:4222"}, Client: natsd.ClientOptions{URLs: url}}, "", "fleet.embedded"},
+		{"no credentials", fleetCheck{Client: natsd.ClientOptions{URLs: url}, Connect: true}, "", "add its public key"},
+		{"unreachable", fleetCheck{Client: natsd.ClientOptions{URLs: []string{closed}, NkeySeed: seedFile}, Connect: true}, "", "check fleet.nats.urls"},
+		{"bad url", fleetCheck{Client: natsd.ClientOptions{URLs: []string{"127.0.0.1:4222"}}}, "", "fleet.nats"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := tc.c.run(context.Background(), &out)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("run: %v", err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("run: %v, want an error mentioning %q", err, tc.wantErr)
+			}
+			if !strings.Contains(out.String(), tc.out) {
+				t.Errorf("output %q lacks %q", out.String(), tc.out)
+			}
+		})
+	}
+}
+
+func TestFleetCheckCmd(t *testing.T) {
+	dir := t.TempDir()
+	seedFile := filepath.Join(dir, "node.nk")
+	out, err := runCmd(t, "fleet", "nkey", "--seed", seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.TrimSpace(out)
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js"), Users: []natsd.User{{Nkey: pub}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	write := func(name, fleet string) string {
+		p := filepath.Join(dir, name)
+		cfg := fmt.Sprintf("store:\n  dir: %s\nfleet:\n%s", filepath.Join(dir, "store"), fleet)
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), seedFile))
+	out, err = runCmd(t, "fleet", "check", good, "--connect")
+	if err != nil || !strings.Contains(out, "JetStream on") {
+		t.Errorf("good file: %v\n%s", err, out)
+	}
+	standalone := write("standalone.yaml", "  enabled: false\n")
+	if _, err := runCmd(t, "fleet", "check", standalone); err == nil || !strings.Contains(err.Error(), "fleet.enabled is false") {
+		t.Errorf("standalone: %v", err)
+	}
+	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), filepath.Join(dir, "none.nk")))
+	if _, err := runCmd(t, "fleet", "check", missing); err == nil || !strings.Contains(err.Error(), "nkey_seed") {
+		t.Errorf("missing seed file: %v", err)
+	}
+}

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+)
+
+// The report socket: a unix socket on which the daemon serves only
+// POST /v1/reports, with no token. The socket file's mode and group keep
+// out whoever may not connect; the peer's credentials (SO_PEERCRED),
+// checked on every request, admit root, the daemon's own user and the
+// configured users and groups. Those may name any reporter: the socket is
+// for the mail-delivery user, which speaks for the IMAP users it
+// authenticated (contrib/dovecot).
+
+// ErrNoPeerCred is returned when a connection's peer credentials cannot
+// be read (not a unix socket, or an unsupported system).
+var ErrNoPeerCred = errors.New("no peer credentials")
+
+// PeerCred is the process at the other end of a unix socket.
+type PeerCred struct {
+	PID      int32
+	UID, GID uint32
+}
+
+type peerCredKey struct{}
+
+// SocketConnContext is the http.Server ConnContext of the report socket:
+// it reads the peer's credentials when it connects, for the handler of
+// NewSocketHandler.
+func SocketConnContext(ctx context.Context, c net.Conn) context.Context {
+	pc, err := PeerCredOf(c)
+	if err != nil {
+		return context.WithValue(ctx, peerCredKey{}, err)
+	}
+	return context.WithValue(ctx, peerCredKey{}, pc)
+}
+
+// SocketOptions configure NewSocketHandler. Zero values select the
+// defaults of Options (whose Token is not used) and allow only root and
+// the daemon's own user.
+type SocketOptions struct {
+	Options
+	// AllowUIDs and AllowGIDs are the users and primary groups that may
+	// report, besides root and the daemon's own user.
+	AllowUIDs, AllowGIDs []uint32
+}
+
+type socketHandler struct {
+	h     *handler
+	uids  []uint32
+	gids  []uint32
+	selfU uint32
+}
+
+// NewSocketHandler returns the handler of the report socket over eng: it
+// serves POST /v1/reports?kind=spam|ham&reporter=ID (reporter required)
+// to the peers o allows (403 to others; 404 for every other route).
+// Serve it with SocketConnContext as the server's ConnContext.
+func NewSocketHandler(eng *campaign.Engine, o SocketOptions) http.Handler {
+	return &socketHandler{h: newHandler(eng, o.Options), uids: o.AllowUIDs, gids: o.AllowGIDs, selfU: uint32(os.Getuid())}
+}
+
+// allowed tells whether pc may report, and why not.
+func (s *socketHandler) allowed(pc PeerCred) error {
+	if pc.UID == 0 || pc.UID == s.selfU || slices.Contains(s.uids, pc.UID) || slices.Contains(s.gids, pc.GID) {
+		return nil
+	}
+	return fmt.Errorf("uid %d (gid %d) may not report here: allow it with api.allow_users or api.allow_groups", pc.UID, pc.GID)
+}
+
+func (s *socketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := s.h
+	var pc PeerCred
+	switch v := r.Context().Value(peerCredKey{}).(type) {
+	case PeerCred:
+		pc = v
+	case error:
+		h.fail(w, r, http.StatusForbidden, v)
+		return
+	default:
+		h.fail(w, r, http.StatusForbidden, ErrNoPeerCred)
+		return
+	}
+	if err := s.allowed(pc); err != nil {
+		h.opts.Logger.Warn("report socket: caller refused", "uid", pc.UID, "gid", pc.GID, "pid", pc.PID)
+		h.fail(w, r, http.StatusForbidden, err)
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/reports" {
+		h.fail(w, r, http.StatusNotFound, fmt.Errorf("the report socket serves only POST /v1/reports, not %s %s", r.Method, r.URL.Path))
+		return
+	}
+	// The id itself is checked by report (campaign.CheckReporter).
+	if r.URL.Query().Get("reporter") == "" {
+		h.fail(w, r, http.StatusBadRequest, errors.New("reporter missing: the report socket needs ?reporter=ID (the IMAP user)"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	h.report(w, r)
+}
+
+// NewSocketClient returns a Client of the report socket at path; timeout
+// bounds each request, connection included (0: none).
+func NewSocketClient(path string, timeout time.Duration) *Client {
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}
+	return &Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Transport: tr, Timeout: timeout}}
+}

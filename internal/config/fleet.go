@@ -1,0 +1,153 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+)
+
+// Fleet is the fleet section: several mail servers sharing one campaign
+// view through a NATS JetStream stream (docs/FLEET.md). Disabled (the
+// default), the daemon is standalone.
+type Fleet struct {
+	Enabled bool `yaml:"enabled"`
+	// Node names this node; default the host name.
+	Node     string        `yaml:"node"`
+	NATS     FleetNATS     `yaml:"nats"`
+	Embedded FleetEmbedded `yaml:"embedded"`
+	// Stream is the JetStream stream of campaign events. Default NDDMILTER.
+	Stream string `yaml:"stream"`
+	// Replicas of the stream and its buckets. Default 3.
+	Replicas int `yaml:"replicas"`
+	// HitsEvery is how often the node publishes its hit counts. Default 2s.
+	HitsEvery Duration `yaml:"hits_every"`
+	// SnapshotEvery is how often a snapshot of the store is stored in the
+	// fleet for new or wiped nodes. Default 1h.
+	SnapshotEvery Duration `yaml:"snapshot_every"`
+}
+
+// FleetNATS is the node's connection to the fleet's NATS servers.
+type FleetNATS struct {
+	// URLs of an external cluster; empty with embedded.enabled: the
+	// embedded server.
+	URLs         []string `yaml:"urls"`
+	Creds        string   `yaml:"creds"`
+	NkeySeed     string   `yaml:"nkey_seed"`
+	User         string   `yaml:"user"`
+	PasswordFile string   `yaml:"password_file"`
+	TLS          FleetTLS `yaml:"tls"`
+}
+
+// FleetEmbedded runs a JetStream server inside the daemon.
+type FleetEmbedded struct {
+	Enabled       bool     `yaml:"enabled"`
+	Listen        string   `yaml:"listen"`
+	ClusterListen string   `yaml:"cluster_listen"`
+	ClusterName   string   `yaml:"cluster_name"`
+	Routes        []string `yaml:"routes"`
+	// Dir is JetStream's directory; default "nats" beside store.dir.
+	Dir                 string `yaml:"dir"`
+	FleetServerSecurity `yaml:",inline"`
+}
+
+// Default values of the fleet section.
+const (
+	DefaultFleetStream   = "NDDMILTER"
+	DefaultFleetReplicas = 3
+)
+
+func defaultFleet() Fleet {
+	return Fleet{
+		Stream:        DefaultFleetStream,
+		Replicas:      DefaultFleetReplicas,
+		HitsEvery:     Duration(2 * time.Second),
+		SnapshotEvery: Duration(time.Hour),
+		NATS:          FleetNATS{URLs: []string{}},
+		Embedded: FleetEmbedded{
+			Routes:              []string{},
+			FleetServerSecurity: FleetServerSecurity{Users: []FleetUser{}},
+			Listen:              natsd.DefaultListen,
+			ClusterListen:       natsd.DefaultClusterListen,
+			ClusterName:         natsd.DefaultClusterName,
+		},
+	}
+}
+
+// validate checks the fleet section (the files it names are read by
+// `nddmilter fleet check` and at start).
+func (f Fleet) validate() error {
+	if !f.Enabled {
+		return nil
+	}
+	if strings.ContainsAny(f.Node, " \t\r\n.*>") {
+		return bad("fleet.node", "%q: no spaces, dots, * or >", f.Node)
+	}
+	if f.Stream == "" || strings.ContainsAny(f.Stream, " \t\r\n.*>/\\") {
+		return bad("fleet.stream", "%q is not a stream name", f.Stream)
+	}
+	if f.Replicas < 1 || f.Replicas > 5 {
+		return bad("fleet.replicas", "must be 1 to 5 (3 survives the loss of one server)")
+	}
+	if f.HitsEvery < Duration(100*time.Millisecond) {
+		return bad("fleet.hits_every", "%s is too short: must be at least 100ms", f.HitsEvery)
+	}
+	if f.SnapshotEvery < Duration(time.Minute) {
+		return bad("fleet.snapshot_every", "%s is too short: must be at least 1m", f.SnapshotEvery)
+	}
+	if len(f.NATS.URLs) == 0 && !f.Embedded.Enabled {
+		return bad("fleet.nats.urls", "no NATS server: list the cluster's URLs, or enable fleet.embedded")
+	}
+	n := 0
+	for _, s := range []string{f.NATS.Creds, f.NATS.NkeySeed, f.NATS.User} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return bad("fleet.nats", "set one of creds, nkey_seed and user")
+	}
+	if (f.NATS.User == "") != (f.NATS.PasswordFile == "") {
+		return bad("fleet.nats.user", "user and password_file go together")
+	}
+	if err := f.NATS.TLS.ValidateClientTLS("fleet.nats.tls"); err != nil {
+		return err
+	}
+	if f.Embedded.Enabled {
+		if err := f.Embedded.Validate("fleet.embedded"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Client is the node's NATS connection options; embedded is the client
+// URL of the embedded server when fleet.nats.urls is empty.
+func (f Fleet) Client(embedded string) natsd.ClientOptions {
+	urls := f.NATS.URLs
+	if len(urls) == 0 && embedded != "" {
+		urls = []string{embedded}
+	}
+	return natsd.ClientOptions{
+		URLs: urls, Creds: f.NATS.Creds, NkeySeed: f.NATS.NkeySeed,
+		User: f.NATS.User, PasswordFile: f.NATS.PasswordFile, TLS: f.NATS.TLS.Natsd(),
+		Name: "nddmilter " + f.Node,
+	}
+}
+
+// Server is the embedded server's options; storeDir is store.dir (its
+// JetStream directory defaults to "nats" beside it).
+func (f Fleet) Server(storeDir string) natsd.Options {
+	e := f.Embedded
+	dir := e.Dir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(filepath.Clean(storeDir)), "nats")
+	}
+	o := natsd.Options{
+		Name: f.Node, Listen: e.Listen, ClusterListen: e.ClusterListen, ClusterName: e.ClusterName,
+		Routes: e.Routes, Dir: dir, Stream: f.Stream,
+	}
+	e.NatsdServer(&o)
+	return o
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+)
+
+func TestFleetServerSecurityValidate(t *testing.T) {
+	_, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tls := FleetTLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}
+	tests := []struct {
+		name string
+		s    FleetServerSecurity
+		key  string // "" = valid
+	}{
+		{"empty", FleetServerSecurity{}, ""},
+		{"nkey node", FleetServerSecurity{Users: []FleetUser{{Nkey: pub}}}, ""},
+		{"nkey reader", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "read"}}}, ""},
+		{"password user", FleetServerSecurity{Users: []FleetUser{{User: "mx1", PasswordFile: "pw"}}}, ""},
+		{"full tls", FleetServerSecurity{TLS: FleetTLS{CA: "ca", Cert: "c", Key: "k", Verify: true}, ClusterTLS: tls}, ""},
+		{"both", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, User: "a"}}}, "fleet.embedded.users[0]"},
+		{"neither", FleetServerSecurity{Users: []FleetUser{{Role: "node"}}}, "fleet.embedded.users[0]"},
+		{"seed not public key", FleetServerSecurity{Users: []FleetUser{{Nkey: "SUAM"}}}, "fleet.embedded.users[0].nkey"},
+		{"no password", FleetServerSecurity{Users: []FleetUser{{Nkey: pub}, {User: "a"}}}, "fleet.embedded.users[1].password_file"},
+		{"bad role", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "admin"}}}, "fleet.embedded.users[0].role"},
+		{"tls without key", FleetServerSecurity{TLS: FleetTLS{Cert: "c"}}, "fleet.embedded.tls"},
+		{"tls verify without ca", FleetServerSecurity{TLS: FleetTLS{Cert: "c", Key: "k", Verify: true}}, "fleet.embedded.tls.verify"},
+		{"cluster tls without ca", FleetServerSecurity{ClusterTLS: FleetTLS{Cert: "c", Key: "k"}}, "fleet.embedded.cluster_tls"},
+		{"cluster user without password", FleetServerSecurity{ClusterUser: "route"}, "fleet.embedded.cluster_user"},
+		{"negative store", FleetServerSecurity{MaxStoreBytes: -1}, "fleet.embedded.max_store_bytes"},
+		{"payload too large", FleetServerSecurity{MaxPayloadBytes: 65 << 20}, "fleet.embedded.max_payload_bytes"},
+		{"payload 8 MiB", FleetServerSecurity{MaxPayloadBytes: 8 << 20}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Validate("fleet.embedded")
+			if tc.key == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var ve *ValueError
+			if !errors.As(err, &ve) || ve.Key != tc.key {
+				t.Fatalf("Validate: %v, want a ValueError on %s", err, tc.key)
+			}
+		})
+	}
+	var o natsd.Options
+	FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "read"}}, ClusterTLS: tls, MaxStoreBytes: 5, MaxPayloadBytes: 7}.NatsdServer(&o)
+	if len(o.Users) != 1 || o.Users[0].Role != natsd.RoleRead || o.ClusterTLS.CA != "ca.pem" || o.MaxStore != 5 || o.MaxPayload != 7 {
+		t.Errorf("NatsdServer: %+v", o)
+	}
+	if err := (FleetTLS{CA: "ca"}).ValidateClientTLS("fleet.nats.tls"); err != nil {
+		t.Errorf("client tls with a CA only: %v", err)
+	}
+	if err := (FleetTLS{CA: "ca", Verify: true}).ValidateClientTLS("fleet.nats.tls"); err == nil || !strings.Contains(err.Error(), "verify") {
+		t.Errorf("client tls with verify: %v", err)
+	}
+}
+
+// TestFleetExample: config/fleet-mx1.yaml is a valid configuration with the
+// fleet, its embedded server and users.
+func TestFleetExample(t *testing.T) {
+	c, err := Load("../../config/fleet-mx1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Fleet
+	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 4 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
+		t.Errorf("fleet section: %+v", f)
+	}
+	o := f.Server(c.Store.Dir)
+	if len(o.Users) != 4 || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
+		t.Errorf("embedded server options: %+v", o)
+	}
+}

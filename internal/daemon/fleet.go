@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// fleetMember is the daemon's part of a fleet (fleet.enabled): the
+// embedded NATS server when it runs one, and the fleet node.
+type fleetMember struct {
+	srv  *natsd.Server // nil without fleet.embedded
+	node *fleet.Node
+	log  *slog.Logger
+}
+
+// bootstrapTimeout bounds the wait for a snapshot when the store is empty.
+const bootstrapTimeout = 60 * time.Second
+
+// startFleetServer starts the embedded server (fleet.embedded.enabled)
+// and, when the store directory is empty, fills it from the fleet's
+// snapshot. It runs before the store is opened.
+func startFleetServer(cfg *config.Config, log *slog.Logger) (*fleetMember, error) {
+	f := &fleetMember{log: log}
+	fc := cfg.Fleet
+	if fc.Embedded.Enabled {
+		o := fc.Server(cfg.Store.Dir)
+		o.Logger = log.With("component", "natsd")
+		srv, err := natsd.Start(o)
+		if err != nil {
+			return nil, fmt.Errorf("fleet.embedded: %w", err)
+		}
+		f.srv = srv
+		log.Info("fleet: embedded NATS server started", "url", srv.ClientURL(), "name", srv.Name(), "routes", len(o.Routes))
+	}
+	if empty, _ := dirEmpty(cfg.Store.Dir); empty {
+		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+		defer cancel()
+		opts, err := f.nodeOptions(cfg, log)
+		if err == nil {
+			var ok bool
+			ok, err = fleet.Bootstrap(ctx, cfg.Store.Dir, StoreOptions(cfg, log), opts)
+			if ok {
+				log.Info("fleet: store restored from the fleet's snapshot", "dir", cfg.Store.Dir)
+			}
+		}
+		if err != nil {
+			// An empty store applies the stream from its start (or
+			// reports ErrBehind once the stream is reachable).
+			log.Warn("fleet: no snapshot restored", "err", err)
+		}
+	}
+	return f, nil
+}
+
+func dirEmpty(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	return len(ents) == 0, err
+}
+
+// nodeOptions maps the fleet section to the node's options.
+func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.Options, error) {
+	fc := cfg.Fleet
+	embedded := ""
+	if f.srv != nil {
+		embedded = f.srv.ClientURL()
+	}
+	client := fc.Client(embedded)
+	client.Logger = log
+	nopts, err := client.NatsOptions()
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
+	}
+	return fleet.Options{
+		Node:          fc.Node,
+		URLs:          client.URLs,
+		NATS:          nopts,
+		Stream:        fc.Stream,
+		Replicas:      fc.Replicas,
+		MaxAge:        max(2*cfg.Store.Expiry.D(), 7*24*time.Hour),
+		HitsEvery:     fc.HitsEvery.D(),
+		SnapshotEvery: fc.SnapshotEvery.D(),
+		Logger:        log,
+	}, nil
+}
+
+// start starts the node over the runtime's store and engine. A store
+// older than the stream's retention (fleet.ErrBehind) is set aside and
+// replaced by the fleet's snapshot, its queued events carried over: rt
+// is then a new runtime.
+func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
+	opts, err := f.nodeOptions(cfg, f.log)
+	if err != nil {
+		return rt, err
+	}
+	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if !errors.Is(err, fleet.ErrBehind) {
+		return rt, err
+	}
+	f.log.Warn("fleet: the store is older than the stream's retention; starting from the fleet's snapshot", "err", err)
+	queued, _, err := rt.Store.OutboxList(context.Background(), math.MaxInt)
+	if err != nil {
+		return rt, err
+	}
+	if err := rt.Close(); err != nil {
+		return rt, err
+	}
+	aside := cfg.Store.Dir + ".behind-" + time.Now().UTC().Format("20060102T150405")
+	if err := os.Rename(cfg.Store.Dir, aside); err != nil {
+		return nil, fmt.Errorf("fleet: set the old store aside: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+	defer cancel()
+	ok, err := fleet.Bootstrap(ctx, cfg.Store.Dir, StoreOptions(cfg, f.log), opts)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("fleet: no snapshot to start from (the old store is in %s): %v", aside, err)
+	}
+	f.log.Info("fleet: store restored from the fleet's snapshot", "dir", cfg.Store.Dir, "old", aside, "queued", len(queued))
+	if rt, err = OpenRuntime(cfg, f.log); err != nil {
+		return nil, err
+	}
+	for _, q := range queued {
+		if _, err := rt.Store.OutboxPut(context.Background(), q.Data); err != nil {
+			return rt, err
+		}
+	}
+	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	return rt, err
+}
+
+// expireLoop publishes an expiry decision every store.expire_interval
+// (every node does; applying one twice deletes nothing more).
+func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt func() *Runtime) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := rt().Engine.Expire(ctx); err != nil {
+			f.log.Warn("fleet: expiry decision not published", "err", err)
+		}
+	}
+}
+
+// status is the fleet's status for the API.
+func (f *fleetMember) status(ctx context.Context) (any, error) {
+	return f.node.Fleet(ctx)
+}
+
+// readiness is the fleet's line of /readyz (never a reason to be unready:
+// checks do not depend on NATS).
+func (f *fleetMember) readiness(ctx context.Context) string {
+	s := f.node.Status(ctx, false)
+	state := "connected"
+	if !s.Connected {
+		state = "NATS unreachable"
+	} else if !s.Ready {
+		state = "stream not ready"
+	}
+	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
+	if s.Error != "" {
+		line += ", last error: " + s.Error
+	}
+	return line
+}
+
+// close stops the node (publishing its last hit counts) and then the
+// embedded server.
+func (f *fleetMember) close() {
+	if f.node != nil {
+		f.node.Close()
+	}
+	if f.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.srv.Shutdown(ctx); err != nil {
+			f.log.Warn("fleet: embedded server shutdown", "err", err)
+		}
+	}
+}
+
+// FleetAPI returns the client of the API of the daemon that runs this
+// configuration's fleet node: o.APIURL, else the daemon holding the store
+// (fleet status is the running node's).
+func FleetAPI(o BackendOptions) (*api.Client, error) {
+	if o.APIURL != "" {
+		return &api.Client{BaseURL: o.APIURL, Token: o.Token}, nil
+	}
+	if o.LogOutput == nil {
+		o.LogOutput = io.Discard
+	}
+	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
+}
+
+// ErrFleetOffline is returned by writes of a command-line tool that opened
+// the store of a fleet node itself (the daemon is not running): in a
+// fleet, writes are events of the stream, published by the running node.
+var ErrFleetOffline = errors.New("this store belongs to a fleet node (fleet.enabled) and its daemon is not running: " +
+	"reports, allow and delete go through the running daemon's API (start `nddmilter serve`, or use --api), never into the store alone")
+
+// offlineFleet is the replicator of an engine over a fleet node's store
+// opened without its daemon: it refuses writes and drops hits, so that
+// the store never diverges from the fleet's.
+type offlineFleet struct{}
+
+func (offlineFleet) Report(context.Context, []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
+	return nil, &campaign.BatchError{Index: 0, Err: ErrFleetOffline}
+}
+func (offlineFleet) SetState(context.Context, store.CampaignID, store.State) error {
+	return ErrFleetOffline
+}
+func (offlineFleet) Delete(context.Context, store.CampaignID) error { return ErrFleetOffline }
+func (offlineFleet) Expire(context.Context, time.Time) error        { return ErrFleetOffline }
+func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)  {}

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
+)
+
+// A daemon with fleet.enabled and an embedded single-server cluster:
+// reports go through the stream (the answer says replicated), /readyz
+// tells the fleet's state and /v1/fleet/status the node's.
+func TestRunFleetEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream server")
+	}
+	dir := t.TempDir()
+	milterAddr, httpAddr, natsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	cfg := fmt.Sprintf(`milter:
+  listen: inet:%s
+http:
+  listen: %s
+  token: s3cret-0123456789
+store:
+  dir: %s
+fleet:
+  enabled: true
+  node: mx1
+  embedded:
+    enabled: true
+    listen: %s
+    cluster_listen: "-"
+    dir: %s
+  replicas: 1
+`, milterAddr, httpAddr, filepath.Join(dir, "store"), natsAddr, filepath.Join(dir, "nats"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: io.Discard}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	base := "http://" + httpAddr
+	var body string
+	for i := 0; i < 500; i++ {
+		var code int
+		code, body = httpGet(t, base+"/readyz")
+		if code == 200 && strings.Contains(body, "fleet: connected") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(body, "fleet: connected, node mx1") {
+		t.Fatalf("/readyz: %q", body)
+	}
+	c := &api.Client{BaseURL: base, Token: "s3cret-0123456789"}
+	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
+		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
+	o, err := c.Report(ctx, raw, campaign.KindSpam, "alice")
+	if err != nil || o.Replication != campaign.Replicated || !o.Created {
+		t.Fatalf("report: %+v %v", o, err)
+	}
+	var nodes []fleet.Status
+	if err := c.FleetStatus(ctx, &nodes); err != nil || len(nodes) != 1 {
+		t.Fatalf("fleet status: %+v %v", nodes, err)
+	}
+	if s := nodes[0]; s.Node != "mx1" || s.Applied == 0 || s.StateHash == "" || s.Lag != 0 {
+		t.Errorf("fleet status: %+v", s)
+	}
+	if v, err := c.Check(ctx, raw, false); err != nil || v.Campaign != o.Campaign {
+		t.Errorf("check: %+v %v", v, err)
+	}
+}

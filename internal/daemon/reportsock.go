@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/spool"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// resolveIDs maps user (or group) names and numbers to ids.
+func resolveIDs(key string, names []string, group bool) ([]uint32, error) {
+	ids := make([]uint32, 0, len(names))
+	for _, n := range names {
+		if v, err := strconv.ParseUint(n, 10, 32); err == nil {
+			ids = append(ids, uint32(v))
+			continue
+		}
+		var id string
+		if group {
+			g, err := user.LookupGroup(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			id = g.Gid
+		} else {
+			u, err := user.Lookup(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			id = u.Uid
+		}
+		v, err := strconv.ParseUint(id, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s has id %q", key, n, id)
+		}
+		ids = append(ids, uint32(v))
+	}
+	return ids, nil
+}
+
+// newSocketHandler builds the report socket's handler over eng.
+func newSocketHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+	uids, err := resolveIDs("api.allow_users", cfg.API.AllowUsers, false)
+	if err != nil {
+		return nil, err
+	}
+	gids, err := resolveIDs("api.allow_groups", cfg.API.AllowGroups, true)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewSocketHandler(eng, api.SocketOptions{
+		Options: api.Options{MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
+			RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight},
+		AllowUIDs: uids, AllowGIDs: gids,
+	}), nil
+}
+
+// startReportSocket serves the report socket (api.socket) through
+// d.sockH; stop closes it and removes the socket file.
+func (d *daemon) startReportSocket() (stop func(), err error) {
+	cfg := d.cfg
+	mode, _ := cfg.API.SocketFileMode() // validated with the configuration
+	ln, err := milter.ListenSocket("unix", cfg.API.Socket, milter.SocketOptions{Mode: fs.FileMode(mode), Group: cfg.API.SocketGroup})
+	if err != nil {
+		return nil, fmt.Errorf("api.socket: %w", err)
+	}
+	srv := api.NewServer(d.sockH, api.ServerOptions{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.D(),
+		ReadTimeout:       cfg.HTTP.ReadTimeout.D(),
+		WriteTimeout:      cfg.HTTP.WriteTimeout.D(),
+		IdleTimeout:       cfg.HTTP.IdleTimeout.D(),
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+		MaxBody:           cfg.HTTP.MaxBodyBytes,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	})
+	srv.ConnContext = api.SocketConnContext
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("report socket", "err", err)
+		}
+	}()
+	d.log.Info("report socket listening", "socket", cfg.API.Socket, "allow_users", cfg.API.AllowUsers, "allow_groups", cfg.API.AllowGroups)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			d.log.Warn("report socket shutdown", "err", err)
+		}
+		os.Remove(cfg.API.Socket)
+	}, nil
+}
+
+// openSpool opens api.spool_dir, creating it (mode 2770, group
+// api.socket_group) when it does not exist.
+func openSpool(cfg *config.Config) (*spool.Spool, error) {
+	dir := cfg.API.SpoolDir
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("api.spool_dir: %w", err)
+		}
+		if cfg.API.SocketGroup != "" {
+			gids, err := resolveIDs("api.socket_group", []string{cfg.API.SocketGroup}, true)
+			if err != nil {
+				return nil, err
+			}
+			if err := os.Chown(dir, -1, int(gids[0])); err != nil {
+				return nil, fmt.Errorf("api.spool_dir: %w", err)
+			}
+		}
+		if err := os.Chmod(dir, fs.ModeSetgid|0o770); err != nil {
+			return nil, fmt.Errorf("api.spool_dir: %w", err)
+		}
+	}
+	sp, err := spool.Open(dir, spool.Options{MaxMessage: cfg.HTTP.MaxBodyBytes})
+	if err != nil {
+		return nil, fmt.Errorf("api.spool_dir: %w", err)
+	}
+	return sp, nil
+}
+
+// runSpool ingests the spool now and every api.spool_interval until ctx
+// ends, through the current engine.
+func (d *daemon) runSpool(ctx context.Context, sp *spool.Spool, every, timeout time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := sp.Drain(ctx, func(ctx context.Context, r spool.Report) error {
+			return d.ingestSpooled(ctx, r, timeout)
+		})
+		if p, perr := sp.Pending(); perr == nil {
+			d.met.SpoolPending(len(p))
+		}
+		if err != nil && ctx.Err() == nil {
+			d.met.Error("spool")
+		}
+		if n > 0 || (err != nil && ctx.Err() == nil) {
+			lvl := slog.LevelInfo
+			if err != nil {
+				lvl = slog.LevelWarn
+			}
+			d.log.Log(ctx, lvl, "spooled reports ingested", "spool", sp.Dir(), "reports", n, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ingestSpooled stores one spooled report. Errors of the store that may
+// pass (disk full, closing) leave it in the spool; any other sets it
+// aside (spool.ErrReject).
+func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time.Duration) error {
+	kind, err := api.ParseKind(r.Kind)
+	if err != nil {
+		return fmt.Errorf("%w: %w", spool.ErrReject, err)
+	}
+	if r.Reporter == "" {
+		return fmt.Errorf("%w: no reporter", spool.ErrReject)
+	}
+	if err := campaign.CheckReporter(r.Reporter); err != nil {
+		return fmt.Errorf("%w: %w", spool.ErrReject, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	o, err := d.eng.Load().Report(rctx, r.Raw, kind, r.Reporter)
+	switch {
+	case err == nil:
+		d.met.Report(api.KindName(kind))
+		d.log.Debug("spooled report", "kind", api.KindName(kind), "campaign", o.Campaign, "duplicate", o.Duplicate, "spooled_at", r.Time)
+		return nil
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrDiskFull),
+		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrReadOnly):
+		return err
+	}
+	return fmt.Errorf("%w: %w", spool.ErrReject, err)
+}

@@ -1,0 +1,363 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/cputime"
+	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// FleetOptions configure `nddmilter bench fleet`. Zero values select the
+// defaults.
+type FleetOptions struct {
+	// Latency is the number of single reports timed from the report to
+	// protection on every node. Default 200.
+	Latency int
+	// Reports are sent through the three nodes at once, in batches of
+	// Batch, for the throughput. Defaults 6000 and 200.
+	Reports, Batch int
+	// CheckFor is how long check throughput is measured in each mode
+	// (standalone, fleet on, NATS down), with Checkers goroutines.
+	// Defaults 3s and 2.
+	CheckFor time.Duration
+	Checkers int
+	// NoSync turns off the stores' fsync per commit.
+	NoSync bool
+	// Dir holds the servers' and stores' directories; default a
+	// temporary directory, removed afterwards.
+	Dir string
+}
+
+func (o *FleetOptions) defaults() {
+	if o.Latency <= 0 {
+		o.Latency = 200
+	}
+	if o.Reports <= 0 {
+		o.Reports = 6000
+	}
+	if o.Batch <= 0 {
+		o.Batch = 200
+	}
+	if o.CheckFor <= 0 {
+		o.CheckFor = 3 * time.Second
+	}
+	if o.Checkers <= 0 {
+		o.Checkers = 2
+	}
+}
+
+type fleetBenchNode struct {
+	srv  *natsd.Server
+	st   *store.Badger
+	eng  *campaign.Engine
+	node *fleet.Node
+}
+
+func freeLoopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Fleet runs three embedded JetStream servers and three nodes (store,
+// engine, fleet node) in this process on loopback and measures report to
+// protection latency on every node, report throughput through the three
+// nodes with the process's CPU per report, check throughput standalone,
+// in the fleet and with NATS down, the stream's bytes per report, the
+// snapshot's size per campaign and the process's memory.
+func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
+	o.defaults()
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "nddmilter-bench-fleet-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	lex, err := imatchbag.DefaultLexicon()
+	if err != nil {
+		return err
+	}
+	model, err := andd.DefaultModel()
+	if err != nil {
+		return err
+	}
+	routes := make([]string, 3)
+	for i := range routes {
+		a, err := freeLoopback()
+		if err != nil {
+			return err
+		}
+		routes[i] = "nats-route://" + a
+	}
+	nodes := make([]*fleetBenchNode, 3)
+	defer func() {
+		for _, n := range nodes {
+			if n == nil {
+				continue
+			}
+			if n.node != nil {
+				n.node.Close()
+			}
+			if n.st != nil {
+				n.st.Close()
+			}
+			if n.srv != nil {
+				n.srv.Shutdown(context.Background())
+			}
+		}
+	}()
+	// The servers first: each waits for the others' routes.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range nodes {
+		nodes[i] = &fleetBenchNode{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			listen, err := freeLoopback()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			nodes[i].srv, errs[i] = natsd.Start(natsd.Options{
+				Name: fmt.Sprintf("bench%d", i), Listen: listen, ClusterListen: routes[i][len("nats-route://"):],
+				Routes: routes, Dir: filepath.Join(dir, fmt.Sprintf("nats%d", i)),
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench fleet: servers: %w", err)
+	}
+	for i, n := range nodes {
+		n.st, err = store.Open(filepath.Join(dir, fmt.Sprintf("store%d", i)), store.Options{NoSyncWrites: o.NoSync, Expiry: -1, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		n.eng, err = campaign.New(n.st, lex, model, campaign.Options{}, quiet)
+		if err != nil {
+			return err
+		}
+		n.node, err = fleet.Start(ctx, n.eng, n.st, fleet.Options{
+			Node: fmt.Sprintf("mx%d", i), URLs: []string{n.srv.ClientURL()}, SnapshotEvery: -1, Logger: quiet,
+			ApplyTimeout: 30 * time.Second, PublishTimeout: 10 * time.Second,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// The stream is ready once a first report is replicated.
+	v, err := newVocab()
+	if err != nil {
+		return err
+	}
+	tmpl := v.templates(o.Latency + o.Reports + 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		oc, err := nodes[0].eng.Report(ctx, tmpl[0], campaign.KindSpam, "warmup")
+		if err == nil && oc.Replication == campaign.Replicated {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench fleet: the cluster did not take a report within 30s: %+v %v", oc, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Fprintf(out, "fleet: 3 embedded JetStream servers (R=3) and 3 nodes in one process on loopback, fsync %v\n\n", !o.NoSync)
+
+	// Report → protection on every node.
+	per := make([][]time.Duration, 3)
+	for i := 0; i < o.Latency; i++ {
+		from := i % 3
+		start := time.Now()
+		oc, err := nodes[from].eng.Report(ctx, tmpl[1+i], campaign.KindSpam, "lat")
+		if err != nil {
+			return err
+		}
+		seq, ok := store.EventOf(oc.Campaign)
+		if !ok {
+			return fmt.Errorf("bench fleet: report %d: no replicated campaign: %+v", i, oc)
+		}
+		for j, n := range nodes {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := n.node.WaitApplied(wctx, seq)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("bench fleet: node %d did not apply %d: %w", j, seq, err)
+			}
+			per[j] = append(per[j], time.Since(start))
+		}
+	}
+	fmt.Fprintf(out, "report → protection (%d single reports, round robin over the nodes; time until each node applied it):\n", o.Latency)
+	for j := range per {
+		fmt.Fprintf(out, "  mx%d  %s\n", j, fmtLatency(per[j]))
+	}
+
+	// Throughput through the three nodes.
+	cpu0, t0 := cputime.Process(), time.Now()
+	var sent atomic.Int64
+	var last atomic.Uint64
+	reqs := tmpl[1+o.Latency:]
+	errs = make([]error, 3)
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := w * o.Batch; b < len(reqs); b += 3 * o.Batch {
+				batch := make([]campaign.ReportRequest, 0, o.Batch)
+				for _, raw := range reqs[b:min(b+o.Batch, len(reqs))] {
+					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: campaign.KindSpam, Reporter: fmt.Sprint("tp", w)})
+				}
+				outs, err := nodes[w].eng.ReportBatch(ctx, batch)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				sent.Add(int64(len(outs)))
+				for _, oc := range outs {
+					if seq, ok := store.EventOf(oc.Campaign); ok {
+						for {
+							l := last.Load()
+							if seq <= l || last.CompareAndSwap(l, seq) {
+								break
+							}
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench fleet: throughput: %w", err)
+	}
+	for _, n := range nodes {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err := n.node.WaitApplied(wctx, last.Load())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bench fleet: throughput: %w", err)
+		}
+	}
+	el, cpu := time.Since(t0), cputime.Process()-cpu0
+	n := sent.Load()
+	fmt.Fprintf(out, "\nthroughput: %d reports in batches of %d through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes, each node signs every report)\n",
+		n, o.Batch, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
+
+	// Stream and snapshot sizes.
+	s := nodes[0].node.Status(ctx, false)
+	st, err := nodes[0].st.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	reports := int64(o.Latency) + n + 1
+	fmt.Fprintf(out, "stream: %d events, %d bytes: %.0f bytes per report (the raw message is in the event)\n",
+		s.StreamEvents, s.StreamBytes, float64(s.StreamBytes)/float64(reports))
+	if _, size, err := nodes[0].node.Snapshot(ctx); err != nil {
+		fmt.Fprintf(out, "snapshot: %v\n", err)
+	} else {
+		fmt.Fprintf(out, "snapshot: %d bytes for %d campaigns: %.0f bytes per campaign\n", size, st.Campaigns, float64(size)/float64(max(st.Campaigns, 1)))
+	}
+
+	// Checks: standalone (an engine without replicator over the same
+	// store), fleet on, NATS down.
+	rng := mrand.New(mrand.NewPCG(9, 9))
+	var msgs [][]byte
+	for i := range 200 {
+		if i%2 == 0 {
+			m, err := campaignCopy(tmpl[1+rng.IntN(len(tmpl)-1)], rng.Uint64(), i)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, m.raw())
+		} else {
+			msgs = append(msgs, legitimate(v, rng, i).raw())
+		}
+	}
+	alone, err := campaign.New(nodes[0].st, lex, model, campaign.Options{}, quiet)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nchecks (%d goroutines, %v each, half copies of reported campaigns):\n", o.Checkers, o.CheckFor)
+	for _, mode := range []struct {
+		name string
+		eng  *campaign.Engine
+		down bool
+	}{{"standalone", alone, false}, {"fleet on", nodes[0].eng, false}, {"NATS down", nodes[0].eng, true}} {
+		if mode.down {
+			for _, n := range nodes {
+				n.srv.Shutdown(ctx)
+			}
+		}
+		lat, rate, err := measureChecks(ctx, mode.eng, msgs, o.Checkers, o.CheckFor)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  %-10s  %7.0f checks/s  %s\n", mode.name, rate, fmtLatency(lat))
+	}
+	rss, hwm := procMemory()
+	fmt.Fprintf(out, "\nmemory of this process (3 servers + 3 nodes): VmRSS %s, VmHWM %s\n", rss, hwm)
+	return nil
+}
+
+// measureChecks runs Check with g goroutines for d and returns the
+// latencies and the rate.
+func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g int, d time.Duration) ([]time.Duration, float64, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for i := w; time.Now().Before(stop); i++ {
+				t := time.Now()
+				if _, err := eng.Check(ctx, msgs[i%len(msgs)]); err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		return nil, 0, *e
+	}
+	if len(all) == 0 {
+		return nil, 0, errors.New("bench fleet: no check finished")
+	}
+	slices.Sort(all)
+	return all, float64(len(all)) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,78 @@
+package fleet
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Event types.
+const (
+	evReport = "report" // reports (junk or not-junk), applied as one batch
+	evState  = "state"  // a campaign's administrative state (allow/undo)
+	evDelete = "delete" // a campaign deleted
+	evExpire = "expire" // campaigns last seen before Cutoff expire
+	evHits   = "hits"   // aggregated hit counts
+)
+
+// event is one message of the stream. Its effect on a node's store
+// depends on the store and the event only: Time (the publisher's clock
+// when it took the event) is what applying stores as "now".
+type event struct {
+	// ID is unique per event (the stream's Nats-Msg-Id, for dedup).
+	ID       string           `json:"id"`
+	Type     string           `json:"t"`
+	Node     string           `json:"n"`
+	Time     time.Time        `json:"at"`
+	Reports  []eventReport    `json:"r,omitempty"`
+	Campaign store.CampaignID `json:"c,omitempty"`
+	State    store.State      `json:"s,omitempty"`
+	Cutoff   time.Time        `json:"cut,omitzero"`
+	Hits     []store.HitDelta `json:"h,omitempty"`
+}
+
+// eventReport is one report of a report event: the message as the user
+// reported it; every node signs it with the same pipeline (the signature
+// families are a wire format, pinned by golden vectors).
+type eventReport struct {
+	Raw      []byte     `json:"m"`
+	Kind     store.Kind `json:"k"`
+	Reporter string     `json:"u,omitempty"`
+}
+
+// idempotent reports whether applying e twice has the effect of applying
+// it once: such an event, if it was the last applied before a crash, is
+// applied again (its effect may span several transactions).
+func (e *event) idempotent() bool {
+	switch e.Type {
+	case evState, evDelete, evExpire:
+		return true
+	}
+	return false
+}
+
+func newEventID(node string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return node + "-" + hex.EncodeToString(b[:])
+}
+
+func (e *event) encode() ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: encode %s event: %w", e.Type, err)
+	}
+	return b, nil
+}
+
+func decodeEvent(b []byte) (*event, error) {
+	var e event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("fleet: decode event: %w", err)
+	}
+	return &e, nil
+}

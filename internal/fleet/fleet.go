@@ -1,0 +1,328 @@
+// Package fleet replicates campaign state across the mail servers of a
+// site through one NATS JetStream stream of campaign events (issue 12,
+// docs/FLEET.md).
+//
+// Every node keeps its local Badger store and answers checks from it
+// alone. Writes — reports, not-spam reports, state changes, deletions,
+// expiry decisions and aggregated hit counts — are published as events
+// (deduplicated with Nats-Msg-Id) instead of being written locally; every
+// node, the publisher included, applies the stream's events in stream
+// order with a deterministic function of (state, event): campaign ids
+// come from the stream sequence, times from the event, and the applied
+// sequence is written in the same Badger transaction as the change. An
+// event that cannot be published waits in the store's durable outbox.
+// A snapshot of the store (store.Badger.Backup) in a JetStream object
+// store lets a new or wiped node start from it and the events after it.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// Options configure a Node. Zero values select the documented defaults.
+type Options struct {
+	// Node names this node (status, event origin). Default the host name.
+	Node string
+	// URLs are the NATS servers to connect to. Default nats.DefaultURL.
+	URLs []string
+	// NATS are extra connection options: credentials, nkeys, TLS.
+	NATS []nats.Option
+	// Stream is the JetStream stream of events. Default "NDDMILTER"; its
+	// subject is Stream+".events", its snapshot bucket Stream+"_snapshot"
+	// and its status bucket Stream+"_nodes".
+	Stream string
+	// Replicas is the replication factor of the stream and buckets.
+	// Default 3.
+	Replicas int
+	// MaxAge bounds the stream's retention by age; it must be at least
+	// the campaign expiry. Default 60 days.
+	MaxAge time.Duration
+	// HitsEvery is how often aggregated hit counts are published.
+	// Default 2s.
+	HitsEvery time.Duration
+	// SnapshotEvery is how often the node stores a snapshot when the
+	// stream moved on since the last one. Default 1h; negative: never.
+	SnapshotEvery time.Duration
+	// StatusEvery is how often the node publishes its status (with its
+	// state hash) for `fleet status`. Default 10s.
+	StatusEvery time.Duration
+	// PublishTimeout bounds a publish before a report is queued.
+	// Default 2s.
+	PublishTimeout time.Duration
+	// ApplyTimeout bounds how long a report published by this node waits
+	// for its local application (to answer with its campaign). Default 5s.
+	ApplyTimeout time.Duration
+	// Logger receives the node's messages. Default slog.Default().
+	Logger *slog.Logger
+	// Clock is the time events carry (what applying stores as "now").
+	// Default time.Now.
+	Clock func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Node == "" {
+		o.Node, _ = os.Hostname()
+		if o.Node == "" {
+			o.Node = "node"
+		}
+	}
+	if len(o.URLs) == 0 {
+		o.URLs = []string{nats.DefaultURL}
+	}
+	if o.Stream == "" {
+		o.Stream = "NDDMILTER"
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 3
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = 60 * 24 * time.Hour
+	}
+	if o.HitsEvery <= 0 {
+		o.HitsEvery = 2 * time.Second
+	}
+	if o.SnapshotEvery == 0 {
+		o.SnapshotEvery = time.Hour
+	}
+	if o.StatusEvery <= 0 {
+		o.StatusEvery = 10 * time.Second
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = 2 * time.Second
+	}
+	if o.ApplyTimeout <= 0 {
+		o.ApplyTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o
+}
+
+func (o Options) subject() string        { return o.Stream + ".events" }
+func (o Options) snapshotBucket() string { return o.Stream + "_snapshot" }
+func (o Options) nodesBucket() string    { return o.Stream + "_nodes" }
+
+// ErrBehind is returned by Start when the stream no longer holds the
+// events after the store's applied sequence: the node must start from a
+// snapshot (wipe its store; Bootstrap).
+var ErrBehind = errors.New("fleet: the store is older than the stream's retention")
+
+// Node is one member of a fleet: it publishes the engine's writes and
+// applies the stream to the local store.
+type Node struct {
+	opts Options
+	eng  atomic.Pointer[campaign.Engine] // SetEngine swaps it (reload)
+	st   *store.Badger
+	log  *slog.Logger
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // wakes the outbox publisher
+
+	mu        sync.Mutex
+	ready     bool // stream set up
+	applied   uint64
+	lastErr   string
+	waiters   map[string]chan applyResult
+	appliedCh chan struct{} // closed and replaced at every applied event
+	hits      map[hitKey]*hitAgg
+	published uint64 // events published by this node
+	queued    uint64 // events queued (publish failed)
+	snapSeq   uint64 // sequence of the last snapshot stored or seen
+}
+
+// Start connects the node and starts applying the stream from the store's
+// applied sequence, and sets itself as eng's replicator. NATS being down
+// is not an error: the node keeps trying, checks answer from the local
+// store and reports queue in the outbox. The caller closes the node
+// (Close) before the store.
+func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Options) (*Node, error) {
+	opts = opts.withDefaults()
+	applied, err := st.Applied(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		opts:      opts,
+		st:        st,
+		log:       opts.Logger.With("fleet_node", opts.Node),
+		kick:      make(chan struct{}, 1),
+		applied:   applied,
+		waiters:   make(map[string]chan applyResult),
+		appliedCh: make(chan struct{}),
+		hits:      make(map[hitKey]*hitAgg),
+	}
+	n.eng.Store(eng)
+	n.nc, err = connect(opts, n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.js, err = jetstream.New(n.nc)
+	if err != nil {
+		n.nc.Close()
+		return nil, fmt.Errorf("fleet: jetstream: %w", err)
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// The stream must exist before the node applies or publishes; with
+	// NATS unreachable, setup retries in the background.
+	if err := n.setup(ctx); err != nil {
+		if errors.Is(err, ErrBehind) {
+			n.Close()
+			return nil, err
+		}
+		n.log.Warn("fleet: stream not reachable yet, reports queue locally", "err", err)
+	}
+	eng.SetReplicator(n)
+	n.wg.Add(4)
+	go n.applyLoop()
+	go n.outboxLoop()
+	go n.hitsLoop()
+	go n.maintLoop()
+	return n, nil
+}
+
+// connect opens the NATS connection; it keeps reconnecting for ever, and
+// a first connection that fails is retried in the background.
+func connect(opts Options, log *slog.Logger) (*nats.Conn, error) {
+	o := []nats.Option{
+		nats.Name("nddmilter " + opts.Node),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("fleet: disconnected from NATS", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("fleet: reconnected to NATS", "url", c.ConnectedUrlRedacted()) }),
+	}
+	o = append(o, opts.NATS...)
+	nc, err := nats.Connect(strings.Join(opts.URLs, ","), o...)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: connect to NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// setup creates (or updates) the stream and buckets, and checks that the
+// stream still holds the events after the applied sequence.
+func (n *Node) setup(ctx context.Context) error {
+	n.mu.Lock()
+	ready := n.ready
+	n.mu.Unlock()
+	if ready {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+	defer cancel()
+	s, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       n.opts.Stream,
+		Subjects:   []string{n.opts.subject()},
+		Replicas:   n.opts.Replicas,
+		MaxAge:     n.opts.MaxAge,
+		Storage:    jetstream.FileStorage,
+		Duplicates: 10 * time.Minute,
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardOld,
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: stream %s: %w", n.opts.Stream, err)
+	}
+	if _, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: n.opts.snapshotBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("fleet: snapshot bucket: %w", err)
+	}
+	if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: stream %s: %w", n.opts.Stream, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if info.State.Msgs > 0 && info.State.FirstSeq > n.applied+1 {
+		return fmt.Errorf("%w: applied %d, stream starts at %d", ErrBehind, n.applied, info.State.FirstSeq)
+	}
+	n.ready = true
+	return nil
+}
+
+// SetEngine makes eng the engine the node applies the stream through and
+// takes the writes of (the daemon's reload builds a new engine).
+func (n *Node) SetEngine(eng *campaign.Engine) {
+	eng.SetReplicator(n)
+	n.eng.Store(eng)
+}
+
+func (n *Node) engine() *campaign.Engine { return n.eng.Load() }
+
+func (n *Node) isReady() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ready
+}
+
+func (n *Node) setErr(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err == nil {
+		n.lastErr = ""
+	} else {
+		n.lastErr = err.Error()
+	}
+}
+
+// Close publishes the last hit counts and stops the node (the drain of
+// the daemon's shutdown): events still queued stay in the outbox, and
+// writes made through the engine afterwards are queued there too.
+func (n *Node) Close() error {
+	if n.cancel == nil {
+		return nil
+	}
+	if n.isReady() && n.nc.IsConnected() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.opts.PublishTimeout)
+		n.flushHits(ctx)
+		cancel()
+	}
+	n.cancel()
+	n.wg.Wait()
+	n.nc.Close()
+	return nil
+}
+
+// sleep waits d or until the node stops; false when it stopped.
+func (n *Node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-n.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

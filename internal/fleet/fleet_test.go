@@ -1,0 +1,429 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+var texts = []struct{ subject, body string }{
+	{"Exclusive offer: refinance your mortgage at record low rates",
+		"Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. Interest rates have fallen to historic lows and thousands of families are already saving hundreds of dollars every month.\n\nOur licensed advisors compare offers from dozens of national lenders in minutes. There is no obligation, no hidden fee and your credit score will not be affected by requesting a personal quote today.\n\nApproval takes less than two days for most applicants. Simply visit our secure website, answer a few short questions about your property and your income, and a specialist will contact you with several tailored proposals."},
+	{"Your account has been selected for a luxury watch giveaway",
+		"Congratulations! Your email address was randomly chosen among our loyal customers to receive a genuine Swiss luxury chronograph, absolutely free of charge, as part of our anniversary celebration.\n\nTo claim your reward you only need to confirm your shipping details and cover a small handling fee. Quantities are strictly limited and unclaimed prizes will be offered to the next winner on our waiting list.\n\nEvery timepiece comes with a certificate of authenticity, a premium leather strap, sapphire crystal glass and water resistance up to one hundred meters. Retail value exceeds three thousand dollars."},
+	{"Lose weight fast with this natural miracle supplement",
+		"Doctors are stunned by a natural formula that melts stubborn belly fat without dieting or exercise. Thousands of satisfied customers report dramatic results within the very first weeks of treatment.\n\nThe secret is a rare tropical fruit extract combined with green tea, ginger and powerful antioxidants that boost your metabolism and suppress cravings throughout the entire day.\n\nOrder today and receive three bottles for the price of one, plus free express shipping worldwide. Every purchase is protected by our unconditional ninety day money back guarantee."},
+}
+
+func base(i int) []byte { return spamgen.NewMessage(texts[i].subject, texts[i].body, false) }
+
+func copyOf(t testing.TB, i int, seed uint64) []byte {
+	t.Helper()
+	b, err := spamgen.Mutate(base(i), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: seed, Strength: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	resOnce sync.Once
+	resLex  *imatchbag.Lexicon
+	resMod  *andd.Model
+	resErr  error
+)
+
+func resources(t testing.TB) (*imatchbag.Lexicon, *andd.Model) {
+	t.Helper()
+	resOnce.Do(func() {
+		resLex, resErr = imatchbag.DefaultLexicon()
+		if resErr == nil {
+			resMod, resErr = andd.DefaultModel()
+		}
+	})
+	if resErr != nil {
+		t.Fatal(resErr)
+	}
+	return resLex, resMod
+}
+
+// clock is a settable clock shared by the test's engines and nodes.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// member is one node of a test fleet: store, engine and fleet node.
+type member struct {
+	dir  string
+	st   *store.Badger
+	eng  *campaign.Engine
+	node *Node
+}
+
+type testFleet struct {
+	t       *testing.T
+	cluster *testCluster
+	clock   *clock
+	members []*member
+}
+
+func nodeOptions(c *testCluster, i int, clk *clock) Options {
+	return Options{
+		Node:          fmt.Sprintf("mx%d", i),
+		URLs:          []string{c.url(i)},
+		HitsEvery:     100 * time.Millisecond,
+		StatusEvery:   200 * time.Millisecond,
+		SnapshotEvery: -1,
+		ApplyTimeout:  10 * time.Second,
+		Logger:        slog.New(slog.DiscardHandler),
+		Clock:         clk.Now,
+	}
+}
+
+func storeOptions() store.Options {
+	return store.Options{NoSyncWrites: true, Expiry: -1, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// startMember opens the store in dir, its engine and its node.
+func (f *testFleet) startMember(i int, dir string) *member {
+	f.t.Helper()
+	st, err := store.Open(dir, storeOptions())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lex, mod := resources(f.t)
+	eng, err := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now, CacheTTL: -1}, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	node, err := Start(context.Background(), eng, st, nodeOptions(f.cluster, i, f.clock))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return &member{dir: dir, st: st, eng: eng, node: node}
+}
+
+func (m *member) stop() {
+	m.node.Close()
+	m.st.Close()
+}
+
+func newTestFleet(t *testing.T) *testFleet {
+	c := startCluster(t, 3)
+	f := &testFleet{t: t, cluster: c, clock: &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}}
+	for i := range 3 {
+		f.members = append(f.members, f.startMember(i, t.TempDir()))
+	}
+	// The cluster elects its leaders meanwhile: reports before would be
+	// queued (and published later).
+	deadline := time.Now().Add(20 * time.Second)
+	for _, m := range f.members {
+		for !m.node.isReady() {
+			if time.Now().After(deadline) {
+				t.Fatal("the stream was not set up in 20s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() {
+		for _, m := range f.members {
+			if m != nil {
+				m.stop()
+			}
+		}
+	})
+	return f
+}
+
+func (f *testFleet) report(i int, raw []byte, kind store.Kind, who string) campaign.ReportOutcome {
+	f.t.Helper()
+	o, err := f.members[i].eng.Report(context.Background(), raw, kind, who)
+	if err != nil {
+		f.t.Fatalf("report on mx%d: %v", i, err)
+	}
+	return o
+}
+
+func (f *testFleet) check(i int, raw []byte) campaign.Verdict {
+	f.t.Helper()
+	v, err := f.members[i].eng.Check(context.Background(), raw)
+	if err != nil {
+		f.t.Fatalf("check on mx%d: %v", i, err)
+	}
+	return v
+}
+
+// converge waits until every node applied the whole stream and no hits
+// are pending, and returns the nodes' state hashes.
+func (f *testFleet) converge() []string {
+	f.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var hashes []string
+		done := true
+		for _, m := range f.members {
+			m.node.flushHits(ctx)
+			s := m.node.Status(ctx, true)
+			if !s.Ready || s.StreamLast == 0 || s.Lag != 0 || s.Outbox != 0 || len(m.node.hits) != 0 {
+				done = false
+			}
+			hashes = append(hashes, s.StateHash)
+		}
+		if done {
+			// Nothing was published meanwhile (hits): the hashes are final.
+			again := f.members[0].node.Status(ctx, false)
+			if again.Lag == 0 && again.StreamLast == f.members[0].node.Status(ctx, false).StreamLast {
+				return hashes
+			}
+		}
+		if time.Now().After(deadline) {
+			for _, m := range f.members {
+				f.t.Logf("%+v", m.node.Status(ctx, true))
+			}
+			f.t.Fatal("the fleet did not converge")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (f *testFleet) requireEqualHashes(what string) {
+	f.t.Helper()
+	h := f.converge()
+	for i := 1; i < len(h); i++ {
+		if h[i] != h[0] {
+			f.t.Fatalf("%s: state hashes differ: %v", what, h)
+		}
+	}
+	f.t.Logf("%s: state hash %s on %d nodes", what, h[0][:12], len(h))
+}
+
+// TestFleet runs the scenario on three embedded JetStream servers
+// and three engines: reports on different nodes, not-spam revocation,
+// allow and delete, hits and expiry converge to one state hash; a node
+// restarted from an empty store catches up from a snapshot and the
+// events after it; with NATS down checks still answer and reports queue,
+// then arrive.
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	ctx := context.Background()
+
+	// Reports on different nodes make one campaign, seen on every node.
+	a := f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	if a.Replication != campaign.Replicated || !a.Created || a.Campaign == 0 {
+		t.Fatalf("first report: %+v", a)
+	}
+	b := f.report(1, copyOf(t, 0, 2), store.KindSpam, "bob")
+	if b.Campaign != a.Campaign || b.Created {
+		t.Fatalf("second report on another node: %+v, want campaign %d", b, a.Campaign)
+	}
+	f.converge()
+	for i := range 3 {
+		if v := f.check(i, base(0)); v.Campaign != a.Campaign || v.Action != action.Tag {
+			t.Fatalf("check on mx%d: %+v", i, v)
+		}
+	}
+	// Batches through several nodes at once.
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reqs := []campaign.ReportRequest{
+				{Raw: copyOf(t, 1, uint64(10+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("w", i)},
+				{Raw: copyOf(t, 2, uint64(20+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("l", i)},
+			}
+			outs, err := f.members[i].eng.ReportBatch(ctx, reqs)
+			if err != nil || len(outs) != 2 {
+				t.Errorf("batch on mx%d: %v %v", i, outs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	f.requireEqualHashes("reports")
+	watch := f.check(2, base(1)).Campaign
+	lose := f.check(0, base(2)).Campaign
+	if watch == 0 || lose == 0 || watch == lose {
+		t.Fatalf("campaigns %d %d", watch, lose)
+	}
+
+	// Not-spam reports on two nodes revoke the first campaign everywhere.
+	f.report(2, copyOf(t, 0, 3), store.KindHam, "henry")
+	if o := f.report(1, copyOf(t, 0, 4), store.KindHam, "irene"); !o.Revoked {
+		t.Fatalf("second not-spam report did not revoke: %+v", o)
+	}
+	f.converge()
+	for i := range 3 {
+		c, err := f.members[i].st.Get(ctx, a.Campaign)
+		if err != nil || c.State != store.StateRevoked {
+			t.Fatalf("mx%d: campaign %d: %+v %v", i, a.Campaign, c, err)
+		}
+	}
+	// Allow on one node, delete on another.
+	if err := f.members[0].eng.SetState(ctx, watch, store.StateAllowed); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.members[1].eng.Delete(ctx, lose); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.members[2].eng.Delete(ctx, lose); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete of a deleted campaign: %v", err)
+	}
+	// Hits counted on every node add up everywhere.
+	for i := range 3 {
+		for range i + 1 {
+			if v := f.check(i, base(1)); v.Campaign != watch || v.Action != action.Accept {
+				t.Fatalf("allowed campaign on mx%d: %+v", i, v)
+			}
+		}
+	}
+	f.requireEqualHashes("revocation, allow, delete, hits")
+	for i := range 3 {
+		c, err := f.members[i].st.Get(ctx, watch)
+		if err != nil || c.State != store.StateAllowed || c.Messages != 7 { // 6 checks here, 1 above
+			t.Fatalf("mx%d: allowed campaign: %+v %v", i, c, err)
+		}
+		if _, err := f.members[i].st.Get(ctx, lose); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("mx%d: deleted campaign: %v", i, err)
+		}
+	}
+
+	// Expiry: a campaign reported 20 days later outlives the others.
+	f.clock.Add(20 * 24 * time.Hour)
+	late := f.report(2, base(2), store.KindSpam, "late")
+	f.clock.Add(15 * 24 * time.Hour)
+	if _, err := f.members[1].eng.Expire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.requireEqualHashes("expiry")
+	for i := range 3 {
+		if _, err := f.members[i].st.Get(ctx, a.Campaign); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("mx%d: expired campaign: %v", i, err)
+		}
+		if _, err := f.members[i].st.Get(ctx, late.Campaign); err != nil {
+			t.Fatalf("mx%d: recent campaign: %v", i, err)
+		}
+	}
+
+	// A node restarted from an empty store catches up from the snapshot
+	// and the events after it.
+	if seq, size, err := f.members[0].node.Snapshot(ctx); err != nil || seq == 0 || size == 0 {
+		t.Fatalf("snapshot: %d %d %v", seq, size, err)
+	}
+	m := f.members[2]
+	m.stop()
+	f.members[2] = nil
+	if err := os.RemoveAll(m.dir); err != nil {
+		t.Fatal(err)
+	}
+	after := f.report(0, copyOf(t, 1, 30), store.KindSpam, "after-snapshot")
+	if ok, err := Bootstrap(ctx, m.dir, storeOptions(), nodeOptions(f.cluster, 2, f.clock)); err != nil || !ok {
+		t.Fatalf("bootstrap: %v %v", ok, err)
+	}
+	f.members[2] = f.startMember(2, m.dir)
+	f.requireEqualHashes("restart from a snapshot")
+	if c, err := f.members[2].st.Get(ctx, after.Campaign); err != nil || c.SpamReporters == 0 {
+		t.Fatalf("report after the snapshot on the restored node: %+v %v", c, err)
+	}
+
+	// A node stopped while the others take reports resumes from its
+	// applied sequence: each event applied once.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	during := f.report(0, copyOf(t, 2, 50), store.KindSpam, "while-stopped")
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("restart with its store")
+	want, _ := f.members[0].st.Get(ctx, during.Campaign)
+	if c, err := f.members[1].st.Get(ctx, during.Campaign); err != nil || want == nil || c.SpamReports != want.SpamReports {
+		t.Fatalf("report while stopped, on the restarted node: %+v %v (want %+v)", c, err, want)
+	}
+
+	// A node stopped for longer than the stream keeps events (purged
+	// before the previous snapshot) cannot resume: ErrBehind, and it
+	// starts again from the snapshot.
+	m = f.members[1]
+	m.stop()
+	f.members[1] = nil
+	for i := range 3 {
+		f.report(0, copyOf(t, 1, uint64(60+i)), store.KindSpam, fmt.Sprint("behind", i))
+		if i == 1 {
+			if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(m.dir, storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lex, mod := resources(t)
+	eng, _ := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now}, nil)
+	if _, err := Start(ctx, eng, st, nodeOptions(f.cluster, 1, f.clock)); !errors.Is(err, ErrBehind) {
+		t.Fatalf("start of a node behind the stream: %v", err)
+	}
+	st.Close()
+	os.RemoveAll(m.dir)
+	if ok, err := Bootstrap(ctx, m.dir, storeOptions(), nodeOptions(f.cluster, 1, f.clock)); err != nil || !ok {
+		t.Fatalf("bootstrap: %v %v", ok, err)
+	}
+	f.members[1] = f.startMember(1, m.dir)
+	f.requireEqualHashes("a node behind the stream, from the snapshot")
+
+	// NATS down: checks answer from the local store, reports queue.
+	f.cluster.shutdown()
+	start := time.Now()
+	if v := f.check(1, base(2)); v.Campaign != late.Campaign {
+		t.Fatalf("check with NATS down: %+v", v)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("check with NATS down took %v", d)
+	}
+	q := f.report(1, copyOf(t, 0, 40), store.KindSpam, "queued")
+	if q.Replication != campaign.Queued || q.Campaign != 0 {
+		t.Fatalf("report with NATS down: %+v", q)
+	}
+	if s := f.members[1].node.Status(ctx, false); s.Outbox != 1 {
+		t.Fatalf("outbox with NATS down: %+v", s)
+	}
+	for i := range 3 {
+		f.cluster.start(i)
+	}
+	f.requireEqualHashes("NATS back")
+	for i := range 3 {
+		if v := f.check(i, base(0)); v.Campaign == 0 {
+			t.Fatalf("mx%d: the queued report did not arrive: %+v", i, v)
+		}
+	}
+}

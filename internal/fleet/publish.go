@@ -1,0 +1,234 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// errUnreachable is the cause of a publish that was not tried: the node
+// is not connected to NATS, or the stream is not set up yet.
+var errUnreachable = errors.New("fleet: NATS unreachable")
+
+// ErrTooLarge is returned for a report larger than what one NATS message
+// can carry.
+var ErrTooLarge = errors.New("fleet: report larger than the NATS maximum payload")
+
+// eventBudget is the share of the NATS maximum payload a batch of reports
+// fills before another event starts.
+const eventBudget = 0.75
+
+// Report publishes reports as events — a batch as few events as fit in
+// NATS messages — and answers with their outcome once this node has
+// applied them (Replication Replicated), or, when NATS is unreachable,
+// queues them in the store's outbox (Replication Queued, no campaign
+// yet). It implements campaign.Replicator.
+func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
+	limit := int64(float64(n.nc.MaxPayload()) * eventBudget)
+	if limit <= 0 {
+		limit = 768 << 10
+	}
+	outs := make([]campaign.ReportOutcome, 0, len(reqs))
+	for i := 0; i < len(reqs); {
+		ev := n.newEvent(evReport)
+		size := int64(0)
+		j := i
+		for ; j < len(reqs) && len(ev.Reports) < store.MaxEventCampaigns; j++ {
+			r := reqs[j]
+			sz := int64(len(r.Raw))*4/3 + int64(len(r.Reporter)) + 32
+			if sz > limit {
+				if j == i {
+					return outs, &campaign.BatchError{Index: j, Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(r.Raw))}
+				}
+				break
+			}
+			if size+sz > limit && j > i {
+				break
+			}
+			size += sz
+			ev.Reports = append(ev.Reports, eventReport{Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter})
+		}
+		res, queued, err := n.submit(ctx, ev, true)
+		if err != nil {
+			return outs, &campaign.BatchError{Index: i, Err: err}
+		}
+		if queued {
+			for range ev.Reports {
+				outs = append(outs, campaign.ReportOutcome{Replication: campaign.Queued})
+			}
+			i = j
+			continue
+		}
+		for k := range ev.Reports {
+			if k < len(res.errs) && res.errs[k] != nil {
+				return outs, &campaign.BatchError{Index: i + k, Err: res.errs[k]}
+			}
+			o := campaign.ReportOutcome{Replication: campaign.Replicated}
+			if k < len(res.outs) {
+				o = res.outs[k]
+			}
+			outs = append(outs, o)
+		}
+		i = j
+	}
+	return outs, nil
+}
+
+// SetState publishes a campaign's new state and waits for its local
+// application. It implements campaign.Replicator.
+func (n *Node) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
+	ev := n.newEvent(evState)
+	ev.Campaign, ev.State = id, s
+	return n.submitAdmin(ctx, ev)
+}
+
+// Delete publishes a campaign's deletion and waits for its local
+// application. It implements campaign.Replicator.
+func (n *Node) Delete(ctx context.Context, id store.CampaignID) error {
+	ev := n.newEvent(evDelete)
+	ev.Campaign = id
+	return n.submitAdmin(ctx, ev)
+}
+
+// Expire publishes the decision to expire the campaigns last seen before
+// cutoff. It is not queued: the next decision replaces it.
+func (n *Node) Expire(ctx context.Context, cutoff time.Time) error {
+	ev := n.newEvent(evExpire)
+	ev.Cutoff = cutoff
+	data, err := ev.encode()
+	if err != nil {
+		return err
+	}
+	_, err = n.publish(ctx, ev.ID, data)
+	return err
+}
+
+func (n *Node) newEvent(typ string) *event {
+	return &event{ID: newEventID(n.opts.Node), Type: typ, Node: n.opts.Node, Time: n.opts.Clock().UTC()}
+}
+
+// submitAdmin submits an administrative event; its result is the store's
+// (store.ErrNotFound for an unknown campaign).
+func (n *Node) submitAdmin(ctx context.Context, ev *event) error {
+	res, queued, err := n.submit(ctx, ev, true)
+	if err != nil || queued {
+		return err
+	}
+	return res.err
+}
+
+// submit stores ev in the outbox, publishes it and removes it from the
+// outbox, then (wait) waits until this node applied it. queued is true
+// when NATS was unreachable: ev stays in the outbox and the outbox loop
+// publishes it later.
+func (n *Node) submit(ctx context.Context, ev *event, wait bool) (res applyResult, queued bool, err error) {
+	data, err := ev.encode()
+	if err != nil {
+		return res, false, err
+	}
+	if max := n.nc.MaxPayload(); max > 0 && int64(len(data)) > max {
+		return res, false, fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(data))
+	}
+	oid, err := n.st.OutboxPut(ctx, data)
+	if err != nil {
+		return res, false, fmt.Errorf("fleet: queue %s event: %w", ev.Type, err)
+	}
+	ch := make(chan applyResult, 1)
+	if wait {
+		n.mu.Lock()
+		n.waiters[ev.ID] = ch
+		n.mu.Unlock()
+	}
+	seq, err := n.publish(ctx, ev.ID, data)
+	if err != nil {
+		n.mu.Lock()
+		delete(n.waiters, ev.ID)
+		n.queued++
+		n.mu.Unlock()
+		n.log.Warn("fleet: event queued", "type", ev.Type, "err", err)
+		return res, true, nil
+	}
+	if err := n.st.OutboxDelete(ctx, oid); err != nil {
+		n.log.Warn("fleet: outbox", "err", err) // published again later: deduplicated
+	}
+	if !wait {
+		return res, false, nil
+	}
+	t := time.NewTimer(n.opts.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case res = <-ch:
+		return res, false, nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	n.mu.Lock()
+	delete(n.waiters, ev.ID)
+	n.mu.Unlock()
+	// Replicated, but not applied here yet: the outcome is unknown.
+	res = applyResult{seq: seq, outs: make([]campaign.ReportOutcome, len(ev.Reports))}
+	for i := range res.outs {
+		res.outs[i].Replication = campaign.Replicated
+	}
+	return res, false, nil
+}
+
+// publish publishes one event, deduplicated by id, and returns its
+// stream sequence.
+func (n *Node) publish(ctx context.Context, id string, data []byte) (uint64, error) {
+	if n.ctx.Err() != nil || !n.isReady() || !n.nc.IsConnected() {
+		return 0, errUnreachable
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+	defer cancel()
+	ack, err := n.js.Publish(ctx, n.opts.subject(), data, jetstream.WithMsgID(id))
+	if err != nil {
+		return 0, fmt.Errorf("fleet: publish: %w", err)
+	}
+	n.mu.Lock()
+	n.published++
+	n.mu.Unlock()
+	return ack.Sequence, nil
+}
+
+// outboxLoop publishes queued events, oldest first, whenever NATS is
+// reachable.
+func (n *Node) outboxLoop() {
+	defer n.wg.Done()
+	for n.sleep(500 * time.Millisecond) {
+		if !n.isReady() || !n.nc.IsConnected() {
+			continue
+		}
+		if err := n.drainOutbox(); err != nil {
+			n.log.Warn("fleet: outbox", "err", err)
+		}
+	}
+}
+
+// drainOutbox publishes the outbox until it is empty or a publish fails.
+func (n *Node) drainOutbox() error {
+	for n.ctx.Err() == nil {
+		items, _, err := n.st.OutboxList(n.ctx, 256)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		for _, it := range items {
+			ev, err := decodeEvent(it.Data)
+			if err != nil {
+				n.log.Error("fleet: dropping a malformed queued event", "err", err)
+			} else if _, err := n.publish(n.ctx, ev.ID, it.Data); err != nil {
+				return err
+			}
+			if err := n.st.OutboxDelete(n.ctx, it.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

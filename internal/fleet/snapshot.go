@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// snapshotName is the object holding the latest snapshot.
+const snapshotName = "state"
+
+// Snapshot stores a backup of the local store in the snapshot bucket and
+// then purges the stream's events before the previous snapshot (a node
+// behind that must start from a snapshot). It returns the snapshot's
+// applied sequence and size.
+func (n *Node) Snapshot(ctx context.Context) (seq uint64, size uint64, err error) {
+	obs, err := n.js.ObjectStore(ctx, n.opts.snapshotBucket())
+	if err != nil {
+		return 0, 0, fmt.Errorf("fleet: snapshot bucket: %w", err)
+	}
+	prev := uint64(0)
+	if info, err := obs.GetInfo(ctx, snapshotName); err == nil {
+		prev, _ = strconv.ParseUint(info.Metadata["seq"], 10, 64)
+	}
+	// The backup holds at least this sequence (read before it starts);
+	// the restored store's own applied sequence is the exact one.
+	seq, err = n.st.Applied(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if seq == 0 || seq <= prev {
+		return prev, 0, nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := n.st.Backup(ctx, pw)
+		pw.CloseWithError(err)
+	}()
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{
+		Name: snapshotName,
+		Metadata: map[string]string{
+			"seq":  strconv.FormatUint(seq, 10),
+			"node": n.opts.Node,
+			"time": time.Now().UTC().Format(time.RFC3339),
+		},
+	}, pr)
+	pr.CloseWithError(err)
+	if err != nil {
+		return 0, 0, fmt.Errorf("fleet: store snapshot: %w", err)
+	}
+	n.mu.Lock()
+	n.snapSeq = seq
+	n.mu.Unlock()
+	if prev > 1 {
+		s, err := n.js.Stream(ctx, n.opts.Stream)
+		if err == nil {
+			err = s.Purge(ctx, jetstream.WithPurgeSequence(prev))
+		}
+		if err != nil {
+			n.log.Warn("fleet: purge stream", "before", prev, "err", err)
+		}
+	}
+	n.log.Info("fleet: snapshot stored", "seq", seq, "bytes", info.Size)
+	return seq, info.Size, nil
+}
+
+// snapshotDue reports whether the last snapshot is older than
+// SnapshotEvery.
+func (n *Node) snapshotDue(ctx context.Context) bool {
+	if n.opts.SnapshotEvery < 0 {
+		return false
+	}
+	obs, err := n.js.ObjectStore(ctx, n.opts.snapshotBucket())
+	if err != nil {
+		return false
+	}
+	info, err := obs.GetInfo(ctx, snapshotName)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	return time.Since(info.ModTime) >= n.opts.SnapshotEvery
+}
+
+// Bootstrap fills an empty store directory dir from the fleet's latest
+// snapshot (store.Restore with storeOpts); the node then starts from the
+// snapshot's applied sequence. restored is false when there is no
+// snapshot (the node applies the stream from its start).
+func Bootstrap(ctx context.Context, dir string, storeOpts store.Options, opts Options) (restored bool, err error) {
+	opts = opts.withDefaults()
+	nc, err := connect(opts, opts.Logger)
+	if err != nil {
+		return false, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return false, fmt.Errorf("fleet: jetstream: %w", err)
+	}
+	obs, err := js.ObjectStore(ctx, opts.snapshotBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fleet: snapshot bucket: %w", err)
+	}
+	obj, err := obs.Get(ctx, snapshotName)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fleet: snapshot: %w", err)
+	}
+	defer obj.Close()
+	if _, err := store.Restore(ctx, dir, obj, storeOpts); err != nil {
+		return false, fmt.Errorf("fleet: restore snapshot: %w", err)
+	}
+	st, err := store.Open(dir, storeOpts)
+	if err != nil {
+		return false, fmt.Errorf("fleet: restored snapshot: %w", err)
+	}
+	err = st.DropOutbox() // the snapshot node's, not this one's
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err == nil, err
+}

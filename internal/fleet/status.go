@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is one node's view of its fleet membership.
+type Status struct {
+	Node      string `json:"node"`
+	Connected bool   `json:"connected"`
+	// Ready is true once the stream is set up and the node applies it.
+	Ready bool `json:"ready"`
+	// Applied is the last stream sequence applied to the local store;
+	// StreamLast the stream's last sequence (0 when unknown) and Lag the
+	// difference.
+	Applied    uint64 `json:"applied"`
+	StreamLast uint64 `json:"stream_last"`
+	Lag        uint64 `json:"lag"`
+	// StreamEvents and StreamBytes are the stream's size (0 when
+	// unknown).
+	StreamEvents uint64 `json:"stream_events"`
+	StreamBytes  uint64 `json:"stream_bytes"`
+	// Outbox is the number of events queued on this node.
+	Outbox int `json:"outbox"`
+	// StateHash is the hash of the replicated campaign state
+	// (store.Badger.StateHash): equal on converged nodes.
+	StateHash   string    `json:"state_hash,omitempty"`
+	Published   uint64    `json:"published"`
+	Queued      uint64    `json:"queued"`
+	SnapshotSeq uint64    `json:"snapshot_seq,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Time        time.Time `json:"time"`
+}
+
+// Status returns this node's status; withHash computes the state hash
+// (a scan of the store).
+func (n *Node) Status(ctx context.Context, withHash bool) Status {
+	n.mu.Lock()
+	s := Status{
+		Node: n.opts.Node, Ready: n.ready, Applied: n.applied, Published: n.published,
+		Queued: n.queued, SnapshotSeq: n.snapSeq, Error: n.lastErr, Time: time.Now().UTC(),
+	}
+	n.mu.Unlock()
+	s.Connected = n.nc.IsConnected()
+	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
+		s.Outbox = total
+	}
+	if s.Connected && s.Ready {
+		cctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+		if st, err := n.js.Stream(cctx, n.opts.Stream); err == nil {
+			if info, err := st.Info(cctx); err == nil {
+				s.StreamLast = info.State.LastSeq
+				s.StreamEvents, s.StreamBytes = info.State.Msgs, info.State.Bytes
+			}
+		}
+		cancel()
+	}
+	if s.StreamLast > s.Applied {
+		s.Lag = s.StreamLast - s.Applied
+	}
+	if withHash {
+		h, err := n.st.StateHash(ctx)
+		if err != nil {
+			s.Error = err.Error()
+		}
+		s.StateHash = h
+	}
+	return s
+}
+
+// WaitApplied waits until the node applied stream sequence seq, or ctx
+// ends.
+func (n *Node) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		n.mu.Lock()
+		applied, ch := n.applied, n.appliedCh
+		n.mu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Fleet returns the status of every node that published one (this node's
+// fresh), sorted by node name.
+func (n *Node) Fleet(ctx context.Context) ([]Status, error) {
+	self := n.Status(ctx, true)
+	out := []Status{self}
+	if !self.Connected || !self.Ready {
+		return out, nil
+	}
+	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
+	if err != nil {
+		return out, fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return out, fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	for k := range keys.Keys() {
+		if k == kvKey(n.opts.Node) {
+			continue
+		}
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var s Status
+		if json.Unmarshal(e.Value(), &s) == nil {
+			if s.StreamLast < self.StreamLast {
+				s.StreamLast = self.StreamLast
+				s.Lag = s.StreamLast - min(s.Applied, s.StreamLast)
+			}
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
+}
+
+// kvKey makes a node name a valid key of the status bucket.
+func kvKey(node string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, node)
+}
+
+// maintLoop publishes the node's status and stores snapshots when due.
+func (n *Node) maintLoop() {
+	defer n.wg.Done()
+	var hashed uint64
+	var hash string
+	for n.sleep(n.opts.StatusEvery) {
+		if !n.isReady() || !n.nc.IsConnected() {
+			continue
+		}
+		s := n.Status(n.ctx, false)
+		if s.Applied != hashed || hash == "" {
+			if h, err := n.st.StateHash(n.ctx); err == nil {
+				hash, hashed = h, s.Applied
+			}
+		}
+		s.StateHash = hash
+		ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
+		if kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket()); err == nil {
+			if b, err := json.Marshal(s); err == nil {
+				_, _ = kv.Put(ctx, kvKey(n.opts.Node), b)
+			}
+		}
+		cancel()
+		if n.snapshotDue(n.ctx) {
+			if _, _, err := n.Snapshot(n.ctx); err != nil {
+				n.log.Warn("fleet: snapshot", "err", err)
+			}
+		}
+	}
+}

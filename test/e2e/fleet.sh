@@ -1,0 +1,453 @@
+#!/usr/bin/env bash
+# Fault test of a fleet: three Debian nats-server processes (one cluster,
+# JetStream, nkey authentication) and three `nddmilter serve` daemons with
+# fleet.nats.urls, all on loopback ports (docs/FLEET.md). Proves:
+#   a) the NATS cluster forms with JetStream; a client without credentials
+#      is refused, so it cannot publish events;
+#   b) during a bounded stream of reports spread over the three nodes, the
+#      stream's leader (a nats-server) and one daemon are killed with
+#      SIGKILL, then restarted: afterwards every acknowledged report is
+#      present on every node (its message matches the same campaign on
+#      each) and `nddmilter fleet status` shows equal state hashes;
+#   c) with all NATS servers down the milters keep answering (checked
+#      through each milter port), reports are taken and spooled, and they
+#      arrive on every node once NATS is back;
+#   d) a report taken on node A makes node B reject a copy of the campaign
+#      sent through a Postfix attached to B.
+# Installs nats-server (and postfix, swaks) from Debian's packages when
+# missing (root). Every loop is bounded in count and time; the script
+# cleans up on exit and prints "N passed, N failed".
+# Environment: NDD_E2E_TIMEOUT (seconds, default 420), NDD_E2E_REPORTS
+# (reports in b, default 60), NDD_E2E_STREAM_SECONDS (b's time bound,
+# default 120: the stream stops there, after its kills), NDD_E2E_KEEP (a folder to keep the logs in),
+# NDD_BIN (a built nddmilter instead of building one).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
+TIME_LIMIT=${NDD_E2E_TIMEOUT:-420}
+REPORTS=${NDD_E2E_REPORTS:-60}
+STREAM_SECONDS=${NDD_E2E_STREAM_SECONDS:-120}
+STREAM=NDDMILTER
+
+# pass, fail, die, free_port, wait_port, the watchdog, summary_exit, and
+# the Postfix instance helpers.
+. "$ROOT/test/e2e/lib.sh"
+
+# --- prerequisites -----------------------------------------------------------
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: the fleet end-to-end test needs root (packages, Postfix's own user and queue)"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+if ! command -v nats-server >/dev/null; then
+	echo "== installing nats-server (Debian package)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install nats-server"; }
+	fi
+fi
+install_postfix
+for c in nats-server postfix postconf smtp-sink swaks curl jq go; do
+	command -v $c >/dev/null || die "missing command: $c"
+done
+
+# --- workspace, cleanup and time bound ---------------------------------------
+T=$(mktemp -d /tmp/ndd-e2e-fleet.XXXXXX)
+chmod 755 "$T"
+NATS_PID=("" "" "")
+NDD_PID=("" "" "")
+SINK_PID=
+
+stop_pid() { # pid [signal]: signal it and wait for it (bounded: 10 s)
+	local pid=$1
+	[ -n "$pid" ] || return 0
+	kill -"${2:-TERM}" "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+cleanup() {
+	local rc=$? i
+	stop_watchdog
+	for i in 0 1 2; do
+		stop_pid "${NDD_PID[$i]}"
+		stop_pid "${NATS_PID[$i]}"
+	done
+	postfix_stop "$T/pf"
+	stop_pid "$SINK_PID"
+	if [ "$failed" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		for i in 0 1 2; do
+			echo "--- nddmilter node $i log (tail)"; tail -15 "$T/ndd$i.log" 2>/dev/null
+			echo "--- nats-server $i log (tail)"; tail -8 "$T/nats$i.log" 2>/dev/null
+		done
+		echo "--- postfix log (tail)"; tail -10 "$T/pf/postfix.log" 2>/dev/null
+	fi
+	if [ -n "${NDD_E2E_KEEP:-}" ]; then
+		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$T"/*.conf "$T"/*.yaml "$NDD_E2E_KEEP"/ 2>/dev/null
+	fi
+	rm -rf "$T"
+	summary_exit "$rc"
+}
+trap cleanup EXIT
+start_watchdog
+
+# --- build nddmilter (or take NDD_BIN) ---------------------------------------
+if [ -n "${NDD_BIN:-}" ]; then
+	echo "== testing $NDD_BIN"
+	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
+else
+	echo "== building nddmilter"
+	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+fi
+NDD=$T/nddmilter
+
+# --- ports and identities ----------------------------------------------------
+for i in 0 1 2; do
+	free_port; NATS_PORT[$i]=$PORT
+	free_port; ROUTE_PORT[$i]=$PORT
+	free_port; MON_PORT[$i]=$PORT
+	free_port; MILTER_PORT[$i]=$PORT
+	free_port; HTTP_PORT[$i]=$PORT
+done
+free_port; SMTP_PORT=$PORT
+free_port; SINK_PORT=$PORT
+TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM
+NODE_PUB=$("$NDD" fleet nkey --seed "$T/node.nk") || die "nddmilter fleet nkey failed"
+READ_PUB=$("$NDD" fleet nkey --seed "$T/reader.nk") || die "nddmilter fleet nkey failed"
+NATS_URLS=
+for i in 0 1 2; do NATS_URLS="$NATS_URLS${NATS_URLS:+, }nats://127.0.0.1:${NATS_PORT[$i]}"; done
+
+# --- (a) three nats-server processes -----------------------------------------
+ROUTES=()
+for i in 0 1 2; do ROUTES+=(--route "nats-route://127.0.0.1:${ROUTE_PORT[$i]}"); done
+for i in 0 1 2; do
+	"$NDD" fleet nats-conf --name "nats$i" --listen "127.0.0.1:${NATS_PORT[$i]}" \
+		--cluster-listen "127.0.0.1:${ROUTE_PORT[$i]}" "${ROUTES[@]}" --dir "$T/js$i" \
+		--max-store-bytes $((256 << 20)) --node-nkey "$NODE_PUB" --read-nkey "$READ_PUB" \
+		--monitor "127.0.0.1:${MON_PORT[$i]}" >"$T/nats$i.conf" || die "nddmilter fleet nats-conf failed"
+	chmod 600 "$T/nats$i.conf"
+done
+nats-server -t -c "$T/nats0.conf" >"$T/nats-check.log" 2>&1 || { cat "$T/nats-check.log"; die "nats-server rejects the configuration of nddmilter fleet nats-conf"; }
+start_nats() { # i
+	nats-server -c "$T/nats$1.conf" >>"$T/nats$1.log" 2>&1 &
+	NATS_PID[$1]=$!
+}
+for i in 0 1 2; do start_nats $i; done
+for i in 0 1 2; do wait_port "${NATS_PORT[$i]}" 15 || die "nats-server $i did not start"; done
+
+# meta_leader: the JetStream meta leader's name as server $1 sees it.
+meta_leader() { curl -sf --max-time 2 "http://127.0.0.1:${MON_PORT[$1]}/jsz" | jq -r '.meta_cluster.leader // empty' 2>/dev/null; }
+# stream_leader: the index of the nats-server leading the stream ("" when none).
+stream_leader() {
+	local i name
+	for i in 0 1 2; do
+		name=$(curl -sf --max-time 2 "http://127.0.0.1:${MON_PORT[$i]}/jsz?accounts=true&streams=true" 2>/dev/null |
+			jq -r --arg s "$STREAM" '[.account_details[]?.stream_detail[]? | select(.name == $s) | .cluster.leader // empty][0] // empty' 2>/dev/null)
+		[ -n "$name" ] && { echo "${name#nats}"; return 0; }
+	done
+	return 1
+}
+leader=
+for _ in $(seq 150); do
+	leader=$(meta_leader 0)
+	[ -n "$leader" ] && break
+	sleep 0.2
+done
+if [ -n "$leader" ]; then
+	pass "(a) 3 nats-server processes (Debian $(nats-server --version | awk '{print $2}')) form a JetStream cluster: meta leader $leader"
+else
+	die "(a) no JetStream meta leader after 30 s"
+fi
+
+# nats_anonymous PORT: the server's answer to a client without credentials
+# that tries to publish an event (the NATS text protocol over /dev/tcp;
+# bounded by read timeouts; SIGPIPE ignored, the server may close first).
+nats_anonymous() {
+	local line reply=
+	trap '' PIPE
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	read -r -t 3 line <&3 # INFO
+	printf 'CONNECT {"verbose":false,"pedantic":false}\r\nPUB %s.events 1\r\nx\r\nPING\r\n' "$STREAM" >&3 2>/dev/null
+	while read -r -t 3 line <&3; do
+		reply="$reply${line%$'\r'} "
+		case $line in -ERR* | PONG*) break ;; esac
+	done
+	exec 3<&- 3>&-
+	echo "$reply"
+}
+for _ in 1 2 3; do
+	reply=$(nats_anonymous "${NATS_PORT[0]}")
+	[ -n "$reply" ] && break
+	sleep 0.5
+done
+case $reply in
+*"Authorization Violation"*) pass "(a) a client without credentials is refused: $reply" ;;
+*) fail "(a) a client without credentials was not refused: '$reply'" ;;
+esac
+
+# --- the three nddmilter daemons ---------------------------------------------
+write_config() { # i
+	cat >"$T/ndd$1.yaml" <<EOF
+milter:
+  listen: inet:127.0.0.1:${MILTER_PORT[$1]}
+http:
+  listen: 127.0.0.1:${HTTP_PORT[$1]}
+  token: $TOKEN
+store:
+  dir: $T/store$1
+log:
+  format: json
+  level: info
+fleet:
+  enabled: true
+  node: node$1
+  nats:
+    urls: [$NATS_URLS]
+    nkey_seed: $T/node.nk
+  stream: $STREAM
+  replicas: 3
+  hits_every: 1s
+EOF
+}
+for i in 0 1 2; do write_config $i; done
+if ! "$NDD" config check "$T/ndd0.yaml" >"$T/config-check.log" 2>&1; then
+	if grep -q 'fleet' "$T/config-check.log"; then
+		echo "SKIP: this nddmilter has no fleet section yet: $(head -1 "$T/config-check.log")"
+		exit 0
+	fi
+	cat "$T/config-check.log"
+	die "nddmilter config check failed"
+fi
+
+start_node() { # i
+	"$NDD" serve --config "$T/ndd$1.yaml" >>"$T/ndd$1.log" 2>&1 &
+	NDD_PID[$1]=$!
+}
+wait_ready() { # i seconds
+	for _ in $(seq $(($2 * 10))); do
+		curl -sf --max-time 2 "http://127.0.0.1:${HTTP_PORT[$1]}/readyz" >/dev/null 2>&1 && return 0
+		kill -0 "${NDD_PID[$1]}" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+for i in 0 1 2; do start_node $i; done
+for i in 0 1 2; do wait_ready $i 30 || die "nddmilter node $i did not become ready"; done
+pass "3 nddmilter daemons with fleet.nats.urls are ready (/readyz)"
+
+api() { # i method path [curl args...]: the body on stdout, the HTTP code in $T/code
+	local i=$1 m=$2 p=$3
+	shift 3
+	curl -s --max-time 10 -o - -w '\n%{http_code}' -X "$m" -H "Authorization: Bearer $TOKEN" \
+		"$@" "http://127.0.0.1:${HTTP_PORT[$i]}$p" 2>/dev/null >"$T/api.out"
+	tail -1 "$T/api.out" >"$T/code"
+	sed '$d' "$T/api.out"
+}
+
+# Campaign texts: each report k is its own campaign, words drawn from the
+# embedded lexicon with seed k (so that copies differ from other campaigns).
+"$NDD" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
+[ "$(wc -l <"$T/words")" -gt 100 ] || die "cannot list the lexicon's words"
+campaign_text() { # k
+	awk -v seed="$1" 'NR == FNR { w[n++] = $1; next } END {
+		srand(seed * 7919 + 17)
+		for (l = 0; l < 8; l++) { line = ""; for (j = 0; j < 12; j++) line = line w[int(rand() * n)] " "; print line }
+	}' "$T/words" /dev/null
+}
+report_msg() { # k reporter -> a report file
+	printf 'From: Offers %s <offers%s@campaign.example>\nTo: %s@example.org\nSubject: Campaign %s %s\n\n%s\n' \
+		"$1" "$1" "$2" "$1" "$(campaign_text "$1" | head -1 | cut -d' ' -f1-3)" "$(campaign_text "$1")" >"$T/report-$1.eml"
+	echo "$T/report-$1.eml"
+}
+report() { # i k reporter: report campaign k on node i; 0 if acknowledged (HTTP 200)
+	local f
+	f=$(report_msg "$2" "$3")
+	api "$1" POST "/v1/reports?kind=spam&reporter=$3" --data-binary @"$f" >"$T/report-$2.json"
+	[ "$(cat "$T/code")" = 200 ]
+}
+campaign_on() { # i k: the campaign the message of report k matches on node i (0: none)
+	api "$1" POST /v1/check --data-binary @"$T/report-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
+}
+# fleet_line i: node i's own status from /v1/fleet/status (the node itself
+# comes first): "STATE_HASH LAG OUTBOX READY".
+fleet_line() {
+	api "$1" GET /v1/fleet/status | jq -r '(if type == "array" then .[0] elif has("nodes") then .nodes[0] else . end)
+		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
+}
+# converged SECONDS: every node is connected and ready, with the same state
+# hash, no lag and an empty outbox (spool).
+converged() {
+	local h0 h lag spool ready i ok
+	for _ in $(seq $(($1 * 2))); do
+		ok=1 h0=
+		for i in 0 1 2; do
+			read -r h lag spool ready <<<"$(fleet_line $i)"
+			if [ -z "$h" ] || [ "${lag:-1}" != 0 ] || [ "${spool:-1}" != 0 ] || [ "${ready:-}" != true ]; then ok=; break; fi
+			[ -z "$h0" ] && h0=$h
+			[ "$h" = "$h0" ] || { ok=; break; }
+		done
+		[ -n "$ok" ] && { echo "$h0"; return 0; }
+		sleep 0.5
+	done
+	return 1
+}
+
+# --- (b) a stream of reports; kill -9 the stream leader and one daemon --------
+ACKED=()
+KILL_NATS_AT=$((REPORTS / 3))
+KILL_NODE_AT=$((2 * REPORTS / 3))
+killed_nats= killed_node=2
+t0=$(date +%s)
+for k in $(seq 1 "$REPORTS"); do
+	# Bounded in time as in count: on a loaded machine the stream stops
+	# early (after both kills, which the checks below need).
+	if [ $(($(date +%s) - t0)) -ge "$STREAM_SECONDS" ]; then
+		if [ "$k" -le "$KILL_NODE_AT" ]; then
+			fail "(b) the report stream reached ${STREAM_SECONDS}s before both kills (at report $k)"
+		else
+			echo "   report $k: the stream's ${STREAM_SECONDS}s are up, stopping it"
+		fi
+		break
+	fi
+	i=$((k % 3))
+	if [ "$k" = "$KILL_NATS_AT" ]; then
+		killed_nats=$(stream_leader)
+		if [ -n "$killed_nats" ]; then
+			stop_pid "${NATS_PID[$killed_nats]}" KILL
+			NATS_PID[$killed_nats]=
+			echo "   report $k: killed -9 nats-server $killed_nats (the stream's leader)"
+		else
+			fail "(b) no stream leader found to kill at report $k"
+		fi
+	fi
+	if [ "$k" = "$KILL_NODE_AT" ]; then
+		stop_pid "${NDD_PID[$killed_node]}" KILL
+		NDD_PID[$killed_node]=
+		echo "   report $k: killed -9 nddmilter node $killed_node"
+	fi
+	if [ -z "${NDD_PID[$i]}" ]; then
+		i=$(((i + 1) % 3))
+	fi
+	report $i "$k" "user$k" && ACKED+=("$k")
+done
+echo "   ${#ACKED[@]} of $REPORTS reports acknowledged"
+[ "${#ACKED[@]}" -ge $((KILL_NODE_AT / 2)) ] || fail "(b) only ${#ACKED[@]} of $REPORTS reports acknowledged"
+[ -n "$killed_nats" ] && { start_nats "$killed_nats"; wait_port "${NATS_PORT[$killed_nats]}" 15 || fail "(b) nats-server $killed_nats did not restart"; }
+start_node $killed_node
+wait_ready $killed_node 30 || fail "(b) nddmilter node $killed_node did not come back"
+if hash=$(converged 60); then
+	pass "(b) after kill -9 of the stream leader and a daemon, all nodes converge: state hash $hash (${SECONDS}s into the script)"
+else
+	fail "(b) the nodes did not converge in 60 s: $(for i in 0 1 2; do echo -n "node$i [$(fleet_line $i)] "; done)"
+fi
+# The administrator's view: `nddmilter fleet status` through node 0's API
+# lists the three nodes with that hash (each node publishes its status
+# every few seconds: bounded wait).
+if [ -n "${hash:-}" ]; then
+	seen=
+	for _ in $(seq 40); do
+		"$NDD" fleet status --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN" --json >"$T/fleet-status.json" 2>&1
+		seen=$(jq -r --arg h "$hash" '[.. | objects | select(has("state_hash")) | select(.state_hash == $h) | .node] | unique | join(",")' "$T/fleet-status.json" 2>/dev/null)
+		[ "$seen" = "node0,node1,node2" ] && break
+		sleep 0.5
+	done
+	if [ "$seen" = "node0,node1,node2" ]; then
+		pass "(b) nddmilter fleet status lists node0, node1 and node2 with the same state hash"
+	else
+		fail "(b) nddmilter fleet status: nodes with hash $hash: '$seen': $(head -c 400 "$T/fleet-status.json")"
+	fi
+fi
+missing=0
+for k in "${ACKED[@]}"; do
+	c0=$(campaign_on 0 "$k")
+	for i in 1 2; do
+		c=$(campaign_on $i "$k")
+		if [ -z "$c0" ] || [ "$c0" = 0 ] || [ "$c" != "$c0" ]; then
+			missing=$((missing + 1))
+			[ "$missing" -le 3 ] && echo "   report $k: campaign '$c0' on node0, '$c' on node$i"
+		fi
+	done
+done
+if [ "$missing" = 0 ]; then
+	pass "(b) every one of the ${#ACKED[@]} acknowledged reports is on every node (same campaign id on each)"
+else
+	fail "(b) $missing (report, node) pairs lack an acknowledged report"
+fi
+
+# --- (c) all NATS servers down: checks answer, reports spool, then arrive ------
+for i in 0 1 2; do stop_pid "${NATS_PID[$i]}" KILL; NATS_PID[$i]=; done
+ok=1
+for i in 0 1 2; do
+	if ! "$NDD" bench flood --addr "inet:127.0.0.1:${MILTER_PORT[$i]}" --sessions 0 --checks 20 \
+		--concurrency 2 --timeout 30s >"$T/flood$i.log" 2>&1 || grep -q 'failed=[1-9]' "$T/flood$i.log"; then
+		ok=
+		fail "(c) NATS down: node $i's milter: $(tail -3 "$T/flood$i.log" | tr '\n' ' ')"
+	fi
+done
+[ -n "$ok" ] && pass "(c) NATS down: all 3 milters answer checks through their milter ports: $(grep -o 'n=[0-9]* failed=0 p50=[^ ]*' "$T/flood0.log" | head -1) (node 0)"
+SPOOLED=()
+for k in $(seq $((REPORTS + 1)) $((REPORTS + 6))); do
+	i=$((k % 3))
+	if report $i "$k" "user$k"; then
+		SPOOLED+=("$k")
+	else
+		fail "(c) NATS down: report $k on node $i refused: HTTP $(cat "$T/code") $(cat "$T/report-$k.json")"
+	fi
+done
+if grep -qi 'queued\|spool' "$T/report-$((REPORTS + 1)).json" "$T/report-$((REPORTS + 2)).json"; then
+	pass "(c) NATS down: ${#SPOOLED[@]} reports taken, the answer says queued: $(jq -c . "$T/report-$((REPORTS + 1)).json" | head -c 200)"
+else
+	fail "(c) NATS down: the report answer does not say queued: $(jq -c . "$T/report-$((REPORTS + 1)).json" 2>/dev/null | head -c 200)"
+fi
+for i in 0 1 2; do start_nats $i; done
+for i in 0 1 2; do wait_port "${NATS_PORT[$i]}" 15 || fail "(c) nats-server $i did not restart"; done
+if hash=$(converged 60); then
+	pass "(c) NATS back: the spools drained and all nodes converge: state hash $hash (${SECONDS}s)"
+else
+	fail "(c) NATS back: no convergence in 60 s: $(for i in 0 1 2; do echo -n "node$i [$(fleet_line $i)] "; done)"
+fi
+missing=0
+for k in "${SPOOLED[@]}"; do
+	for i in 0 1 2; do
+		c=$(campaign_on $i "$k")
+		[ -n "$c" ] && [ "$c" != 0 ] || missing=$((missing + 1))
+	done
+done
+if [ "$missing" = 0 ]; then
+	pass "(c) every spooled report arrived on every node"
+else
+	fail "(c) $missing (spooled report, node) pairs missing"
+fi
+
+# --- (d) Postfix: a report on node A, a copy through B's Postfix is rejected ---
+mkdir -p "$T/sink"
+chown postfix "$T/sink"
+smtp-sink -u postfix -d "$T/sink/%M." -c 127.0.0.1:$SINK_PORT 100 >"$T/sink.log" 2>&1 &
+SINK_PID=$!
+wait_port $SINK_PORT 5 || die "smtp-sink did not start"
+postfix_instance "$T/pf" $SMTP_PORT $SINK_PORT "inet:127.0.0.1:${MILTER_PORT[1]}"
+postfix_start "$T/pf" $SMTP_PORT
+# Five reporters on node A (0): the default policy rejects well-reported
+# campaigns.
+K=$((REPORTS + 100))
+for u in alice bob carol dave erin; do
+	report 0 $K "$u" || fail "(d) report by $u on node 0: HTTP $(cat "$T/code")"
+done
+converged 30 >/dev/null || fail "(d) no convergence after the reports on node 0"
+swaks --server 127.0.0.1:$SMTP_PORT --from sender@example.net --to user@example.org \
+	--header "Subject: Campaign $K" --header "X-E2E-Test: fleet-copy" \
+	--body "$(campaign_text $K)
+Reference $RANDOM." --timeout 30 >"$T/swaks-copy.log" 2>&1
+if grep -q '<\*\* *550 5.7.1 ' "$T/swaks-copy.log"; then
+	pass "(d) reported on node A, a copy through node B's Postfix is rejected: $(grep -o '550 5.7.1 .*' "$T/swaks-copy.log" | head -1)"
+else
+	fail "(d) the copy through node B's Postfix was not rejected:"
+	grep -E '^(<~?\*\*|<- *[0-9])' "$T/swaks-copy.log" | tail -4
+fi
+exit 0
