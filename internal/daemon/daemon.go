@@ -300,6 +300,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
+	if fm != nil {
+		d.met.Registry.MustRegister(fm.node.Collector())
+	}
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
 	d.eng.Store(rt.Engine)

@@ -93,6 +93,15 @@ fleet:
 		t.Errorf("check: %+v %v", v, err)
 	}
 
+	// The fleet's metrics: connected, applying, nothing queued.
+	_, met := httpGet(t, base+"/metrics")
+	for _, want := range []string{`nddmilter_fleet_connected{node="mx1"} 1`, `nddmilter_fleet_ready{node="mx1"} 1`,
+		`nddmilter_fleet_lag_events{node="mx1"} 0`, `nddmilter_fleet_outbox_events{node="mx1"} 0`, `nddmilter_fleet_published_total{node="mx1"}`} {
+		if !strings.Contains(met, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// The dashboard's now page shows the fleet's nodes and their lag.
 	req, _ := http.NewRequest(http.MethodGet, base+"/ui/", nil)
 	req.AddCookie(dashboardLogin(t, base, "s3cret-0123456789"))
