@@ -209,8 +209,9 @@ func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
 	}, nil
 }
 
-// newDashboard builds the dashboard over eng (nil when it is disabled).
-func newDashboard(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (*dashboard.Handler, error) {
+// newDashboard builds the dashboard over eng (nil when it is disabled);
+// fleet, when not nil, shows the fleet's nodes on the now page.
+func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.FleetStatus, log *slog.Logger) (*dashboard.Handler, error) {
 	if !cfg.HTTP.Dashboard.Enabled {
 		return nil, nil
 	}
@@ -218,7 +219,7 @@ func newDashboard(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	return dashboard.New(eng, dashboard.Options{Credentials: creds, Logger: log,
+	return dashboard.New(eng, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet,
 		SessionTTL: cfg.HTTP.Dashboard.SessionTTL.D(), SecureCookie: cfg.HTTP.Dashboard.SecureCookie})
 }
 
@@ -299,6 +300,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())
+	if fm != nil {
+		d.met.Registry.MustRegister(fm.node.Collector())
+	}
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
 	d.eng.Store(rt.Engine)
@@ -322,7 +326,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	d.apiH.set(h)
-	if d.dash, err = newDashboard(cfg, rt.Engine, log); err != nil {
+	var fleetView dashboard.FleetStatus
+	if fm != nil {
+		fleetView = dashboardFleet{fm}
+	}
+	if d.dash, err = newDashboard(cfg, rt.Engine, fleetView, log); err != nil {
 		ln.Close()
 		return err
 	}

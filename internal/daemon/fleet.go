@@ -13,6 +13,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 	"github.com/nddmilter/nddmilter/internal/store"
@@ -24,6 +25,20 @@ type fleetMember struct {
 	srv  *natsd.Server // nil without fleet.embedded
 	node *fleet.Node
 	log  *slog.Logger
+}
+
+// dashboardFleet shows the fleet on the dashboard's now page: every
+// node's status without the state hash (which reads the whole store).
+type dashboardFleet struct{ f *fleetMember }
+
+func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
+	st, err := d.f.node.Peers(ctx)
+	out := make([]dashboard.Node, 0, len(st))
+	for _, s := range st {
+		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready,
+			LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error})
+	}
+	return out, err
 }
 
 // bootstrapTimeout bounds the wait for a snapshot when the store is empty.

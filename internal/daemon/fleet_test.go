@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,8 @@ func TestRunFleetEmbedded(t *testing.T) {
 http:
   listen: %s
   token: s3cret-0123456789
+  dashboard:
+    enabled: true
 store:
   dir: %s
 fleet:
@@ -88,5 +91,28 @@ fleet:
 	}
 	if v, err := c.Check(ctx, raw, false); err != nil || v.Campaign != o.Campaign {
 		t.Errorf("check: %+v %v", v, err)
+	}
+
+	// The fleet's metrics: connected, applying, nothing queued.
+	_, met := httpGet(t, base+"/metrics")
+	for _, want := range []string{`nddmilter_fleet_connected{node="mx1"} 1`, `nddmilter_fleet_ready{node="mx1"} 1`,
+		`nddmilter_fleet_lag_events{node="mx1"} 0`, `nddmilter_fleet_outbox_events{node="mx1"} 0`, `nddmilter_fleet_published_total{node="mx1"}`} {
+		if !strings.Contains(met, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// The dashboard's now page shows the fleet's nodes and their lag.
+	req, _ := http.NewRequest(http.MethodGet, base+"/ui/", nil)
+	req.AddCookie(dashboardLogin(t, base, "s3cret-0123456789"))
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<h2>Fleet</h2>") ||
+		!strings.Contains(string(page), "<bdi>mx1</bdi>") {
+		t.Errorf("now page (%d) without the fleet's node:\n%s", resp.StatusCode, page)
 	}
 }

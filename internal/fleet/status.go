@@ -92,9 +92,15 @@ func (n *Node) WaitApplied(ctx context.Context, seq uint64) error {
 }
 
 // Fleet returns the status of every node that published one (this node's
-// fresh), sorted by node name.
-func (n *Node) Fleet(ctx context.Context) ([]Status, error) {
-	self := n.Status(ctx, true)
+// fresh, with its state hash), sorted by node name.
+func (n *Node) Fleet(ctx context.Context) ([]Status, error) { return n.fleet(ctx, true) }
+
+// Peers is Fleet without this node's state hash, which reads the whole
+// store: cheap enough for a page an administrator keeps open.
+func (n *Node) Peers(ctx context.Context) ([]Status, error) { return n.fleet(ctx, false) }
+
+func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
+	self := n.Status(ctx, withHash)
 	out := []Status{self}
 	if !self.Connected || !self.Ready {
 		return out, nil

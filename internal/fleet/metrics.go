@@ -1,0 +1,73 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exposes a node's status to Prometheus, read at each scrape
+// (without the state hash, which reads the whole store).
+type collector struct {
+	n *Node
+	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
+	snapshot, published, queued *prometheus.Desc
+}
+
+// Collector returns the node's Prometheus metrics (label node): whether it
+// is connected and applying the stream, its applied sequence and lag, its
+// outbox, the stream's size, the snapshot's sequence, and the reports it
+// published and queued since it started.
+func (n *Node) Collector() prometheus.Collector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("nddmilter_fleet_"+name, help, []string{"node"}, nil)
+	}
+	return &collector{n: n,
+		connected:    d("connected", "1 when the node is connected to NATS"),
+		ready:        d("ready", "1 when the node's stream is set up and it applies it"),
+		applied:      d("applied_sequence", "last stream sequence applied to the local store"),
+		lag:          d("lag_events", "events of the stream the node has not applied yet"),
+		outbox:       d("outbox_events", "events queued on this node, waiting to be published"),
+		streamEvents: d("stream_events", "events in the fleet's stream"),
+		streamBytes:  d("stream_bytes", "bytes in the fleet's stream"),
+		snapshot:     d("snapshot_sequence", "stream sequence of the latest snapshot"),
+		published:    d("published_total", "events this node published since it started"),
+		queued:       d("queued_total", "reports this node queued (NATS unreachable) since it started"),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds the stream query of a scrape.
+const scrapeTimeout = 2 * time.Second
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	s := c.n.Status(ctx, false)
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	g := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, s.Node)
+	}
+	g(c.connected, b(s.Connected))
+	g(c.ready, b(s.Ready))
+	g(c.applied, float64(s.Applied))
+	g(c.lag, float64(s.Lag))
+	g(c.outbox, float64(s.Outbox))
+	g(c.streamEvents, float64(s.StreamEvents))
+	g(c.streamBytes, float64(s.StreamBytes))
+	g(c.snapshot, float64(s.SnapshotSeq))
+	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published), s.Node)
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Queued), s.Node)
+}
