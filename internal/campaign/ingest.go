@@ -25,9 +25,12 @@ import (
 // applied in order in one store transaction (store.Badger.ReportBatch:
 // one fsync); apply is where reports become campaigns.
 
-// ReportRequest is one report of a batch.
+// ReportRequest is one report of a batch: the raw message, or its
+// evidence as another host signed it (Evidence, from Engine.Evidence),
+// which is then ingested without signing.
 type ReportRequest struct {
 	Raw      []byte
+	Evidence []byte
 	Kind     store.Kind
 	Reporter string
 }
@@ -104,10 +107,49 @@ func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRe
 			j.err = fmt.Errorf("unknown kind %d", r.Kind)
 			return nil
 		}
-		j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
+		if r.Evidence != nil {
+			j.msg, j.err = pipeline.UnmarshalEvidence(r.Evidence)
+		} else {
+			j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
+		}
 		return nil
 	})
 	return j
+}
+
+// Evidence signs the raw messages of reqs (on a pool bounded as
+// ReportBatch's) and returns each one's evidence, for a ReportRequest
+// that another engine ingests without signing (a fleet's report events).
+// It encodes the term hashes when the engine's options need them
+// (Options.ANDDExactCosine); a request that has Evidence keeps it. On
+// error, the evidence of reqs[:len(out)] is returned.
+func (e *Engine) Evidence(ctx context.Context, reqs []ReportRequest) ([][]byte, error) {
+	out := make([][]byte, len(reqs))
+	errs := make([]error, len(reqs))
+	var pool errgroup.Group
+	pool.SetLimit(runtime.GOMAXPROCS(0))
+	opts := pipeline.EvidenceOptions{Terms: e.opts.ANDDExactCosine > 0}
+	for i, r := range reqs {
+		if r.Evidence != nil {
+			out[i] = r.Evidence
+			continue
+		}
+		pool.Go(func() error {
+			m, err := e.pipe.SignReport(ctx, r.Raw)
+			if err == nil {
+				out[i], err = m.MarshalEvidence(opts)
+			}
+			errs[i] = err
+			return nil
+		})
+	}
+	_ = pool.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return out[:i], &BatchError{Index: i, Err: fmt.Errorf("evidence: %w", err)}
+		}
+	}
+	return out, nil
 }
 
 // preparedReport is a signed and matched report, ready for the store.
