@@ -30,7 +30,12 @@ func (n *Node) applyLoop() {
 		if n.ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNewerEvent):
+			n.setErr(err)
+			n.log.Error("fleet: cannot apply the stream: upgrade this node", "err", err)
+			n.sleep(10 * time.Second)
+		case err != nil:
 			n.setErr(err)
 			n.log.Warn("fleet: applying the stream stopped, resuming", "err", err)
 			n.sleep(500 * time.Millisecond)
@@ -106,6 +111,11 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 	if seq == applied && !ev.idempotent() {
 		return nil
 	}
+	if ev.V > eventVersion {
+		// Applying it partly, or skipping it, would make this node's
+		// state differ from the upgraded nodes': wait for the upgrade.
+		return fmt.Errorf("fleet: event %d: %w (version %d, this node applies up to %d)", seq, ErrNewerEvent, ev.V, eventVersion)
+	}
 	// Not n.ctx: an event is applied whole even while the node stops.
 	ctx := campaign.Applying(store.WithApplied(context.Background(), seq), ev.Time)
 	var res applyResult
@@ -156,7 +166,10 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event) (applyResult, error) {
 	reqs := make([]campaign.ReportRequest, len(ev.Reports))
 	for i, r := range ev.Reports {
-		reqs[i] = campaign.ReportRequest{Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		reqs[i] = campaign.ReportRequest{Evidence: r.Evidence, Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		if r.Evidence == nil && r.Raw == nil {
+			reqs[i].Raw = []byte{} // a report of nothing: skipped, as on every node
+		}
 	}
 	res := applyResult{outs: make([]campaign.ReportOutcome, len(reqs)), errs: make([]error, len(reqs))}
 	for i := 0; i < len(reqs); {

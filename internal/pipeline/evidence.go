@@ -47,8 +47,8 @@ const (
 const (
 	// MaxEvidence bounds an evidence's encoding, in bytes.
 	MaxEvidence = 1 << 20
-	maxEvString = 64 << 10 // one string or key
-	maxEvList   = 1 << 14  // entries of one list
+	maxEvString = 256 << 10 // one string or key
+	maxEvList   = 1 << 14   // entries of one list
 )
 
 // ErrEvidence is wrapped by UnmarshalEvidence's errors.
