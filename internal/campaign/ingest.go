@@ -260,6 +260,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
 		}
 		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
+	} else {
+		// Not-spam evidence may revoke the campaign: decided by the
+		// policy in the store's transaction of the report.
+		pol := e.policy
+		p.in.Revoke = pol.ShouldRevoke
 	}
 	// What the report joins and merges: the merge rule (merge.go).
 	apart := kind == store.KindSpam && p.nIM > 0
@@ -302,7 +307,17 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	}
 	var results []store.ReportResult
 	var err error
-	if bs, ok := e.st.(batchStore); ok && len(ins) > 1 {
+	round := store.RoundOf(ctx)
+	if round != nil {
+		// A round of a fleet's report event (store.Round): the store
+		// commits a prefix of ins; the caller matches the rest again.
+		base := round.Step
+		round.Next = make([]int, len(idx))
+		for k, i := range idx {
+			round.Next[k] = base + i + 1
+		}
+	}
+	if bs, ok := e.st.(batchStore); ok && (len(ins) > 1 || round != nil) {
 		results, err = bs.ReportBatch(ctx, ins)
 	} else {
 		for _, in := range ins {
@@ -340,6 +355,15 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 			e.invalidateReport(preps[idx[k]], store.ReportResult{})
 		}
 		return outs, &BatchError{Index: len(outs), Err: err}
+	}
+	if round != nil && len(idx) > 0 && len(results) < len(idx) {
+		// The round ends after the last report the store applied: the
+		// reports after it are matched again in the next round.
+		n := 0
+		if len(results) > 0 {
+			n = idx[len(results)-1] + 1
+		}
+		return outs[:n], nil
 	}
 	return outs, prepErr
 }
@@ -485,19 +509,10 @@ func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.
 	if res.Created {
 		out.Joined = nil
 	}
-	if p.in.Kind == store.KindHam && res.Campaign != 0 {
-		c, err := e.st.Record(ctx, res.Campaign)
-		if err != nil {
-			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
-		}
-		if c.State == store.StateActive && e.policy.ShouldRevoke(c) {
-			if err := e.SetState(ctx, c.ID, store.StateRevoked); err != nil {
-				return out, fmt.Errorf("report: revoke campaign %d: %w", c.ID, err)
-			}
-			out.Revoked = true
-			e.log.Info("campaign revoked", "campaign", c.ID,
-				"ham_reporters", c.HamReporters, "spam_reporters", c.SpamReporters)
-		}
+	if res.Revoked {
+		// Revoked in the report's own transaction (ReportInput.Revoke).
+		e.invalidate(res.Campaign)
+		e.log.Info("campaign revoked", "campaign", res.Campaign)
 	}
 	return out, nil
 }
