@@ -311,7 +311,8 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	if _, size, err := nodes[0].node.Snapshot(ctx); err != nil {
 		fmt.Fprintf(out, "snapshot: %v\n", err)
 	} else {
-		fmt.Fprintf(out, "snapshot: %d bytes for %d campaigns: %.0f bytes per campaign\n", size, st.Campaigns, float64(size)/float64(max(st.Campaigns, 1)))
+		fmt.Fprintf(out, "snapshot: %d bytes for %d campaigns with %d signatures: %.0f bytes per campaign, %.0f per signature\n",
+			size, st.Campaigns, st.Keys, float64(size)/float64(max(st.Campaigns, 1)), float64(size)/float64(max(st.Keys, 1)))
 	}
 
 	// Checks: standalone (an engine without replicator over the same
