@@ -319,6 +319,14 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	}
 	if bs, ok := e.st.(batchStore); ok && (len(ins) > 1 || round != nil) {
 		results, err = bs.ReportBatch(ctx, ins)
+		if errors.Is(err, store.ErrRoundAgain) {
+			// Campaigns merged, no report applied: the caller matches
+			// them again (store.Round).
+			if e.cache != nil {
+				e.cache.purge()
+			}
+			return nil, nil
+		}
 	} else {
 		for _, in := range ins {
 			var r store.ReportResult

@@ -93,6 +93,11 @@ type Round struct {
 	Next []int
 }
 
+// ErrRoundAgain is returned by ReportBatch in a round when the round
+// merged a large campaign and applied no report: the caller matches the
+// reports again, against the merged campaign, in the next round.
+var ErrRoundAgain = errors.New("store: a large merge done, no report applied: match the reports again")
+
 // WithRound returns a context whose ReportBatch is a round of the report
 // event r.Seq (see Round).
 func WithRound(ctx context.Context, r *Round) context.Context {

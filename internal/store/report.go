@@ -194,13 +194,16 @@ func prefetchReports(w *wtx, ins []ReportInput) error {
 // it finishes the merge the event began, if any, or else commits one
 // transaction of reports — or, when the first report needs to merge a
 // campaign too large for one transaction, merges it in several
-// transactions and commits no report: the caller then matches the
-// reports again against the merged campaigns. Every transaction records
+// transactions and commits no report (ErrRoundAgain: the caller then
+// matches the reports again against the merged campaigns). Every transaction records
 // the event's progress (Progress). results are those of ins[:len(results)].
 func (b *Badger) reportRound(ctx context.Context, m *appliedMark, ins []ReportInput, now time.Time) ([]ReportResult, error) {
 	r := m.round
 	if r.Drain != ([2]CampaignID{}) {
-		return nil, b.drainRound(ctx, m, r.Drain[0], r.Drain[1])
+		if err := b.drainRound(ctx, m, r.Drain[0], r.Drain[1]); err != nil {
+			return nil, err
+		}
+		return nil, ErrRoundAgain
 	}
 	if len(r.Next) != len(ins) {
 		return nil, fmt.Errorf("report round: %d steps for %d reports", len(r.Next), len(ins))
@@ -247,7 +250,10 @@ func (b *Badger) reportRound(ctx context.Context, m *appliedMark, ins []ReportIn
 		return nil, fmt.Errorf("report batch: %w", err)
 	}
 	if dn != nil {
-		return part, b.drainRound(ctx, m, dn.from, dn.to)
+		if err := b.drainRound(ctx, m, dn.from, dn.to); err != nil {
+			return nil, err
+		}
+		return nil, ErrRoundAgain
 	}
 	return part, nil
 }

@@ -67,7 +67,7 @@ func applyRounds(ctx context.Context, s *Badger, seq uint64, p Progress, ins []R
 		for i := range rest {
 			r.Next[i] = r.Step + i + 1
 		}
-		if _, err := s.ReportBatch(rctx, rest); err != nil {
+		if _, err := s.ReportBatch(rctx, rest); err != nil && !errors.Is(err, ErrRoundAgain) {
 			return rounds, err
 		}
 	}
