@@ -30,13 +30,13 @@ type Status struct {
 	// StateHash is the hash of the replicated campaign state
 	// (store.Badger.StateHash) after applying StateHashSeq: equal on
 	// nodes at the same sequence.
-	StateHash    string `json:"state_hash,omitempty"`
-	StateHashSeq uint64 `json:"state_hash_seq,omitempty"`
-	Published   uint64    `json:"published"`
-	Queued      uint64    `json:"queued"`
-	SnapshotSeq uint64    `json:"snapshot_seq,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Time        time.Time `json:"time"`
+	StateHash    string    `json:"state_hash,omitempty"`
+	StateHashSeq uint64    `json:"state_hash_seq,omitempty"`
+	Published    uint64    `json:"published"`
+	Queued       uint64    `json:"queued"`
+	SnapshotSeq  uint64    `json:"snapshot_seq,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Time         time.Time `json:"time"`
 }
 
 // Status returns this node's status; withHash computes the state hash
