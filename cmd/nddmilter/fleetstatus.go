@@ -48,6 +48,7 @@ func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tERROR")
 	hashes := map[string]bool{}
+	seqs := map[uint64]bool{}
 	for _, s := range nodes {
 		nats := "connected"
 		if !s.Connected {
@@ -61,6 +62,8 @@ func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 		}
 		if s.StateHash != "" {
 			hashes[s.StateHash] = true
+			seqs[s.StateHashSeq] = true
+			h = fmt.Sprintf("%s@%d", h, s.StateHashSeq)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Node, nats, s.Applied, s.Lag, s.Outbox, h,
 			s.Time.Format("15:04:05"), s.Error)
@@ -69,6 +72,8 @@ func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 		return err
 	}
 	switch {
+	case len(seqs) > 1:
+		fmt.Fprintf(w, "%d nodes, state hashes of %d different sequences: not comparable yet (a node hashes its state when idle)\n", len(nodes), len(seqs))
 	case len(hashes) == 1 && len(nodes) > 1:
 		fmt.Fprintf(w, "%d nodes, one state hash: converged\n", len(nodes))
 	case len(hashes) > 1:

@@ -25,9 +25,12 @@ import (
 // applied in order in one store transaction (store.Badger.ReportBatch:
 // one fsync); apply is where reports become campaigns.
 
-// ReportRequest is one report of a batch.
+// ReportRequest is one report of a batch: the raw message, or its
+// evidence as another host signed it (Evidence, from Engine.Evidence),
+// which is then ingested without signing.
 type ReportRequest struct {
 	Raw      []byte
+	Evidence []byte
 	Kind     store.Kind
 	Reporter string
 }
@@ -104,10 +107,49 @@ func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRe
 			j.err = fmt.Errorf("unknown kind %d", r.Kind)
 			return nil
 		}
-		j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
+		if r.Evidence != nil {
+			j.msg, j.err = pipeline.UnmarshalEvidence(r.Evidence)
+		} else {
+			j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
+		}
 		return nil
 	})
 	return j
+}
+
+// Evidence signs the raw messages of reqs (on a pool bounded as
+// ReportBatch's) and returns each one's evidence, for a ReportRequest
+// that another engine ingests without signing (a fleet's report events).
+// It encodes the term hashes when the engine's options need them
+// (Options.ANDDExactCosine); a request that has Evidence keeps it. On
+// error, the evidence of reqs[:len(out)] is returned.
+func (e *Engine) Evidence(ctx context.Context, reqs []ReportRequest) ([][]byte, error) {
+	out := make([][]byte, len(reqs))
+	errs := make([]error, len(reqs))
+	var pool errgroup.Group
+	pool.SetLimit(runtime.GOMAXPROCS(0))
+	opts := pipeline.EvidenceOptions{Terms: e.opts.ANDDExactCosine > 0}
+	for i, r := range reqs {
+		if r.Evidence != nil {
+			out[i] = r.Evidence
+			continue
+		}
+		pool.Go(func() error {
+			m, err := e.pipe.SignReport(ctx, r.Raw)
+			if err == nil {
+				out[i], err = m.MarshalEvidence(opts)
+			}
+			errs[i] = err
+			return nil
+		})
+	}
+	_ = pool.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return out[:i], &BatchError{Index: i, Err: fmt.Errorf("evidence: %w", err)}
+		}
+	}
+	return out, nil
 }
 
 // preparedReport is a signed and matched report, ready for the store.
@@ -218,6 +260,11 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 			p.in.Terms = pipeline.EncodeTerms(m.TermHashes())
 		}
 		p.in.Subject, p.in.From, p.in.Text = m.Subject, m.From, m.Excerpt
+	} else {
+		// Not-spam evidence may revoke the campaign: decided by the
+		// policy in the store's transaction of the report.
+		pol := e.policy
+		p.in.Revoke = pol.ShouldRevoke
 	}
 	// What the report joins and merges: the merge rule (merge.go).
 	apart := kind == store.KindSpam && p.nIM > 0
@@ -260,8 +307,26 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	}
 	var results []store.ReportResult
 	var err error
-	if bs, ok := e.st.(batchStore); ok && len(ins) > 1 {
+	round := store.RoundOf(ctx)
+	if round != nil {
+		// A round of a fleet's report event (store.Round): the store
+		// commits a prefix of ins; the caller matches the rest again.
+		base := round.Step
+		round.Next = make([]int, len(idx))
+		for k, i := range idx {
+			round.Next[k] = base + i + 1
+		}
+	}
+	if bs, ok := e.st.(batchStore); ok && (len(ins) > 1 || round != nil) {
 		results, err = bs.ReportBatch(ctx, ins)
+		if errors.Is(err, store.ErrRoundAgain) {
+			// Campaigns merged, no report applied: the caller matches
+			// them again (store.Round).
+			if e.cache != nil {
+				e.cache.purge()
+			}
+			return nil, nil
+		}
 	} else {
 		for _, in := range ins {
 			var r store.ReportResult
@@ -298,6 +363,15 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 			e.invalidateReport(preps[idx[k]], store.ReportResult{})
 		}
 		return outs, &BatchError{Index: len(outs), Err: err}
+	}
+	if round != nil && len(idx) > 0 && len(results) < len(idx) {
+		// The round ends after the last report the store applied: the
+		// reports after it are matched again in the next round.
+		n := 0
+		if len(results) > 0 {
+			n = idx[len(results)-1] + 1
+		}
+		return outs[:n], nil
 	}
 	return outs, prepErr
 }
@@ -443,19 +517,10 @@ func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.
 	if res.Created {
 		out.Joined = nil
 	}
-	if p.in.Kind == store.KindHam && res.Campaign != 0 {
-		c, err := e.st.Record(ctx, res.Campaign)
-		if err != nil {
-			return out, fmt.Errorf("report: read campaign %d: %w", res.Campaign, err)
-		}
-		if c.State == store.StateActive && e.policy.ShouldRevoke(c) {
-			if err := e.SetState(ctx, c.ID, store.StateRevoked); err != nil {
-				return out, fmt.Errorf("report: revoke campaign %d: %w", c.ID, err)
-			}
-			out.Revoked = true
-			e.log.Info("campaign revoked", "campaign", c.ID,
-				"ham_reporters", c.HamReporters, "spam_reporters", c.SpamReporters)
-		}
+	if res.Revoked {
+		// Revoked in the report's own transaction (ReportInput.Revoke).
+		e.invalidate(res.Campaign)
+		e.log.Info("campaign revoked", "campaign", res.Campaign)
 	}
 	return out, nil
 }

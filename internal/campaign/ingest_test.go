@@ -233,3 +233,50 @@ func BenchmarkReportStream(b *testing.B) {
 		}
 	})
 }
+
+// A report ingested from its evidence (Engine.Evidence, as a fleet's
+// events carry it) has the outcome and leaves the store as the raw
+// message does.
+func TestReportEvidenceMatchesRaw(t *testing.T) {
+	for _, opts := range []Options{{}, {ANDDExactCosine: 0.6}} {
+		t.Run(fmt.Sprint("exact", opts.ANDDExactCosine), func(t *testing.T) {
+			reqs := streamCorpus(t, false)
+			ref, ev := newFixture(t, opts), newFixture(t, opts)
+			evs, err := ev.eng.Evidence(ev.ctx, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			signed := make([]ReportRequest, len(reqs))
+			for i, r := range reqs {
+				signed[i] = ReportRequest{Evidence: evs[i], Kind: r.Kind, Reporter: r.Reporter}
+			}
+			want, got := sequential(ref, reqs, 16), sequential(ev, signed, 16)
+			if !reflect.DeepEqual(got, want) {
+				for i := range min(len(got), len(want)) {
+					if !reflect.DeepEqual(got[i], want[i]) {
+						t.Errorf("report %d:\n evidence %+v\n raw      %+v", i, got[i], want[i])
+					}
+				}
+				t.Fatalf("%d outcomes from evidence, %d from raw messages", len(got), len(want))
+			}
+			a, err := ref.eng.List(ref.ctx, Query{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ev.eng.List(ev.ctx, Query{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) || len(a) == 0 {
+				t.Errorf("stores differ: %d campaigns from raw messages, %d from evidence", len(a), len(b))
+			}
+			ha, err := ref.st.StateHash(ref.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hb, err := ev.st.StateHash(ev.ctx); err != nil || ha != hb {
+				t.Errorf("state hashes differ: %s from raw messages, %s from evidence (%v)", ha, hb, err)
+			}
+		})
+	}
+}

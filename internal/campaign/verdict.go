@@ -224,8 +224,6 @@ type ReportOutcome struct {
 	// Joined lists the existing campaigns the message matched (before any
 	// merge); empty when the report created a campaign or matched nothing.
 	Joined []store.CampaignID
-	// Revoked is true when this not-spam report revoked the campaign.
-	Revoked bool
 	// VoteOnly, when set, says why the report only counted on the
 	// campaign (it added no signature, merged nothing): the merge rule of
 	// docs/SECURITY.md.

@@ -30,7 +30,12 @@ func (n *Node) applyLoop() {
 		if n.ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNewerEvent):
+			n.setErr(err)
+			n.log.Error("fleet: cannot apply the stream: upgrade this node", "err", err)
+			n.sleep(10 * time.Second)
+		case err != nil:
 			n.setErr(err)
 			n.log.Warn("fleet: applying the stream stopped, resuming", "err", err)
 			n.sleep(500 * time.Millisecond)
@@ -103,15 +108,35 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 		n.log.Error("fleet: skipping a malformed event", "seq", seq, "err", err)
 		ev = &event{}
 	}
+	var resume *store.Progress
 	if seq == applied && !ev.idempotent() {
-		return nil
+		// Applied already, unless a report event the node was killed in
+		// the middle of: resumed where it stopped.
+		p, err := n.st.AppliedProgress(context.Background())
+		if err != nil {
+			return fmt.Errorf("fleet: apply event %d: %w", seq, err)
+		}
+		if !p.Partial || p.Seq != seq || ev.Type != evReport {
+			return nil
+		}
+		resume = &p
+	}
+	if ev.V > eventVersion {
+		// Applying it partly, or skipping it, would make this node's
+		// state differ from the upgraded nodes': wait for the upgrade.
+		return fmt.Errorf("fleet: event %d: %w (version %d, this node applies up to %d)", seq, ErrNewerEvent, ev.V, eventVersion)
 	}
 	// Not n.ctx: an event is applied whole even while the node stops.
-	ctx := campaign.Applying(store.WithApplied(context.Background(), seq), ev.Time)
+	// Report events apply in rounds (applyReports), the others in one
+	// transaction or idempotently.
+	ctx := campaign.Applying(context.Background(), ev.Time)
+	if ev.Type != evReport {
+		ctx = store.WithApplied(ctx, seq)
+	}
 	var res applyResult
 	switch ev.Type {
 	case evReport:
-		res, err = n.applyReports(ctx, seq, ev)
+		res, err = n.applyReports(ctx, seq, ev, resume)
 	case evState:
 		err = n.engine().SetState(ctx, ev.Campaign, ev.State)
 	case evDelete:
@@ -129,10 +154,11 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		n.log.Warn("fleet: event applied with an error (the same on every node)", "seq", seq, "type", ev.Type, "err", err)
 	}
-	// Events that changed nothing still count as applied.
-	if got, err := n.st.Applied(ctx); err != nil {
+	// Events that changed nothing (or not their last report) still
+	// count as applied.
+	if got, err := n.st.AppliedProgress(ctx); err != nil {
 		return err
-	} else if got < seq {
+	} else if got.Seq < seq || got.Partial {
 		if err := n.st.MarkApplied(context.Background(), seq); err != nil {
 			return fmt.Errorf("fleet: apply event %d: %w", seq, err)
 		}
@@ -151,27 +177,42 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 	return nil
 }
 
-// applyReports applies a report event as one batch; a report that fails
-// (the same way on every node) is left out and the rest applied.
-func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event) (applyResult, error) {
+// applyReports applies a report event as one batch, in rounds
+// (store.Round): each round matches the reports left against the store
+// and commits those that fit in one transaction, recording how far the
+// event got, so that a node killed in the middle of an event resumes it
+// (resume: where it stopped) with the result of an uninterrupted run. A
+// report that fails (the same way on every node) is left out and the
+// rest applied.
+func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *store.Progress) (applyResult, error) {
 	reqs := make([]campaign.ReportRequest, len(ev.Reports))
 	for i, r := range ev.Reports {
-		reqs[i] = campaign.ReportRequest{Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		reqs[i] = campaign.ReportRequest{Evidence: r.Evidence, Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		if r.Evidence == nil && r.Raw == nil {
+			reqs[i].Raw = []byte{} // a report of nothing: skipped, as on every node
+		}
 	}
+	round := &store.Round{Progress: store.Progress{Seq: seq, Partial: true}, Total: len(reqs)}
+	if resume != nil {
+		round.Progress = *resume
+		n.log.Info("fleet: resuming a report event applied in part", "seq", seq, "step", resume.Step, "of", len(reqs))
+	}
+	ctx = store.WithRound(ctx, round)
 	res := applyResult{outs: make([]campaign.ReportOutcome, len(reqs)), errs: make([]error, len(reqs))}
-	for i := 0; i < len(reqs); {
-		got, err := n.engine().ReportBatch(ctx, reqs[i:])
-		copy(res.outs[i:], got)
+	for step := round.Step; step < len(reqs); {
+		round.Step = step
+		got, err := n.engine().ReportBatch(ctx, reqs[step:])
+		copy(res.outs[step:], got)
+		step += len(got)
 		if err == nil {
-			break
+			continue
 		}
 		if localError(err) {
 			return res, err
 		}
-		j := i + len(got)
-		n.log.Warn("fleet: report of an event not applied", "seq", seq, "report", j, "err", err)
-		res.errs[j] = errors.Unwrap(err) // the *BatchError's cause
-		i = j + 1
+		n.log.Warn("fleet: report of an event not applied", "seq", seq, "report", step, "err", err)
+		res.errs[step] = errors.Unwrap(err) // the *BatchError's cause
+		step++
 	}
 	for i := range res.outs {
 		res.outs[i].Replication = campaign.Replicated

@@ -19,12 +19,20 @@ const (
 	evHits   = "hits"   // aggregated hit counts
 )
 
+// eventVersion is the version of the events this node publishes, and
+// the newest it applies. Version 2 carries a report's evidence (the
+// publishing node signed it) in place of the raw message that version 1
+// carried and every node signed; version 1 events are still applied.
+const eventVersion = 2
+
 // event is one message of the stream. Its effect on a node's store
 // depends on the store and the event only: Time (the publisher's clock
 // when it took the event) is what applying stores as "now".
 type event struct {
 	// ID is unique per event (the stream's Nats-Msg-Id, for dedup).
-	ID       string           `json:"id"`
+	ID string `json:"id"`
+	// V is the event's version (0: version 1).
+	V        int              `json:"v,omitempty"`
 	Type     string           `json:"t"`
 	Node     string           `json:"n"`
 	Time     time.Time        `json:"at"`
@@ -35,11 +43,13 @@ type event struct {
 	Hits     []store.HitDelta `json:"h,omitempty"`
 }
 
-// eventReport is one report of a report event: the message as the user
-// reported it; every node signs it with the same pipeline (the signature
-// families are a wire format, pinned by golden vectors).
+// eventReport is one report of a report event: its evidence as the
+// publishing node signed it (pipeline.MarshalEvidence, a versioned wire
+// format pinned by golden vectors), which every node ingests without
+// signing; in version 1 events, the raw message, which every node signed.
 type eventReport struct {
-	Raw      []byte     `json:"m"`
+	Evidence []byte     `json:"e,omitempty"`
+	Raw      []byte     `json:"m,omitempty"`
 	Kind     store.Kind `json:"k"`
 	Reporter string     `json:"u,omitempty"`
 }

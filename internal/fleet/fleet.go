@@ -125,6 +125,11 @@ func (o Options) nodesBucket() string    { return o.Stream + "_nodes" }
 // snapshot (wipe its store; Bootstrap).
 var ErrBehind = errors.New("fleet: the store is older than the stream's retention")
 
+// ErrNewerEvent stops applying the stream at an event of a newer version
+// than this node's: the node waits, checking from its store, until it is
+// upgraded.
+var ErrNewerEvent = errors.New("fleet: an event of a newer version than this node applies")
+
 // Node is one member of a fleet: it publishes the engine's writes and
 // applies the stream to the local store.
 type Node struct {

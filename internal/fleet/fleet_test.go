@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -424,6 +425,55 @@ func TestFleet(t *testing.T) {
 	for i := range 3 {
 		if v := f.check(i, base(0)); v.Campaign == 0 {
 			t.Fatalf("mx%d: the queued report did not arrive: %+v", i, v)
+		}
+	}
+}
+
+// Events of version 1 (the raw message, signed by every node) already in
+// a stream are still applied, the same on every node; an event of a newer
+// version than a node's stops it there (ErrNewerEvent) instead of letting
+// its state differ.
+func TestEventVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	ctx := context.Background()
+	n := f.members[0].node
+	old := &event{ID: newEventID("old"), Type: evReport, Node: "old", Time: f.clock.Now(),
+		Reports: []eventReport{{Raw: copyOf(t, 1, 7), Kind: store.KindSpam, Reporter: "v1"}}}
+	data, err := old.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.publish(ctx, old.ID, data); err != nil {
+		t.Fatal(err)
+	}
+	o := f.report(1, copyOf(t, 1, 8), store.KindSpam, "v2")
+	if o.Created || o.Campaign == 0 {
+		t.Fatalf("a report joining the campaign of a version 1 event: %+v", o)
+	}
+	f.requireEqualHashes("version 1 and 2 events")
+
+	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "new", Time: f.clock.Now()}
+	if data, err = newer.encode(); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := n.publish(ctx, newer.ID, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, m := range f.members {
+		for {
+			s := m.node.Status(ctx, false)
+			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") {
+				break
+			}
+			if s.Applied >= seq || time.Now().After(deadline) {
+				t.Fatalf("%s after an event of a newer version: %+v", s.Node, s)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }

@@ -34,6 +34,10 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 	if limit <= 0 {
 		limit = 768 << 10
 	}
+	// Signed here, once: every node ingests the evidence. A report that
+	// cannot be signed stops the batch there (a *campaign.BatchError).
+	evs, evErr := n.engine().Evidence(ctx, reqs)
+	reqs = reqs[:len(evs)]
 	outs := make([]campaign.ReportOutcome, 0, len(reqs))
 	for i := 0; i < len(reqs); {
 		ev := n.newEvent(evReport)
@@ -41,10 +45,10 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 		j := i
 		for ; j < len(reqs) && len(ev.Reports) < store.MaxEventCampaigns; j++ {
 			r := reqs[j]
-			sz := int64(len(r.Raw))*4/3 + int64(len(r.Reporter)) + 32
+			sz := int64(len(evs[j]))*4/3 + int64(len(r.Reporter)) + 32
 			if sz > limit {
 				if j == i {
-					return outs, &campaign.BatchError{Index: j, Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(r.Raw))}
+					return outs, &campaign.BatchError{Index: j, Err: fmt.Errorf("%w (%d bytes of evidence)", ErrTooLarge, len(evs[j]))}
 				}
 				break
 			}
@@ -52,7 +56,7 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 				break
 			}
 			size += sz
-			ev.Reports = append(ev.Reports, eventReport{Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter})
+			ev.Reports = append(ev.Reports, eventReport{Evidence: evs[j], Kind: r.Kind, Reporter: r.Reporter})
 		}
 		res, queued, err := n.submit(ctx, ev, true)
 		if err != nil {
@@ -77,7 +81,7 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 		}
 		i = j
 	}
-	return outs, nil
+	return outs, evErr
 }
 
 // SetState publishes a campaign's new state and waits for its local
@@ -110,7 +114,7 @@ func (n *Node) Expire(ctx context.Context, cutoff time.Time) error {
 }
 
 func (n *Node) newEvent(typ string) *event {
-	return &event{ID: newEventID(n.opts.Node), Type: typ, Node: n.opts.Node, Time: n.opts.Clock().UTC()}
+	return &event{ID: newEventID(n.opts.Node), V: eventVersion, Type: typ, Node: n.opts.Node, Time: n.opts.Clock().UTC()}
 }
 
 // submitAdmin submits an administrative event; its result is the store's

@@ -28,13 +28,15 @@ type Status struct {
 	// Outbox is the number of events queued on this node.
 	Outbox int `json:"outbox"`
 	// StateHash is the hash of the replicated campaign state
-	// (store.Badger.StateHash): equal on converged nodes.
-	StateHash   string    `json:"state_hash,omitempty"`
-	Published   uint64    `json:"published"`
-	Queued      uint64    `json:"queued"`
-	SnapshotSeq uint64    `json:"snapshot_seq,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Time        time.Time `json:"time"`
+	// (store.Badger.StateHash) after applying StateHashSeq: equal on
+	// nodes at the same sequence.
+	StateHash    string    `json:"state_hash,omitempty"`
+	StateHashSeq uint64    `json:"state_hash_seq,omitempty"`
+	Published    uint64    `json:"published"`
+	Queued       uint64    `json:"queued"`
+	SnapshotSeq  uint64    `json:"snapshot_seq,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Time         time.Time `json:"time"`
 }
 
 // Status returns this node's status; withHash computes the state hash
@@ -68,7 +70,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		if err != nil {
 			s.Error = err.Error()
 		}
-		s.StateHash = h
+		s.StateHash, s.StateHashSeq = h, s.Applied
 	}
 	return s
 }
@@ -148,19 +150,27 @@ func kvKey(node string) string {
 // maintLoop publishes the node's status and stores snapshots when due.
 func (n *Node) maintLoop() {
 	defer n.wg.Done()
-	var hashed uint64
+	var hashed, prev uint64
 	var hash string
+	var next time.Time // the earliest time of the next hash
 	for n.sleep(n.opts.StatusEvery) {
 		if !n.isReady() || !n.nc.IsConnected() {
 			continue
 		}
 		s := n.Status(n.ctx, false)
-		if s.Applied != hashed || hash == "" {
+		// The hash reads the whole store: computed only when the node is
+		// idle (caught up, nothing applied since the last tick), and at
+		// most a tenth of the time.
+		idle := s.Applied == prev && s.Lag == 0
+		prev = s.Applied
+		if (s.Applied != hashed || hash == "") && idle && !time.Now().Before(next) {
+			start := time.Now()
 			if h, err := n.st.StateHash(n.ctx); err == nil {
 				hash, hashed = h, s.Applied
 			}
+			next = time.Now().Add(10 * time.Since(start))
 		}
-		s.StateHash = hash
+		s.StateHash, s.StateHashSeq = hash, hashed
 		ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
 		if kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket()); err == nil {
 			if b, err := json.Marshal(s); err == nil {

@@ -39,10 +39,15 @@ const (
 type appliedCtxKey struct{}
 
 // appliedMark is the stream event a context applies, and how many
-// campaigns its committed transactions created.
+// campaigns its committed transactions created; round is set for a round
+// of a report event (WithRound).
 type appliedMark struct {
 	seq    uint64
 	newIDs int
+	round  *Round
+	// pending is the round's progress once the transaction being
+	// written commits (nil: unchanged).
+	pending *Progress
 }
 
 // WithApplied returns a context whose store writes apply the stream event
@@ -51,6 +56,61 @@ type appliedMark struct {
 // seq, so that every node applying the same events makes the same ids.
 func WithApplied(ctx context.Context, seq uint64) context.Context {
 	return context.WithValue(ctx, appliedCtxKey{}, &appliedMark{seq: seq})
+}
+
+// Progress is how far the last stream event applied to the store got.
+type Progress struct {
+	// Seq is the event's stream sequence (0: none applied).
+	Seq uint64
+	// Partial is set when only the event's reports before Step are
+	// applied, which created NewIDs campaigns; Drain, when set, is a
+	// merge of a large campaign (Drain[0] into Drain[1]) begun after them
+	// and not finished.
+	Partial bool
+	Step    int
+	NewIDs  int
+	Drain   [2]CampaignID
+}
+
+// Round is one round of applying a report event of a fleet's stream
+// whose reports may take several transactions (internal/fleet): under a
+// context made by WithRound, ReportBatch commits at most one transaction
+// of reports, or finishes a merge of a large campaign, and records in it
+// how far the event got (Progress). So a node killed between two
+// transactions of an event resumes it where it stopped, and because each
+// round's reports are matched against the store as the previous round
+// left it, resuming gives the state an uninterrupted run gives.
+type Round struct {
+	// Progress is where the event stands; a round updates it as it
+	// commits.
+	Progress
+	// Total is the number of reports of the event.
+	Total int
+	// Next is set by the caller of ReportBatch: Next[i] is the event's
+	// Step once ins[i] is applied (the event's reports that the caller
+	// skipped, storing nothing, count as applied along with the report
+	// after them).
+	Next []int
+}
+
+// ErrRoundAgain is returned by ReportBatch in a round when the round
+// merged a large campaign and applied no report: the caller matches the
+// reports again, against the merged campaign, in the next round.
+var ErrRoundAgain = errors.New("store: a large merge done, no report applied: match the reports again")
+
+// WithRound returns a context whose ReportBatch is a round of the report
+// event r.Seq (see Round).
+func WithRound(ctx context.Context, r *Round) context.Context {
+	return context.WithValue(ctx, appliedCtxKey{}, &appliedMark{seq: r.Seq, newIDs: r.NewIDs, round: r})
+}
+
+// RoundOf returns the round of a report event ctx applies (nil: none;
+// see WithRound).
+func RoundOf(ctx context.Context) *Round {
+	if m := appliedOf(ctx); m != nil {
+		return m.round
+	}
+	return nil
 }
 
 // withoutApplied drops the applied sequence of ctx: for the transactions
@@ -67,7 +127,73 @@ func appliedOf(ctx context.Context) *appliedMark {
 	return m
 }
 
+// appliedLen and partialLen are the lengths of the applied value: the
+// sequence of an event applied whole, or with its progress.
+const (
+	appliedLen = 8
+	partialLen = 8 + 4 + 4 + 8 + 8
+)
+
 func appliedValue(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// value is the applied value a transaction of w writes: the event's
+// sequence, with its progress while a round leaves it partial.
+func (m *appliedMark) value(newIDs int) []byte {
+	if m.round == nil {
+		return appliedValue(m.seq)
+	}
+	p := m.round.Progress
+	if m.pending != nil {
+		p = *m.pending
+	}
+	if !p.Partial {
+		return appliedValue(m.seq)
+	}
+	b := make([]byte, 0, partialLen)
+	b = binary.BigEndian.AppendUint64(b, m.seq)
+	b = binary.BigEndian.AppendUint32(b, uint32(p.Step))
+	b = binary.BigEndian.AppendUint32(b, uint32(newIDs))
+	b = binary.BigEndian.AppendUint64(b, uint64(p.Drain[0]))
+	return binary.BigEndian.AppendUint64(b, uint64(p.Drain[1]))
+}
+
+// committed updates the round's progress after a transaction of m
+// committed (ok) or not.
+func (m *appliedMark) committed(ok bool, newIDs int) {
+	if ok {
+		m.newIDs = newIDs
+	}
+	r := m.round
+	if r == nil {
+		m.pending = nil
+		return
+	}
+	if ok {
+		if m.pending != nil {
+			r.Progress = *m.pending
+		}
+		r.NewIDs = newIDs
+	}
+	m.pending = nil
+}
+
+func decodeProgress(v []byte) (Progress, error) {
+	switch len(v) {
+	case appliedLen:
+		return Progress{Seq: binary.BigEndian.Uint64(v)}, nil
+	case partialLen:
+		p := Progress{
+			Seq: binary.BigEndian.Uint64(v), Partial: true,
+			Step: int(binary.BigEndian.Uint32(v[8:])), NewIDs: int(binary.BigEndian.Uint32(v[12:])),
+			Drain: [2]CampaignID{CampaignID(binary.BigEndian.Uint64(v[16:])), CampaignID(binary.BigEndian.Uint64(v[24:]))},
+		}
+		if p.Step > MaxEventCampaigns*16 || p.NewIDs > MaxEventCampaigns {
+			return Progress{}, fmt.Errorf("applied progress out of range: step %d, %d ids", p.Step, p.NewIDs)
+		}
+		return p, nil
+	}
+	return Progress{}, fmt.Errorf("applied sequence: %d bytes", len(v))
+}
 
 // newID returns the id of a campaign created in w: derived from the
 // applied sequence when w applies a stream event, else from the store's
@@ -94,9 +220,17 @@ func EventOf(id CampaignID) (seq uint64, ok bool) {
 	return uint64(id-fleetIDBase) >> fleetIDBits, true
 }
 
-// Applied returns the last stream sequence applied to the store (0: none).
+// Applied returns the last stream sequence applied to the store, wholly
+// or partly (0: none; see AppliedProgress).
 func (b *Badger) Applied(ctx context.Context) (uint64, error) {
-	var seq uint64
+	p, err := b.AppliedProgress(ctx)
+	return p.Seq, err
+}
+
+// AppliedProgress returns the last stream event applied to the store and
+// how far it got.
+func (b *Badger) AppliedProgress(ctx context.Context) (Progress, error) {
+	var p Progress
 	err := b.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(appliedKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -106,17 +240,14 @@ func (b *Badger) Applied(ctx context.Context) (uint64, error) {
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			if len(v) != 8 {
-				return fmt.Errorf("applied sequence: %d bytes", len(v))
-			}
-			seq = binary.BigEndian.Uint64(v)
-			return nil
+			p, err = decodeProgress(v)
+			return err
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("fleet applied sequence: %w", err)
+		return Progress{}, fmt.Errorf("fleet applied sequence: %w", err)
 	}
-	return seq, nil
+	return p, nil
 }
 
 // MarkApplied records seq as applied, for an event that changes nothing.

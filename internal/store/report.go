@@ -113,6 +113,9 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 			return nil, fmt.Errorf("report %d: %w", i, err)
 		}
 	}
+	if m := appliedOf(ctx); m != nil && m.round != nil {
+		return b.reportRound(ctx, m, ins, now)
+	}
 	results := make([]ReportResult, 0, len(ins))
 	var drained []CampaignID // campaigns drained for ins[len(results)]
 	for len(results) < len(ins) {
@@ -123,17 +126,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 			part = part[:0]
 			dn = nil
-			// Resolve the keys of the reports that may fit in this
-			// transaction in sorted order first (see prefetchIndex).
-			var pre [][]byte
-			for j := len(results); j < len(ins) && len(pre) < batchBudgetEntries/2; j++ {
-				for _, k := range ins[j].Keys {
-					if len(k) > 0 {
-						pre = append(pre, k)
-					}
-				}
-			}
-			if err := w.prefetchIndex(pre); err != nil {
+			if err := prefetchReports(w, ins[len(results):]); err != nil {
 				return err
 			}
 			for j := len(results); j < len(ins); j++ {
@@ -181,6 +174,142 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		}
 	}
 	return results, nil
+}
+
+// prefetchReports resolves the keys of the reports that may fit in w in
+// sorted order first (see prefetchIndex).
+func prefetchReports(w *wtx, ins []ReportInput) error {
+	var pre [][]byte
+	for j := 0; j < len(ins) && len(pre) < batchBudgetEntries/2; j++ {
+		for _, k := range ins[j].Keys {
+			if len(k) > 0 {
+				pre = append(pre, k)
+			}
+		}
+	}
+	return w.prefetchIndex(pre)
+}
+
+// reportRound is ReportBatch in a round of a report event (WithRound):
+// it finishes the merge the event began, if any, or else commits one
+// transaction of reports — or, when the first report needs to merge a
+// campaign too large for one transaction, merges it in several
+// transactions and commits no report (ErrRoundAgain: the caller then
+// matches the reports again against the merged campaigns). Every transaction records
+// the event's progress (Progress). results are those of ins[:len(results)].
+func (b *Badger) reportRound(ctx context.Context, m *appliedMark, ins []ReportInput, now time.Time) ([]ReportResult, error) {
+	r := m.round
+	if r.Drain != ([2]CampaignID{}) {
+		if err := b.drainRound(ctx, m, r.Drain[0], r.Drain[1]); err != nil {
+			return nil, err
+		}
+		return nil, ErrRoundAgain
+	}
+	if len(r.Next) != len(ins) {
+		return nil, fmt.Errorf("report round: %d steps for %d reports", len(r.Next), len(ins))
+	}
+	var part []ReportResult
+	var dn *drainNeed
+	err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
+		part, dn = part[:0], nil
+		if err := prefetchReports(w, ins); err != nil {
+			return err
+		}
+		for j := range ins {
+			in := ins[j]
+			if in.Time.IsZero() {
+				in.Time = now
+			}
+			res, err := b.applyReport(w, &in, nil)
+			if errors.Is(err, errTxnFull) {
+				break
+			}
+			if errors.As(err, &dn) {
+				if len(part) > 0 {
+					dn = nil // commit first, merge in the next round
+				}
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("report %d: %w", j, err)
+			}
+			part = append(part, res)
+			if w.room() == 0 {
+				break
+			}
+		}
+		p := r.Progress
+		if len(part) > 0 {
+			p.Step = r.Next[len(part)-1]
+			p.Partial = p.Step < r.Total
+		}
+		m.pending = &p
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report batch: %w", err)
+	}
+	if dn != nil {
+		if err := b.drainRound(ctx, m, dn.from, dn.to); err != nil {
+			return nil, err
+		}
+		return nil, ErrRoundAgain
+	}
+	return part, nil
+}
+
+// drainRound merges campaign from into campaign to in a round of a report
+// event: their entries move in bounded transactions, each recording the
+// merge in the event's progress (so that a node killed meanwhile finishes
+// it), and the last one merges the records.
+func (b *Badger) drainRound(ctx context.Context, m *appliedMark, from, to CampaignID) error {
+	b.log.Info("store: merging a large campaign in several transactions", "from", from, "into", to, "event", m.seq)
+	for {
+		done := false
+		err := b.update(ctx, func(w *wtx) error {
+			p := m.round.Progress
+			p.Partial = true
+			p.Drain = [2]CampaignID{from, to}
+			m.pending = &p
+			src, err := getRecord(w.txn, from)
+			if errors.Is(err, ErrNotFound) {
+				p.Drain, done = [2]CampaignID{}, true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			dst, err := getRecord(w.txn, to)
+			if errors.Is(err, ErrNotFound) {
+				p.Drain, done = [2]CampaignID{}, true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if done, err = moveEntries(w, dst, src, txnBudgetEntries/4); err != nil {
+				return err
+			}
+			if !done {
+				if err := putRecord(w, src); err != nil {
+					return err
+				}
+				return putRecord(w, dst)
+			}
+			// The last entries moved: the records merge here.
+			if err := b.mergeInto(w, dst, src); err != nil {
+				return err
+			}
+			p.Drain = [2]CampaignID{}
+			return putRecord(w, dst)
+		})
+		if err != nil {
+			return fmt.Errorf("merge campaign %d into %d: %w", from, to, err)
+		}
+		if done {
+			return nil
+		}
+	}
 }
 
 // mergeMaxPending is the most writes a transaction may hold before a
@@ -406,6 +535,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	}
 	if err := putMsgReport(w, in, dst.ID, b.opts.Expiry); err != nil {
 		return ReportResult{}, err
+	}
+	if in.Kind == KindHam && in.Revoke != nil && dst.State == StateActive && in.Revoke(&dst.Campaign) {
+		dst.State, res.Revoked = StateRevoked, true
 	}
 	if err := putRecord(w, dst); err != nil {
 		return ReportResult{}, err

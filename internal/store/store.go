@@ -118,6 +118,10 @@ type ReportInput struct {
 	// Text is an excerpt of the message's visible text, kept as the
 	// campaign's SampleText (cut to MaxSampleText bytes).
 	Text string
+	// Revoke, when set, is asked after a not-spam report counted on an
+	// active campaign whether the campaign is now revoked (the engine's
+	// policy): the state changes in the report's own transaction.
+	Revoke func(*Campaign) bool `json:"-"`
 	// Digest identifies the message reported (any stable digest of its
 	// content, at most MaxDigestLen bytes; empty: none). The same
 	// reporter reporting the same digest again with the same kind counts
@@ -145,6 +149,8 @@ type ReportResult struct {
 	// with the other kind: that vote was taken off Campaign before this
 	// one counted.
 	Withdrawn bool
+	// Revoked is true when the report revoked the campaign (Revoke).
+	Revoked bool
 }
 
 // Hit is one index key found in the store.

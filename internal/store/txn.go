@@ -160,7 +160,7 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 		}
 		err := f(w)
 		if err == nil && w.applied != nil {
-			err = w.set(appliedKey, appliedValue(w.applied.seq))
+			err = w.set(appliedKey, w.applied.value(w.newIDs))
 		}
 		if err == nil {
 			err = b.writeDelta(w)
@@ -168,8 +168,8 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 		if err == nil {
 			err = txn.Commit()
 		}
-		if err == nil && w.applied != nil {
-			w.applied.newIDs = w.newIDs
+		if w.applied != nil {
+			w.applied.committed(err == nil, w.newIDs)
 		}
 		txn.Discard()
 		w.fw.done()

@@ -43,6 +43,14 @@ type FleetOptions struct {
 	// Dir holds the servers' and stores' directories; default a
 	// temporary directory, removed afterwards.
 	Dir string
+	// CPUProfile is a file for a CPU profile of the throughput phase
+	// (empty: none).
+	CPUProfile string
+	// Copies is the number of reports per campaign in the throughput
+	// phase: randomized copies of one message, as users report a
+	// campaign. Default 1: every report starts a campaign (the most
+	// writes per report).
+	Copies int
 }
 
 func (o *FleetOptions) defaults() {
@@ -60,6 +68,9 @@ func (o *FleetOptions) defaults() {
 	}
 	if o.Checkers <= 0 {
 		o.Checkers = 2
+	}
+	if o.Copies <= 0 {
+		o.Copies = 1
 	}
 }
 
@@ -218,10 +229,26 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	}
 
 	// Throughput through the three nodes.
+	stopProfile := func() {}
+	if o.CPUProfile != "" {
+		if stopProfile, err = startCPUProfile(o.CPUProfile, "--cpuprofile"); err != nil {
+			return err
+		}
+	}
 	cpu0, t0 := cputime.Process(), time.Now()
 	var sent atomic.Int64
 	var last atomic.Uint64
 	reqs := tmpl[1+o.Latency:]
+	if o.Copies > 1 {
+		reqs = make([][]byte, o.Reports)
+		for i := range reqs {
+			m, err := campaignCopy(tmpl[1+o.Latency+i/o.Copies], uint64(i), i)
+			if err != nil {
+				return err
+			}
+			reqs[i] = m.raw()
+		}
+	}
 	errs = make([]error, 3)
 	for w := range 3 {
 		wg.Add(1)
@@ -264,9 +291,13 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		}
 	}
 	el, cpu := time.Since(t0), cputime.Process()-cpu0
+	stopProfile()
 	n := sent.Load()
-	fmt.Fprintf(out, "\nthroughput: %d reports in batches of %d through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes, each node signs every report)\n",
-		n, o.Batch, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
+	fmt.Fprintf(out, "\nthroughput: %d reports (%d per campaign) in batches of %d through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes; the node that takes a report signs it, every node ingests its evidence)\n",
+		n, o.Copies, o.Batch, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
+	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), lex, model, o.NoSync, quiet); err != nil {
+		return err
+	}
 
 	// Stream and snapshot sizes.
 	s := nodes[0].node.Status(ctx, false)
@@ -275,12 +306,13 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		return err
 	}
 	reports := int64(o.Latency) + n + 1
-	fmt.Fprintf(out, "stream: %d events, %d bytes: %.0f bytes per report (the raw message is in the event)\n",
+	fmt.Fprintf(out, "stream: %d events, %d bytes: %.0f bytes per report (each report's evidence is in the event)\n",
 		s.StreamEvents, s.StreamBytes, float64(s.StreamBytes)/float64(reports))
 	if _, size, err := nodes[0].node.Snapshot(ctx); err != nil {
 		fmt.Fprintf(out, "snapshot: %v\n", err)
 	} else {
-		fmt.Fprintf(out, "snapshot: %d bytes for %d campaigns: %.0f bytes per campaign\n", size, st.Campaigns, float64(size)/float64(max(st.Campaigns, 1)))
+		fmt.Fprintf(out, "snapshot: %d bytes for %d campaigns with %d signatures: %.0f bytes per campaign, %.0f per signature\n",
+			size, st.Campaigns, st.Keys, float64(size)/float64(max(st.Campaigns, 1)), float64(size)/float64(max(st.Keys, 1)))
 	}
 
 	// Checks: standalone (an engine without replicator over the same
@@ -322,6 +354,46 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	rss, hwm := procMemory()
 	fmt.Fprintf(out, "\nmemory of this process (3 servers + 3 nodes): VmRSS %s, VmHWM %s\n", rss, hwm)
 	return nil
+}
+
+// catchUp measures one node alone applying the whole stream from an
+// empty store: what a node of a fleet can apply when it has the machine
+// to itself (the other nodes and the servers are idle meanwhile).
+func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag.Lexicon, model *andd.Model, noSync bool, log *slog.Logger) error {
+	st, err := store.Open(filepath.Join(dir, "store-catchup"), store.Options{NoSyncWrites: noSync, Expiry: -1, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eng, err := campaign.New(st, lex, model, campaign.Options{}, log)
+	if err != nil {
+		return err
+	}
+	cpu0, t0 := cputime.Process(), time.Now()
+	node, err := fleet.Start(ctx, eng, st, fleet.Options{Node: "catchup", URLs: []string{url}, SnapshotEvery: -1, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		s := node.Status(ctx, false)
+		if s.Ready && s.StreamLast > 0 && s.Applied >= s.StreamLast {
+			el, cpu := time.Since(t0), cputime.Process()-cpu0
+			c, err := st.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "catch-up: one node alone applied the stream (%d events, %d campaigns) from an empty store in %v: %.0f reports/s, process CPU %v per report\n",
+				s.StreamEvents, c.Campaigns, el.Round(time.Millisecond), float64(c.SpamReports+c.HamReports)/el.Seconds(),
+				(cpu / time.Duration(max(c.SpamReports+c.HamReports, 1))).Round(time.Microsecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench fleet: catch-up: applied %d of %d in 5m", s.Applied, s.StreamLast)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // measureChecks runs Check with g goroutines for d and returns the
