@@ -183,6 +183,9 @@ type Badger struct {
 	hits   map[CampaignID]*pendingHit
 	checks map[uint32]*HourTotal // RecordCheck's, by hour
 	ham    *hamTable             // sender domains of accepted messages (senders.go)
+	// senders are the campaigns' sender domains counted since the last
+	// flush (RecordSender), under hitMu.
+	senders map[CampaignID]map[string]int64
 
 	// deltaKeys names the counter deltas (counts.go); foldMu serializes
 	// their folding, hourlyMu the hourly re-ranking and pruning.
@@ -284,16 +287,17 @@ func Open(dir string, opts Options) (*Badger, error) {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
 	b := &Badger{
-		dir:    dir,
-		db:     db,
-		opts:   opts,
-		log:    opts.Logger,
-		hits:   make(map[CampaignID]*pendingHit),
-		checks: make(map[uint32]*HourTotal),
-		ham:    newHamTable(opts.MaxHamSenders),
-		closed: make(chan struct{}),
-		disk:   disk,
-		roErr:  roErr,
+		dir:     dir,
+		db:      db,
+		opts:    opts,
+		log:     opts.Logger,
+		hits:    make(map[CampaignID]*pendingHit),
+		checks:  make(map[uint32]*HourTotal),
+		ham:     newHamTable(opts.MaxHamSenders),
+		senders: make(map[CampaignID]map[string]int64),
+		closed:  make(chan struct{}),
+		disk:    disk,
+		roErr:   roErr,
 	}
 	b.deltaKeys.nonce = uint64(time.Now().UnixNano())
 	if err := b.loadHamTable(); err != nil {

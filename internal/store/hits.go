@@ -16,8 +16,6 @@ type pendingHit struct {
 	actions  map[string]int64
 	lastSeen time.Time
 	hours    map[uint32]*pendingHour
-	// senders counts copies by sender domain (RecordHitFrom; bounded).
-	senders map[string]int64
 }
 
 // pendingHour is one hour of a pendingHit.
@@ -126,6 +124,9 @@ func (b *Badger) flushHits() error {
 	if err := b.flushHamTable(context.Background()); err != nil {
 		return err
 	}
+	if err := b.flushSenders(context.Background()); err != nil {
+		return err
+	}
 	b.hitMu.Lock()
 	pending, checks := b.hits, b.checks
 	if len(pending) == 0 && len(checks) == 0 {
@@ -211,11 +212,6 @@ func (b *Badger) applyHits(w *wtx, id CampaignID, p *pendingHit) (found bool, er
 	}
 	if err := w.updateRanks(id, now, adds); err != nil {
 		return false, err
-	}
-	if len(p.senders) > 0 {
-		if err := w.addSenders(id, p.senders, b.opts.MaxCampaignSenders); err != nil {
-			return false, err
-		}
 	}
 	return true, putRecord(w, r)
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -43,15 +42,16 @@ type SenderCount struct {
 }
 
 // SenderStore is implemented by stores that keep sender domains (the
-// Badger store). The engine uses it when its store has it.
+// Badger store). The engine uses it when its store has it. The counts are
+// this store's own (in a fleet, each node counts the mail it checks) and
+// buffered in memory: recording costs no transaction.
 type SenderStore interface {
-	// RecordHitFrom is RecordHit that also counts the copy under sender
-	// (a registrable domain; "" counts no sender) in the campaign's
-	// senders.
-	RecordHitFrom(ctx context.Context, id CampaignID, action, sender string, at time.Time) error
-	// RecordCheckFrom is RecordCheck that also counts an accepted message
+	// RecordSender counts a copy of campaign id from sender (a
+	// registrable domain) among the campaign's senders.
+	RecordSender(id CampaignID, sender string)
+	// RecordHam counts an accepted message that matched no campaign
 	// under sender in the ham table.
-	RecordCheckFrom(ctx context.Context, action, sender string, at time.Time) error
+	RecordHam(sender string)
 	// CampaignSenders returns a campaign's sender domains, most copies
 	// first.
 	CampaignSenders(ctx context.Context, id CampaignID) ([]SenderCount, error)
@@ -82,54 +82,84 @@ func validDomain(d string) bool {
 	return true
 }
 
-// RecordHitFrom counts a matched message like RecordHit and its sender
-// domain in the campaign's senders, through the same buffer and the same
-// accounting (applyHits).
-func (b *Badger) RecordHitFrom(ctx context.Context, id CampaignID, action, sender string, at time.Time) error {
-	if err := b.writable(); err != nil {
-		return err
-	}
-	if at.IsZero() {
-		at = b.now()
+// maxPendingSenders bounds the campaigns whose senders wait in memory
+// for the next flush; copies beyond it are not counted.
+const maxPendingSenders = 1 << 16
+
+// RecordSender buffers a copy of campaign id from sender; the hit flush
+// writes it (flushSenders).
+func (b *Badger) RecordSender(id CampaignID, sender string) {
+	if b.opts.ReadOnly || !validDomain(sender) {
+		return
 	}
 	b.hitMu.Lock()
 	defer b.hitMu.Unlock()
-	p := b.hits[id]
-	if p == nil {
-		p = &pendingHit{}
-		b.hits[id] = p
+	m := b.senders[id]
+	if m == nil {
+		if len(b.senders) >= maxPendingSenders {
+			return
+		}
+		m = make(map[string]int64, 1)
+		b.senders[id] = m
 	}
-	p.add(action, at, at, 1)
-	if validDomain(sender) {
-		p.addSender(sender, 1, 4*b.opts.MaxCampaignSenders)
-	}
-	return nil
-}
-
-// addSender counts n copies from domain, keeping at most max domains
-// between flushes (further new domains are not counted: the campaign
-// keeps fewer than that anyway).
-func (p *pendingHit) addSender(domain string, n int64, max int) {
-	if p.senders == nil {
-		p.senders = make(map[string]int64, 1)
-	}
-	if _, ok := p.senders[domain]; !ok && len(p.senders) >= max {
+	// At most 4× what a campaign keeps between flushes: further new
+	// domains would be crowded out anyway.
+	if _, ok := m[sender]; !ok && len(m) >= 4*b.opts.MaxCampaignSenders {
 		return
 	}
-	p.senders[domain] += n
+	m[sender]++
 }
 
-// RecordCheckFrom counts a message that matched no campaign like
-// RecordCheck and, when it was accepted, its sender domain in the ham
-// table.
-func (b *Badger) RecordCheckFrom(ctx context.Context, action, sender string, at time.Time) error {
-	if err := b.RecordCheck(ctx, action, at); err != nil {
-		return err
-	}
-	if b.opts.ReadOnly || action != "accept" || !validDomain(sender) {
-		return nil
+// RecordHam counts an accepted message of sender in the ham table.
+func (b *Badger) RecordHam(sender string) {
+	if b.opts.ReadOnly || !validDomain(sender) {
+		return
 	}
 	b.ham.add(sender, 1, 0)
+}
+
+// flushSenders writes the buffered campaign senders, a bounded
+// transaction at a time; senders of campaigns deleted meanwhile are
+// dropped.
+func (b *Badger) flushSenders(ctx context.Context) error {
+	b.hitMu.Lock()
+	pending := b.senders
+	if len(pending) == 0 {
+		b.hitMu.Unlock()
+		return nil
+	}
+	b.senders = make(map[CampaignID]map[string]int64)
+	b.hitMu.Unlock()
+	ids := make([]CampaignID, 0, len(pending))
+	for id := range pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for len(ids) > 0 {
+		n := 0
+		err := b.update(ctx, func(w *wtx) error {
+			n = 0
+			for _, id := range ids {
+				if w.room() < 4*b.opts.MaxCampaignSenders+8 && n > 0 {
+					break
+				}
+				n++
+				if _, err := w.txn.Get(campaignKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				if err := w.addSenders(id, pending[id], b.opts.MaxCampaignSenders); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("flush the senders of %d campaigns: %w", len(ids), err)
+		}
+		ids = ids[n:]
+	}
 	return nil
 }
 
@@ -501,7 +531,7 @@ func (b *Badger) flushHamTable(ctx context.Context) error {
 		err := b.update(ctx, func(w *wtx) error {
 			n = 0
 			for _, d := range doms {
-				if w.room() < 2 {
+				if w.room() < 2 && n > 0 {
 					break
 				}
 				n++
