@@ -80,3 +80,12 @@ func TestFalsePositiveWatchSenders(t *testing.T) {
 		t.Errorf("MinHamMessages 31: %+v %v", p, err)
 	}
 }
+
+// BenchmarkSenderDomain is the cost the sender statistics add to a
+// recorded check.
+func BenchmarkSenderDomain(b *testing.B) {
+	froms := []string{"Deals <deals@mail.shop.example.co.uk>", "news@lists.example.org", `"A, B" <x@bücher.example>`}
+	for i := 0; b.Loop(); i++ {
+		SenderDomain(froms[i%len(froms)])
+	}
+}
