@@ -48,7 +48,7 @@ While 'nddmilter serve' runs it holds the store; these commands then go
 through its HTTP API (--api URL --token TOKEN, or env NDDMILTER_API and
 NDDMILTER_API_TOKEN).`,
 	}
-	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf))
+	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsWatchCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf))
 	return cmd
 }
 
@@ -104,6 +104,64 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&sortBy, "sort", "recent", "order: recent (last seen), volume (messages), reports (distinct spam reporters), hour or day (messages in the last hour or day), ham (not-spam reports: the false-positive watch)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "page size: at most this many campaigns (0 for the most, 10000)")
 	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many campaigns of the order (the next page)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	return cmd
+}
+
+func newCampaignsWatchCmd(gf *globalFlags) *cobra.Command {
+	var (
+		af            apiFlags
+		limit, offset int
+		asJSON        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "The false-positive watch: campaigns that may be catching legitimate mail, and why",
+		Long: `Lists first the campaigns whose copies came from sender domains that
+also send much accepted mail (counted by the daemon from the mail it
+checks), then the campaigns with not-spam reports, each with the reason:
+the campaigns to look at, and allow, when legitimate mail is caught.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 || offset < 0 {
+				return errors.New("--limit and --offset must be ≥ 0")
+			}
+			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), false)
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			ws, err := be.Watch(cmd.Context(), limit, offset)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				for _, w := range ws {
+					if err := enc.Encode(w); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tMESSAGES\tSPAM REP.\tHAM REP.\tWHY\tSUBJECT")
+			for _, w := range ws {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\n", w.ID, w.State, w.Messages, w.SpamReporters, w.HamReporters,
+					strings.Join(w.Reasons, "; "), truncate(oneLine(w.SampleSubject), 50))
+			}
+			tw.Flush()
+			if len(ws) == 0 {
+				fmt.Fprintln(out, "(no campaigns)")
+			}
+			return nil
+		},
+	}
+	af.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 50, "page size")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many campaigns (the next page)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
 	return cmd
 }

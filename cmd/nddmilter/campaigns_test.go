@@ -116,6 +116,9 @@ func TestCLIReportCheckCampaigns(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Refinance your mortgage") || !strings.Contains(out, "5 (5)") {
 		t.Errorf("campaigns list: %v\n%s", err, out)
 	}
+	if out, _, err := runCLI(t, "--store", st, "campaigns", "watch", "--json"); err != nil || out != "" {
+		t.Errorf("campaigns watch without not-spam reports: %v\n%s", err, out)
+	}
 	out, _, err = runCLI(t, "--store", st, "campaigns", "show", "--reporter", "alice", "--reporter", "bob", "1")
 	// The store keeps hashes of the reporter ids: alice's is the first 16
 	// hex digits of sha256("alice").
@@ -184,6 +187,10 @@ func TestCLILockedStoreUsesAPI(t *testing.T) {
 	out, _, err = runCLI(t, "campaigns", "list", "--api", srv.URL, "--json")
 	if err != nil || !strings.Contains(out, `"spam_reporters":1`) {
 		t.Fatalf("list via API: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, "campaigns", "watch", "--api", srv.URL)
+	if err != nil || !strings.Contains(out, "WHY") || !strings.Contains(out, "(no campaigns)") {
+		t.Fatalf("watch via API: %v\n%s", err, out)
 	}
 	out, _, err = runCLI(t, "campaigns", "show", "--api", srv.URL, "1")
 	if err != nil || !strings.Contains(out, "campaign 1 (active)") {

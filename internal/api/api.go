@@ -166,6 +166,32 @@ func NewSummary(c *campaign.Campaign) Summary {
 	}
 }
 
+// Watched is the JSON view of a campaign of the false-positive watch
+// (GET /v1/watch): the campaign, the sender domains of its copies that
+// also send ham, and the reasons in words.
+type Watched struct {
+	Summary
+	HamSenders []HamSender `json:"ham_senders,omitempty"`
+	Reasons    []string    `json:"reasons"`
+}
+
+// HamSender is a sender domain of a campaign's copies that also sends
+// ham (campaign.HamSender).
+type HamSender struct {
+	Domain string `json:"domain"`
+	Copies int64  `json:"copies"`
+	Ham    int64  `json:"ham_messages"`
+}
+
+// NewWatched converts a campaign of the false-positive watch.
+func NewWatched(w *campaign.Watched) Watched {
+	out := Watched{Summary: NewSummary(&w.Campaign), Reasons: w.Reasons()}
+	for _, s := range w.HamSenders {
+		out.HamSenders = append(out.HamSenders, HamSender{Domain: s.Domain, Copies: s.Copies, Ham: s.Ham})
+	}
+	return out
+}
+
 // Hour is one hour of a campaign's hourly series.
 type Hour struct {
 	Hour        time.Time `json:"hour"` // start, UTC

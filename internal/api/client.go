@@ -167,6 +167,20 @@ func (c *Client) List(ctx context.Context, lq ListQuery) ([]Summary, error) {
 	return out, err
 }
 
+// Watch returns a page of the false-positive watch (GET /v1/watch).
+func (c *Client) Watch(ctx context.Context, limit, offset int) ([]Watched, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	var out []Watched
+	err := c.do(ctx, http.MethodGet, "/v1/watch", q, nil, &out)
+	return out, err
+}
+
 // Now returns the now view.
 func (c *Client) Now(ctx context.Context, nq campaign.NowQuery) (Now, error) {
 	q := url.Values{}

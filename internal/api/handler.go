@@ -80,6 +80,7 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
 	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.series)
 	h.mux.HandleFunc("GET /v1/now", h.now)
+	h.mux.HandleFunc("GET /v1/watch", h.watch)
 	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
 	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
 	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
@@ -254,6 +255,26 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	out := make([]Summary, len(cs))
 	for i := range cs {
 		out[i] = NewSummary(&cs[i])
+	}
+	h.reply(w, http.StatusOK, out)
+}
+
+// watch is the false-positive watch: campaigns whose copies came from
+// senders that also send ham, then campaigns with not-spam reports.
+func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
+	limit, offset, err := pageParams(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	ws, err := h.eng.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: limit, Offset: offset})
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]Watched, len(ws))
+	for i := range ws {
+		out[i] = NewWatched(&ws[i])
 	}
 	h.reply(w, http.StatusOK, out)
 }

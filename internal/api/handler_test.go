@@ -380,6 +380,15 @@ func TestNowSeriesAndPaging(t *testing.T) {
 	if w, err := c.List(ctx, ListQuery{Sort: "ham"}); err != nil || len(w) != 1 {
 		t.Errorf("false-positive watch: %+v %v", w, err)
 	}
+	var ws []Watched
+	status, _, raw = do(t, "GET", srv.URL+"/v1/watch?limit=5", testToken, nil)
+	if err := json.Unmarshal(raw, &ws); status != http.StatusOK || err != nil || len(ws) != 1 || ws[0].ID != o.Campaign ||
+		len(ws[0].Reasons) != 1 || !strings.Contains(ws[0].Reasons[0], "not-spam report") {
+		t.Errorf("watch: %d %s", status, raw)
+	}
+	if status, _, raw := do(t, "GET", srv.URL+"/v1/watch?offset=-1", testToken, nil); status != http.StatusBadRequest {
+		t.Errorf("watch offset=-1: %d %s", status, raw)
+	}
 	if p, err := c.List(ctx, ListQuery{Offset: 1}); err != nil || len(p) != 0 {
 		t.Errorf("second page: %+v %v", p, err)
 	}

@@ -41,6 +41,7 @@ type Engine struct {
 	cache     *recordCache
 	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
 	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
+	senders   store.SenderStore             // nil when the store keeps no sender domains
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -77,14 +78,16 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: I-Match signer: %w", err)
 	}
+	senders, _ := st.(store.SenderStore)
 	e := &Engine{
-		st:     st,
-		imatch: im,
-		opts:   opts,
-		policy: opts.Policy.WithDefaults(),
-		th:     opts.Policy.Thresholds(),
-		log:    log,
-		now:    opts.Clock,
+		senders: senders,
+		st:      st,
+		imatch:  im,
+		opts:    opts,
+		policy:  opts.Policy.WithDefaults(),
+		th:      opts.Policy.Thresholds(),
+		log:     log,
+		now:     opts.Clock,
 	}
 	if opts.CacheTTL > 0 {
 		e.cache = newRecordCache(opts.CacheSize, opts.CacheTTL)
@@ -419,7 +422,19 @@ func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o
 		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
 			e.log.Warn("record check", "err", err)
 		}
+		if e.senders != nil && v.Taken() == action.Accept {
+			if d := SenderDomain(m.From); d != "" {
+				e.senders.RecordHam(d)
+			}
+		}
 		return v, nil
+	}
+	// The sender domains of a campaign's copies (this node's own, in
+	// memory until the hit flush): the false-positive watch.
+	if e.senders != nil {
+		if d := SenderDomain(m.From); d != "" {
+			e.senders.RecordSender(v.Campaign, d)
+		}
 	}
 	if r := e.replicator(ctx); r != nil {
 		r.RecordHit(v.Campaign, v.Taken().String(), e.now())

@@ -152,14 +152,6 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	return s, nil
 }
 
-// FalsePositiveWatch returns the campaigns that received not-spam reports,
-// most distinct not-spam reporters first: the campaigns an administrator
-// should look at for legitimate mail caught by mistake. limit and offset
-// page it as in Query.
-func (e *Engine) FalsePositiveWatch(ctx context.Context, limit, offset int) ([]Campaign, error) {
-	return e.List(ctx, Query{Sort: SortHam, Limit: limit, Offset: offset})
-}
-
 // NowQuery selects the "now" view.
 type NowQuery struct {
 	// Sort is SortHour (the default: matched messages in the current and

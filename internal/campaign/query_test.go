@@ -176,7 +176,7 @@ func TestNowSeriesAndWatch(t *testing.T) {
 	if _, err := f.eng.Series(f.ctx, 999999); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Series of a missing campaign: %v", err)
 	}
-	w, err := f.eng.FalsePositiveWatch(f.ctx, 10, 0)
+	w, err := f.eng.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 10})
 	if err != nil || len(w) != 1 || w[0].ID != ids[1] || w[0].HamReporters != 1 {
 		t.Errorf("FalsePositiveWatch: %+v %v", w, err)
 	}

@@ -23,6 +23,8 @@ type Backend interface {
 	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, q api.ListQuery) ([]api.Summary, error)
+	// Watch returns a page of the false-positive watch.
+	Watch(ctx context.Context, limit, offset int) ([]api.Watched, error)
 	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
 	Delete(ctx context.Context, id campaign.CampaignID) error
 	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
@@ -62,6 +64,19 @@ func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error
 	out := make([]api.Summary, len(cs))
 	for i := range cs {
 		out[i] = api.NewSummary(&cs[i])
+	}
+	return out, nil
+}
+
+// Watch returns a page of the false-positive watch.
+func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, error) {
+	ws, err := l.rt.Engine.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: limit, Offset: offset})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Watched, len(ws))
+	for i := range ws {
+		out[i] = api.NewWatched(&ws[i])
 	}
 	return out, nil
 }

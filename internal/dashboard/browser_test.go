@@ -184,6 +184,14 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	}
+	// The invoices campaign's sender also sends ordinary mail: accepted,
+	// matching nothing, it puts the campaign on the false-positive watch.
+	for i := range 25 {
+		raw := fmt.Appendf(nil, "From: Orders <orders@invoices.example>\r\nSubject: Order %d\r\n\r\nYour order %d has shipped.\r\n", i, i)
+		if code := api(t, base, http.MethodPost, "/v1/check?record=1", raw, nil); code != http.StatusOK {
+			t.Fatalf("check: %d", code)
+		}
+	}
 	// Hits are flushed to the store every second: wait until the hour's
 	// ranking holds them all.
 	var allHits int64
@@ -285,8 +293,8 @@ func TestBrowser(t *testing.T) {
 	if got := text(fmt.Sprintf("#c%d td:nth-child(2)", top.id)); got != fmt.Sprint(top.hits) {
 		t.Errorf("campaign %d: %s messages in the hour, want %d", top.id, got, top.hits)
 	}
-	if got := text("#total-checked"); got != fmt.Sprint(allHits) {
-		t.Errorf("messages checked %s, want %d", got, allHits)
+	if got := text("#total-checked"); got != fmt.Sprint(allHits+25) { // and the 25 accepted
+		t.Errorf("messages checked %s, want %d", got, allHits+25)
 	}
 	if got := text("#store-campaigns"); got != fmt.Sprint(len(camps)) {
 		t.Errorf("campaigns in the store %s, want %d", got, len(camps))
@@ -366,10 +374,17 @@ func TestBrowser(t *testing.T) {
 		t.Error("the deleted campaign is still listed")
 	}
 
-	// False-positive watch: the campaign with not-spam reports.
-	ham := camps[3]
+	// False-positive watch: the campaign whose sender also sends ham,
+	// then the campaign with not-spam reports, each with why.
+	ham, invoices := camps[3], camps[2]
 	run("watch", chromedp.Navigate(base+"/ui/watch"), chromedp.WaitVisible(chromedp.CSS("#watch")))
-	if got := text(fmt.Sprintf("#c%d td:nth-child(3)", ham.id)); !strings.HasPrefix(got, fmt.Sprint(ham.hamReporters)) {
+	if got := text(fmt.Sprintf("#c%d td:nth-child(3)", invoices.id)); !strings.Contains(got, fmt.Sprintf("%d copies from invoices.example, which sent 25 accepted messages", invoices.hits)) {
+		t.Errorf("watch: campaign %d: why %q", invoices.id, got)
+	}
+	if got := text(fmt.Sprintf("#c%d td:nth-child(3)", ham.id)); !strings.Contains(got, "not-spam report") {
+		t.Errorf("watch: campaign %d: why %q", ham.id, got)
+	}
+	if got := text(fmt.Sprintf("#c%d td:nth-child(4)", ham.id)); !strings.HasPrefix(got, fmt.Sprint(ham.hamReporters)) {
 		t.Errorf("watch: campaign %d not-spam reporters %q, want %d", ham.id, got, ham.hamReporters)
 	}
 	layoutSafe("watch", 1280)

@@ -658,3 +658,33 @@ func TestCharts(t *testing.T) {
 		})
 	}
 }
+
+// A campaign whose copies came from a domain that also sends accepted
+// mail is on the watch page, with the reason.
+func TestWatchShowsHamSenders(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	id := f.report(t, campaignMessage(t, 20, 0, "Spring sale", "deals@mail.shop.example", ""), campaign.KindSpam, "r1")
+	for i := range 3 {
+		if v, err := f.eng.Check(ctx, campaignMessage(t, 20, 10+i, "Spring sale", "deals@mail.shop.example", "")); err != nil || v.Campaign != id {
+			t.Fatalf("copy %d: %+v %v", i, v, err)
+		}
+	}
+	for i := range 25 {
+		raw := fmt.Appendf(nil, "From: orders@shop.example\r\nSubject: Order %d\r\n\r\nYour order %d has shipped.\r\n", i, i)
+		if v, err := f.eng.Check(ctx, raw); err != nil || v.Campaign != 0 {
+			t.Fatalf("ham %d: %+v %v", i, v, err)
+		}
+	}
+	if err := f.st.FlushHits(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t)
+	c.login("", adminSecret)
+	_, watch := c.get("/ui/watch")
+	for _, want := range []string{fmt.Sprintf(`id="c%d"`, id), "3 copies from shop.example, which sent 25 accepted messages"} {
+		if !strings.Contains(watch, want) {
+			t.Errorf("watch page lacks %q\n%s", want, watch)
+		}
+	}
+}

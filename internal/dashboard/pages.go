@@ -213,16 +213,22 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 
 type watchPage struct {
 	base
-	Rows       []row
+	Rows       []watchRow
 	Page       int
 	Prev, Next int
 	More       bool
 }
 
+// watchRow is a campaign of the false-positive watch and why it is there.
+type watchRow struct {
+	row
+	Reasons []string
+}
+
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, se *session) {
 	eng := h.eng.Load()
 	p := pageNumber(r)
-	cs, err := eng.FalsePositiveWatch(r.Context(), h.opts.PageSize+1, p*h.opts.PageSize)
+	cs, err := eng.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: h.opts.PageSize + 1, Offset: p * h.opts.PageSize})
 	if err != nil {
 		h.fail(w, r, se, http.StatusInternalServerError, "The campaigns could not be read: "+err.Error())
 		return
@@ -232,7 +238,11 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, se *session) {
 		d.More, cs = true, cs[:h.opts.PageSize]
 	}
 	for i := range cs {
-		d.Rows = append(d.Rows, newRow(eng, &cs[i]))
+		var rs []string
+		for _, s := range cs[i].Reasons() {
+			rs = append(rs, clean(s, listSubjectRunes, true))
+		}
+		d.Rows = append(d.Rows, watchRow{row: newRow(eng, &cs[i].Campaign), Reasons: rs})
 	}
 	h.render(w, r, se, http.StatusOK, "watch", d)
 }

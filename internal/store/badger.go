@@ -74,6 +74,13 @@ type Options struct {
 	HitFlushInterval time.Duration
 	// MaxSketches is how many similarity sketches a campaign keeps. Default 8.
 	MaxSketches int
+	// MaxHamSenders bounds the ham table (senders.go): how many sender
+	// domains of accepted messages are counted. Default
+	// DefaultMaxHamSenders.
+	MaxHamSenders int
+	// MaxCampaignSenders bounds the sender domains a campaign keeps.
+	// Default DefaultMaxCampaignSenders.
+	MaxCampaignSenders int
 	// ReadOnly opens the store read-only (no background loops; writes fail
 	// with ErrReadOnly). Another process may not hold the store open
 	// read-write at the same time. A store left by a crash is first
@@ -120,6 +127,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSketches <= 0 {
 		o.MaxSketches = DefaultMaxSketches
+	}
+	if o.MaxHamSenders <= 0 {
+		o.MaxHamSenders = DefaultMaxHamSenders
+	}
+	if o.MaxCampaignSenders <= 0 {
+		o.MaxCampaignSenders = DefaultMaxCampaignSenders
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -169,6 +182,10 @@ type Badger struct {
 	hitMu  sync.Mutex
 	hits   map[CampaignID]*pendingHit
 	checks map[uint32]*HourTotal // RecordCheck's, by hour
+	ham    *hamTable             // sender domains of accepted messages (senders.go)
+	// senders are the campaigns' sender domains counted since the last
+	// flush (RecordSender), under hitMu.
+	senders map[CampaignID]map[string]int64
 
 	// deltaKeys names the counter deltas (counts.go); foldMu serializes
 	// their folding, hourlyMu the hourly re-ranking and pruning.
@@ -270,17 +287,22 @@ func Open(dir string, opts Options) (*Badger, error) {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
 	b := &Badger{
-		dir:    dir,
-		db:     db,
-		opts:   opts,
-		log:    opts.Logger,
-		hits:   make(map[CampaignID]*pendingHit),
-		checks: make(map[uint32]*HourTotal),
-		closed: make(chan struct{}),
-		disk:   disk,
-		roErr:  roErr,
+		dir:     dir,
+		db:      db,
+		opts:    opts,
+		log:     opts.Logger,
+		hits:    make(map[CampaignID]*pendingHit),
+		checks:  make(map[uint32]*HourTotal),
+		ham:     newHamTable(opts.MaxHamSenders),
+		senders: make(map[CampaignID]map[string]int64),
+		closed:  make(chan struct{}),
+		disk:    disk,
+		roErr:   roErr,
 	}
 	b.deltaKeys.nonce = uint64(time.Now().UnixNano())
+	if err := b.loadHamTable(); err != nil {
+		b.log.Warn("store: ham senders not loaded; counting them afresh", "err", err)
+	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.startIndexFilter()
 	if !opts.ReadOnly {

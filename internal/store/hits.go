@@ -121,6 +121,12 @@ func (b *Badger) flushHits() error {
 		// Kept in memory (one entry per campaign hit) until space returns.
 		return nil
 	}
+	if err := b.flushHamTable(context.Background()); err != nil {
+		return err
+	}
+	if err := b.flushSenders(context.Background()); err != nil {
+		return err
+	}
 	b.hitMu.Lock()
 	pending, checks := b.hits, b.checks
 	if len(pending) == 0 && len(checks) == 0 {

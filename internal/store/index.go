@@ -127,7 +127,8 @@ func putRecord(w *wtx, r *record) error {
 }
 
 // delRecord deletes a campaign record with its index entries, its
-// hourly ranking ring and its share of the counters. The campaign's other
+// hourly ranking ring, its sender domains and its share of the counters.
+// The campaign's other
 // entries (keys, reporters, counters) are the caller's.
 func delRecord(w *wtx, r *record) error {
 	if err := w.reindex(r.ID, r.ix, ixState{}); err != nil {
@@ -135,6 +136,9 @@ func delRecord(w *wtx, r *record) error {
 	}
 	r.ix = ixState{}
 	if err := w.dropRing(r.ID); err != nil {
+		return err
+	}
+	if err := w.dropSenders(r.ID); err != nil {
 		return err
 	}
 	return w.del(campaignKey(r.ID))

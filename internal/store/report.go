@@ -815,6 +815,9 @@ func (b *Badger) mergeInto(w *wtx, dst, src *record) error {
 	if err := w.mergeRing(dst.ID, src.ID, hourNumber(b.now())); err != nil {
 		return err
 	}
+	if err := w.mergeSenders(dst.ID, src.ID, b.opts.MaxCampaignSenders); err != nil {
+		return err
+	}
 	return delRecord(w, src)
 }
 

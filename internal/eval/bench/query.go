@@ -116,7 +116,7 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 			return len(d.Hours), err
 		}},
 		{"false-positive watch", func() (int, error) {
-			cs, err := eng.FalsePositiveWatch(ctx, 100, 0)
+			cs, err := eng.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: 100})
 			return len(cs), err
 		}},
 		{"stats", func() (int, error) {

@@ -1,0 +1,226 @@
+package campaign
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// SenderDomain returns the registrable domain (the public suffix and one
+// label more, e.g. "example.co.uk" for "mail.example.co.uk") of the
+// address in a From header, lower case, in its ASCII (punycode) form; ""
+// when it has none. It is what the sender statistics count: a campaign's
+// copies by sender, and the ham table.
+func SenderDomain(from string) string {
+	addr := from
+	if i := strings.LastIndexByte(addr, '<'); i >= 0 {
+		addr = addr[i+1:]
+		if j := strings.IndexByte(addr, '>'); j >= 0 {
+			addr = addr[:j]
+		}
+	}
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return ""
+	}
+	d := strings.TrimSpace(addr[at+1:])
+	if k := strings.IndexAny(d, " \t>,;"); k >= 0 {
+		d = d[:k]
+	}
+	d = strings.TrimSuffix(d, ".")
+	if d == "" || len(d) > store.MaxSenderDomain || strings.HasPrefix(d, "[") {
+		return ""
+	}
+	a, err := idna.Lookup.ToASCII(d)
+	if err != nil || a == "" {
+		return ""
+	}
+	if r, err := publicsuffix.EffectiveTLDPlusOne(a); err == nil {
+		return r
+	}
+	return a // a public suffix itself, or a name outside the list
+}
+
+// WatchOptions select the false-positive watch. Zero values select the
+// defaults.
+type WatchOptions struct {
+	// Limit and Offset page the watch as in Query.
+	Limit, Offset int
+	// MinHamMessages is how many accepted messages that matched no
+	// campaign (the ham table's guaranteed count) make a sender domain one
+	// "that also sends ham". Default 20.
+	MinHamMessages int64
+	// HamRatio: a campaign is listed for such a sender when the sender's
+	// ham is at least HamRatio times the campaign's copies from it (a
+	// domain that sends far more ham than copies of the campaign).
+	// Default 1.
+	HamRatio float64
+	// Senders bounds the ham senders examined, most ham first, and
+	// PerSender the campaigns listed per sender. Defaults 50 and 20.
+	Senders, PerSender int
+}
+
+func (o WatchOptions) withDefaults() WatchOptions {
+	if o.MinHamMessages <= 0 {
+		o.MinHamMessages = 20
+	}
+	if o.HamRatio <= 0 {
+		o.HamRatio = 1
+	}
+	if o.Senders <= 0 {
+		o.Senders = 50
+	}
+	if o.PerSender <= 0 {
+		o.PerSender = 20
+	}
+	return o
+}
+
+// HamSender is a sender domain of a campaign's copies that also sends
+// ham.
+type HamSender struct {
+	Domain string
+	// Copies of the campaign from the domain, and Ham the domain's
+	// accepted messages that matched no campaign (a lower bound).
+	Copies, Ham int64
+}
+
+// Watched is a campaign of the false-positive watch and why it is there.
+type Watched struct {
+	Campaign
+	// HamSenders are the campaign's sender domains that also send ham
+	// (WatchOptions), most ham first.
+	HamSenders []HamSender
+}
+
+// Reasons says in words why the campaign is watched.
+func (w *Watched) Reasons() []string {
+	var rs []string
+	if w.HamReports > 0 {
+		rs = append(rs, fmt.Sprintf("%d not-spam report(s) from %d reporter(s)", w.HamReports, w.HamReporters))
+	}
+	for _, s := range w.HamSenders {
+		rs = append(rs, fmt.Sprintf("%d copies from %s, which sent %d accepted messages", s.Copies, s.Domain, s.Ham))
+	}
+	return rs
+}
+
+// FalsePositiveWatch returns the campaigns an administrator should look
+// at for legitimate mail caught by mistake: first those whose copies came
+// from senders that also send ham (WatchOptions; most ham first), then
+// those that received not-spam reports (most distinct not-spam reporters
+// first), each with its reasons. The sender statistics are this node's
+// (store.SenderStore); a store without them gives the second list only.
+func (e *Engine) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watched, error) {
+	o = o.withDefaults()
+	limit := o.Limit
+	if limit <= 0 || limit > MaxListLimit {
+		limit = DefaultListLimit
+	}
+	flagged, err := e.hamSenderCampaigns(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var out []Watched
+	offset := max(o.Offset, 0)
+	if offset < len(flagged) {
+		out = append(out, flagged[offset:min(len(flagged), offset+limit)]...)
+		offset = 0
+	} else {
+		offset -= len(flagged)
+	}
+	if len(out) < limit {
+		cs, err := e.List(ctx, Query{Sort: SortHam, Limit: limit - len(out), Offset: offset})
+		if err != nil {
+			return nil, err
+		}
+		for i := range cs {
+			w := Watched{Campaign: cs[i]}
+			if w.HamSenders, err = e.campaignHamSenders(ctx, w.ID, o); err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// hamSenderCampaigns lists the campaigns without not-spam reports that
+// have a sender that also sends ham (those with not-spam reports are in
+// the second list): bounded by o.Senders × o.PerSender.
+func (e *Engine) hamSenderCampaigns(ctx context.Context, o WatchOptions) ([]Watched, error) {
+	if e.senders == nil {
+		return nil, nil
+	}
+	seen := map[CampaignID]bool{}
+	var out []Watched
+	for _, hs := range e.senders.HamSenders(o.Senders, o.MinHamMessages) {
+		ids, err := e.senders.SenderCampaigns(ctx, hs.Domain, o.PerSender)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			senders, err := e.campaignHamSenders(ctx, id, o)
+			if err != nil {
+				return nil, err
+			}
+			if len(senders) == 0 {
+				continue
+			}
+			c, err := e.st.Record(ctx, id)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			if c.HamReports > 0 {
+				continue
+			}
+			out = append(out, Watched{Campaign: *c, HamSenders: senders})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Watched) int {
+		if c := cmp.Compare(b.HamSenders[0].Ham, a.HamSenders[0].Ham); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// campaignHamSenders returns the sender domains of campaign id that also
+// send ham, most ham first.
+func (e *Engine) campaignHamSenders(ctx context.Context, id CampaignID, o WatchOptions) ([]HamSender, error) {
+	if e.senders == nil {
+		return nil, nil
+	}
+	ss, err := e.senders.CampaignSenders(ctx, id)
+	if err != nil {
+		// A malformed list hides the campaign's senders, not the watch.
+		e.log.Warn("false-positive watch: senders", "campaign", id, "err", err)
+		return nil, nil
+	}
+	var out []HamSender
+	for _, s := range ss {
+		ham := e.senders.HamMessages(s.Domain)
+		if ham >= o.MinHamMessages && float64(ham) >= o.HamRatio*float64(s.Messages) {
+			out = append(out, HamSender{Domain: s.Domain, Copies: s.Messages, Ham: ham})
+		}
+	}
+	slices.SortFunc(out, func(a, b HamSender) int {
+		if c := cmp.Compare(b.Ham, a.Ham); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Domain, b.Domain)
+	})
+	return out, nil
+}

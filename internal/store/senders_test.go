@@ -1,0 +1,183 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The ham table keeps at most MaxHamSenders domains; a steady sender is
+// never crowded out by one-off domains, and what it reports is a lower
+// bound of each domain's count.
+func TestHamTableBounded(t *testing.T) {
+	tests := []struct {
+		name   string
+		max    int
+		steady map[string]int // domain → messages, counted first
+		noise  int            // one-off domains after them
+	}{
+		{"fits", 10, map[string]int{"a.example": 5, "b.example": 3}, 0},
+		{"noise", 4, map[string]int{"big.example": 50, "mid.example": 20}, 500},
+		{"one slot", 1, map[string]int{"only.example": 7}, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHamTable(tt.max)
+			for d, n := range tt.steady {
+				for range n {
+					h.add(d, 1, 0)
+				}
+			}
+			for i := range tt.noise {
+				h.add(fmt.Sprintf("noise%d.example", i), 1, 0)
+			}
+			if len(h.entries) > tt.max || len(h.heap) != len(h.entries) {
+				t.Fatalf("%d entries, %d in the heap, max %d", len(h.entries), len(h.heap), tt.max)
+			}
+			for d, n := range tt.steady {
+				if got := h.lower(d); got > int64(n) || (tt.noise == 0 && got != int64(n)) {
+					t.Errorf("%s: lower bound %d of %d messages", d, got, n)
+				}
+			}
+			top := h.top(0, 1)
+			if !slices.IsSortedFunc(top, func(a, b SenderCount) int { return int(b.Messages - a.Messages) }) {
+				t.Errorf("top not sorted: %v", top)
+			}
+		})
+	}
+	// A sender of more than a 1/max share of the messages is never
+	// evicted (Space-Saving), and keeps its exact count when it came first.
+	h := newHamTable(4)
+	for range 300 {
+		h.add("big.example", 1, 0)
+	}
+	for i := range 500 {
+		h.add(fmt.Sprintf("noise%d.example", i), 1, 0)
+	}
+	if got := h.lower("big.example"); got != 300 {
+		t.Errorf("a steady sender among one-off domains: lower bound %d, want 300", got)
+	}
+}
+
+// A campaign keeps its senders, most copies first, at most
+// MaxCampaignSenders of them, with a reverse index by domain; they
+// follow merges and go with deletion; the ham table outlives a restart.
+func TestCampaignSenders(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1, MaxCampaignSenders: 3})
+	a := mustReport(t, s, spam("r1", t0, "ka")).Campaign
+	b := mustReport(t, s, spam("r2", t0, "kb")).Campaign
+	copies := []struct {
+		id     CampaignID
+		sender string
+		n      int
+	}{
+		{a, "bulk.example", 9}, {a, "mail.example", 4}, {a, "one.example", 1}, {a, "two.example", 2},
+		{a, "", 5}, {a, "bad\x00domain", 5}, {b, "mail.example", 3},
+	}
+	for _, c := range copies {
+		for range c.n {
+			s.RecordSender(c.id, c.sender)
+		}
+	}
+	for range 30 {
+		s.RecordHam("mail.example")
+	}
+	s.RecordHam("")
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CampaignSenders(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Space-Saving: the flush adds the most copies first; one.example
+	// replaced two.example and inherited its count (2 + 1).
+	want := []SenderCount{{"bulk.example", 9}, {"mail.example", 4}, {"one.example", 3}}
+	if !slices.Equal(got, want) {
+		t.Errorf("senders of %d: %v, want %v", a, got, want)
+	}
+	ids, err := s.SenderCampaigns(ctx, "mail.example", 10)
+	if err != nil || !slices.Equal(ids, []CampaignID{a, b}) {
+		t.Errorf("campaigns of mail.example: %v %v", ids, err)
+	}
+	if ids, _ := s.SenderCampaigns(ctx, "two.example", 10); len(ids) != 0 {
+		t.Errorf("a replaced sender still indexed: %v", ids)
+	}
+	// A merge adds b's senders to a's; deletion drops them.
+	res := mustReport(t, s, spam("r3", t0, "ka", "kb"))
+	if len(res.Merged) != 1 {
+		t.Fatalf("merge: %+v", res)
+	}
+	into, from := res.Campaign, res.Merged[0]
+	if got, _ := s.CampaignSenders(ctx, into); len(got) == 0 || got[0].Domain != "bulk.example" && got[0].Domain != "mail.example" {
+		t.Errorf("merged senders: %v", got)
+	}
+	if got, _ := s.CampaignSenders(ctx, from); len(got) != 0 {
+		t.Errorf("senders of the merged campaign: %v", got)
+	}
+	if err := s.Delete(ctx, into); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.SenderCampaigns(ctx, "mail.example", 10); len(ids) != 0 {
+		t.Errorf("reverse index after delete: %v", ids)
+	}
+	// Senders of a campaign deleted before the flush are dropped.
+	s.RecordSender(into, "late.example")
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.SenderCampaigns(ctx, "late.example", 10); len(ids) != 0 {
+		t.Errorf("senders of a deleted campaign: %v", ids)
+	}
+	// The ham table is persisted and reloaded.
+	if got := s.HamMessages("mail.example"); got != 30 {
+		t.Errorf("ham of mail.example: %d", got)
+	}
+	s.Close()
+	s = openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	if got := s.HamMessages("mail.example"); got != 30 {
+		t.Errorf("ham of mail.example after a restart: %d", got)
+	}
+	if top := s.HamSenders(5, 10); len(top) != 1 || top[0] != (SenderCount{"mail.example", 30}) {
+		t.Errorf("HamSenders: %v", top)
+	}
+	verifyClean(t, s)
+}
+
+// Malformed sender values never panic: a list is an error, a ham entry
+// is forgotten.
+func TestSendersMalformed(t *testing.T) {
+	for _, b := range [][]byte{nil, {0xff}, {5}, {1, 200, 'a'}, {1, 1, 'a'}, {1, 1, 'a', 0xff}} {
+		if _, err := decodeSenders(b); err == nil && len(b) > 1 {
+			t.Errorf("decodeSenders(%x): no error", b)
+		}
+	}
+	ss := []SenderCount{{"a.example", 3}, {"b.example", 1}}
+	if got, err := decodeSenders(encodeSenders(ss)); err != nil || !slices.Equal(got, ss) {
+		t.Errorf("round trip: %v %v", got, err)
+	}
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	err := s.db.Update(func(txn *badger.Txn) error {
+		for k, v := range map[string][]byte{"ok.example": {7, 0}, "bad.example": {0xff}, "over.example": {1, 5}, "bad\x01": {1, 0}} {
+			if err := txn.Set(hamSenderKey(k), v); err != nil {
+				return err
+			}
+		}
+		return txn.Set(idKey(pfxCampSenders, 99), []byte{9, 9})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	if got := s.HamSenders(10, 1); len(got) != 1 || got[0].Domain != "ok.example" {
+		t.Errorf("ham table from malformed entries: %v", got)
+	}
+	if _, err := s.CampaignSenders(ctx, 99); err == nil {
+		t.Error("a malformed sender list: no error")
+	}
+}
