@@ -364,14 +364,18 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 		}
 		return outs, &BatchError{Index: len(outs), Err: err}
 	}
-	if round != nil && len(idx) > 0 && len(results) < len(idx) {
-		// The round ends after the last report the store applied: the
-		// reports after it are matched again in the next round.
+	if round != nil && len(idx) > 0 {
+		// The round ends after the last report the store applied, where
+		// its progress is recorded: the reports after it, skipped ones
+		// included, are matched again in the next round against the
+		// store as this one left it — as a node resuming there would.
 		n := 0
 		if len(results) > 0 {
 			n = idx[len(results)-1] + 1
 		}
-		return outs[:n], nil
+		if len(results) < len(idx) || n < len(outs) {
+			return outs[:n], nil
+		}
 	}
 	return outs, prepErr
 }
