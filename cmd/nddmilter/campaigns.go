@@ -86,14 +86,7 @@ func newCampaignsListCmd(gf *globalFlags) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				for _, c := range cs {
-					if err := enc.Encode(c); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(out, cs)
 			}
 			printSummaries(out, cs)
 			return nil
@@ -137,14 +130,7 @@ the campaigns to look at, and allow, when legitimate mail is caught.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				for _, w := range ws {
-					if err := enc.Encode(w); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(out, ws)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATE\tMESSAGES\tSPAM REP.\tHAM REP.\tWHY\tSUBJECT")
@@ -164,6 +150,18 @@ the campaigns to look at, and allow, when legitimate mail is caught.`,
 	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many campaigns (the next page)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
 	return cmd
+}
+
+// jsonLines writes one JSON object per line.
+func jsonLines[T any](w io.Writer, xs []T) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, x := range xs {
+		if err := enc.Encode(x); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func printSummaries(w io.Writer, cs []api.Summary) {
