@@ -375,8 +375,9 @@ func (s *Server) track(nc net.Conn) *conn {
 	if o.MaxSessions > 0 && len(s.conns) >= 2*o.MaxSessions {
 		n := len(s.conns)
 		s.mu.Unlock()
-		nc.Close()
+		// Counted before the close, which the MTA (and a test) sees.
 		o.Metrics.Overload(overConnections)
+		nc.Close()
 		s.warnOverload("milter connection closed: too many connections (twice milter.max_sessions); the MTA applies its milter_default_action",
 			"connections", n, "max_sessions", o.MaxSessions)
 		return nil
