@@ -52,8 +52,23 @@ func (w *wtx) prefetchIndex(keys [][]byte) error {
 	if w.idx == nil {
 		w.idx = make(map[string]CampaignID, len(keys))
 	}
+	// Applying a fleet event, keys the index filter rules out are absent
+	// (the filter has every key committed or being written, see
+	// indexFilter) and are not read. Only there: a read is also what
+	// makes Badger detect a conflict with a concurrent transaction that
+	// adds the same key, and in a fleet node the applier is the only
+	// writer of reports (the engine's own writes become events), while a
+	// standalone store takes concurrent reports.
+	var maybe []bool
+	if w.applied != nil {
+		maybe = w.fw.f.mayContain(keys)
+	}
 	buf := make([]byte, 0, 64)
-	for _, k := range keys {
+	for i, k := range keys {
+		if maybe != nil && !maybe[i] {
+			w.idx[string(k)] = 0
+			continue
+		}
 		buf = append(append(buf[:0], pfxIndex), k...)
 		id, err := getIndex(w.txn, buf)
 		if err != nil {

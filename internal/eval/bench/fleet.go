@@ -46,6 +46,9 @@ type FleetOptions struct {
 	// CPUProfile is a file for a CPU profile of the throughput phase
 	// (empty: none).
 	CPUProfile string
+	// CatchUpProfile is a file for a CPU profile of the catch-up phase:
+	// one node applying the stream alone (empty: none).
+	CatchUpProfile string
 	// Copies is the number of reports per campaign in the throughput
 	// phase: randomized copies of one message, as users report a
 	// campaign. Default 1: every report starts a campaign (the most
@@ -295,7 +298,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	n := sent.Load()
 	fmt.Fprintf(out, "\nthroughput: %d reports (%d per campaign) in batches of %d through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes; the node that takes a report signs it, every node ingests its evidence)\n",
 		n, o.Copies, o.Batch, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
-	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), lex, model, o.NoSync, quiet); err != nil {
+	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), lex, model, o, quiet); err != nil {
 		return err
 	}
 
@@ -359,8 +362,8 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 // catchUp measures one node alone applying the whole stream from an
 // empty store: what a node of a fleet can apply when it has the machine
 // to itself (the other nodes and the servers are idle meanwhile).
-func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag.Lexicon, model *andd.Model, noSync bool, log *slog.Logger) error {
-	st, err := store.Open(filepath.Join(dir, "store-catchup"), store.Options{NoSyncWrites: noSync, Expiry: -1, Logger: log})
+func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag.Lexicon, model *andd.Model, o FleetOptions, log *slog.Logger) error {
+	st, err := store.Open(filepath.Join(dir, "store-catchup"), store.Options{NoSyncWrites: o.NoSync, Expiry: -1, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -368,6 +371,13 @@ func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag
 	eng, err := campaign.New(st, lex, model, campaign.Options{}, log)
 	if err != nil {
 		return err
+	}
+	if o.CatchUpProfile != "" {
+		stop, err := startCPUProfile(o.CatchUpProfile, "--catchup-cpuprofile")
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	cpu0, t0 := cputime.Process(), time.Now()
 	node, err := fleet.Start(ctx, eng, st, fleet.Options{Node: "catchup", URLs: []string{url}, SnapshotEvery: -1, Logger: log})
