@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -311,7 +314,10 @@ var replicated = []byte{pfxCampaign, pfxIndex, pfxKeyList, pfxReporter, pfxDay}
 
 // StateHash returns a SHA-256 (hex) of the replicated campaign state:
 // records, index, key lists, reporters and daily counters. Nodes that
-// applied the same events have the same hash.
+// applied the same events have the same hash. Key lists are hashed as
+// schema 2 stored them (one 'x' entry per key, in key order), whatever
+// their chunks: a node migrated from schema 2 and one that was not have
+// the same hash when they hold the same keys.
 func (b *Badger) StateHash(ctx context.Context) (string, error) {
 	if !b.opts.ReadOnly {
 		if err := b.flushHits(); err != nil {
@@ -322,6 +328,12 @@ func (b *Badger) StateHash(ctx context.Context) (string, error) {
 	var n [binary.MaxVarintLen64]byte
 	err := b.view(func(txn *badger.Txn) error {
 		for _, p := range replicated {
+			if p == pfxKeyList {
+				if err := hashKeyLists(ctx, txn, h); err != nil {
+					return err
+				}
+				continue
+			}
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}, PrefetchValues: false})
 			for it.Rewind(); it.Valid(); it.Next() {
 				if err := ctx.Err(); err != nil {
@@ -350,6 +362,53 @@ func (b *Badger) StateHash(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("state hash: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashKeyLists writes into h every campaign's listed keys as the schema 2
+// entries 'x' + id + key (empty value), in key order.
+func hashKeyLists(ctx context.Context, txn *badger.Txn, h io.Writer) error {
+	var n [binary.MaxVarintLen64]byte
+	pfx := []byte{pfxKeyChunk}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: true, PrefetchSize: 64})
+	defer it.Close()
+	var (
+		cur  CampaignID
+		keys [][]byte
+	)
+	flush := func() {
+		slices.SortFunc(keys, bytes.Compare)
+		keys = slices.CompactFunc(keys, bytes.Equal)
+		for _, k := range keys {
+			e := append(idKey(pfxKeyList, cur), k...)
+			h.Write(n[:binary.PutUvarint(n[:], uint64(len(e)))])
+			h.Write(e)
+			h.Write(n[:binary.PutUvarint(n[:], 0)])
+		}
+		keys = keys[:0]
+	}
+	for it.Rewind(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		item := it.Item()
+		k := item.Key()
+		if len(k) != 17 {
+			continue
+		}
+		id := CampaignID(binary.BigEndian.Uint64(k[1:]))
+		if id != cur {
+			flush()
+			cur = id
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		ks, _ := decodeKeyChunk(v) // a malformed chunk lists nothing
+		keys = append(keys, ks...)
+	}
+	flush()
+	return nil
 }
 
 // OutboxItem is an event waiting in the outbox.

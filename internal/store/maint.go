@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -282,6 +283,132 @@ type verifyCounts struct {
 	ix                    ixState // the record's index state
 }
 
+// verifyKeys checks the key lists and the index (records in recs): every
+// listed key is indexed to its campaign, once, and every index entry
+// points at an existing campaign that lists it. It counts the consistent
+// keys of each campaign in recs and returns the repairs: chunks rewritten
+// without their orphan keys, dangling index entries deleted, unlisted
+// index keys listed in new chunks.
+func verifyKeys(ctx context.Context, txn *badger.Txn, recs map[CampaignID]*verifyCounts, res *VerifyResult) ([]repairOp, error) {
+	var ops []repairOp
+	next := make(map[CampaignID]uint64) // a free chunk number of each campaign
+	var (
+		cur  CampaignID
+		seen map[string]struct{} // keys listed for cur so far
+	)
+	_, err := scanPrefix(txn, []byte{pfxKeyChunk}, true, 0, func(s, v []byte) error {
+		ck := append([]byte{pfxKeyChunk}, s...)
+		if len(s) != 16 {
+			res.OrphanKeyList++
+			ops = append(ops, repairOp{key: ck, del: true})
+			return nil
+		}
+		id := CampaignID(binary.BigEndian.Uint64(s))
+		vc := recs[id]
+		keys, err := decodeKeyChunk(v)
+		if vc == nil || err != nil {
+			res.KeyListEntries += int64(len(keys))
+			res.OrphanKeyList += max(int64(len(keys)), 1)
+			ops = append(ops, repairOp{key: ck, del: true})
+			return nil
+		}
+		if id != cur {
+			cur, seen = id, make(map[string]struct{})
+		}
+		next[id] = max(next[id], binary.BigEndian.Uint64(s[8:])+1)
+		kept := keys[:0:0]
+		for _, k := range keys {
+			res.KeyListEntries++
+			owner, err := getIndex(txn, indexKey(k))
+			if err != nil {
+				return err
+			}
+			if _, dup := seen[string(k)]; dup || owner != id {
+				res.OrphanKeyList++
+				continue
+			}
+			seen[string(k)] = struct{}{}
+			kept = append(kept, k)
+			vc.keys++
+		}
+		switch {
+		case len(kept) == 0:
+			ops = append(ops, repairOp{key: ck, del: true})
+		case len(kept) < len(keys):
+			ops = append(ops, repairOp{key: ck, val: encodeKeyChunk(kept)})
+		}
+		if res.KeyListEntries%4096 == 0 {
+			return ctx.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		return ops, err
+	}
+	// The index: an entry of a campaign that lists fewer keys than the
+	// index gives it is unlisted; those campaigns' entries are found by a
+	// second scan (none in a consistent store).
+	indexed := make(map[CampaignID]int64)
+	_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
+		res.IndexKeys++
+		id, ok := idFromValue(v)
+		if !ok || recs[id] == nil {
+			res.DanglingIndex++
+			ops = append(ops, repairOp{key: indexKey(s), del: true})
+			return nil
+		}
+		indexed[id]++
+		if res.IndexKeys%4096 == 0 {
+			return ctx.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		return ops, err
+	}
+	short := make(map[CampaignID]map[string]struct{})
+	for id, n := range indexed {
+		if n > recs[id].keys {
+			short[id] = nil
+		}
+	}
+	if len(short) == 0 {
+		return ops, nil
+	}
+	for id := range short {
+		keys, err := campaignKeys(txn, id)
+		if err != nil {
+			return ops, err
+		}
+		set := make(map[string]struct{}, len(keys))
+		for _, k := range keys {
+			set[string(k)] = struct{}{}
+		}
+		short[id] = set
+	}
+	unlisted := make(map[CampaignID][][]byte)
+	_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
+		id, _ := idFromValue(v)
+		set, ok := short[id]
+		if !ok {
+			return nil
+		}
+		if _, listed := set[string(s)]; !listed {
+			res.UnlistedIndex++
+			recs[id].keys++
+			unlisted[id] = append(unlisted[id], bytes.Clone(s))
+		}
+		return nil
+	})
+	for id, keys := range unlisted {
+		for j := 0; j < len(keys); j += maxChunkKeys {
+			ops = append(ops, repairOp{key: keyChunkKey(id, next[id]), val: encodeKeyChunk(keys[j:min(j+maxChunkKeys, len(keys))])})
+			next[id]++
+		}
+	}
+	return ops, err
+}
+
 type repairOp struct {
 	key, val []byte
 	del      bool
@@ -332,62 +459,9 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 		if err != nil {
 			return err
 		}
-		// Index.
-		_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
-			res.IndexKeys++
-			id, ok := idFromValue(v)
-			vc := recs[id]
-			if !ok || vc == nil {
-				res.DanglingIndex++
-				ops = append(ops, repairOp{key: indexKey(s), del: true})
-				return nil
-			}
-			if _, err := txn.Get(keyListKey(id, s)); errors.Is(err, badger.ErrKeyNotFound) {
-				res.UnlistedIndex++
-				ops = append(ops, repairOp{key: keyListKey(id, s)})
-				vc.keys++
-			} else if err != nil {
-				return err
-			}
-			if res.IndexKeys%4096 == 0 {
-				return ctx.Err()
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		// Key lists.
-		_, err = scanPrefix(txn, []byte{pfxKeyList}, false, 0, func(s, _ []byte) error {
-			res.KeyListEntries++
-			if len(s) < 8 {
-				res.OrphanKeyList++
-				ops = append(ops, repairOp{key: append([]byte{pfxKeyList}, s...), del: true})
-				return nil
-			}
-			id := CampaignID(binary.BigEndian.Uint64(s))
-			sig := s[8:]
-			vc := recs[id]
-			owner := CampaignID(0)
-			if vc != nil {
-				item, err := txn.Get(indexKey(sig))
-				if err == nil {
-					_ = item.Value(func(v []byte) error { owner, _ = idFromValue(v); return nil })
-				} else if !errors.Is(err, badger.ErrKeyNotFound) {
-					return err
-				}
-			}
-			if owner != id {
-				res.OrphanKeyList++
-				ops = append(ops, repairOp{key: append([]byte{pfxKeyList}, s...), del: true})
-				return nil
-			}
-			vc.keys++
-			if res.KeyListEntries%4096 == 0 {
-				return ctx.Err()
-			}
-			return nil
-		})
+		// Key lists, then the index.
+		keyOps, err := verifyKeys(ctx, txn, recs, &res)
+		ops = append(ops, keyOps...)
 		if err != nil {
 			return err
 		}

@@ -170,3 +170,111 @@ func (b *Badger) RebuildIndexes(ctx context.Context) error {
 	}
 	return nil
 }
+
+// migrateKeyBatch is about how many listed keys one transaction of the
+// schema 2 → 3 upgrade moves into chunks.
+const migrateKeyBatch = 10000
+
+// migrateV3 upgrades a schema 2 store: every campaign's key list, one
+// 'x' entry per key, becomes chunks of maxChunkKeys keys in key order
+// (keylist.go), numbered by the ordinal of their first key. Each
+// transaction converts whole chunks and deletes the entries it
+// converted, so an interrupted upgrade resumes with the entries left and
+// makes the chunks an uninterrupted one makes.
+func migrateV3(db *badger.DB, log *slog.Logger) error {
+	_, err := chunkKeyLists(db, log, migrateKeyBatch, 0)
+	return err
+}
+
+// chunkKeyLists is migrateV3 with about batch keys per transaction,
+// stopping (done false) after maxTxns transactions unless 0.
+func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bool, err error) {
+	log.Info("store: upgrading to schema 3: campaign key lists in chunks (resumable)")
+	t0, total := time.Now(), 0
+	type group struct {
+		id   CampaignID
+		keys [][]byte
+	}
+	for txns := 0; ; txns++ {
+		if maxTxns > 0 && txns == maxTxns {
+			return false, nil
+		}
+		var (
+			groups []group
+			bad    [][]byte // malformed entries, deleted
+			n      int
+		)
+		err := db.View(func(txn *badger.Txn) error {
+			pfx := []byte{pfxKeyList}
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx})
+			defer it.Close()
+			for it.Rewind(); it.ValidForPrefix(pfx); it.Next() {
+				k := it.Item().KeyCopy(nil)
+				if len(k) <= 9 || len(k) > 9+MaxKeyLen {
+					bad = append(bad, k)
+					n++
+					continue
+				}
+				id := CampaignID(binary.BigEndian.Uint64(k[1:]))
+				g := len(groups) - 1
+				if g < 0 || groups[g].id != id {
+					if n >= batch {
+						return nil
+					}
+					groups = append(groups, group{id: id})
+					g++
+				} else if n >= batch && len(groups[g].keys)%maxChunkKeys == 0 {
+					return nil // a whole number of chunks of this campaign
+				}
+				groups[g].keys = append(groups[g].keys, k[9:])
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("read key lists: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		err = db.Update(func(txn *badger.Txn) error {
+			for i, g := range groups {
+				ord := 0
+				if i == 0 {
+					// The first campaign may be converted in part
+					// already: its chunks so far hold its first keys.
+					chunks, _, err := listChunks(txn, g.id, 0)
+					if err != nil {
+						return err
+					}
+					for _, c := range chunks {
+						ord += len(c.keys)
+					}
+				}
+				for j := 0; j < len(g.keys); j += maxChunkKeys {
+					ks := g.keys[j:min(j+maxChunkKeys, len(g.keys))]
+					if err := txn.Set(keyChunkKey(g.id, uint64(ord+j)), encodeKeyChunk(ks)); err != nil {
+						return err
+					}
+				}
+				for _, k := range g.keys {
+					if err := txn.Delete(keyListKey(g.id, k)); err != nil {
+						return err
+					}
+				}
+			}
+			for _, k := range bad {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("write key-list chunks: %w", err)
+		}
+		total += n
+	}
+	log.Info("store: upgraded to schema 3", "keys", total, "took", time.Since(t0).Round(time.Millisecond))
+	return true, nil
+}

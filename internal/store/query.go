@@ -88,13 +88,8 @@ func (b *Badger) get(id CampaignID, withKeys bool) (*Campaign, error) {
 			c = &r.Campaign
 			return nil
 		}
-		keys, err := collectPrefix(txn, idKey(pfxKeyList, id), false, 0)
-		if err != nil {
-			return fmt.Errorf("list keys of campaign %d: %w", id, err)
-		}
-		r.Keys = make([][]byte, len(keys))
-		for i, e := range keys {
-			r.Keys[i] = e.k
+		if r.Keys, err = campaignKeys(txn, id); err != nil {
+			return err
 		}
 		c = &r.Campaign
 		return nil
@@ -228,31 +223,26 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 			}
 			limit := txnBudgetEntries / 2
 			n := 0
-			keys, err := collectPrefix(w.txn, idKey(pfxKeyList, id), false, limit)
+			chunks, more, err := listChunks(w.txn, id, limit)
 			if err != nil {
 				return err
 			}
-			for _, e := range keys {
-				// Delete the index entry only if it is still ours.
-				ik := indexKey(e.k)
-				item, err := w.txn.Get(ik)
-				if err == nil {
-					var owner CampaignID
-					_ = item.Value(func(v []byte) error { owner, _ = idFromValue(v); return nil })
-					if owner == id {
-						if err := w.del(ik); err != nil {
-							return err
-						}
+			for _, c := range chunks {
+				if err := w.del(keyChunkKey(id, c.n)); err != nil {
+					return err
+				}
+				n++
+				for _, k := range c.keys {
+					if err := delIndexOf(w, k, id); err != nil {
+						return err
 					}
-				} else if !errors.Is(err, badger.ErrKeyNotFound) {
-					return err
+					r.numKeys--
+					n++
 				}
-				if err := w.del(keyListKey(id, e.k)); err != nil {
-					return err
-				}
-				r.numKeys--
 			}
-			n += len(keys)
+			if more {
+				n = max(n, limit)
+			}
 			for _, p := range []byte{pfxReporter, pfxDay, pfxHour} {
 				if n >= limit {
 					break

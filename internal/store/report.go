@@ -387,7 +387,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := 2*len(in.Keys) + 22 // keys, list entries; record, reporter, counters, index entries; message report, withdrawn vote
+	need := len(in.Keys) + keyChunksEntries(len(in.Keys)) + 22 // keys, list chunks; record, reporter, counters, index entries; message report, withdrawn vote
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -514,6 +514,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 	// Index.
 	if in.Index {
 		seen := make(map[string]struct{}, len(in.Keys))
+		var add [][]byte
 		for i, k := range in.Keys {
 			// A key of dst or of a merged campaign is already dst's; a
 			// key of a campaign left alone stays with its owner.
@@ -527,11 +528,12 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 			if err := w.setIndex(k, dst.ID); err != nil {
 				return ReportResult{}, err
 			}
-			if err := w.set(keyListKey(dst.ID, k), nil); err != nil {
-				return ReportResult{}, err
-			}
-			dst.numKeys++
+			add = append(add, k)
 		}
+		if err := w.appendKeys(dst.ID, dst.numKeys, add, res.Created); err != nil {
+			return ReportResult{}, err
+		}
+		dst.numKeys += int64(len(add))
 	}
 	if err := putMsgReport(w, in, dst.ID, b.opts.Expiry); err != nil {
 		return ReportResult{}, err
@@ -655,24 +657,29 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 	moved := 0
 	// Keys.
 	if l := left(moved); l >= 0 {
-		keys, err := collectPrefix(w.txn, idKey(pfxKeyList, src.ID), false, l)
+		chunks, more, err := listChunks(w.txn, src.ID, l)
 		if err != nil {
-			return false, fmt.Errorf("list keys of campaign %d: %w", src.ID, err)
+			return false, err
 		}
-		for _, e := range keys {
-			if err := w.setIndex(e.k, dst.ID); err != nil {
+		for _, c := range chunks {
+			for _, k := range c.keys {
+				if err := w.setIndex(k, dst.ID); err != nil {
+					return false, err
+				}
+			}
+			if err := w.appendKeys(dst.ID, dst.numKeys, c.keys, false); err != nil {
 				return false, err
 			}
-			if err := w.set(keyListKey(dst.ID, e.k), nil); err != nil {
+			if err := w.del(keyChunkKey(src.ID, c.n)); err != nil {
 				return false, err
 			}
-			if err := w.del(keyListKey(src.ID, e.k)); err != nil {
-				return false, err
-			}
-			dst.numKeys++
-			src.numKeys--
+			dst.numKeys += int64(len(c.keys))
+			src.numKeys -= int64(len(c.keys))
+			moved += len(c.keys)
 		}
-		moved += len(keys)
+		if more {
+			return false, nil // the rest in the next step
+		}
 	}
 	// Reporters.
 	if l := left(moved); l >= 0 && (limit == 0 || l > 0) {

@@ -29,7 +29,7 @@ func roundEvent() []ReportInput {
 	var ins []ReportInput
 	for i := range 240 {
 		var ks []string
-		for k := range 200 {
+		for k := range 400 {
 			ks = append(ks, fmt.Sprintf("r%d-k%d", i, k))
 		}
 		ins = append(ins, spam(fmt.Sprintf("rep%d", i%9), t0, ks...))

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the version of the key schema this code writes. See
 // docs/STORE.md for the layout.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's
 // entries are contiguous and ordered.
@@ -23,7 +23,8 @@ const (
 	pfxSeq      = 'n' // badger.Sequence of campaign ids
 	pfxIndex    = 'k' // 'k' + sigkey → campaign id (8 bytes BE)
 	pfxCampaign = 'c' // 'c' + id → campaign record (recordV1)
-	pfxKeyList  = 'x' // 'x' + id + sigkey → empty: the keys of a campaign
+	pfxKeyList  = 'x' // schema 2: 'x' + id + sigkey → empty: the keys of a campaign (migrateV3)
+	pfxKeyChunk = 'X' // 'X' + id + chunk (uint64 BE) → keys of a campaign (keylist.go)
 	pfxReporter = 'r' // 'r' + id + kind + reporter hash (8) → first, last (2×8 bytes BE unix ns)
 	pfxDay      = 'd' // 'd' + id + day (uint32 BE days since 1970-01-01 UTC) → uvarints messages, spam, ham
 )
@@ -33,6 +34,7 @@ var metaSchemaKey = []byte{pfxMeta, 's', 'c', 'h', 'e', 'm', 'a'}
 // migrations[v] upgrades a store from schema v to v+1.
 var migrations = map[uint32]func(*badger.DB, *slog.Logger) error{
 	1: migrateV2, // ranking indexes and counters (migrate.go)
+	2: migrateV3, // key lists in chunks (keylist.go)
 }
 
 // checkSchema validates (or, on a new empty store, writes) the schema

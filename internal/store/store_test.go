@@ -386,8 +386,8 @@ func TestSchemaVersion(t *testing.T) {
 		version uint32
 		want    string
 	}{
-		{99, "store schema v99 is newer than this nddmilter (v2); upgrade nddmilter"},
-		{0, "store schema v0 is older than this nddmilter (v2) and cannot be migrated"},
+		{99, "store schema v99 is newer than this nddmilter (v3); upgrade nddmilter"},
+		{0, "store schema v0 is older than this nddmilter (v3) and cannot be migrated"},
 		{SchemaVersion, ""},
 	}
 	for _, tc := range tests {
@@ -894,7 +894,10 @@ func TestVerifyRepair(t *testing.T) {
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, e := range []struct{ k, v []byte }{
 			{indexKey([]byte("dangling")), idValue(777)},
-			{keyListKey(778, []byte("orphan")), nil},
+			{keyChunkKey(778, 0), encodeKeyChunk([][]byte{[]byte("orphan")})},
+			{keyChunkKey(a, 0), encodeKeyChunk([][]byte{[]byte("a")})}, // "b" unlisted
+			{keyChunkKey(a, 5), encodeKeyChunk([][]byte{[]byte("a")})}, // listed twice
+			{keyChunkKey(a, 6), []byte{keyChunkV1, 0xff}},              // malformed
 			{reporterKey(779, KindSpam, 1), encodeReporter(t0, t0)},
 			{dayKey(779, 5), dayCounts{1, 1, 1}.encode()},
 			{indexKey([]byte("unlisted")), idValue(a)},
@@ -903,7 +906,7 @@ func TestVerifyRepair(t *testing.T) {
 				return err
 			}
 		}
-		return txn.Delete(keyListKey(a, []byte("b")))
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -912,7 +915,7 @@ func TestVerifyRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := VerifyResult{DanglingIndex: 1, OrphanKeyList: 1, OrphanReporters: 1, OrphanDays: 1, UnlistedIndex: 2, CountMismatch: 1}
+	want := VerifyResult{DanglingIndex: 1, OrphanKeyList: 3, OrphanReporters: 1, OrphanDays: 1, UnlistedIndex: 2, CountMismatch: 1}
 	got := VerifyResult{DanglingIndex: v.DanglingIndex, OrphanKeyList: v.OrphanKeyList, OrphanReporters: v.OrphanReporters,
 		OrphanDays: v.OrphanDays, UnlistedIndex: v.UnlistedIndex, CountMismatch: v.CountMismatch}
 	if got != want {
