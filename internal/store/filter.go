@@ -91,14 +91,18 @@ func (b *Badger) startIndexFilter() {
 	}()
 }
 
-// buildIndexFilter counts the index keys, then builds a filter sized for
-// them by a second scan and puts it in place. The build owns the new
+// buildIndexFilter builds a filter sized for the index keys the store
+// counts by one scan of them and puts it in place. The build owns the new
 // filter alone (lookups are not held up by it): keys added meanwhile are
 // kept aside and added to it before it replaces the current one.
 func (b *Badger) buildIndexFilter() error {
 	f := b.filter
-	n, err := b.scanIndexKeys(nil)
-	if err != nil {
+	// The store's counters size the filter without a scan of its own;
+	// they are kept by every write.
+	var n int
+	if c, err := b.counters(); err == nil {
+		n = int(max(c.keys, 0))
+	} else if n, err = b.scanIndexKeys(nil); err != nil {
 		return err
 	}
 	capacity := max(2*uint(n), filterMinCapacity)
@@ -108,7 +112,7 @@ func (b *Badger) buildIndexFilter() error {
 	f.building, f.pending = true, nil
 	f.mu.Unlock()
 	f.gate.Unlock()
-	_, err = b.scanIndexKeys(func(k []byte) { next.Add(k) })
+	_, err := b.scanIndexKeys(func(k []byte) { next.Add(k) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range f.pending {
