@@ -17,15 +17,27 @@ import (
 // last applied sequence.
 func (n *Node) applyLoop() {
 	defer n.wg.Done()
+	// Setting up is retried soon at first, each try short: the servers of
+	// a fleet that starts together come up within moments of each other,
+	// and a request JetStream got before its cluster had a leader is never
+	// answered, so a long try would wait for nothing. Setting up is
+	// idempotent; later tries wait longer (a loaded cluster).
+	tries := 0
 	for n.ctx.Err() == nil {
-		if err := n.setup(n.ctx); err != nil {
+		wait := setupFirstWait
+		if tries >= 5 {
+			wait = n.opts.PublishTimeout
+		}
+		if err := n.setup(n.ctx, min(wait, n.opts.PublishTimeout)); err != nil {
 			n.setErr(err)
 			if errors.Is(err, ErrBehind) {
 				n.log.Error("fleet: cannot apply the stream", "err", err)
 			}
-			n.sleep(time.Second)
+			n.sleep(min(100*time.Millisecond<<min(tries, 5), 2*time.Second))
+			tries++
 			continue
 		}
+		tries = 0
 		err := n.consume()
 		if n.ctx.Err() != nil {
 			return

@@ -191,7 +191,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// The stream must exist before the node applies or publishes; with
 	// NATS unreachable, setup retries in the background.
-	if err := n.setup(ctx); err != nil {
+	if err := n.setup(ctx, min(setupFirstWait, n.opts.PublishTimeout)); err != nil {
 		if errors.Is(err, ErrBehind) {
 			n.Close()
 			return nil, err
@@ -230,16 +230,21 @@ func connect(opts Options, log *slog.Logger) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// setupFirstWait bounds a first try at setting the stream up; later tries
+// (applyLoop) wait longer, up to PublishTimeout.
+const setupFirstWait = time.Second
+
 // setup creates (or updates) the stream and buckets, and checks that the
-// stream still holds the events after the applied sequence.
-func (n *Node) setup(ctx context.Context) error {
+// stream still holds the events after the applied sequence; wait bounds
+// the try.
+func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	n.mu.Lock()
 	ready := n.ready
 	n.mu.Unlock()
 	if ready {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	s, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:       n.opts.Stream,

@@ -194,6 +194,16 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	for {
 		oc, err := nodes[0].eng.Report(ctx, tmpl[0], campaign.KindSpam, "warmup")
 		if err == nil && oc.Replication == campaign.Replicated {
+			// Measured from when every node applies the stream.
+			seq, _ := store.EventOf(oc.Campaign)
+			for j, n := range nodes {
+				wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := n.node.WaitApplied(wctx, seq)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("bench fleet: node %d did not apply the first report: %w", j, err)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {
