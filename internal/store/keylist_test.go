@@ -182,7 +182,7 @@ func copyDir(t *testing.T, from, to string) {
 
 // A schema 2 store opens as schema 3 with the same campaigns, keys and
 // state hash; an upgrade interrupted between two of its transactions
-// resumes and makes the chunks an uninterrupted one makes.
+// starts again and makes the chunks an uninterrupted one makes.
 func TestMigrateV3(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
@@ -223,7 +223,8 @@ func TestMigrateV3(t *testing.T) {
 		t.Errorf("%d chunks: want several per large campaign", len(want))
 	}
 
-	// Interrupted after each of its first transactions, then resumed.
+	// Interrupted after its first transaction, three times, then run
+	// whole.
 	db, err := badger.Open(badgerOptions(resumed, Options{Logger: testLogger(t)}))
 	if err != nil {
 		t.Fatal(err)

@@ -177,20 +177,27 @@ const migrateKeyBatch = 10000
 
 // migrateV3 upgrades a schema 2 store: every campaign's key list, one
 // 'x' entry per key, becomes chunks of maxChunkKeys keys in key order
-// (keylist.go), numbered by the ordinal of their first key. Each
-// transaction converts whole chunks and deletes the entries it
-// converted, so an interrupted upgrade resumes with the entries left and
-// makes the chunks an uninterrupted one makes.
+// (keylist.go), numbered by the ordinal of their first key; then the 'x'
+// entries are dropped at once (Badger's DropPrefix, which drops whole
+// tables rather than writing a tombstone per entry). The chunks depend on
+// the 'x' entries only, so an interrupted upgrade, which left them all,
+// starts again and writes the same chunks.
 func migrateV3(db *badger.DB, log *slog.Logger) error {
 	_, err := chunkKeyLists(db, log, migrateKeyBatch, 0)
 	return err
 }
 
 // chunkKeyLists is migrateV3 with about batch keys per transaction,
-// stopping (done false) after maxTxns transactions unless 0.
+// stopping (done false, the 'x' entries left) after maxTxns transactions
+// unless 0.
 func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bool, err error) {
-	log.Info("store: upgrading to schema 3: campaign key lists in chunks (resumable)")
+	log.Info("store: upgrading to schema 3: campaign key lists in chunks")
 	t0, total := time.Now(), 0
+	var (
+		from []byte     // where the next read starts
+		cur  CampaignID // the campaign converted last, and its keys so far
+		ord  int
+	)
 	type group struct {
 		id   CampaignID
 		keys [][]byte
@@ -201,18 +208,20 @@ func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bo
 		}
 		var (
 			groups []group
-			bad    [][]byte // malformed entries, deleted
 			n      int
 		)
 		err := db.View(func(txn *badger.Txn) error {
 			pfx := []byte{pfxKeyList}
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx})
 			defer it.Close()
-			for it.Rewind(); it.ValidForPrefix(pfx); it.Next() {
+			it.Seek(pfx)
+			if from != nil {
+				it.Seek(from)
+			}
+			for ; it.ValidForPrefix(pfx); it.Next() {
 				k := it.Item().KeyCopy(nil)
 				if len(k) <= 9 || len(k) > 9+MaxKeyLen {
-					bad = append(bad, k)
-					n++
+					from = append(k[:len(k):len(k)], 0) // malformed: dropped with the rest
 					continue
 				}
 				id := CampaignID(binary.BigEndian.Uint64(k[1:]))
@@ -227,6 +236,7 @@ func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bo
 					return nil // a whole number of chunks of this campaign
 				}
 				groups[g].keys = append(groups[g].keys, k[9:])
+				from = append(k[:len(k):len(k)], 0) // the key after k
 				n++
 			}
 			return nil
@@ -238,42 +248,29 @@ func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bo
 			break
 		}
 		err = db.Update(func(txn *badger.Txn) error {
-			for i, g := range groups {
-				ord := 0
-				if i == 0 {
-					// The first campaign may be converted in part
-					// already: its chunks so far hold its first keys.
-					chunks, _, err := listChunks(txn, g.id, 0)
-					if err != nil {
-						return err
-					}
-					for _, c := range chunks {
-						ord += len(c.keys)
-					}
+			c, o := cur, ord
+			for _, g := range groups {
+				if g.id != c {
+					c, o = g.id, 0
 				}
 				for j := 0; j < len(g.keys); j += maxChunkKeys {
 					ks := g.keys[j:min(j+maxChunkKeys, len(g.keys))]
-					if err := txn.Set(keyChunkKey(g.id, uint64(ord+j)), encodeKeyChunk(ks)); err != nil {
+					if err := txn.Set(keyChunkKey(g.id, uint64(o+j)), encodeKeyChunk(ks)); err != nil {
 						return err
 					}
 				}
-				for _, k := range g.keys {
-					if err := txn.Delete(keyListKey(g.id, k)); err != nil {
-						return err
-					}
-				}
+				o += len(g.keys)
 			}
-			for _, k := range bad {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
+			cur, ord = c, o
 			return nil
 		})
 		if err != nil {
 			return false, fmt.Errorf("write key-list chunks: %w", err)
 		}
 		total += n
+	}
+	if err := db.DropPrefix([]byte{pfxKeyList}); err != nil {
+		return false, fmt.Errorf("drop the schema 2 key lists: %w", err)
 	}
 	log.Info("store: upgraded to schema 3", "keys", total, "took", time.Since(t0).Round(time.Millisecond))
 	return true, nil
