@@ -395,8 +395,15 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 // shares I-Match keys with, so that the store joins one of those. Links
 // within a batch never merge campaigns.
 func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
-	owners := map[string][]int{}   // band key → earlier reports with it
-	imOwners := map[string][]int{} // I-Match key → earlier reports with it
+	var nIM, nBand int // sized up front: a batch holds thousands of keys
+	for _, p := range preps {
+		if !p.skip {
+			nIM += p.nIM
+			nBand += len(p.in.Keys) - p.nIM
+		}
+	}
+	owners := make(map[string][]int, nBand) // band key → earlier reports with it
+	imOwners := make(map[string][]int, nIM) // I-Match key → earlier reports with it
 	for i, p := range preps {
 		if p.skip {
 			continue
