@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -137,37 +138,23 @@ func (b *Badger) flushHits() error {
 	b.checks = make(map[uint32]*HourTotal, len(checks))
 	b.hitMu.Unlock()
 
-	ids := make([]CampaignID, 0, len(pending))
-	for id := range pending {
-		ids = append(ids, id)
-	}
-	ctx := context.Background()
-	first := true
-	for first || len(ids) > 0 {
-		n := 0
-		err := b.update(ctx, func(w *wtx) error {
-			n = 0
-			if first {
-				for h, t := range checks {
-					w.hourTotal(h).add(t)
-				}
+	ids := slices.Collect(maps.Keys(pending))
+	// The first transaction also adds the check totals (one even with
+	// no campaign hit).
+	_, err := b.updateEach(context.Background(), max(len(ids), 1), 128, func(w *wtx, i int) error {
+		if i == 0 {
+			for h, t := range checks {
+				w.hourTotal(h).add(t)
 			}
-			for _, id := range ids {
-				if w.room() < 128 {
-					break
-				}
-				n++
-				if _, err := b.applyHits(w, id, pending[id]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("flush hit counters of %d campaigns: %w", len(ids), err)
 		}
-		first = false
-		ids = ids[n:]
+		if i >= len(ids) {
+			return nil
+		}
+		_, err := b.applyHits(w, ids[i], pending[ids[i]])
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("flush hit counters of %d campaigns: %w", len(ids), err)
 	}
 	return nil
 }

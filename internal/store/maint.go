@@ -548,32 +548,15 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 		}
 		res.Repaired++
 	}
-	for len(ops) > 0 {
-		n := 0
-		err := b.update(ctx, func(w *wtx) error {
-			n = 0
-			for _, op := range ops {
-				if w.room() == 0 {
-					break
-				}
-				var err error
-				if op.del {
-					err = w.del(op.key)
-				} else {
-					err = w.set(op.key, op.val)
-				}
-				if err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		})
-		if err != nil {
-			return res, fmt.Errorf("verify: repair: %w", err)
+	n, err := b.updateEach(ctx, len(ops), 1, func(w *wtx, i int) error {
+		if ops[i].del {
+			return w.del(ops[i].key)
 		}
-		ops = ops[n:]
-		res.Repaired += int64(n)
+		return w.set(ops[i].key, ops[i].val)
+	})
+	res.Repaired += int64(n)
+	if err != nil {
+		return res, fmt.Errorf("verify: repair: %w", err)
 	}
 	for _, id := range fixCounts {
 		vc := recs[id]

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -130,35 +131,18 @@ func (b *Badger) flushSenders(ctx context.Context) error {
 	}
 	b.senders = make(map[CampaignID]map[string]int64)
 	b.hitMu.Unlock()
-	ids := make([]CampaignID, 0, len(pending))
-	for id := range pending {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for len(ids) > 0 {
-		n := 0
-		err := b.update(ctx, func(w *wtx) error {
-			n = 0
-			for _, id := range ids {
-				if w.room() < 4*b.opts.MaxCampaignSenders+8 && n > 0 {
-					break
-				}
-				n++
-				if _, err := w.txn.Get(campaignKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
-					continue
-				} else if err != nil {
-					return err
-				}
-				if err := w.addSenders(id, pending[id], b.opts.MaxCampaignSenders); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("flush the senders of %d campaigns: %w", len(ids), err)
+	ids := slices.Sorted(maps.Keys(pending))
+	_, err := b.updateEach(ctx, len(ids), 4*b.opts.MaxCampaignSenders+8, func(w *wtx, i int) error {
+		id := ids[i]
+		if _, err := w.txn.Get(campaignKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
+			return nil // deleted meanwhile
+		} else if err != nil {
+			return err
 		}
-		ids = ids[n:]
+		return w.addSenders(id, pending[id], b.opts.MaxCampaignSenders)
+	})
+	if err != nil {
+		return fmt.Errorf("flush the senders of %d campaigns: %w", len(ids), err)
 	}
 	return nil
 }
@@ -521,37 +505,16 @@ func (b *Badger) flushHamTable(ctx context.Context) error {
 	if len(dirty) == 0 {
 		return nil
 	}
-	doms := make([]string, 0, len(dirty))
-	for d := range dirty {
-		doms = append(doms, d)
-	}
-	slices.Sort(doms)
-	for len(doms) > 0 {
-		n := 0
-		err := b.update(ctx, func(w *wtx) error {
-			n = 0
-			for _, d := range doms {
-				if w.room() < 2 && n > 0 {
-					break
-				}
-				n++
-				var err error
-				if v := dirty[d]; v != nil {
-					err = w.set(hamSenderKey(d), v)
-				} else {
-					err = w.del(hamSenderKey(d))
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.ham.markDirty(dirty)
-			return fmt.Errorf("flush ham senders: %w", err)
+	doms := slices.Sorted(maps.Keys(dirty))
+	_, err := b.updateEach(ctx, len(doms), 2, func(w *wtx, i int) error {
+		if v := dirty[doms[i]]; v != nil {
+			return w.set(hamSenderKey(doms[i]), v)
 		}
-		doms = doms[n:]
+		return w.del(hamSenderKey(doms[i]))
+	})
+	if err != nil {
+		b.ham.markDirty(dirty) // written again at the next flush
+		return fmt.Errorf("flush ham senders: %w", err)
 	}
 	return nil
 }

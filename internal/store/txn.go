@@ -196,6 +196,35 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 	}
 }
 
+// updateEach writes n items in order, in as few transactions as the
+// budget allows: a transaction takes items while it has room for need
+// more entries, and at least one, so that each transaction progresses.
+// It returns how many items were committed: all of them, unless err.
+func (b *Badger) updateEach(ctx context.Context, n, need int, write func(w *wtx, i int) error) (int, error) {
+	done := 0
+	for done < n {
+		k := 0
+		err := b.update(ctx, func(w *wtx) error {
+			k = 0
+			for i := done; i < n; i++ {
+				if k > 0 && w.room() < need {
+					break
+				}
+				if err := write(w, i); err != nil {
+					return err
+				}
+				k++
+			}
+			return nil
+		})
+		if err != nil {
+			return done, err
+		}
+		done += k
+	}
+	return done, nil
+}
+
 // view runs f in a read-only transaction.
 func (b *Badger) view(f func(txn *badger.Txn) error) error {
 	if b.isClosed() {
