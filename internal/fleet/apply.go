@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,12 +48,71 @@ func (n *Node) applyLoop() {
 			n.setErr(err)
 			n.log.Error("fleet: cannot apply the stream: upgrade this node", "err", err)
 			n.sleep(10 * time.Second)
+		case errors.Is(err, ErrStalled):
+			// Not an error to show: the new consumer goes on at once.
 		case err != nil:
 			n.setErr(err)
 			n.log.Warn("fleet: applying the stream stopped, resuming", "err", err)
 			n.sleep(500 * time.Millisecond)
 		}
 	}
+}
+
+// ErrStalled ends a consumer that delivered nothing for StallAfter while
+// the stream held events after the applied sequence (watchLoop).
+var ErrStalled = errors.New("fleet: the stream consumer stalled")
+
+// watchLoop recreates the stream consumer when it stalls: the applier
+// waited for the next event for a whole StallAfter while the stream held
+// events it had not applied. The client's ordered consumer recovers from
+// missed heartbeats and gaps by itself; this is the bound on anything it
+// does not recover from (a consumer lost while every server restarted was
+// seen to leave it waiting with no error). Recreating it is safe: the
+// new one starts from the applied sequence kept in the store.
+func (n *Node) watchLoop() {
+	defer n.wg.Done()
+	var prevApplied, prevLast uint64
+	armed := false // the previous tick saw the applier waiting
+	for n.sleep(n.opts.StallAfter) {
+		last, ok := n.streamLast(n.ctx)
+		n.mu.Lock()
+		applied := n.applied
+		n.mu.Unlock()
+		waiting := n.waiting.Load()
+		if armed && ok && waiting && applied == prevApplied && prevLast > applied {
+			n.log.Warn("fleet: the stream consumer delivered nothing while events waited; recreating it",
+				"applied", applied, "stream_last", last, "waited", n.opts.StallAfter)
+			n.mu.Lock()
+			n.restarts++
+			n.mu.Unlock()
+			select {
+			case n.unstall <- struct{}{}:
+			default:
+			}
+			waiting = false
+		}
+		armed = ok && waiting
+		prevApplied, prevLast = applied, last
+	}
+}
+
+// streamLast returns the stream's last sequence; false when the node is
+// not set up or connected, or the stream does not answer.
+func (n *Node) streamLast(ctx context.Context) (uint64, bool) {
+	if !n.isReady() || !n.nc.IsConnected() {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+	defer cancel()
+	st, err := n.js.Stream(ctx, n.opts.Stream)
+	if err != nil {
+		return 0, false
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, false
+	}
+	return info.State.LastSeq, true
 }
 
 // localError tells errors of this node's store (the event is not
@@ -83,19 +143,34 @@ func (n *Node) consume() error {
 	if err != nil {
 		return fmt.Errorf("fleet: consumer: %w", err)
 	}
+	select { // a request of the consumer before this one
+	case <-n.unstall:
+	default:
+	}
 	done := make(chan struct{})
 	defer close(done)
+	var stalled atomic.Bool
 	go func() {
 		select {
 		case <-n.ctx.Done():
 		case <-done:
+		case <-n.unstall:
+			stalled.Store(true)
 		}
 		it.Stop()
 	}()
 	for {
+		n.waiting.Store(true)
 		msg, err := it.Next()
+		n.waiting.Store(false)
+		if stalled.Load() {
+			return ErrStalled
+		}
 		if err != nil {
 			return fmt.Errorf("fleet: next event: %w", err)
+		}
+		if n.dropEvents.Load() {
+			continue
 		}
 		md, err := msg.Metadata()
 		if err != nil {

@@ -66,6 +66,11 @@ type Options struct {
 	// ApplyTimeout bounds how long a report published by this node waits
 	// for its local application (to answer with its campaign). Default 5s.
 	ApplyTimeout time.Duration
+	// StallAfter is how long the node waits for the next event while the
+	// stream holds events it has not applied before it recreates its
+	// consumer (watchLoop). Default 15s: longer than the client's own
+	// recovery from missed heartbeats.
+	StallAfter time.Duration
 	// Logger receives the node's messages. Default slog.Default().
 	Logger *slog.Logger
 	// Clock is the time events carry (what applying stores as "now").
@@ -107,6 +112,9 @@ func (o Options) withDefaults() Options {
 	if o.ApplyTimeout <= 0 {
 		o.ApplyTimeout = 5 * time.Second
 	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = 15 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -144,6 +152,13 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the outbox publisher
+	// waiting is true while the applier waits for the next event;
+	// unstall asks it to recreate its consumer (watchLoop).
+	waiting atomic.Bool
+	unstall chan struct{}
+	// dropEvents makes the consumer drop what it delivers, as a stalled
+	// one delivers nothing (tests of watchLoop).
+	dropEvents atomic.Bool
 
 	mu        sync.Mutex
 	ready     bool // stream set up
@@ -155,6 +170,7 @@ type Node struct {
 	published uint64 // events published by this node
 	queued    uint64 // events queued (publish failed)
 	snapSeq   uint64 // sequence of the last snapshot stored or seen
+	restarts  uint64 // consumers recreated by watchLoop
 }
 
 // Start connects the node and starts applying the stream from the store's
@@ -173,6 +189,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		st:        st,
 		log:       opts.Logger.With("fleet_node", opts.Node),
 		kick:      make(chan struct{}, 1),
+		unstall:   make(chan struct{}, 1),
 		applied:   applied,
 		waiters:   make(map[string]chan applyResult),
 		appliedCh: make(chan struct{}),
@@ -199,8 +216,9 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		n.log.Warn("fleet: stream not reachable yet, reports queue locally", "err", err)
 	}
 	eng.SetReplicator(n)
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.applyLoop()
+	go n.watchLoop()
 	go n.outboxLoop()
 	go n.hitsLoop()
 	go n.maintLoop()

@@ -101,6 +101,7 @@ func nodeOptions(c *testCluster, i int, clk *clock) Options {
 		StatusEvery:   200 * time.Millisecond,
 		SnapshotEvery: -1,
 		ApplyTimeout:  10 * time.Second,
+		StallAfter:    time.Second,
 		Logger:        slog.New(slog.DiscardHandler),
 		Clock:         clk.Now,
 	}
@@ -475,5 +476,34 @@ func TestEventVersions(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// TestStalledConsumer drops the events one node's consumer delivers, as
+// a consumer that stalled would deliver none: the node's watchdog
+// recreates the consumer, which applies the events from the store's
+// applied sequence, and the fleet converges.
+func TestStalledConsumer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.converge()
+	stalled := f.members[1].node
+	stalled.dropEvents.Store(true)
+	f.report(0, copyOf(t, 1, 2), store.KindSpam, "bob")
+	f.report(2, copyOf(t, 2, 3), store.KindSpam, "carol")
+	deadline := time.Now().Add(20 * time.Second)
+	for stalled.Status(context.Background(), false).ConsumerRestarts == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no consumer recreated in 20s: %+v", stalled.Status(context.Background(), false))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stalled.dropEvents.Store(false)
+	f.requireEqualHashes("after the stall")
+	if v := f.check(1, base(2)); v.Campaign == 0 {
+		t.Fatalf("mx1 did not apply the reports after the stall: %+v", v)
 	}
 }

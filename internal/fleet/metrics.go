@@ -12,13 +12,14 @@ import (
 type collector struct {
 	n *Node
 	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
-	snapshot, published, queued *prometheus.Desc
+	snapshot, published, queued, restarts *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
 // is connected and applying the stream, its applied sequence and lag, its
-// outbox, the stream's size, the snapshot's sequence, and the reports it
-// published and queued since it started.
+// outbox, the stream's size, the snapshot's sequence, the reports it
+// published and queued and the stalled consumers it recreated since it
+// started.
 func (n *Node) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("nddmilter_fleet_"+name, help, []string{"node"}, nil)
@@ -34,12 +35,13 @@ func (n *Node) Collector() prometheus.Collector {
 		snapshot:     d("snapshot_sequence", "stream sequence of the latest snapshot"),
 		published:    d("published_total", "events this node published since it started"),
 		queued:       d("queued_total", "reports this node queued (NATS unreachable) since it started"),
+		restarts:     d("consumer_restarts_total", "stream consumers this node recreated because they stalled, since it started"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
-		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued} {
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts} {
 		ch <- d
 	}
 }
@@ -70,4 +72,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.snapshot, float64(s.SnapshotSeq))
 	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Queued), s.Node)
+	ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.ConsumerRestarts), s.Node)
 }

@@ -30,13 +30,16 @@ type Status struct {
 	// StateHash is the hash of the replicated campaign state
 	// (store.Badger.StateHash) after applying StateHashSeq: equal on
 	// nodes at the same sequence.
-	StateHash    string    `json:"state_hash,omitempty"`
-	StateHashSeq uint64    `json:"state_hash_seq,omitempty"`
-	Published    uint64    `json:"published"`
-	Queued       uint64    `json:"queued"`
-	SnapshotSeq  uint64    `json:"snapshot_seq,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	Time         time.Time `json:"time"`
+	StateHash    string `json:"state_hash,omitempty"`
+	StateHashSeq uint64 `json:"state_hash_seq,omitempty"`
+	Published    uint64 `json:"published"`
+	Queued       uint64 `json:"queued"`
+	SnapshotSeq  uint64 `json:"snapshot_seq,omitempty"`
+	// ConsumerRestarts counts the stream consumers the node recreated
+	// because they stalled (Options.StallAfter) since it started.
+	ConsumerRestarts uint64    `json:"consumer_restarts,omitempty"`
+	Error            string    `json:"error,omitempty"`
+	Time             time.Time `json:"time"`
 }
 
 // Status returns this node's status; withHash computes the state hash
@@ -45,7 +48,8 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	n.mu.Lock()
 	s := Status{
 		Node: n.opts.Node, Ready: n.ready, Applied: n.applied, Published: n.published,
-		Queued: n.queued, SnapshotSeq: n.snapSeq, Error: n.lastErr, Time: time.Now().UTC(),
+		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
+		Error: n.lastErr, Time: time.Now().UTC(),
 	}
 	n.mu.Unlock()
 	s.Connected = n.nc.IsConnected()
