@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,11 +35,15 @@ type FleetOptions struct {
 	// Reports are sent through the three nodes at once, in batches of
 	// Batch, for the throughput. Defaults 6000 and 200.
 	Reports, Batch int
-	// CheckFor is how long check throughput is measured in each mode
-	// (standalone, fleet on, NATS down), with Checkers goroutines.
-	// Defaults 3s and 2.
-	CheckFor time.Duration
-	Checkers int
+	// CheckFor is how long check throughput is measured, with Checkers
+	// goroutines, in each mode (standalone, fleet on, NATS down) of each
+	// of CheckRounds rounds. A round runs fleet on (or NATS down) and
+	// standalone one after the other, in alternating order, so that
+	// what drifts in the background weighs on both sides of the
+	// comparison. Defaults 1s, 2 and 5.
+	CheckFor    time.Duration
+	Checkers    int
+	CheckRounds int
 	// NoSync turns off the stores' fsync per commit.
 	NoSync bool
 	// Dir holds the servers' and stores' directories; default a
@@ -67,7 +73,10 @@ func (o *FleetOptions) defaults() {
 		o.Batch = 200
 	}
 	if o.CheckFor <= 0 {
-		o.CheckFor = 3 * time.Second
+		o.CheckFor = time.Second
+	}
+	if o.CheckRounds <= 0 {
+		o.CheckRounds = 5
 	}
 	if o.Checkers <= 0 {
 		o.Checkers = 2
@@ -347,23 +356,64 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nchecks (%d goroutines, %v each, half copies of reported campaigns):\n", o.Checkers, o.CheckFor)
+	fmt.Fprintf(out, "\nchecks (%d goroutines, half copies of reported campaigns; %d rounds of %v per mode, each beside a standalone run in the same round, order alternating):\n",
+		o.Checkers, o.CheckRounds, o.CheckFor)
+	settled := settle(ctx, 30*time.Second)
+	results := map[string]*checkMode{}
+	for _, name := range []string{"standalone", "fleet on", "NATS down"} {
+		results[name] = &checkMode{}
+	}
+	run := func(name string, eng *campaign.Engine) error {
+		lat, rate, err := measureChecks(ctx, eng, msgs, o.Checkers, o.CheckFor)
+		if err != nil {
+			return err
+		}
+		m := results[name]
+		m.lat = append(m.lat, lat...)
+		m.rates = append(m.rates, rate)
+		return nil
+	}
 	for _, mode := range []struct {
 		name string
 		eng  *campaign.Engine
 		down bool
-	}{{"standalone", alone, false}, {"fleet on", nodes[0].eng, false}, {"NATS down", nodes[0].eng, true}} {
+	}{{"fleet on", nodes[0].eng, false}, {"NATS down", nodes[0].eng, true}} {
 		if mode.down {
 			for _, n := range nodes {
 				n.srv.Shutdown(ctx)
 			}
+			settled += settle(ctx, 30*time.Second)
 		}
-		lat, rate, err := measureChecks(ctx, mode.eng, msgs, o.Checkers, o.CheckFor)
-		if err != nil {
-			return err
+		for r := range o.CheckRounds {
+			first, second := "standalone", mode.name
+			firstEng, secondEng := alone, mode.eng
+			if r%2 == 1 {
+				first, second, firstEng, secondEng = second, first, secondEng, firstEng
+			}
+			if err := run(first, firstEng); err != nil {
+				return err
+			}
+			if err := run(second, secondEng); err != nil {
+				return err
+			}
+			m, a := results[mode.name], results["standalone"]
+			m.ratios = append(m.ratios, m.rates[len(m.rates)-1]/a.rates[len(a.rates)-1]-1)
 		}
-		fmt.Fprintf(out, "  %-10s  %7.0f checks/s  %s\n", mode.name, rate, fmtLatency(lat))
 	}
+	for _, name := range []string{"standalone", "fleet on", "NATS down"} {
+		m := results[name]
+		line := fmt.Sprintf("  %-10s  %7.0f checks/s (median of %d rounds)", name, median(m.rates), len(m.rates))
+		if len(m.ratios) > 0 {
+			line += fmt.Sprintf(", %+.1f %% against standalone (median of the rounds' ratios; %+.1f %% to %+.1f %%)",
+				100*median(m.ratios), 100*slices.Min(m.ratios), 100*slices.Max(m.ratios))
+		}
+		rounds := make([]string, len(m.rates))
+		for i, r := range m.rates {
+			rounds[i] = fmt.Sprintf("%.0f", r)
+		}
+		fmt.Fprintf(out, "%s\n              %s\n              rounds: %s\n", line, fmtLatency(m.lat), strings.Join(rounds, " "))
+	}
+	fmt.Fprintf(out, "  (waited %v before the rounds for the process to go quiet: compactions after the throughput phase, the servers' shutdown)\n", settled.Round(100*time.Millisecond))
 	rss, hwm := procMemory()
 	fmt.Fprintf(out, "\nmemory of this process (3 servers + 3 nodes): VmRSS %s, VmHWM %s\n", rss, hwm)
 	return nil
@@ -416,6 +466,40 @@ func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag
 	}
 }
 
+// checkMode gathers one check mode's rounds.
+type checkMode struct {
+	lat    []time.Duration
+	rates  []float64
+	ratios []float64 // rate / standalone's rate in the same round, - 1
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// settle waits, at most limit, until the process used less than a fifth of
+// one core over half a second (background work such as Badger's
+// compactions done), and returns how long it waited.
+func settle(ctx context.Context, limit time.Duration) time.Duration {
+	const window = 500 * time.Millisecond
+	start := time.Now()
+	for time.Since(start) < limit && ctx.Err() == nil {
+		cpu0 := cputime.Process()
+		time.Sleep(window)
+		if cputime.Process()-cpu0 < window/5 {
+			break
+		}
+	}
+	return time.Since(start)
+}
+
 // measureChecks runs Check with g goroutines for d and returns the
 // latencies and the rate.
 func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g int, d time.Duration) ([]time.Duration, float64, error) {
@@ -423,6 +507,9 @@ func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g i
 	var all []time.Duration
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
+	// Every window starts from a collected heap (as testing.B does): the
+	// collector's work then falls on each window alike.
+	runtime.GC()
 	stop := time.Now().Add(d)
 	start := time.Now()
 	for w := range g {

@@ -1,0 +1,28 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFleetSmoke runs `bench fleet` at its smallest: every phase runs and
+// prints its line.
+func TestFleetSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	var out bytes.Buffer
+	o := FleetOptions{Latency: 3, Reports: 40, Batch: 10, CheckFor: 50 * time.Millisecond, CheckRounds: 2, NoSync: true, Dir: t.TempDir()}
+	if err := Fleet(context.Background(), o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"report → protection", "throughput: 40 reports", "catch-up:", "stream:", "snapshot:",
+		"standalone", "fleet on", "NATS down", "against standalone", "memory of this process"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the output:\n%s", want, out.String())
+		}
+	}
+}
