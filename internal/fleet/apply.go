@@ -74,7 +74,8 @@ func (n *Node) watchLoop() {
 	var prevApplied, prevLast uint64
 	armed := false // the previous tick saw the applier waiting
 	for n.sleep(n.opts.StallAfter) {
-		last, ok := n.streamLast(n.ctx)
+		st, ok := n.streamState(n.ctx)
+		last := st.LastSeq
 		n.mu.Lock()
 		applied := n.applied
 		n.mu.Unlock()
@@ -96,23 +97,24 @@ func (n *Node) watchLoop() {
 	}
 }
 
-// streamLast returns the stream's last sequence; false when the node is
-// not set up or connected, or the stream does not answer.
-func (n *Node) streamLast(ctx context.Context) (uint64, bool) {
+// streamState returns the stream's state (its last sequence and size);
+// false when the node is not set up or connected, or the stream does not
+// answer within PublishTimeout.
+func (n *Node) streamState(ctx context.Context) (jetstream.StreamState, bool) {
 	if !n.isReady() || !n.nc.IsConnected() {
-		return 0, false
+		return jetstream.StreamState{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
 	st, err := n.js.Stream(ctx, n.opts.Stream)
 	if err != nil {
-		return 0, false
+		return jetstream.StreamState{}, false
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
-		return 0, false
+		return jetstream.StreamState{}, false
 	}
-	return info.State.LastSeq, true
+	return info.State, true
 }
 
 // localError tells errors of this node's store (the event is not

@@ -56,15 +56,8 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
 		s.Outbox = total
 	}
-	if s.Connected && s.Ready {
-		cctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
-		if st, err := n.js.Stream(cctx, n.opts.Stream); err == nil {
-			if info, err := st.Info(cctx); err == nil {
-				s.StreamLast = info.State.LastSeq
-				s.StreamEvents, s.StreamBytes = info.State.Msgs, info.State.Bytes
-			}
-		}
-		cancel()
+	if st, ok := n.streamState(ctx); ok {
+		s.StreamLast, s.StreamEvents, s.StreamBytes = st.LastSeq, st.Msgs, st.Bytes
 	}
 	if s.StreamLast > s.Applied {
 		s.Lag = s.StreamLast - s.Applied
