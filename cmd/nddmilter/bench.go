@@ -221,6 +221,7 @@ figures with the load average (uptime).`,
 	fl.IntVar(&o.Checkers, "checkers", 2, "goroutines checking at once")
 	fl.BoolVar(&o.NoSync, "no-sync", false, "do not fsync the stores' commits")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the throughput phase to FILE")
+	fl.StringVar(&o.ChecksProfile, "checks-cpuprofile", "", "write a CPU profile of the check rounds (every mode) to FILE")
 	fl.StringVar(&o.CatchUpProfile, "catchup-cpuprofile", "", "write a CPU profile of the catch-up phase (one node applying the stream alone) to FILE")
 	fl.IntVar(&o.Copies, "copies", 1, "reports per campaign in the throughput phase (randomized copies; 1: every report starts a campaign)")
 	fl.StringVar(&o.Dir, "dir", "", "directory of the servers and stores (default: temporary, removed)")

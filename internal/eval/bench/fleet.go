@@ -55,6 +55,10 @@ type FleetOptions struct {
 	// CatchUpProfile is a file for a CPU profile of the catch-up phase:
 	// one node applying the stream alone (empty: none).
 	CatchUpProfile string
+	// ChecksProfile is a file for a CPU profile of the check rounds
+	// (standalone, fleet on and NATS down together; empty: none): what
+	// besides the checks the process spends its CPU on.
+	ChecksProfile string
 	// Copies is the number of reports per campaign in the throughput
 	// phase: randomized copies of one message, as users report a
 	// campaign. Default 1: every report starts a campaign (the most
@@ -110,6 +114,20 @@ func freeLoopback() (string, error) {
 // snapshot's size per campaign and the process's memory.
 func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	o.defaults()
+	// A profile file that cannot be written fails now, not after the
+	// phases before it.
+	for _, p := range []struct{ path, flag string }{
+		{o.CPUProfile, "--cpuprofile"}, {o.CatchUpProfile, "--catchup-cpuprofile"}, {o.ChecksProfile, "--checks-cpuprofile"},
+	} {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(p.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.flag, err)
+		}
+		f.Close()
+	}
 	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "nddmilter-bench-fleet-")
@@ -359,6 +377,13 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	fmt.Fprintf(out, "\nchecks (%d goroutines, half copies of reported campaigns; %d rounds of %v per mode, each beside a standalone run in the same round, order alternating):\n",
 		o.Checkers, o.CheckRounds, o.CheckFor)
 	settled := settle(ctx, 30*time.Second)
+	if o.ChecksProfile != "" {
+		stop, err := startCPUProfile(o.ChecksProfile, "--checks-cpuprofile")
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	results := map[string]*checkMode{}
 	for _, name := range []string{"standalone", "fleet on", "NATS down"} {
 		results[name] = &checkMode{}

@@ -3,6 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +18,18 @@ func TestFleetSmoke(t *testing.T) {
 		t.Skip("starts a JetStream cluster")
 	}
 	var out bytes.Buffer
-	o := FleetOptions{Latency: 3, Reports: 40, Batch: 10, CheckFor: 50 * time.Millisecond, CheckRounds: 2, NoSync: true, Dir: t.TempDir()}
+	dir := t.TempDir()
+	o := FleetOptions{Latency: 3, Reports: 40, Batch: 10, CheckFor: 50 * time.Millisecond, CheckRounds: 2, NoSync: true,
+		Dir: dir, ChecksProfile: filepath.Join(dir, "checks.prof")}
 	if err := Fleet(context.Background(), o, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if fi, err := os.Stat(o.ChecksProfile); err != nil || fi.Size() == 0 {
+		t.Errorf("checks profile: %v %v", fi, err)
+	}
+	o.CPUProfile = filepath.Join(dir, "missing", "cpu.prof")
+	if err := Fleet(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("an unwritable profile: %v, want an error naming --cpuprofile", err)
 	}
 	for _, want := range []string{"report → protection", "throughput: 40 reports", "catch-up:", "stream:", "snapshot:",
 		"standalone", "fleet on", "NATS down", "against standalone", "memory of this process"} {
