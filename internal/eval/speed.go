@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 	"github.com/nddmilter/nddmilter/internal/qgram"
@@ -284,11 +284,14 @@ func percentiles(ds []time.Duration) []LatencyPoint {
 	if len(ds) == 0 {
 		return nil
 	}
-	slices.Sort(ds)
+	ps := []float64{50, 90, 99, 99.9}
+	qs := make([]float64, len(ps))
+	for i, p := range ps {
+		qs[i] = p / 100
+	}
 	var out []LatencyPoint
-	for _, p := range []float64{50, 90, 99, 99.9} {
-		i := min(len(ds)-1, int(p/100*float64(len(ds))))
-		out = append(out, LatencyPoint{Percentile: p, Millis: ds[i].Seconds() * 1000})
+	for i, d := range stats.Percentiles(ds, qs...) {
+		out = append(out, LatencyPoint{Percentile: ps[i], Millis: d.Seconds() * 1000})
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/cputime"
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -427,10 +428,10 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	}
 	for _, name := range []string{"standalone", "fleet on", "NATS down"} {
 		m := results[name]
-		line := fmt.Sprintf("  %-10s  %7.0f checks/s (median of %d rounds)", name, median(m.rates), len(m.rates))
+		line := fmt.Sprintf("  %-10s  %7.0f checks/s (median of %d rounds)", name, stats.Median(m.rates), len(m.rates))
 		if len(m.ratios) > 0 {
 			line += fmt.Sprintf(", %+.1f %% against standalone (median of the rounds' ratios; %+.1f %% to %+.1f %%)",
-				100*median(m.ratios), 100*slices.Min(m.ratios), 100*slices.Max(m.ratios))
+				100*stats.Median(m.ratios), 100*slices.Min(m.ratios), 100*slices.Max(m.ratios))
 		}
 		rounds := make([]string, len(m.rates))
 		for i, r := range m.rates {
@@ -496,17 +497,6 @@ type checkMode struct {
 	lat    []time.Duration
 	rates  []float64
 	ratios []float64 // rate / standalone's rate in the same round, - 1
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // settle waits, at most limit, until the process used less than a fifth of

@@ -12,14 +12,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 )
 
+// percentile is the lab's one definition (nearest rank, internal/eval/stats).
 func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p * float64(len(sorted)-1))
-	return sorted[i]
+	return stats.Percentile(sorted, p)
 }
 
 // fmtLatency sorts ds and renders its percentiles.

@@ -18,6 +18,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/daemon"
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -137,7 +138,7 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 			}
 		}
 		slices.Sort(ds)
-		fmt.Fprintf(out, "%-22s median %8s  max %8s  (%d results)\n", q.name, ds[len(ds)/2].Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond), n)
+		fmt.Fprintf(out, "%-22s median %8s  max %8s  (%d results)\n", q.name, stats.Median(ds).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond), n)
 	}
 	rss, hwm := procMemory()
 	fmt.Fprintf(out, "memory          VmRSS %s, VmHWM %s (whole process: store, index filter, engine)\n", rss, hwm)
@@ -199,7 +200,7 @@ func measureReady(ctx context.Context, o QueryOptions, out io.Writer) error {
 	}
 	slices.Sort(ds)
 	fmt.Fprintf(out, "daemon ready    %s after start (store open, schema upgrade if any, listeners)\n", ready.Round(time.Millisecond))
-	fmt.Fprintf(out, "%-22s median %8s  max %8s  (20 requests)\n", "readyz", ds[len(ds)/2].Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond))
+	fmt.Fprintf(out, "%-22s median %8s  max %8s  (20 requests)\n", "readyz", stats.Median(ds).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond))
 	stop()
 	return <-done
 }

@@ -175,22 +175,6 @@ func TestLoadCorpus(t *testing.T) {
 	}
 }
 
-func TestPercentileMedian(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3}
-	if p := percentile(ds, 0.5); p != 3 {
-		t.Errorf("p50 = %v, want 3", p)
-	}
-	if p := percentile(ds, 0.99); p != 5 {
-		t.Errorf("p99 = %v, want 5", p)
-	}
-	if p := percentile(nil, 0.5); p != 0 {
-		t.Errorf("p50 of none = %v", p)
-	}
-	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
-		t.Errorf("median = %v, want 2.5", m)
-	}
-}
-
 // fakeRspamd answers like rspamd 3.4's controller and scanner (the shapes
 // seen on this machine): a message is "known" once fuzzy-added, and
 // messages containing "tiny" have no fuzzy hash.

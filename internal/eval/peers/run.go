@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
 
@@ -324,12 +325,13 @@ func Run(ctx context.Context, s *Setup, d Detector) (*Result, error) {
 			return nil, ctx.Err()
 		}
 		slowest(lats)
+		q := stats.Percentiles(slices.Clone(lats), 0.50, 0.99, 1)
 		r.Speeds = append(r.Speeds, Speed{
 			LearnRate: lr,
 			CheckRate: rate(len(speedSample), el),
-			P50:       percentile(lats, 0.50),
-			P99:       percentile(lats, 0.99),
-			Max:       percentile(lats, 1),
+			P50:       q[0],
+			P99:       q[1],
+			Max:       q[2],
 		})
 	}
 	return r, nil
@@ -364,28 +366,4 @@ func rate(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
-}
-
-// percentile returns the q-quantile (nearest rank) of ds.
-func percentile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	k := int(q*float64(len(s))+0.999999) - 1
-	return s[max(0, min(k, len(s)-1))]
-}
-
-// median of xs (0 for none).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/eval/stats"
 )
 
 // frac formats k of n as "k/n (p%)".
@@ -109,7 +111,7 @@ func WriteDetection(w io.Writer, s *Setup, rs []*Result) {
 		if kind == "" {
 			label = "**all kinds**"
 		}
-		fmt.Fprintf(w, "| %s | %.2f |", label, median(cos))
+		fmt.Fprintf(w, "| %s | %.2f |", label, stats.Median(cos))
 		for _, r := range rs {
 			k, n := count(copies(r), keep)
 			fmt.Fprintf(w, " %s |", frac(k, n))
@@ -171,7 +173,7 @@ func WriteSpeed(w io.Writer, s *Setup, rs []*Result) {
 				vals[j] = m.get(v)
 				strs[j] = strings.TrimSuffix(m.format(vals[j]), " ms")
 			}
-			meds[k] = median(vals)
+			meds[k] = stats.Median(vals)
 			fmt.Fprintf(w, " %s [%s] |", m.format(meds[k]), strings.Join(strs, ", "))
 		}
 		if len(rs) == 2 {
