@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,40 +45,96 @@ func newFleetStatusCmd(gf *globalFlags) *cobra.Command {
 	return cmd
 }
 
+// newFleetForgetCmd is `nddmilter fleet forget NODE`: a retired node's
+// status leaves the fleet's (DELETE /v1/fleet/nodes/{node}).
+func newFleetForgetCmd(gf *globalFlags) *cobra.Command {
+	af := &apiFlags{}
+	cmd := &cobra.Command{
+		Use:   "forget NODE",
+		Short: "Stop listing a node retired from the fleet (it must have stopped publishing its status: silent)",
+		Long: `Removes the status of a node retired from the fleet, so that fleet status
+and the dashboard stop listing it. Only a silent node (one that stopped
+publishing its status) can be forgotten; the events it published stay
+applied on every node. A node that is not forgotten leaves the list by
+itself once its status is older than the status bucket's retention
+(7 days). A forgotten node that starts again is listed again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
+				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			if err := c.FleetForget(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "forgot node %s\n", args[0])
+			return nil
+		},
+	}
+	af.register(cmd)
+	return cmd
+}
+
 func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
+	return printFleetStatusAt(w, nodes, time.Now())
+}
+
+// printFleetStatusAt prints nodes as seen at now (dates of statuses older
+// than a day are printed whole).
+func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tERROR")
 	hashes := map[string]bool{}
 	seqs := map[uint64]bool{}
+	live, silent := 0, 0
 	for _, s := range nodes {
 		nats := "connected"
-		if !s.Connected {
+		switch {
+		case s.Silent:
+			nats = "silent"
+		case !s.Connected:
 			nats = "unreachable"
-		} else if !s.Ready {
+		case !s.Ready:
 			nats = "not ready"
+		}
+		asOf := s.Time.Local().Format("15:04:05")
+		if now.Sub(s.Time) > 20*time.Hour {
+			asOf = s.Time.Local().Format("2006-01-02 15:04")
 		}
 		h := s.StateHash
 		if len(h) > 16 {
 			h = h[:16]
 		}
 		if s.StateHash != "" {
-			hashes[s.StateHash] = true
-			seqs[s.StateHashSeq] = true
 			h = fmt.Sprintf("%s@%d", h, s.StateHashSeq)
 		}
+		if s.Silent {
+			silent++
+		} else {
+			live++
+			if s.StateHash != "" {
+				hashes[s.StateHash] = true
+				seqs[s.StateHashSeq] = true
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Node, nats, s.Applied, s.Lag, s.Outbox, h,
-			s.Time.Format("15:04:05"), s.Error)
+			asOf, s.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// Silent nodes are left out of the comparison: their hash is old.
 	switch {
 	case len(seqs) > 1:
-		fmt.Fprintf(w, "%d nodes, state hashes of %d different sequences: not comparable yet (a node hashes its state when idle)\n", len(nodes), len(seqs))
-	case len(hashes) == 1 && len(nodes) > 1:
-		fmt.Fprintf(w, "%d nodes, one state hash: converged\n", len(nodes))
+		fmt.Fprintf(w, "%d nodes, state hashes of %d different sequences: not comparable yet (a node hashes its state when idle)\n", live, len(seqs))
+	case len(hashes) == 1 && live > 1:
+		fmt.Fprintf(w, "%d nodes, one state hash: converged\n", live)
 	case len(hashes) > 1:
-		fmt.Fprintf(w, "%d nodes, %d state hashes: not converged (yet: a node with lag catches up)\n", len(nodes), len(hashes))
+		fmt.Fprintf(w, "%d nodes, %d state hashes: not converged (yet: a node with lag catches up)\n", live, len(hashes))
+	}
+	if silent > 0 {
+		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fs api.FleetStatusFunc) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fs api.FleetStatusFunc, ff api.FleetForgetFunc) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -188,7 +188,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
-		FleetStatus: fs}), nil
+		FleetStatus: fs, FleetForget: ff}), nil
 }
 
 // dashboardCredentials are the secrets that log in to the dashboard: the
@@ -244,11 +244,14 @@ type daemon struct {
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
 // fleet.
 func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.Handler, error) {
-	var fs api.FleetStatusFunc
+	var (
+		fs api.FleetStatusFunc
+		ff api.FleetForgetFunc
+	)
 	if d.fleet != nil {
-		fs = d.fleet.status
+		fs, ff = d.fleet.status, d.fleet.forget
 	}
-	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fs)
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fs, ff)
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in

@@ -35,8 +35,8 @@ func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 	st, err := d.f.node.Peers(ctx)
 	out := make([]dashboard.Node, 0, len(st))
 	for _, s := range st {
-		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready,
-			LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error})
+		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
+			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error})
 	}
 	return out, err
 }
@@ -179,6 +179,26 @@ func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt fu
 func (f *fleetMember) status(ctx context.Context) (any, error) {
 	return f.node.Fleet(ctx)
 }
+
+// forget removes a retired node's status (fleet.Node.Forget), its errors
+// marked for the API's answer.
+func (f *fleetMember) forget(ctx context.Context, node string) error {
+	err := f.node.Forget(ctx, node)
+	switch {
+	case errors.Is(err, fleet.ErrUnknownNode):
+		return apiError{err, api.ErrFleetNodeUnknown}
+	case errors.Is(err, fleet.ErrNodeAlive):
+		return apiError{err, api.ErrFleetNodeAlive}
+	}
+	return err
+}
+
+// apiError is err (its message) marked with kind, an error of the API
+// that chooses the answer's status.
+type apiError struct{ err, kind error }
+
+func (e apiError) Error() string   { return e.err.Error() }
+func (e apiError) Unwrap() []error { return []error{e.err, e.kind} }
 
 // readiness is the fleet's line of /readyz (never a reason to be unready:
 // checks do not depend on NATS).

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,6 +92,16 @@ fleet:
 	}
 	if v, err := c.Check(ctx, raw, false); err != nil || v.Campaign != o.Campaign {
 		t.Errorf("check: %+v %v", v, err)
+	}
+	// Forgetting a node: this one is alive (409), another unknown (404).
+	for _, tt := range []struct {
+		node string
+		want int
+	}{{"mx1", http.StatusConflict}, {"mx9", http.StatusNotFound}, {"a/b", http.StatusNotFound}} {
+		var ae *api.Error
+		if err := c.FleetForget(ctx, tt.node); !errors.As(err, &ae) || ae.Status != tt.want {
+			t.Errorf("forget %s: %v, want HTTP %d", tt.node, err, tt.want)
+		}
 	}
 
 	// The fleet's metrics: connected, applying, nothing queued.

@@ -98,6 +98,9 @@ type Node struct {
 	Name string
 	// Healthy: connected and applying the fleet's stream.
 	Healthy bool
+	// Silent: the node stopped publishing its status (stopped, cut off
+	// or retired); the rest is as of LastSeen.
+	Silent bool
 	// LastSeen is when the node's status was taken.
 	LastSeen time.Time
 	// Lag is the number of the fleet's events the node has not applied

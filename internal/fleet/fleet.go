@@ -60,6 +60,11 @@ type Options struct {
 	// StatusEvery is how often the node publishes its status (with its
 	// state hash) for `fleet status`. Default 10s.
 	StatusEvery time.Duration
+	// ForgetAfter is how long the status of a node that stopped
+	// publishing it stays in the status bucket (a retired host leaves
+	// `fleet status` after it; Node.Forget removes it at once).
+	// Default 7 days.
+	ForgetAfter time.Duration
 	// PublishTimeout bounds a publish before a report is queued.
 	// Default 2s.
 	PublishTimeout time.Duration
@@ -105,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusEvery <= 0 {
 		o.StatusEvery = 10 * time.Second
+	}
+	if o.ForgetAfter <= 0 {
+		o.ForgetAfter = 7 * 24 * time.Hour
 	}
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = 2 * time.Second
@@ -284,6 +292,7 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	}
 	if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
+		TTL: n.opts.ForgetAfter,
 	}); err != nil {
 		return fmt.Errorf("fleet: status bucket: %w", err)
 	}

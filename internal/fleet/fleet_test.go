@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
@@ -505,5 +508,102 @@ func TestStalledConsumer(t *testing.T) {
 	f.requireEqualHashes("after the stall")
 	if v := f.check(1, base(2)); v.Campaign == 0 {
 		t.Fatalf("mx1 did not apply the reports after the stall: %+v", v)
+	}
+}
+
+// TestForgetNode retires a node: while it publishes its status it cannot
+// be forgotten; once stopped it turns silent in the others' view and is
+// forgotten. The status bucket keeps statuses ForgetAfter (its TTL), set
+// again on a bucket made without it.
+func TestForgetNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	ctx := context.Background()
+	n := f.members[0].node
+	names := func() (live, silent []string) {
+		st, err := n.Peers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			if s.Silent {
+				silent = append(silent, s.Node)
+			} else {
+				live = append(live, s.Node)
+			}
+		}
+		return live, silent
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				live, silent := names()
+				t.Fatalf("%s: not within 20s (live %v, silent %v)", what, live, silent)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("three live nodes", func() bool { live, _ := names(); return len(live) == 3 })
+
+	for _, tt := range []struct {
+		node string
+		want error
+	}{
+		{"mx0", ErrNodeAlive}, // this node
+		{"mx1", ErrNodeAlive},
+		{"mx9", ErrUnknownNode},
+	} {
+		if err := n.Forget(ctx, tt.node); !errors.Is(err, tt.want) {
+			t.Errorf("Forget(%s) = %v, want %v", tt.node, err, tt.want)
+		}
+	}
+
+	f.members[2].stop()
+	f.members[2] = nil
+	waitFor("mx2 silent", func() bool { _, silent := names(); return slices.Equal(silent, []string{"mx2"}) })
+	if err := n.Forget(ctx, "mx2"); err != nil {
+		t.Fatalf("Forget(mx2) = %v", err)
+	}
+	if live, silent := names(); len(live) != 2 || len(silent) != 0 {
+		t.Fatalf("after Forget: live %v, silent %v", live, silent)
+	}
+	if err := n.Forget(ctx, "mx2"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("Forget(mx2) again = %v, want ErrUnknownNode", err)
+	}
+
+	ttl := func() time.Duration {
+		kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.TTL()
+	}
+	if got := ttl(); got != 7*24*time.Hour {
+		t.Errorf("status bucket TTL %v, want the default ForgetAfter", got)
+	}
+	// A bucket made by an older node, with no TTL, gets it at setup.
+	if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ttl(); got != 0 {
+		t.Fatalf("TTL %v after its removal", got)
+	}
+	n.mu.Lock()
+	n.ready = false
+	n.mu.Unlock()
+	if err := n.setup(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := ttl(); got != 7*24*time.Hour {
+		t.Errorf("status bucket TTL %v after setup, want the default ForgetAfter", got)
 	}
 }

@@ -3,10 +3,13 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Status is one node's view of its fleet membership.
@@ -37,9 +40,25 @@ type Status struct {
 	SnapshotSeq  uint64 `json:"snapshot_seq,omitempty"`
 	// ConsumerRestarts counts the stream consumers the node recreated
 	// because they stalled (Options.StallAfter) since it started.
-	ConsumerRestarts uint64    `json:"consumer_restarts,omitempty"`
-	Error            string    `json:"error,omitempty"`
-	Time             time.Time `json:"time"`
+	ConsumerRestarts uint64 `json:"consumer_restarts,omitempty"`
+	Error            string `json:"error,omitempty"`
+	// Time is when the node took this status (its own clock).
+	Time time.Time `json:"time"`
+	// Silent is set on another node's status older than SilentAfter of
+	// the reading node's clock: that node stopped publishing it
+	// (stopped, crashed, cut off from NATS, or retired: Forget removes
+	// it), and what the status says is only as of Time.
+	Silent bool `json:"silent,omitempty"`
+}
+
+// SilentAfter is how old another node's status may be before it is
+// called silent: three of the reading node's status intervals and a
+// publish timeout (32 s by default). Nodes publish their status every
+// Options.StatusEvery; their clocks are assumed to agree within seconds,
+// as NTP keeps them.
+func (o Options) SilentAfter() time.Duration {
+	o = o.withDefaults()
+	return 3*o.StatusEvery + o.PublishTimeout
 }
 
 // Status returns this node's status; withHash computes the state hash
@@ -122,6 +141,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		}
 		var s Status
 		if json.Unmarshal(e.Value(), &s) == nil {
+			s.Silent = self.Time.Sub(s.Time) > n.opts.SilentAfter()
 			if s.StreamLast < self.StreamLast {
 				s.StreamLast = self.StreamLast
 				s.Lag = s.StreamLast - min(s.Applied, s.StreamLast)
@@ -181,4 +201,54 @@ func (n *Node) maintLoop() {
 			}
 		}
 	}
+}
+
+// Errors of Forget.
+var (
+	// ErrUnknownNode: no status of a node of that name is in the status
+	// bucket (never published, forgotten, or expired: ForgetAfter).
+	ErrUnknownNode = errors.New("fleet: no such node")
+	// ErrNodeAlive: the node still publishes its status (it is not
+	// Silent), and would publish it again.
+	ErrNodeAlive = errors.New("fleet: the node still publishes its status")
+)
+
+// Forget removes the status of a node retired from the fleet, so that
+// `fleet status` and the dashboard stop listing it. Only a Silent node
+// can be forgotten: a node that still publishes its status, this one
+// included, is refused with ErrNodeAlive. The events the node published
+// stay in the stream and applied; if it comes back, it is listed again.
+func (n *Node) Forget(ctx context.Context, node string) error {
+	if node == n.opts.Node || kvKey(node) == kvKey(n.opts.Node) {
+		return fmt.Errorf("%w: %s is this node", ErrNodeAlive, node)
+	}
+	if !n.isReady() || !n.nc.IsConnected() {
+		return fmt.Errorf("fleet: forget %s: not connected to the fleet's NATS servers", node)
+	}
+	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
+	if err != nil {
+		return fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, kvKey(node))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, node)
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: status of %s: %w", node, err)
+	}
+	var s Status
+	if err := json.Unmarshal(e.Value(), &s); err == nil {
+		if age := time.Since(s.Time); age <= n.opts.SilentAfter() {
+			return fmt.Errorf("%w: %s published it %s ago (stop it first)", ErrNodeAlive, node, age.Round(time.Second))
+		}
+	}
+	// Only the revision read: a status published meanwhile stays.
+	if err := kv.Purge(ctx, kvKey(node), jetstream.LastRevision(e.Revision())); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return fmt.Errorf("%w: %s published it again", ErrNodeAlive, node)
+		}
+		return fmt.Errorf("fleet: forget %s: %w", node, err)
+	}
+	n.log.Info("fleet: node forgotten", "node", node, "last_status", s.Time)
+	return nil
 }

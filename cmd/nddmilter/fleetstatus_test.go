@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nddmilter/nddmilter/internal/fleet"
+)
+
+func TestPrintFleetStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.Local)
+	node := func(name, hash string, seq uint64, silent bool, at time.Time) fleet.Status {
+		return fleet.Status{Node: name, Connected: true, Ready: true, Applied: seq, StateHash: hash,
+			StateHashSeq: seq, Silent: silent, Time: at}
+	}
+	tests := []struct {
+		name  string
+		nodes []fleet.Status
+		want  []string
+		not   []string
+	}{
+		{"converged", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "aaaa", 9, false, now)},
+			[]string{"2 nodes, one state hash: converged", "12:00:00"}, []string{"silent"}},
+		{"a silent node's old hash is left out",
+			[]fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "aaaa", 9, false, now),
+				node("mx3", "bbbb", 4, true, now.Add(-72*time.Hour))},
+			[]string{"2 nodes, one state hash: converged", "1 silent", "fleet forget", "2026-11-25 12:00", "mx3   silent"}, nil},
+		{"not converged", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 9, false, now)},
+			[]string{"2 nodes, 2 state hashes: not converged"}, nil},
+		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},
+			[]string{"not comparable yet"}, nil},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		if err := printFleetStatusAt(&b, tt.nodes, now); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tt.name, w, out)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: output has %q:\n%s", tt.name, w, out)
+			}
+		}
+	}
+}
