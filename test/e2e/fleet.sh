@@ -13,7 +13,10 @@
 #      through each milter port), reports are taken and spooled, and they
 #      arrive on every node once NATS is back;
 #   d) a report taken on node A makes node B reject a copy of the campaign
-#      sent through a Postfix attached to B.
+#      sent through a Postfix attached to B;
+#   e) a node retired for good (its daemon stopped) turns silent in the
+#      others' `fleet status`, a live node cannot be forgotten, and
+#      `nddmilter fleet forget` removes the retired one.
 # Installs nats-server (and postfix, swaks) from Debian's packages when
 # missing (root). Every loop is bounded in count and time; the script
 # cleans up on exit and prints "N passed, N failed".
@@ -449,5 +452,39 @@ if grep -q '<\*\* *550 5.7.1 ' "$T/swaks-copy.log"; then
 else
 	fail "(d) the copy through node B's Postfix was not rejected:"
 	grep -E '^(<~?\*\*|<- *[0-9])' "$T/swaks-copy.log" | tail -4
+fi
+
+# --- (e) a node retired: silent, then forgotten ----------------------------------
+fleet_cli() { # subcommand args...: through node 0's API
+	local sub=$1
+	shift
+	"$NDD" fleet "$sub" "$@" --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN"
+}
+stop_pid "${NDD_PID[2]}" TERM
+NDD_PID[2]=
+silent=
+for _ in $(seq 90); do # a status is silent after 32 s by default
+	fleet_cli status --json >"$T/status-e.json" 2>&1
+	silent=$(jq -r '[.[] | select(.silent) | .node] | join(",")' "$T/status-e.json" 2>/dev/null)
+	[ "$silent" = node2 ] && break
+	sleep 1
+done
+if [ "$silent" = node2 ]; then
+	pass "(e) node2 stopped for good: silent in node0's fleet status ($(fleet_cli status 2>&1 | grep -c silent) lines say so, ${SECONDS}s)"
+else
+	fail "(e) node2 not shown silent in 90 s: $(head -c 300 "$T/status-e.json")"
+fi
+if fleet_cli forget node1 >"$T/forget1.log" 2>&1; then
+	fail "(e) fleet forget of a live node succeeded"
+elif grep -q '409' "$T/forget1.log"; then
+	pass "(e) a live node cannot be forgotten: $(head -1 "$T/forget1.log")"
+else
+	fail "(e) fleet forget node1: $(head -1 "$T/forget1.log")"
+fi
+if fleet_cli forget node2 >"$T/forget2.log" 2>&1 &&
+	[ "$(fleet_cli status --json 2>/dev/null | jq -r '[.[].node] | join(",")')" = node0,node1 ]; then
+	pass "(e) nddmilter fleet forget node2: $(head -1 "$T/forget2.log"); fleet status lists node0 and node1"
+else
+	fail "(e) fleet forget node2: $(head -1 "$T/forget2.log"); status: $(fleet_cli status 2>&1 | head -5)"
 fi
 exit 0
