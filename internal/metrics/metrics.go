@@ -269,6 +269,15 @@ func (m *Metrics) Buffered(delta int64) {
 	m.buffered.Add(float64(delta))
 }
 
+// Describe sends the descriptions of every metric New registers (those
+// of vectors without a series yet included), for checks of what the
+// daemon exports.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
 // collectors returns every collector New registers.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{

@@ -1,4 +1,4 @@
-package metrics
+package daemon
 
 import (
 	"encoding/json"
@@ -9,21 +9,23 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/metrics"
 )
 
 // registeredNames returns the names of every series the daemon's
-// collectors can export: each metric's name, with _bucket, _sum and
-// _count for histograms.
+// collectors can export (internal/metrics, and a fleet node's): each
+// metric's name, with _bucket, _sum and _count for histograms.
 func registeredNames(t *testing.T) map[string]bool {
 	t.Helper()
-	m := New()
+	m := metrics.New()
 	names := make(map[string]bool)
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range m.collectors() {
-			c.Describe(ch)
-		}
+		m.Describe(ch)
+		new(fleet.Node).Collector().Describe(ch)
 		close(ch)
 	}()
 	for d := range ch {
@@ -75,7 +77,8 @@ func queries(v any, out *[]string) {
 }
 
 // Every expression of the Grafana dashboards in contrib/grafana names
-// only metrics the daemon registers, and every panel has one.
+// only metrics the daemon registers, and every panel has one. The check
+// lives here, where the daemon assembles its collectors.
 func TestGrafanaDashboardsUseRegisteredMetrics(t *testing.T) {
 	files, err := filepath.Glob("../../contrib/grafana/*.json")
 	if err != nil || len(files) == 0 {
