@@ -118,6 +118,14 @@ func (f Fleet) validate() error {
 		if err := f.Embedded.Validate("fleet.embedded"); err != nil {
 			return err
 		}
+		single := f.Embedded.ClusterListen == "-"
+		if !single && len(f.Embedded.Routes) == 0 {
+			// The server refuses to start JetStream in a cluster of none.
+			return bad("fleet.embedded.routes", "empty: a cluster needs the route URLs of its servers (nats-route://HOST:6222 each); for a single server set cluster_listen: \"-\" and replicas: 1")
+		}
+		if single && f.Replicas > 1 {
+			return bad("fleet.replicas", "%d replicas need a cluster of as many servers: a single embedded server (cluster_listen: \"-\") takes replicas: 1", f.Replicas)
+		}
 	}
 	return nil
 }

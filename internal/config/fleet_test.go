@@ -11,7 +11,10 @@ func TestFleetValidate(t *testing.T) {
 	}{
 		{"standalone default", "", ""},
 		{"external", "fleet: {enabled: true, nats: {urls: [nats://127.0.0.1:4222]}}", ""},
-		{"embedded", "fleet: {enabled: true, embedded: {enabled: true}}", ""},
+		{"embedded", "fleet: {enabled: true, embedded: {enabled: true, routes: [nats-route://mx2:6222, nats-route://mx3:6222]}}", ""},
+		{"embedded without routes", "fleet: {enabled: true, embedded: {enabled: true}}", "fleet.embedded.routes"},
+		{"single embedded server", "fleet: {enabled: true, replicas: 1, embedded: {enabled: true, cluster_listen: '-'}}", ""},
+		{"single embedded server, 3 replicas", "fleet: {enabled: true, embedded: {enabled: true, cluster_listen: '-'}}", "fleet.replicas"},
 		{"no server", "fleet: {enabled: true}", "fleet.nats.urls"},
 		{"two identities", "fleet: {enabled: true, nats: {urls: [nats://a:4222], creds: c, nkey_seed: s}}", "fleet.nats"},
 		{"user without password", "fleet: {enabled: true, nats: {urls: [nats://a:4222], user: u}}", "fleet.nats.user"},
