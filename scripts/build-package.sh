@@ -78,6 +78,10 @@ cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
 # destination) for /usr/share/doc/nddmilter/dovecot/.
 cp contrib/dovecot/README.md "$STAGE/doc/DOVECOT.md"
 mkdir -p "$STAGE/dovecot" && find contrib/dovecot -maxdepth 1 -type f ! -name README.md -exec cp {} "$STAGE/dovecot/" \;
+# The Grafana dashboard and the Prometheus alerting rules (with their
+# unit tests), for /usr/share/doc/nddmilter/monitoring/.
+mkdir -p "$STAGE/monitoring" && cp contrib/grafana/nddmilter.json contrib/prometheus/nddmilter-alerts.yml \
+	contrib/prometheus/nddmilter-alerts_test.yml "$STAGE/monitoring/"
 cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
 [ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

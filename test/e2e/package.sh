@@ -121,8 +121,9 @@ if command -v systemd-analyze >/dev/null; then
 fi
 if [ -f /usr/share/man/man1/nddmilter-serve.1.gz ] && zcat /usr/share/man/man1/nddmilter-report.1.gz | grep -q -- '--reporter' &&
 	[ -s /usr/share/bash-completion/completions/nddmilter ] && [ -s /usr/share/zsh/vendor-completions/_nddmilter ] &&
-	[ -s /usr/share/doc/nddmilter/README.md ]; then
-	pass "(a) man pages ($(ls /usr/share/man/man1/nddmilter*.1.gz | wc -l)), bash/zsh/fish completions, /usr/share/doc/nddmilter"
+	[ -s /usr/share/doc/nddmilter/README.md ] && [ -s /usr/share/doc/nddmilter/monitoring/nddmilter.json ] &&
+	[ -s /usr/share/doc/nddmilter/monitoring/nddmilter-alerts.yml ]; then
+	pass "(a) man pages ($(ls /usr/share/man/man1/nddmilter*.1.gz | wc -l)), bash/zsh/fish completions, /usr/share/doc/nddmilter (monitoring/: the Grafana dashboard and the alerting rules)"
 else
 	fail "(a) man pages, completions or docs missing"
 fi

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
 
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/metrics"
@@ -131,5 +132,45 @@ func TestGrafanaDashboardsUseRegisteredMetrics(t *testing.T) {
 				t.Errorf("%s: unbalanced parentheses in %q", f, q)
 			}
 		}
+	}
+}
+
+// Every alerting rule of contrib/prometheus names only metrics the daemon
+// registers (test/e2e/prometheus.sh runs them in Prometheus itself).
+func TestAlertRulesUseRegisteredMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../contrib/prometheus/nddmilter-alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	names := registeredNames(t)
+	metric := regexp.MustCompile(`\bnddmilter_[a-zA-Z0-9_]+`)
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			used := metric.FindAllString(r.Expr, -1)
+			if r.Alert == "" || len(used) == 0 {
+				t.Errorf("rule %q (%q): want an alert name and an nddmilter metric", r.Alert, r.Expr)
+			}
+			for _, m := range used {
+				if !names[m] {
+					t.Errorf("alert %s uses %s, which the daemon does not register", r.Alert, m)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no rule")
 	}
 }
