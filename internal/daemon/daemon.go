@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -591,6 +592,12 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		if c.was != c.now {
 			log.Warn("setting changes only on restart", "key", c.key, "running", c.was, "file", c.now)
 		}
+	}
+	// The fleet node and its embedded server keep the options they
+	// started with; a restarted node resumes from its applied sequence.
+	if !reflect.DeepEqual(old.Fleet, cfg.Fleet) {
+		log.Warn("setting changes only on restart (a restarted fleet node resumes from its applied sequence)", "key", "fleet")
+		cfg.Fleet = old.Fleet
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup

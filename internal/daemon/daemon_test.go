@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	gomilter "github.com/emersion/go-milter"
+
+	"github.com/nddmilter/nddmilter/internal/config"
 )
 
 func freeAddr(t *testing.T) string {
@@ -223,4 +227,37 @@ func waitMetric(t *testing.T, base, want string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("metric %q never appeared", want)
+}
+
+// keepRestartSettings keeps the running values of what changes only on
+// restart, the whole fleet section among them, and warns about each.
+func TestKeepRestartSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*config.Config)
+		want string // the key warned about ("": none)
+	}{
+		{"nothing", func(*config.Config) {}, ""},
+		{"milter.listen", func(c *config.Config) { c.Milter.Listen = "inet:127.0.0.1:9" }, "milter.listen"},
+		{"fleet user added", func(c *config.Config) {
+			c.Fleet.Embedded.Users = append(c.Fleet.Embedded.Users, config.FleetUser{Nkey: "UNEW"})
+		}, "fleet"},
+		{"fleet hits_every", func(c *config.Config) { c.Fleet.HitsEvery = config.Duration(time.Minute) }, "fleet"},
+	}
+	for _, tt := range tests {
+		old := config.Default()
+		cfg := config.Default()
+		tt.edit(cfg)
+		var logs strings.Builder
+		keepRestartSettings(cfg, old, slog.New(slog.NewTextHandler(&logs, nil)))
+		if !reflect.DeepEqual(cfg, old) {
+			t.Errorf("%s: the running settings were not kept", tt.name)
+		}
+		switch got := logs.String(); {
+		case tt.want == "" && got != "":
+			t.Errorf("%s: unexpected warning %q", tt.name, got)
+		case tt.want != "" && !strings.Contains(got, "key="+tt.want+"\n") && !strings.Contains(got, "key="+tt.want+" "):
+			t.Errorf("%s: warning %q, want one about %s", tt.name, got, tt.want)
+		}
+	}
 }
