@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +55,8 @@ fleet:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: io.Discard}) }()
+	logs := &lockedBuffer{}
+	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: logs}) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -126,4 +130,52 @@ fleet:
 		!strings.Contains(string(page), "<bdi>mx1</bdi>") {
 		t.Errorf("now page (%d) without the fleet's node:\n%s", resp.StatusCode, page)
 	}
+
+	// A reload of the same file keeps the fleet without a warning; one
+	// that changes the fleet section keeps the running one and warns.
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitMetric(t, base, `nddmilter_reloads_total{result="ok"} 1`)
+	if strings.Contains(logs.String(), "key=fleet") {
+		t.Errorf("a reload of the same file warned about the fleet section:\n%s", logs.String())
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(cfg, "replicas: 1", "replicas: 1\n  hits_every: 5s", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitMetric(t, base, `nddmilter_reloads_total{result="ok"} 2`)
+	if !strings.Contains(logs.String(), "key=fleet") {
+		t.Errorf("a reload changing the fleet section did not warn:\n%s", logs.String())
+	}
+	if s := firstNode(t, c, ctx); s != "mx1" {
+		t.Errorf("after the reloads: fleet status of %q", s)
+	}
+}
+
+// firstNode is the name of the first node of the fleet's status.
+func firstNode(t *testing.T, c *api.Client, ctx context.Context) string {
+	t.Helper()
+	var nodes []fleet.Status
+	if err := c.FleetStatus(ctx, &nodes); err != nil || len(nodes) == 0 {
+		t.Fatalf("fleet status: %v %v", nodes, err)
+	}
+	return nodes[0].Node
+}
+
+// lockedBuffer is a bytes.Buffer safe for the daemon's logger and the
+// test reading it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
