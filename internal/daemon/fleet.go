@@ -177,7 +177,11 @@ func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt fu
 
 // status is the fleet's status for the API.
 func (f *fleetMember) status(ctx context.Context) (any, error) {
-	return f.node.Fleet(ctx)
+	st, err := f.node.Fleet(ctx)
+	if err != nil && len(st) > 1 {
+		f.log.Warn("fleet status: the status of some nodes was not read", "err", err)
+	}
+	return st, err
 }
 
 // forget removes a retired node's status (fleet.Node.Forget), its errors

@@ -123,20 +123,25 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 	if !self.Connected || !self.Ready {
 		return out, nil
 	}
+	keys, err := n.statusKeys(ctx)
+	if err != nil {
+		return out, err
+	}
 	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
 	if err != nil {
 		return out, fmt.Errorf("fleet: status bucket: %w", err)
 	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		return out, fmt.Errorf("fleet: status bucket: %w", err)
-	}
-	for k := range keys.Keys() {
+	var errs []error
+	for _, k := range keys {
 		if k == kvKey(n.opts.Node) {
 			continue
 		}
 		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // forgotten (purged) or expired
+		}
 		if err != nil {
+			errs = append(errs, fmt.Errorf("fleet: status of %s: %w", k, err))
 			continue
 		}
 		var s Status
@@ -150,7 +155,30 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		}
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// statusKeys lists the keys of the status bucket from its stream's
+// subjects: one request, whatever is written meanwhile (a key watcher,
+// as KeyValue.ListKeys, was seen to end early while statuses were being
+// published). Forgotten keys are listed too (their purge marker).
+func (n *Node) statusKeys(ctx context.Context) ([]string, error) {
+	bucket := n.opts.nodesBucket()
+	st, err := n.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	prefix := "$KV." + bucket + "."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, prefix))
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // kvKey makes a node name a valid key of the status bucket.
