@@ -16,7 +16,11 @@
 #      sent through a Postfix attached to B;
 #   e) a node retired for good (its daemon stopped) turns silent in the
 #      others' `fleet status`, a live node cannot be forgotten, and
-#      `nddmilter fleet forget` removes the retired one.
+#      `nddmilter fleet forget` removes the retired one;
+#   f) a host added with its own nkey is refused until the servers'
+#      configurations admit it (regenerated, nats-server reloaded with
+#      SIGHUP), then starts from an empty store and reaches the fleet's
+#      state hash, with every report on it.
 # Installs nats-server (and postfix, swaks) from Debian's packages when
 # missing (root). Every loop is bounded in count and time; the script
 # cleans up on exit and prints "N passed, N failed".
@@ -78,9 +82,9 @@ stop_pid() { # pid [signal]: signal it and wait for it (bounded: 10 s)
 cleanup() {
 	local rc=$? i
 	stop_watchdog
-	for i in 0 1 2; do
-		stop_pid "${NDD_PID[$i]}"
-		stop_pid "${NATS_PID[$i]}"
+	for i in 0 1 2 3; do
+		stop_pid "${NDD_PID[$i]:-}"
+		stop_pid "${NATS_PID[$i]:-}"
 	done
 	postfix_stop "$T/pf"
 	stop_pid "$SINK_PID"
@@ -129,13 +133,15 @@ for i in 0 1 2; do NATS_URLS="$NATS_URLS${NATS_URLS:+, }nats://127.0.0.1:${NATS_
 # --- (a) three nats-server processes -----------------------------------------
 ROUTES=()
 for i in 0 1 2; do ROUTES+=(--route "nats-route://127.0.0.1:${ROUTE_PORT[$i]}"); done
-for i in 0 1 2; do
-	"$NDD" fleet nats-conf --name "nats$i" --listen "127.0.0.1:${NATS_PORT[$i]}" \
-		--cluster-listen "127.0.0.1:${ROUTE_PORT[$i]}" "${ROUTES[@]}" --dir "$T/js$i" \
-		--max-store-bytes $((256 << 20)) --node-nkey "$NODE_PUB" --read-nkey "$READ_PUB" \
-		--monitor "127.0.0.1:${MON_PORT[$i]}" >"$T/nats$i.conf" || die "nddmilter fleet nats-conf failed"
-	chmod 600 "$T/nats$i.conf"
-done
+NODE_KEYS=(--node-nkey "$NODE_PUB")
+nats_conf() { # i: server i's configuration, admitting the keys of NODE_KEYS
+	"$NDD" fleet nats-conf --name "nats$1" --listen "127.0.0.1:${NATS_PORT[$1]}" \
+		--cluster-listen "127.0.0.1:${ROUTE_PORT[$1]}" "${ROUTES[@]}" --dir "$T/js$1" \
+		--max-store-bytes $((256 << 20)) "${NODE_KEYS[@]}" --read-nkey "$READ_PUB" \
+		--monitor "127.0.0.1:${MON_PORT[$1]}" >"$T/nats$1.conf" || die "nddmilter fleet nats-conf failed"
+	chmod 600 "$T/nats$1.conf"
+}
+for i in 0 1 2; do nats_conf $i; done
 nats-server -t -c "$T/nats0.conf" >"$T/nats-check.log" 2>&1 || { cat "$T/nats-check.log"; die "nats-server rejects the configuration of nddmilter fleet nats-conf"; }
 start_nats() { # i
 	nats-server -c "$T/nats$1.conf" >>"$T/nats$1.log" 2>&1 &
@@ -195,7 +201,7 @@ case $reply in
 esac
 
 # --- the three nddmilter daemons ---------------------------------------------
-write_config() { # i
+write_config() { # i [nkey seed file, default the shared node.nk]
 	cat >"$T/ndd$1.yaml" <<EOF
 milter:
   listen: inet:127.0.0.1:${MILTER_PORT[$1]}
@@ -212,7 +218,7 @@ fleet:
   node: node$1
   nats:
     urls: [$NATS_URLS]
-    nkey_seed: $T/node.nk
+    nkey_seed: ${2:-$T/node.nk}
   stream: $STREAM
   replicas: 3
   hits_every: 1s
@@ -486,5 +492,56 @@ if fleet_cli forget node2 >"$T/forget2.log" 2>&1 &&
 	pass "(e) nddmilter fleet forget node2: $(head -1 "$T/forget2.log"); fleet status lists node0 and node1"
 else
 	fail "(e) fleet forget node2: $(head -1 "$T/forget2.log"); status: $(fleet_cli status 2>&1 | head -5)"
+fi
+
+# --- (f) a host added: its own key, the servers reloaded, an empty store -------
+free_port; MILTER_PORT[3]=$PORT
+free_port; HTTP_PORT[3]=$PORT
+NEW_PUB=$("$NDD" fleet nkey --seed "$T/node3.nk") || die "nddmilter fleet nkey failed"
+write_config 3 "$T/node3.nk"
+if "$NDD" fleet check --connect "$T/ndd3.yaml" >"$T/check3-before.log" 2>&1; then
+	fail "(f) a key the servers do not list connects: $(tail -2 "$T/check3-before.log")"
+else
+	pass "(f) node3's new key is refused before the servers admit it: $(grep -i -m1 'author\|refus\|denied\|violation' "$T/check3-before.log" | head -c 160)"
+fi
+NODE_KEYS+=(--node-nkey "$NEW_PUB")
+for i in 0 1 2; do
+	nats_conf $i
+	kill -HUP "${NATS_PID[$i]}" 2>/dev/null || fail "(f) nats-server $i is not running"
+done
+admitted=
+for _ in $(seq 30); do
+	"$NDD" fleet check --connect "$T/ndd3.yaml" >"$T/check3.log" 2>&1 && { admitted=1; break; }
+	sleep 0.5
+done
+if [ -n "$admitted" ]; then
+	pass "(f) servers reloaded (SIGHUP) with node3's key: fleet check --connect passes"
+else
+	fail "(f) node3 not admitted after the reload: $(tail -3 "$T/check3.log")"
+fi
+start_node 3
+wait_ready 3 60 || fail "(f) node3 did not become ready"
+joined=
+for _ in $(seq 120); do
+	read -r h0 _ _ _ <<<"$(fleet_line 0)"
+	read -r h3 lag3 _ ready3 <<<"$(fleet_line 3)"
+	if [ -n "$h3" ] && [ "$h3" = "$h0" ] && [ "${lag3:-1}" = 0 ] && [ "${ready3:-}" = true ]; then joined=1; break; fi
+	sleep 0.5
+done
+if [ -n "$joined" ]; then
+	pass "(f) node3 started from an empty store and reached node0's state hash $h3 (${SECONDS}s)"
+else
+	fail "(f) node3 did not reach node0's state: node0 [$(fleet_line 0)] node3 [$(fleet_line 3)]"
+fi
+missing=0
+for k in $(seq 1 "$REPORTS") "${SPOOLED[@]}"; do
+	c0=$(campaign_on 0 "$k")
+	[ -f "$T/report-$k.eml" ] && [ "$c0" != 0 ] || continue
+	[ "$(campaign_on 3 "$k")" = "$c0" ] || missing=$((missing + 1))
+done
+if [ "$missing" = 0 ]; then
+	pass "(f) every report node0 has matches the same campaign on node3"
+else
+	fail "(f) $missing reports differ between node0 and node3"
 fi
 exit 0
