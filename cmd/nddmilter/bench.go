@@ -216,6 +216,7 @@ figures with the load average (uptime).`,
 	fl.IntVar(&o.Latency, "latency-reports", 200, "single reports timed from report to protection on every node")
 	fl.IntVar(&o.Reports, "reports", 6000, "reports sent through the three nodes for the throughput")
 	fl.IntVar(&o.Batch, "batch", 200, "reports per ReportBatch call (events hold up to the NATS payload)")
+	fl.IntVar(&o.Senders, "senders", 1, "goroutines per node sending batches at once (--batch 1 --senders 32: reports arriving one by one, as through the API)")
 	fl.DurationVar(&o.CheckFor, "check-for", time.Second, "how long checks are measured in each mode of each round")
 	fl.IntVar(&o.CheckRounds, "check-rounds", 5, "rounds of checks: each runs fleet on (then NATS down) beside standalone, in alternating order")
 	fl.IntVar(&o.Checkers, "checkers", 2, "goroutines checking at once")

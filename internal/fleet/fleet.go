@@ -164,6 +164,10 @@ type Node struct {
 	// unstall asks it to recreate its consumer (watchLoop).
 	waiting atomic.Bool
 	unstall chan struct{}
+	// reportJobs hands Report calls to the batcher (unbuffered: a call
+	// is taken or, once batcherDone is closed, not); batch.go.
+	reportJobs  chan *reportJob
+	batcherDone chan struct{}
 	// dropEvents makes the consumer drop what it delivers, as a stalled
 	// one delivers nothing (tests of watchLoop).
 	dropEvents atomic.Bool
@@ -193,15 +197,18 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		return nil, err
 	}
 	n := &Node{
-		opts:      opts,
-		st:        st,
-		log:       opts.Logger.With("fleet_node", opts.Node),
-		kick:      make(chan struct{}, 1),
-		unstall:   make(chan struct{}, 1),
-		applied:   applied,
-		waiters:   make(map[string]chan applyResult),
-		appliedCh: make(chan struct{}),
-		hits:      make(map[hitKey]*hitAgg),
+		opts:    opts,
+		st:      st,
+		log:     opts.Logger.With("fleet_node", opts.Node),
+		kick:    make(chan struct{}, 1),
+		unstall: make(chan struct{}, 1),
+
+		reportJobs:  make(chan *reportJob),
+		batcherDone: make(chan struct{}),
+		applied:     applied,
+		waiters:     make(map[string]chan applyResult),
+		appliedCh:   make(chan struct{}),
+		hits:        make(map[hitKey]*hitAgg),
 	}
 	n.eng.Store(eng)
 	n.nc, err = connect(opts, n.log)
@@ -224,7 +231,8 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		n.log.Warn("fleet: stream not reachable yet, reports queue locally", "err", err)
 	}
 	eng.SetReplicator(n)
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.batchLoop()
 	go n.applyLoop()
 	go n.watchLoop()
 	go n.outboxLoop()

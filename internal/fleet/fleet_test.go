@@ -607,3 +607,61 @@ func TestForgetNode(t *testing.T) {
 		t.Errorf("status bucket TTL %v after setup, want the default ForgetAfter", got)
 	}
 }
+
+// TestConcurrentReportsShareEvents sends reports one by one from many
+// goroutines at once, as the API and the report socket do: the batcher
+// carries them in far fewer events than reports, each caller gets its own
+// report's outcome, and the fleet converges.
+func TestConcurrentReportsShareEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	ctx := context.Background()
+	n := f.members[0]
+	before := n.node.Status(ctx, false).Published
+	const reports = 48
+	msgs := make([][]byte, reports)
+	for i := range msgs {
+		msgs[i] = copyOf(t, i%len(texts), uint64(100+i))
+	}
+	outs := make([]campaign.ReportOutcome, reports)
+	errs := make([]error, reports)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range reports {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			outs[i], errs[i] = n.eng.Report(ctx, msgs[i], store.KindSpam, fmt.Sprintf("user%d", i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	ids := map[int]store.CampaignID{}
+	for i, o := range outs {
+		if errs[i] != nil || o.Replication != campaign.Replicated || o.Campaign == 0 {
+			t.Fatalf("report %d: %+v %v", i, o, errs[i])
+		}
+		b := i % len(texts)
+		if id, ok := ids[b]; ok && id != o.Campaign {
+			t.Errorf("report %d (campaign text %d) in campaign %d, the others of its text in %d", i, b, o.Campaign, id)
+		}
+		ids[b] = o.Campaign
+	}
+	if len(ids) != len(texts) || ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+		t.Errorf("campaigns of the %d texts: %v", len(texts), ids)
+	}
+	events := n.node.Status(ctx, false).Published - before
+	t.Logf("%d concurrent reports in %d events", reports, events)
+	if events == 0 || events > reports/2 {
+		t.Errorf("%d concurrent reports in %d events: not coalesced", reports, events)
+	}
+	f.requireEqualHashes("after concurrent reports")
+	for i, o := range outs {
+		if v := f.check(2, msgs[i]); v.Campaign != o.Campaign {
+			t.Fatalf("report %d: campaign %d on mx0, a check of its message on mx2 finds %d", i, o.Campaign, v.Campaign)
+		}
+	}
+}

@@ -24,64 +24,50 @@ var ErrTooLarge = errors.New("fleet: report larger than the NATS maximum payload
 // fills before another event starts.
 const eventBudget = 0.75
 
-// Report publishes reports as events — a batch as few events as fit in
-// NATS messages — and answers with their outcome once this node has
-// applied them (Replication Replicated), or, when NATS is unreachable,
-// queues them in the store's outbox (Replication Queued, no campaign
-// yet). It implements campaign.Replicator.
+// Report publishes reports as events and answers with their outcome once
+// this node has applied them (Replication Replicated), or, when NATS is
+// unreachable, queues them in the store's outbox (Replication Queued, no
+// campaign yet). The reports are signed here, once (every node ingests
+// their evidence), then handed to the batcher, which carries them in as
+// few events as fit in NATS messages, shared with the reports of
+// concurrent calls (batch.go). It implements campaign.Replicator.
 func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
-	limit := int64(float64(n.nc.MaxPayload()) * eventBudget)
-	if limit <= 0 {
-		limit = 768 << 10
+	limit := n.eventLimit()
+	// A report that cannot be signed, or is too large for an event, stops
+	// the batch there (a *campaign.BatchError).
+	evs, stopErr := n.engine().Evidence(ctx, reqs)
+	reports := make([]eventReport, 0, len(evs))
+	sizes := make([]int64, 0, len(evs))
+	for j, e := range evs {
+		r := reqs[j]
+		sz := int64(len(e))*4/3 + int64(len(r.Reporter)) + 32
+		if sz > limit {
+			stopErr = &campaign.BatchError{Index: j, Err: fmt.Errorf("%w (%d bytes of evidence)", ErrTooLarge, len(e))}
+			break
+		}
+		reports = append(reports, eventReport{Evidence: e, Kind: r.Kind, Reporter: r.Reporter})
+		sizes = append(sizes, sz)
 	}
-	// Signed here, once: every node ingests the evidence. A report that
-	// cannot be signed stops the batch there (a *campaign.BatchError).
-	evs, evErr := n.engine().Evidence(ctx, reqs)
-	reqs = reqs[:len(evs)]
-	outs := make([]campaign.ReportOutcome, 0, len(reqs))
-	for i := 0; i < len(reqs); {
-		ev := n.newEvent(evReport)
-		size := int64(0)
-		j := i
-		for ; j < len(reqs) && len(ev.Reports) < store.MaxEventCampaigns; j++ {
-			r := reqs[j]
-			sz := int64(len(evs[j]))*4/3 + int64(len(r.Reporter)) + 32
-			if sz > limit {
-				if j == i {
-					return outs, &campaign.BatchError{Index: j, Err: fmt.Errorf("%w (%d bytes of evidence)", ErrTooLarge, len(evs[j]))}
-				}
-				break
-			}
-			if size+sz > limit && j > i {
-				break
-			}
-			size += sz
-			ev.Reports = append(ev.Reports, eventReport{Evidence: evs[j], Kind: r.Kind, Reporter: r.Reporter})
-		}
-		res, queued, err := n.submit(ctx, ev, true)
-		if err != nil {
-			return outs, &campaign.BatchError{Index: i, Err: err}
-		}
-		if queued {
-			for range ev.Reports {
-				outs = append(outs, campaign.ReportOutcome{Replication: campaign.Queued})
-			}
-			i = j
-			continue
-		}
-		for k := range ev.Reports {
-			if k < len(res.errs) && res.errs[k] != nil {
-				return outs, &campaign.BatchError{Index: i + k, Err: res.errs[k]}
-			}
-			o := campaign.ReportOutcome{Replication: campaign.Replicated}
-			if k < len(res.outs) {
-				o = res.outs[k]
-			}
-			outs = append(outs, o)
-		}
-		i = j
+	if len(reports) == 0 {
+		return nil, stopErr
 	}
-	return outs, evErr
+	j := newReportJob(reports, sizes)
+	taken, err := n.batch(ctx, j)
+	if err != nil {
+		return nil, &campaign.BatchError{Index: 0, Err: err}
+	}
+	if !taken {
+		// The node stopped: the reports go to the outbox from here.
+		carry := &piece{job: j, to: len(j.reports)}
+		for carry != nil {
+			n.publishReports(n.gather(&carry), nil)
+		}
+	}
+	outs, err := j.result()
+	if err != nil {
+		return outs, err
+	}
+	return outs, stopErr
 }
 
 // SetState publishes a campaign's new state and waits for its local
@@ -132,43 +118,59 @@ func (n *Node) submitAdmin(ctx context.Context, ev *event) error {
 // when NATS was unreachable: ev stays in the outbox and the outbox loop
 // publishes it later.
 func (n *Node) submit(ctx context.Context, ev *event, wait bool) (res applyResult, queued bool, err error) {
+	ch, seq, queued, err := n.publishEvent(ctx, ev, wait)
+	if err != nil || queued || !wait {
+		return res, queued, err
+	}
+	return n.awaitApply(ctx, ev, ch, seq), false, nil
+}
+
+// publishEvent stores ev in the outbox, publishes it and removes it from
+// the outbox; with wait, ch then receives its result once this node
+// applied it (awaitApply). queued is true when NATS was unreachable: ev
+// stays in the outbox and the outbox loop publishes it later.
+func (n *Node) publishEvent(ctx context.Context, ev *event, wait bool) (ch chan applyResult, seq uint64, queued bool, err error) {
 	data, err := ev.encode()
 	if err != nil {
-		return res, false, err
+		return nil, 0, false, err
 	}
 	if max := n.nc.MaxPayload(); max > 0 && int64(len(data)) > max {
-		return res, false, fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(data))
+		return nil, 0, false, fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(data))
 	}
 	oid, err := n.st.OutboxPut(ctx, data)
 	if err != nil {
-		return res, false, fmt.Errorf("fleet: queue %s event: %w", ev.Type, err)
+		return nil, 0, false, fmt.Errorf("fleet: queue %s event: %w", ev.Type, err)
 	}
-	ch := make(chan applyResult, 1)
 	if wait {
+		ch = make(chan applyResult, 1)
 		n.mu.Lock()
 		n.waiters[ev.ID] = ch
 		n.mu.Unlock()
 	}
-	seq, err := n.publish(ctx, ev.ID, data)
+	seq, err = n.publish(ctx, ev.ID, data)
 	if err != nil {
 		n.mu.Lock()
 		delete(n.waiters, ev.ID)
 		n.queued++
 		n.mu.Unlock()
-		n.log.Warn("fleet: event queued", "type", ev.Type, "err", err)
-		return res, true, nil
+		n.log.Warn("fleet: event queued", "type", ev.Type, "reports", len(ev.Reports), "err", err)
+		return nil, 0, true, nil
 	}
 	if err := n.st.OutboxDelete(ctx, oid); err != nil {
 		n.log.Warn("fleet: outbox", "err", err) // published again later: deduplicated
 	}
-	if !wait {
-		return res, false, nil
-	}
+	return ch, seq, false, nil
+}
+
+// awaitApply waits (at most ApplyTimeout) until this node applied ev,
+// published at seq, and returns the result; past the wait, or when ctx
+// ends, every report of ev is Replicated with its outcome unknown.
+func (n *Node) awaitApply(ctx context.Context, ev *event, ch chan applyResult, seq uint64) applyResult {
 	t := time.NewTimer(n.opts.ApplyTimeout)
 	defer t.Stop()
 	select {
-	case res = <-ch:
-		return res, false, nil
+	case res := <-ch:
+		return res
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -176,11 +178,11 @@ func (n *Node) submit(ctx context.Context, ev *event, wait bool) (res applyResul
 	delete(n.waiters, ev.ID)
 	n.mu.Unlock()
 	// Replicated, but not applied here yet: the outcome is unknown.
-	res = applyResult{seq: seq, outs: make([]campaign.ReportOutcome, len(ev.Reports))}
+	res := applyResult{seq: seq, outs: make([]campaign.ReportOutcome, len(ev.Reports))}
 	for i := range res.outs {
 		res.outs[i].Replication = campaign.Replicated
 	}
-	return res, false, nil
+	return res
 }
 
 // publish publishes one event, deduplicated by id, and returns its

@@ -34,8 +34,11 @@ type FleetOptions struct {
 	// protection on every node. Default 200.
 	Latency int
 	// Reports are sent through the three nodes at once, in batches of
-	// Batch, for the throughput. Defaults 6000 and 200.
-	Reports, Batch int
+	// Batch, by Senders goroutines per node (each waits for its batch's
+	// answer before the next), for the throughput. Defaults 6000, 200
+	// and 1. Batch 1 with many senders is the path of reports arriving
+	// one by one (the API, the report socket).
+	Reports, Batch, Senders int
 	// CheckFor is how long check throughput is measured, with Checkers
 	// goroutines, in each mode (standalone, fleet on, NATS down) of each
 	// of CheckRounds rounds. A round runs fleet on (or NATS down) and
@@ -76,6 +79,9 @@ func (o *FleetOptions) defaults() {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 200
+	}
+	if o.Senders <= 0 {
+		o.Senders = 1
 	}
 	if o.CheckFor <= 0 {
 		o.CheckFor = time.Second
@@ -290,19 +296,20 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 			reqs[i] = m.raw()
 		}
 	}
-	errs = make([]error, 3)
-	for w := range 3 {
+	errs = make([]error, 3*o.Senders)
+	for g := range 3 * o.Senders {
+		w := g % 3 // the node
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := w * o.Batch; b < len(reqs); b += 3 * o.Batch {
+			for b := g * o.Batch; b < len(reqs); b += 3 * o.Senders * o.Batch {
 				batch := make([]campaign.ReportRequest, 0, o.Batch)
 				for _, raw := range reqs[b:min(b+o.Batch, len(reqs))] {
 					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: campaign.KindSpam, Reporter: fmt.Sprint("tp", w)})
 				}
 				outs, err := nodes[w].eng.ReportBatch(ctx, batch)
 				if err != nil {
-					errs[w] = err
+					errs[g] = err
 					return
 				}
 				sent.Add(int64(len(outs)))
@@ -334,8 +341,8 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	el, cpu := time.Since(t0), cputime.Process()-cpu0
 	stopProfile()
 	n := sent.Load()
-	fmt.Fprintf(out, "\nthroughput: %d reports (%d per campaign) in batches of %d through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes; the node that takes a report signs it, every node ingests its evidence)\n",
-		n, o.Copies, o.Batch, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
+	fmt.Fprintf(out, "\nthroughput: %d reports (%d per campaign) in batches of %d by %d senders per node through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes; the node that takes a report signs it, every node ingests its evidence)\n",
+		n, o.Copies, o.Batch, o.Senders, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
 	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), lex, model, o, quiet); err != nil {
 		return err
 	}
