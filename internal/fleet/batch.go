@@ -22,8 +22,9 @@ import (
 
 // maxInFlight bounds the report events published by the batcher and not
 // yet applied by this node: while they are applied, the next reports
-// gather into one event.
-const maxInFlight = 2
+// gather into one event. A few, so that the nodes' appliers have the
+// next event while this node's batcher gathers the one after.
+const maxInFlight = 4
 
 // reportJob is the reports of one Report call, signed, on their way
 // through the batcher; they may span several events.
