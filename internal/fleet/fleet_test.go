@@ -665,3 +665,61 @@ func TestConcurrentReportsShareEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestBatcherQueues: with NATS down, concurrent reports are all answered
+// queued (sharing outbox events) and arrive once NATS is back; a report
+// made through a node that was closed is queued too, and published by
+// the node that opens the store next.
+func TestBatcherQueues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.cluster.shutdown()
+	const reports = 12
+	var wg sync.WaitGroup
+	outs := make([]campaign.ReportOutcome, reports)
+	errs := make([]error, reports)
+	for i := range reports {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = f.members[0].eng.Report(ctx, copyOf(t, i%len(texts), uint64(200+i)), store.KindSpam, fmt.Sprintf("q%d", i))
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if errs[i] != nil || o.Replication != campaign.Queued || o.Campaign != 0 {
+			t.Fatalf("report %d with NATS down: %+v %v", i, o, errs[i])
+		}
+	}
+	if s := f.members[0].node.Status(ctx, false); s.Outbox < 1 || s.Outbox > reports {
+		t.Fatalf("outbox after %d queued reports: %d events", reports, s.Outbox)
+	}
+
+	// A node closed (as the daemon's drain does): its engine's reports
+	// still go to the outbox.
+	m := f.members[2]
+	m.node.Close()
+	o, err := m.eng.Report(ctx, copyOf(t, 0, 300), store.KindSpam, "late")
+	if err != nil || o.Replication != campaign.Queued {
+		t.Fatalf("report through a closed node: %+v %v", o, err)
+	}
+	if _, n, err := m.st.OutboxList(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("outbox of the closed node: %d events, %v", n, err)
+	}
+	m.st.Close()
+	for i := range 3 {
+		f.cluster.start(i)
+	}
+	f.members[2] = f.startMember(2, m.dir)
+	f.requireEqualHashes("NATS back")
+	for i := range 3 {
+		for b := range texts {
+			if v := f.check(i, base(b)); v.Campaign == 0 {
+				t.Fatalf("mx%d: the queued reports of text %d did not arrive: %+v", i, b, v)
+			}
+		}
+	}
+}
