@@ -37,7 +37,7 @@ REPORTS=${NDD_E2E_REPORTS:-60}
 STREAM_SECONDS=${NDD_E2E_STREAM_SECONDS:-120}
 STREAM=NDDMILTER
 
-# pass, fail, die, free_port, wait_port, the watchdog, summary_exit, and
+# pass, fail, die, free_port, wait_port, stop_pid, the watchdog, summary_exit, and
 # the Postfix instance helpers.
 . "$ROOT/test/e2e/lib.sh"
 
@@ -67,18 +67,6 @@ NATS_PID=("" "" "")
 NDD_PID=("" "" "")
 SINK_PID=
 
-stop_pid() { # pid [signal]: signal it and wait for it (bounded: 10 s)
-	local pid=$1
-	[ -n "$pid" ] || return 0
-	kill -"${2:-TERM}" "$pid" 2>/dev/null || return 0
-	for _ in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
 cleanup() {
 	local rc=$? i
 	stop_watchdog

@@ -1,6 +1,6 @@
 # Helpers shared by the end-to-end scripts (sourced, not run): counting
-# results, free loopback ports, waiting on a port, and the watchdog that
-# bounds a script's time. The sourcing script sets T (its workspace) and
+# results, free loopback ports, waiting on a port, stopping a process, and
+# the watchdog that bounds a script's time. The sourcing script sets T (its workspace) and
 # TIME_LIMIT (seconds) before calling start_watchdog, and calls
 # stop_watchdog in its cleanup.
 
@@ -12,6 +12,21 @@ die() {
 	echo "FATAL: $*"
 	failed=$((failed + 1))
 	exit 1
+}
+
+# stop_pid PID [SIGNAL]: signals PID (default TERM) and waits for it,
+# at most 10 s, then kills it.
+stop_pid() { # pid [signal]: signal it and wait for it (bounded: 10 s)
+	local pid=$1
+	[ -n "$pid" ] || return 0
+	kill -"${2:-TERM}" "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
 }
 
 # free_port sets PORT to a loopback port below the kernel's ephemeral range

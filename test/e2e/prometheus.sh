@@ -23,7 +23,7 @@ export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-240}
 RULES=$ROOT/contrib/prometheus/nddmilter-alerts.yml
 
-# pass, fail, die, free_port, wait_port, the watchdog, summary_exit.
+# pass, fail, die, free_port, wait_port, stop_pid, the watchdog, summary_exit.
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
@@ -50,18 +50,6 @@ done
 # --- workspace, cleanup and time bound ---------------------------------------
 T=$(mktemp -d /tmp/ndd-e2e-prom.XXXXXX)
 NATS_PID= NDD_PID= PROM_PID=
-stop_pid() { # pid: TERM, then KILL after 10 s
-	local pid=$1
-	[ -n "$pid" ] || return 0
-	kill "$pid" 2>/dev/null || return 0
-	for _ in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
 cleanup() {
 	local rc=$?
 	stop_watchdog
