@@ -319,10 +319,10 @@ fraction of the retail price. Free express shipping to every country for
 orders placed before midnight. Pay safely by card or bank transfer and get an
 extended three year warranty with every purchase from our online store. Hurry,
 the discount code expires soon and quantities are strictly limited to stock."
-copy_of() { # TEXT N: a randomized copy
-	local greet=(friend customer client member partner) mood
-	mood=$(shuf -n 1 -e 'The weather is mild today.' 'Our office is closed on Monday.' 'See you soon.')
-	printf '%s\n\nReference number %s. %s\n' "${1/friend/${greet[$(($2 % 5))]}}" "$((1000 + $2 * 7))" "$mood"
+copy_of() { # TEXT N: a randomized copy (its greeting, reference and closing line vary with N)
+	local greet=(friend customer client member partner)
+	local mood=('The weather is mild today.' 'Our office is closed on Monday.' 'See you soon.')
+	printf '%s\n\nReference number %s. %s\n' "${1/friend/${greet[$(($2 % 5))]}}" "$((1000 + $2 * 7))" "${mood[$(($2 % 3))]}"
 }
 write_msg() { # FILE USER N TEXT: a delivered message, its own Message-ID
 	printf 'From: Offers <offers@invest.example>\nTo: %s@example.org\nSubject: Exclusive offer for you\nMessage-ID: <e2e-%s-%s@invest.example>\nDate: %s\n\n%s\n' \
