@@ -221,11 +221,11 @@ satisfied customers have already doubled their savings with our program.
 Remember that this invitation is strictly personal and cannot be transferred.
 Kind regards, the international investment department."
 
-campaign_copy() { # n: a randomized copy
+campaign_copy() { # n: a randomized copy (its greeting, reference and closing line vary with n)
 	local greet=(friend customer client member partner)
+	local mood=('The weather is mild today.' 'Our office is closed on Monday.' 'See you soon.')
 	printf '%s\n\nReference number %s. %s\n' \
-		"${CAMPAIGN_TEXT/friend/${greet[$(($1 % 5))]}}" "$((1000 + $1 * 7))" \
-		"$(shuf -n 1 -e 'The weather is mild today.' 'Our office is closed on Monday.' 'See you soon.')"
+		"${CAMPAIGN_TEXT/friend/${greet[$(($1 % 5))]}}" "$((1000 + $1 * 7))" "${mood[$(($1 % 3))]}"
 }
 
 send() { # name subject body [extra swaks args...]; transcript in $T/swaks-NAME.log
