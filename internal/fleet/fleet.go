@@ -197,12 +197,11 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		return nil, err
 	}
 	n := &Node{
-		opts:    opts,
-		st:      st,
-		log:     opts.Logger.With("fleet_node", opts.Node),
-		kick:    make(chan struct{}, 1),
-		unstall: make(chan struct{}, 1),
-
+		opts:        opts,
+		st:          st,
+		log:         opts.Logger.With("fleet_node", opts.Node),
+		kick:        make(chan struct{}, 1),
+		unstall:     make(chan struct{}, 1),
 		reportJobs:  make(chan *reportJob),
 		batcherDone: make(chan struct{}),
 		applied:     applied,
