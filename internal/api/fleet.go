@@ -16,7 +16,7 @@ type FleetStatusFunc func(ctx context.Context) (any, error)
 // a fleet.
 func (h *handler) fleetStatus(w http.ResponseWriter, r *http.Request) {
 	if h.opts.FleetStatus == nil {
-		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet (fleet.enabled is false)"))
+		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
 		return
 	}
 	s, err := h.opts.FleetStatus(r.Context())
@@ -51,7 +51,7 @@ const maxNodeName = 255
 // fleetForget serves DELETE /v1/fleet/nodes/{node}.
 func (h *handler) fleetForget(w http.ResponseWriter, r *http.Request) {
 	if h.opts.FleetForget == nil {
-		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet (fleet.enabled is false)"))
+		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
 		return
 	}
 	node := r.PathValue("node")

@@ -191,18 +191,28 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 // A daemon that recorded no URL while nothing answers at http.listen (or
 // http.listen is empty) serves no API, `serve --http off`: that is an
 // error saying so.
+// findAPIURL returns the URL of the running daemon's API: the address
+// it recorded in its store directory, else http.listen when something
+// listens there; "" when neither.
+func findAPIURL(cfg *config.Config) string {
+	if url := RunningAPIURL(cfg.Store.Dir); url != "" {
+		return url
+	}
+	if cfg.HTTP.Listen != "" {
+		if c, err := net.DialTimeout("tcp", cfg.HTTP.Listen, time.Second); err == nil {
+			c.Close()
+			return "http://" + cfg.HTTP.Listen
+		}
+	}
+	return ""
+}
+
 func daemonAPI(cfg *config.Config, o BackendOptions, cause error) (*api.Client, error) {
 	dir, tok := cfg.Store.Dir, o.Token
 	if tok == "" {
 		tok, _, _ = ResolveAPIToken(cfg, false)
 	}
-	url := RunningAPIURL(dir)
-	if url == "" && cfg.HTTP.Listen != "" {
-		if c, err := net.DialTimeout("tcp", cfg.HTTP.Listen, time.Second); err == nil {
-			c.Close()
-			url = "http://" + cfg.HTTP.Listen
-		}
-	}
+	url := findAPIURL(cfg)
 	if url == "" {
 		return nil, fmt.Errorf("the store %s is in use by another process, most likely a running `nddmilter serve` "+
 			"(Badger allows one process at a time), and that process serves no HTTP API "+

@@ -236,6 +236,10 @@ func (f *fleetMember) close() {
 	}
 }
 
+// ErrNoDaemon: a command that goes through the running daemon's API
+// found none.
+var ErrNoDaemon = errors.New("no running nddmilter daemon")
+
 // FleetAPI returns the client of the API of the daemon that runs this
 // configuration's fleet node: o.APIURL, else the daemon holding the store
 // (fleet status is the running node's).
@@ -249,6 +253,11 @@ func FleetAPI(o BackendOptions) (*api.Client, error) {
 	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
 	if err != nil {
 		return nil, err
+	}
+	if findAPIURL(cfg) == "" {
+		return nil, fmt.Errorf("%w: no daemon runs on store %s (it recorded no %s, and nothing listens at http.listen %q); "+
+			"the fleet commands ask the running daemon: start it (nddmilter serve --config FILE), "+
+			"or name its API (--api URL --token TOKEN)", ErrNoDaemon, cfg.Store.Dir, AddressFile, cfg.HTTP.Listen)
 	}
 	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
 }

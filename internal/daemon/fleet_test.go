@@ -179,3 +179,18 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// The fleet commands with no daemon running say so (ErrNoDaemon), not
+// that the store is held.
+func TestFleetAPINoDaemon(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	cfg := fmt.Sprintf("http:\n  listen: %s\nstore:\n  dir: %s\n", freeAddr(t), filepath.Join(dir, "store"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FleetAPI(BackendOptions{ConfigPath: cfgPath})
+	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "nddmilter serve") {
+		t.Fatalf("FleetAPI with no daemon: %v", err)
+	}
+}
