@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -84,10 +86,12 @@ func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 // than a day are printed whole).
 func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tERROR")
+	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tVERSION\tERROR")
 	hashes := map[string]bool{}
 	seqs := map[uint64]bool{}
 	live, silent := 0, 0
+	builds := map[string][]string{} // build → its live nodes
+	maxEvents := 0
 	for _, s := range nodes {
 		nats := "connected"
 		switch {
@@ -113,13 +117,21 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 			silent++
 		} else {
 			live++
+			if s.Version != "" {
+				builds[s.Version] = append(builds[s.Version], s.Node)
+			}
+			maxEvents = max(maxEvents, s.Events)
 			if s.StateHash != "" {
 				hashes[s.StateHash] = true
 				seqs[s.StateHashSeq] = true
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Node, nats, s.Applied, s.Lag, s.Outbox, h,
-			asOf, s.Error)
+		version := s.Version
+		if version == "" {
+			version = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Node, nats, s.Applied, s.Lag, s.Outbox, h,
+			asOf, version, s.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -132,6 +144,23 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 		fmt.Fprintf(w, "%d nodes, one state hash: converged\n", live)
 	case len(hashes) > 1:
 		fmt.Fprintf(w, "%d nodes, %d state hashes: not converged (yet: a node with lag catches up)\n", live, len(hashes))
+	}
+	if len(builds) > 1 {
+		var names []string
+		for b, nodes := range builds {
+			names = append(names, fmt.Sprintf("%s (%s)", b, strings.Join(nodes, ", ")))
+		}
+		slices.Sort(names)
+		fmt.Fprintf(w, "%d builds running: %s (an upgrade under way, or a host left out of one)\n", len(builds), strings.Join(names, ", "))
+	}
+	var older []string
+	for _, s := range nodes {
+		if !s.Silent && s.Events > 0 && s.Events < maxEvents {
+			older = append(older, s.Node)
+		}
+	}
+	if len(older) > 0 {
+		fmt.Fprintf(w, "upgrade %s: a newer build publishes events of version %d, which stop a node that applies older ones until it is upgraded\n", strings.Join(older, ", "), maxEvents)
 	}
 	if silent > 0 {
 		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)

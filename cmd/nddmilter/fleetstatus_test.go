@@ -28,6 +28,17 @@ func TestPrintFleetStatus(t *testing.T) {
 			[]string{"2 nodes, one state hash: converged", "1 silent", "fleet forget", "2026-11-25 12:00", "mx3   silent"}, nil},
 		{"not converged", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 9, false, now)},
 			[]string{"2 nodes, 2 state hashes: not converged"}, nil},
+		{"two builds, one applying older events",
+			[]fleet.Status{
+				{Node: "mx1", Connected: true, Ready: true, Version: "1.4.0", Events: 3, Time: now},
+				{Node: "mx2", Connected: true, Ready: true, Version: "1.3.2", Events: 2, Error: "newer version", Time: now},
+				{Node: "mx3", Connected: true, Ready: true, Events: 3, Time: now},
+				{Node: "mx4", Silent: true, Version: "1.2.0", Events: 1, Time: now.Add(-time.Hour)}},
+			[]string{"2 builds running: 1.3.2 (mx2), 1.4.0 (mx1)", "upgrade mx2: a newer build publishes events of version 3",
+				"1.4.0  ", "mx3   connected  0        0    0                   12:00:00  -"}, []string{"mx4:", "upgrade mx2, mx4"}},
+		{"one build", []fleet.Status{
+			{Node: "mx1", Version: "1.4.0", Events: 2, Time: now}, {Node: "mx2", Version: "1.4.0", Events: 2, Time: now}},
+			nil, []string{"builds running", "upgrade"}},
 		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},
 			[]string{"not comparable yet"}, nil},
 	}

@@ -9,6 +9,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Version and Commit are set with -ldflags -X by release builds; empty
@@ -63,4 +64,20 @@ func get(version, commit string, read func() (*debug.BuildInfo, bool)) Info {
 		in.Commit = "unknown"
 	}
 	return in
+}
+
+// Short names the build in one word for a column: the version, and for a
+// build without one ("(devel)") the commit's first 12 digits instead.
+func (in Info) Short() string {
+	if in.Version != "(devel)" || in.Commit == "unknown" {
+		return in.Version
+	}
+	c, dirty := strings.CutSuffix(in.Commit, "+dirty")
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if dirty {
+		c += "+dirty"
+	}
+	return "devel-" + c
 }

@@ -33,3 +33,21 @@ func TestGet(t *testing.T) {
 		})
 	}
 }
+
+func TestShort(t *testing.T) {
+	tests := []struct {
+		in   Info
+		want string
+	}{
+		{Info{Version: "1.2.3", Commit: "deadbeef"}, "1.2.3"},
+		{Info{Version: "(devel)", Commit: "0123456789abcdef0123"}, "devel-0123456789ab"},
+		{Info{Version: "(devel)", Commit: "0123456789abcdef0123+dirty"}, "devel-0123456789ab+dirty"},
+		{Info{Version: "(devel)", Commit: "abc"}, "devel-abc"},
+		{Info{Version: "(devel)", Commit: "unknown"}, "(devel)"},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Short(); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/buildinfo"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/dashboard"
@@ -36,7 +37,7 @@ func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 	out := make([]dashboard.Node, 0, len(st))
 	for _, s := range st {
 		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
-			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error})
+			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version})
 	}
 	return out, err
 }
@@ -111,6 +112,7 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 		HitsEvery:     fc.HitsEvery.D(),
 		SnapshotEvery: fc.SnapshotEvery.D(),
 		Logger:        log,
+		Version:       buildinfo.Get().Short(),
 	}, nil
 }
 

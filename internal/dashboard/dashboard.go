@@ -109,6 +109,8 @@ type Node struct {
 	Outbox int
 	// Error is the node's last error ("" when none).
 	Error string
+	// Version is the build the node runs ("" when it does not say).
+	Version string
 }
 
 //go:embed templates static

@@ -480,11 +480,11 @@ type fleet []Node
 func (f fleet) Nodes(context.Context) ([]Node, error) { return f, nil }
 
 func TestFleetShown(t *testing.T) {
-	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2}, {Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers"}, {Name: "mx3", Silent: true}}})
+	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2, Version: "1.4.0"}, {Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers"}, {Name: "mx3", Silent: true}}})
 	c := f.client(t)
 	c.login("", readSecret)
 	_, body := c.get("/ui/")
-	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent"} {
+	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fleet table lacks %q", want)
 		}

@@ -81,6 +81,9 @@ type Options struct {
 	// Clock is the time events carry (what applying stores as "now").
 	// Default time.Now.
 	Clock func() time.Time
+	// Version names the build the node runs, shown beside it in `fleet
+	// status` so that an upgrade's progress can be followed. Default "".
+	Version string
 }
 
 func (o Options) withDefaults() Options {

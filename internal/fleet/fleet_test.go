@@ -107,6 +107,7 @@ func nodeOptions(c *testCluster, i int, clk *clock) Options {
 		StallAfter:    time.Second,
 		Logger:        slog.New(slog.DiscardHandler),
 		Clock:         clk.Now,
+		Version:       fmt.Sprintf("build-%d", i),
 	}
 }
 
@@ -548,6 +549,16 @@ func TestForgetNode(t *testing.T) {
 		}
 	}
 	waitFor("three live nodes", func() bool { live, _ := names(); return len(live) == 3 })
+	// Each status names the node's build and the event versions it applies.
+	st, err := n.Peers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Version != "build-"+strings.TrimPrefix(s.Node, "mx") || s.Events != eventVersion {
+			t.Errorf("%s: version %q, events %d", s.Node, s.Version, s.Events)
+		}
+	}
 
 	for _, tt := range []struct {
 		node string

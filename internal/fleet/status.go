@@ -16,6 +16,13 @@ import (
 type Status struct {
 	Node      string `json:"node"`
 	Connected bool   `json:"connected"`
+	// Version is the build the node runs (Options.Version), and Events
+	// the newest event version it applies: during an upgrade, a node
+	// with a lower Events stops at the first event of a newer version
+	// (ErrNewerEvent) until it is upgraded. Both are empty in the status
+	// of builds before them.
+	Version string `json:"version,omitempty"`
+	Events  int    `json:"events,omitempty"`
 	// Ready is true once the stream is set up and the node applies it.
 	Ready bool `json:"ready"`
 	// Applied is the last stream sequence applied to the local store;
@@ -66,7 +73,7 @@ func (o Options) SilentAfter() time.Duration {
 func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	n.mu.Lock()
 	s := Status{
-		Node: n.opts.Node, Ready: n.ready, Applied: n.applied, Published: n.published,
+		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
 		Error: n.lastErr, Time: time.Now().UTC(),
 	}
