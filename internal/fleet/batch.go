@@ -159,6 +159,7 @@ func (n *Node) publishReports(pieces []piece, slots chan struct{}) {
 		return
 	}
 	ev := n.newEvent(evReport)
+	ev.V = int(n.reportV.Load())
 	for _, p := range pieces {
 		ev.Reports = append(ev.Reports, p.job.reports[p.from:p.to]...)
 	}

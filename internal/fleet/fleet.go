@@ -174,6 +174,10 @@ type Node struct {
 	// dropEvents makes the consumer drop what it delivers, as a stalled
 	// one delivers nothing (tests of watchLoop).
 	dropEvents atomic.Bool
+	// reportV is the version report events are published in: the
+	// newest every live node applies (reportVersion), jsonVersion until
+	// the nodes' statuses say.
+	reportV atomic.Int64
 
 	mu        sync.Mutex
 	ready     bool // stream set up
@@ -212,6 +216,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		appliedCh:   make(chan struct{}),
 		hits:        make(map[hitKey]*hitAgg),
 	}
+	n.reportV.Store(jsonVersion)
 	n.eng.Store(eng)
 	n.nc, err = connect(opts, n.log)
 	if err != nil {

@@ -72,6 +72,17 @@ func FuzzApplyEvent(f *testing.F) {
 	} {
 		f.Add(mustEncode(f, e))
 	}
+	// Version 3 envelopes of real evidence, whole and cut short.
+	evs, err := offlineNode(f, time.Now).engine().Evidence(context.Background(),
+		[]campaign.ReportRequest{{Raw: copyOf(f, 2, 4), Kind: store.KindSpam}, {Raw: base(0), Kind: store.KindHam}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	env := mustEncode(f, &event{ID: "b", V: 3, Type: evReport, Time: at, Reports: []eventReport{
+		{Evidence: evs[0], Kind: store.KindSpam, Reporter: "dave"}, {Evidence: evs[1], Kind: store.KindHam, Reporter: "erin"}}})
+	f.Add(env)
+	f.Add(env[:len(env)/2])
+	f.Add(env[:len(env)-1])
 	for _, s := range []string{"", "{", "null", "[]", `{"t":"report","r":[{"e":"AAAA","k":1}]}`, `{"t":"hits","h":[{"c":1,"n":1}],"at":"0001-01-01T00:00:00Z"}`, `{"v":-5,"t":"state","c":1,"s":1}`} {
 		f.Add([]byte(s))
 	}

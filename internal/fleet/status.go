@@ -230,11 +230,48 @@ func (n *Node) maintLoop() {
 			}
 		}
 		cancel()
+		n.updateReportVersion()
 		if n.snapshotDue(n.ctx) {
 			if _, _, err := n.Snapshot(n.ctx); err != nil {
 				n.log.Warn("fleet: snapshot", "err", err)
 			}
 		}
+	}
+}
+
+// ReportVersion is the version this node publishes report events in:
+// EventVersion once every live node's status says it applies it, before
+// that an older one.
+func (n *Node) ReportVersion() int { return int(n.reportV.Load()) }
+
+// updateReportVersion sets the version report events are published in
+// from the nodes' statuses: the newest that every live node applies (a
+// status without Events is from a build before version 3, which applies
+// up to 2). A silent node is not waited for: if it comes back on an
+// older build, it stops at the first newer event until it is upgraded
+// (fleet status names it). When the statuses cannot all be read, the
+// version stays.
+func (n *Node) updateReportVersion() {
+	ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
+	defer cancel()
+	peers, err := n.Peers(ctx)
+	if err != nil || len(peers) == 0 {
+		return
+	}
+	v := eventVersion
+	for _, s := range peers {
+		if s.Silent {
+			continue
+		}
+		events := s.Events
+		if events == 0 {
+			events = jsonVersion
+		}
+		v = min(v, events)
+	}
+	v = max(v, jsonVersion)
+	if old := n.reportV.Swap(int64(v)); old != int64(v) {
+		n.log.Info("fleet: publishing report events in a new version", "version", v, "was", old)
 	}
 }
 

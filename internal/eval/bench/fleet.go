@@ -212,7 +212,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		}
 		n.node, err = fleet.Start(ctx, n.eng, n.st, fleet.Options{
 			Node: fmt.Sprintf("mx%d", i), URLs: []string{n.srv.ClientURL()}, SnapshotEvery: -1, Logger: quiet,
-			ApplyTimeout: 30 * time.Second, PublishTimeout: 10 * time.Second,
+			ApplyTimeout: 30 * time.Second, PublishTimeout: 10 * time.Second, StatusEvery: time.Second,
 		})
 		if err != nil {
 			return err
@@ -245,7 +245,17 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	fmt.Fprintf(out, "fleet: 3 embedded JetStream servers (R=3) and 3 nodes in one process on loopback, fsync %v\n\n", !o.NoSync)
+	// The nodes publish report events in the newest version once each
+	// read the others' statuses (a status every second here).
+	for _, n := range nodes {
+		for n.node.ReportVersion() != fleet.EventVersion {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bench fleet: the nodes did not agree on event version %d within 30s", fleet.EventVersion)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fmt.Fprintf(out, "fleet: 3 embedded JetStream servers (R=3) and 3 nodes in one process on loopback, fsync %v, report events of version %d\n\n", !o.NoSync, fleet.EventVersion)
 
 	// Report → protection on every node.
 	per := make([][]time.Duration, 3)
