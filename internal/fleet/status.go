@@ -205,10 +205,15 @@ func (n *Node) maintLoop() {
 	var hashed, prev uint64
 	var hash string
 	var next time.Time // the earliest time of the next hash
-	for n.sleep(n.opts.StatusEvery) {
+	// The first status goes out as soon as the node is ready (then every
+	// StatusEvery), so that the others see it, and it sees theirs
+	// (updateReportVersion), without a whole interval's wait.
+	every := min(n.opts.StatusEvery, 200*time.Millisecond)
+	for n.sleep(every) {
 		if !n.isReady() || !n.nc.IsConnected() {
 			continue
 		}
+		every = n.opts.StatusEvery
 		s := n.Status(n.ctx, false)
 		// The hash reads the whole store: computed only when the node is
 		// idle (caught up, nothing applied since the last tick), and at
