@@ -359,6 +359,14 @@ if [ -n "${hash:-}" ]; then
 	else
 		fail "(b) nddmilter fleet status: nodes with hash $hash: '$seen': $(head -c 400 "$T/fleet-status.json")"
 	fi
+	# Each status names the node's build and the event versions it
+	# applies (report events go out in the newest once all apply it).
+	builds=$(jq -r '[.. | objects | select(has("state_hash")) | "\(.node)=\(.version // "")/\(.events // 0)"] | unique | join(" ")' "$T/fleet-status.json" 2>/dev/null)
+	if [ "$(echo "$builds" | grep -oE 'node[0-2]=[^ /]+/3' | wc -l)" = 3 ]; then
+		pass "(b) every node names its build and applies event version 3: $builds"
+	else
+		fail "(b) builds and event versions in fleet status: '$builds'"
+	fi
 fi
 missing=0
 for k in "${ACKED[@]}"; do
