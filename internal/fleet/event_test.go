@@ -116,9 +116,6 @@ func TestDecodeEnvelope(t *testing.T) {
 // while a live node does not say so (a build before version 3, during an
 // upgrade); the nodes converge either way.
 func TestReportVersionGate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node

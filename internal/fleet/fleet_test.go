@@ -139,7 +139,12 @@ func (m *member) stop() {
 	m.st.Close()
 }
 
+// newTestFleet starts three servers and three members, or skips t in
+// -short mode.
 func newTestFleet(t *testing.T) *testFleet {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
 	c := startCluster(t, 3)
 	f := &testFleet{t: t, cluster: c, clock: &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}}
 	for i := range 3 {
@@ -236,9 +241,6 @@ func (f *testFleet) requireEqualHashes(what string) {
 // events after it; with NATS down checks still answer and reports queue,
 // then arrive.
 func TestFleet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 
@@ -439,9 +441,6 @@ func TestFleet(t *testing.T) {
 // version than a node's stops it there (ErrNewerEvent) instead of letting
 // its state differ.
 func TestEventVersions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node
@@ -488,9 +487,6 @@ func TestEventVersions(t *testing.T) {
 // recreates the consumer, which applies the events from the store's
 // applied sequence, and the fleet converges.
 func TestStalledConsumer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
 	f.converge()
@@ -517,9 +513,6 @@ func TestStalledConsumer(t *testing.T) {
 // forgotten. The status bucket keeps statuses ForgetAfter (its TTL), set
 // again on a bucket made without it.
 func TestForgetNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node
@@ -624,9 +617,6 @@ func TestForgetNode(t *testing.T) {
 // carries them in far fewer events than reports, each caller gets its own
 // report's outcome, and the fleet converges.
 func TestConcurrentReportsShareEvents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0]
@@ -682,9 +672,6 @@ func TestConcurrentReportsShareEvents(t *testing.T) {
 // made through a node that was closed is queued too, and published by
 // the node that opens the store next.
 func TestBatcherQueues(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JetStream cluster")
-	}
 	f := newTestFleet(t)
 	ctx := context.Background()
 	f.cluster.shutdown()

@@ -252,9 +252,9 @@ func (n *Node) ReportVersion() int { return int(n.reportV.Load()) }
 // updateReportVersion sets the version report events are published in
 // from the nodes' statuses: the newest that every live node applies (a
 // status without Events is from a build before version 3, which applies
-// up to 2). A silent node is not waited for: if it comes back on an
-// older build, it stops at the first newer event until it is upgraded
-// (fleet status names it). When the statuses cannot all be read, the
+// up to 2). A silent node, or one that has not published a status yet,
+// is not waited for: if it runs an older build, it stops at the first
+// newer event until it is upgraded (fleet status names it). When the statuses cannot all be read, the
 // version stays.
 func (n *Node) updateReportVersion() {
 	ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)

@@ -97,9 +97,7 @@ cleanup() {
 		echo "--- nddmilter log (tail)"; tail -20 "$T/nddmilter.log" 2>/dev/null
 		echo "--- dovecot log (tail)"; tail -30 "$T/dovecot.log" 2>/dev/null
 	fi
-	if [ -n "${NDD_E2E_KEEP:-}" ]; then
-		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$NDD_E2E_KEEP"/ 2>/dev/null
-	fi
+	keep_logs '*.log'
 	rm -rf "$T"
 	for u in $CREATED_USERS; do
 		userdel "$u" 2>/dev/null

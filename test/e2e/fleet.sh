@@ -83,9 +83,7 @@ cleanup() {
 		done
 		echo "--- postfix log (tail)"; tail -10 "$T/pf/postfix.log" 2>/dev/null
 	fi
-	if [ -n "${NDD_E2E_KEEP:-}" ]; then
-		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$T"/*.conf "$T"/*.yaml "$NDD_E2E_KEEP"/ 2>/dev/null
-	fi
+	keep_logs '*.log' '*.conf' '*.yaml'
 	rm -rf "$T"
 	summary_exit "$rc"
 }

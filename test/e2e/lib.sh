@@ -77,6 +77,19 @@ stop_watchdog() {
 	fi
 }
 
+# keep_logs GLOB...: copies the files of $T matching each GLOB to the
+# folder NDD_E2E_KEEP names, when it is set (for a failure's logs).
+keep_logs() {
+	[ -n "${NDD_E2E_KEEP:-}" ] || return 0
+	mkdir -p "$NDD_E2E_KEEP" || return 0
+	local g
+	for g in "$@"; do
+		# shellcheck disable=SC2086 # the glob is meant to expand
+		cp "$T"/$g "$NDD_E2E_KEEP"/ 2>/dev/null
+	done
+	return 0
+}
+
 # summary_exit RC: prints the counts and exits non-zero on any failure.
 summary_exit() {
 	echo "$passed passed, $failed failed"

@@ -94,9 +94,7 @@ cleanup() {
 		echo "--- nddmilter log (tail)"; tail -30 "$T/nddmilter.log" 2>/dev/null
 		echo "--- postfix log (tail)"; tail -30 "$T/postfix.log" 2>/dev/null
 	fi
-	if [ -n "${NDD_E2E_KEEP:-}" ]; then
-		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$NDD_E2E_KEEP"/ 2>/dev/null
-	fi
+	keep_logs '*.log'
 	rm -rf "$T"
 	summary_exit "$rc"
 }

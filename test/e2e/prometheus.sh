@@ -60,9 +60,7 @@ cleanup() {
 		echo "--- nddmilter log (tail)"; tail -15 "$T/ndd.log" 2>/dev/null
 		echo "--- prometheus log (tail)"; tail -15 "$T/prom.log" 2>/dev/null
 	fi
-	if [ -n "${NDD_E2E_KEEP:-}" ]; then
-		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$T"/*.yml "$T"/*.yaml "$NDD_E2E_KEEP"/ 2>/dev/null
-	fi
+	keep_logs '*.log' '*.yml' '*.yaml'
 	rm -rf "$T"
 	summary_exit "$rc"
 }

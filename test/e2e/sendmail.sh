@@ -77,9 +77,7 @@ cleanup() {
 		echo "--- nddmilter log (tail)"; tail -20 "$T/nddmilter.log" 2>/dev/null
 		echo "--- sendmail log (tail)"; tail -30 "$T/syslog.log" 2>/dev/null
 	fi
-	if [ -n "${NDD_E2E_KEEP:-}" ]; then
-		mkdir -p "$NDD_E2E_KEEP" && cp "$T"/*.log "$T"/*.mc "$NDD_E2E_KEEP"/ 2>/dev/null
-	fi
+	keep_logs '*.log' '*.mc'
 	rm -rf "$T"
 	summary_exit "$rc"
 }
