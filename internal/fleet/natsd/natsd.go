@@ -156,20 +156,47 @@ func Start(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsd: new server: %w", err)
 	}
+	var next server.Logger
 	if opt.Logger != nil {
-		ns.SetLoggerV2(&slogAdapter{l: opt.Logger}, false, false, false)
+		next = &slogAdapter{l: opt.Logger}
 	}
+	fc := newFatalCatcher(next)
+	ns.SetLoggerV2(fc, false, false, false)
 	ns.Start()
 	wait := opt.ReadyTimeout
 	if wait <= 0 {
 		wait = DefaultReadyTimeout
 	}
-	if !ns.ReadyForConnections(wait) {
+	if err := waitReady(ns, fc, wait); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return nil, fmt.Errorf("%w: client listener %s after %v", ErrNotReady, sopts.Host, wait)
+		return nil, err
 	}
 	return &Server{ns: ns, opt: opt}, nil
+}
+
+// readyPoll is how long each readiness check of waitReady waits.
+const readyPoll = 50 * time.Millisecond
+
+// waitReady waits until the server accepts connections on every listener
+// it was given (clients, routes), at most wait. A fatal line from the
+// server (it could not listen) ends the wait at once and is the error.
+func waitReady(ns *server.Server, fc *fatalCatcher, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		select {
+		case <-fc.fatal:
+			return fmt.Errorf("%w: %s", ErrNotReady, fc.err())
+		default:
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w: the client and route listeners are not up after %v", ErrNotReady, wait)
+		}
+		if ns.ReadyForConnections(min(readyPoll, left)) {
+			return nil
+		}
+	}
 }
 
 // ClientURL is the URL clients connect to (nats:// or tls://).

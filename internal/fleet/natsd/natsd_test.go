@@ -41,6 +41,32 @@ func freePorts(t *testing.T, n int) []int {
 	return ps
 }
 
+// withFreePorts calls start with n loopback ports picked free. Another
+// process can take one between the pick and the server's listen (the
+// kernel hands the same range to outgoing connections); start then fails
+// with "address already in use", having shut down what it started, and
+// is called again on new ports, at most three times.
+func withFreePorts(t *testing.T, n int, start func(ports []int) error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := start(freePorts(t, n))
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("again on new ports: %v", err)
+	}
+}
+
+// shutdownAll shuts servers down (the servers of a failed start).
+func shutdownAll(servers []*Server) {
+	for _, s := range servers {
+		_ = s.Shutdown(context.Background())
+	}
+}
+
 func writeFile(t *testing.T, dir, name string, b []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -136,29 +162,33 @@ func TestClusterAuthTLS(t *testing.T) {
 	pki := newPKI(t)
 	nodeSeed, nodePub := userKey(t)
 	readSeed, readPub := userKey(t)
-	cp := freePorts(t, 3)
-	var routes []string
-	for _, p := range cp {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
 	srvTLS := TLS{CA: pki.CA, Cert: pki.ServerCert, Key: pki.ServerKey}
 	var servers []*Server
-	for i, p := range cp {
-		s, err := Start(Options{
-			Name:          fmt.Sprintf("n%d", i),
-			Listen:        "127.0.0.1:0",
-			ClusterListen: fmt.Sprintf("127.0.0.1:%d", p),
-			Routes:        routes,
-			Dir:           t.TempDir(),
-			Users:         []User{{Nkey: nodePub}, {Nkey: readPub, Role: RoleRead}},
-			TLS:           srvTLS,
-			ClusterTLS:    srvTLS,
-		})
-		if err != nil {
-			t.Fatalf("server %d: %v", i, err)
+	withFreePorts(t, 3, func(cp []int) error {
+		var routes []string
+		for _, p := range cp {
+			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
 		}
-		servers = append(servers, s)
-	}
+		servers = nil
+		for i, p := range cp {
+			s, err := Start(Options{
+				Name:          fmt.Sprintf("n%d", i),
+				Listen:        "127.0.0.1:0",
+				ClusterListen: fmt.Sprintf("127.0.0.1:%d", p),
+				Routes:        routes,
+				Dir:           t.TempDir(),
+				Users:         []User{{Nkey: nodePub}, {Nkey: readPub, Role: RoleRead}},
+				TLS:           srvTLS,
+				ClusterTLS:    srvTLS,
+			})
+			if err != nil {
+				shutdownAll(servers)
+				return fmt.Errorf("server %d: %w", i, err)
+			}
+			servers = append(servers, s)
+		}
+		return nil
+	})
 	t.Cleanup(func() {
 		for _, s := range servers {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -457,21 +487,35 @@ func TestRouteAuth(t *testing.T) {
 		t.Skip("starts 3 servers")
 	}
 	pw := writeFile(t, t.TempDir(), "route.pw", []byte("r0ute-secret\n"))
-	cp := freePorts(t, 3)
-	routes := []string{fmt.Sprintf("nats-route://127.0.0.1:%d", cp[0]), fmt.Sprintf("nats-route://127.0.0.1:%d", cp[1])}
-	start := func(i int, user, pwFile string) *Server {
-		s, err := Start(Options{
-			Name: fmt.Sprintf("r%d", i), Listen: "127.0.0.1:0", ClusterListen: fmt.Sprintf("127.0.0.1:%d", cp[i]),
-			Routes: routes, Dir: t.TempDir(), ClusterUser: user, ClusterPasswordFile: pwFile,
-		})
-		if err != nil {
-			t.Fatal(err)
+	var a, b, intruder *Server
+	withFreePorts(t, 3, func(cp []int) error {
+		routes := []string{fmt.Sprintf("nats-route://127.0.0.1:%d", cp[0]), fmt.Sprintf("nats-route://127.0.0.1:%d", cp[1])}
+		var started []*Server
+		start := func(i int, user, pwFile string) (*Server, error) {
+			s, err := Start(Options{
+				Name: fmt.Sprintf("r%d", i), Listen: "127.0.0.1:0", ClusterListen: fmt.Sprintf("127.0.0.1:%d", cp[i]),
+				Routes: routes, Dir: t.TempDir(), ClusterUser: user, ClusterPasswordFile: pwFile,
+			})
+			if err != nil {
+				shutdownAll(started)
+				return nil, fmt.Errorf("server %d: %w", i, err)
+			}
+			started = append(started, s)
+			return s, nil
 		}
-		t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-		return s
-	}
-	a, b := start(0, "route", pw), start(1, "route", pw)
-	intruder := start(2, "", "")
+		var err error
+		if a, err = start(0, "route", pw); err != nil {
+			return err
+		}
+		if b, err = start(1, "route", pw); err != nil {
+			return err
+		}
+		if intruder, err = start(2, "", ""); err != nil {
+			return err
+		}
+		t.Cleanup(func() { shutdownAll(started) })
+		return nil
+	})
 	routed := func(s *Server, want int) bool {
 		for range 100 {
 			if s.ns.NumRoutes() >= want {
@@ -496,5 +540,39 @@ func TestRouteAuth(t *testing.T) {
 		if r.RemoteName == "r2" {
 			t.Errorf("the intruder joined: route %+v", r)
 		}
+	}
+}
+
+// TestStartPortInUse: a listen address already taken (by another server,
+// or a second daemon on the same host) makes Start fail at once with the
+// server's own words, not after its ready timeout with a guess.
+func TestStartPortInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	tests := []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"client port", Options{Listen: addr, ClusterListen: "-"}, "Error listening on port"},
+		{"route port", Options{Listen: "127.0.0.1:0", ClusterListen: addr, Routes: []string{"nats-route://" + addr}}, "Error listening on router port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opt.Dir = t.TempDir()
+			tt.opt.ReadyTimeout = time.Hour // the fatal line ends the wait, not this
+			s, err := Start(tt.opt)
+			if err == nil {
+				_ = s.Shutdown(context.Background())
+				t.Fatal("started on a port in use")
+			}
+			if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("error %q: want ErrNotReady with %q and the cause", err, tt.want)
+			}
+		})
 	}
 }
