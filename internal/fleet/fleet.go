@@ -362,10 +362,35 @@ func (n *Node) Close() error {
 		cancel()
 	}
 	n.cancel()
-	n.wg.Wait()
+	grace := closeGrace
+	if !n.nc.IsConnected() {
+		grace = 0 // nothing in flight can be answered
+	}
+	done := make(chan struct{})
+	go func() {
+		n.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		// A request in flight to a server that does not answer holds its
+		// goroutine until the request's own timeout (the ordered consumer
+		// re-creating itself waits up to 10 s and does not see Stop):
+		// closing the connection fails it now. Reports not yet
+		// acknowledged stay in the spool.
+		n.log.Debug("fleet: closing the NATS connection to end requests in flight")
+		n.nc.Close()
+		<-done
+	}
 	n.nc.Close()
 	return nil
 }
+
+// closeGrace is how long Close lets the node's goroutines finish on their
+// own (a publish in flight, its acknowledgement) before it closes the
+// connection under them; none when the connection is down.
+const closeGrace = time.Second
 
 // sleep waits d or until the node stops; false when it stopped.
 func (n *Node) sleep(d time.Duration) bool {

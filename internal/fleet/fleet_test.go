@@ -721,3 +721,29 @@ func TestBatcherQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWithNATSDown: a node closes promptly with every server down,
+// though its consumer is re-creating itself then (a request the library
+// gives 10 s and does not cancel on Stop): the daemon's shutdown is not
+// held up by the outage. The bound is the library's timeout, not a speed.
+func TestCloseWithNATSDown(t *testing.T) {
+	f := newTestFleet(t)
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "a")
+	f.converge()
+	f.cluster.shutdown()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, m := range f.members {
+		for m.node.nc.IsConnected() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(2 * time.Second) // the consumers notice and start re-creating themselves
+	for i, m := range f.members {
+		start := time.Now()
+		m.stop()
+		f.members[i] = nil
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("mx%d: Close with NATS down took %v", i, d)
+		}
+	}
+}
