@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 )
 
 // Defaults of the zero Options.
@@ -142,6 +143,7 @@ type Options struct {
 type Server struct {
 	ns  *server.Server
 	opt Options
+	sys nkeys.KeyPair // this process's system-account user; nil without Users
 }
 
 // Start validates the options, starts the server and waits until it
@@ -149,6 +151,10 @@ type Server struct {
 // (that needs a quorum of servers): see WaitJetStream.
 func Start(opt Options) (*Server, error) {
 	sopts, err := opt.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	sys, err := addSystemUser(sopts)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +178,7 @@ func Start(opt Options) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, err
 	}
-	return &Server{ns: ns, opt: opt}, nil
+	return &Server{ns: ns, opt: opt, sys: sys}, nil
 }
 
 // readyPoll is how long each readiness check of waitReady waits.
