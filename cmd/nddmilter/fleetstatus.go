@@ -78,6 +78,44 @@ itself once its status is older than the status bucket's retention
 	return cmd
 }
 
+// newFleetRemoveServerCmd is `nddmilter fleet remove-server NAME`: an
+// embedded NATS server that left for good leaves the JetStream cluster
+// (DELETE /v1/fleet/servers/{server}).
+func newFleetRemoveServerCmd(gf *globalFlags) *cobra.Command {
+	af := &apiFlags{}
+	cmd := &cobra.Command{
+		Use:   "remove-server NAME",
+		Short: "Remove a retired host's embedded NATS server from the fleet's JetStream cluster",
+		Long: `Removes the embedded NATS server NAME (it is named after its host's
+fleet.node) from the fleet's JetStream cluster, once its host has left
+for good. Until then the cluster counts it as an offline member: the
+stream keeps a replica on it and places none elsewhere, so one more
+server down would cost the stream its quorum. After the removal the
+stream's replica moves to a server that holds none, if there is one:
+start the new host first, then remove the old one.
+
+Run it against a daemon with an embedded server (and users): it sends the
+request NATS's own "nats server raft peer-remove NAME" sends, from a
+system-account user only that daemon knows. A server still connected is
+refused. With an external NATS cluster, use the NATS CLI instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
+				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			if err := c.FleetRemoveServer(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed server %s from the JetStream cluster\n", args[0])
+			return nil
+		},
+	}
+	af.register(cmd)
+	return cmd
+}
+
 func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 	return printFleetStatusAt(w, nodes, time.Now())
 }

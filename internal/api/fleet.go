@@ -78,3 +78,53 @@ func (h *handler) fleetForget(w http.ResponseWriter, r *http.Request) {
 func (c *Client) FleetForget(ctx context.Context, node string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/fleet/nodes/"+url.PathEscape(node), nil, nil, nil)
 }
+
+// FleetRemoveServerFunc removes a server that left the fleet for good
+// from the JetStream cluster of the daemon's embedded server
+// (internal/fleet/natsd's Server.RemoveServer). Its errors wrap
+// ErrFleetServerUnknown, ErrFleetServerAlive or ErrFleetNoServer to be
+// answered 404, 409 or 409.
+type FleetRemoveServerFunc func(ctx context.Context, server string) error
+
+// Errors a FleetRemoveServerFunc wraps.
+var (
+	// ErrFleetServerUnknown: no member of the JetStream cluster has that name.
+	ErrFleetServerUnknown = errors.New("no such server in the JetStream cluster")
+	// ErrFleetServerAlive: the server is still connected.
+	ErrFleetServerAlive = errors.New("the server is still connected")
+	// ErrFleetNoServer: this daemon cannot make the request (it runs no
+	// embedded server, or one without users).
+	ErrFleetNoServer = errors.New("this daemon cannot remove servers")
+)
+
+// fleetRemoveServer serves DELETE /v1/fleet/servers/{server}.
+func (h *handler) fleetRemoveServer(w http.ResponseWriter, r *http.Request) {
+	if h.opts.FleetRemoveServer == nil {
+		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
+		return
+	}
+	name := r.PathValue("server")
+	if name == "" || len(name) > maxNodeName {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("server name of %d bytes: want 1 to %d", len(name), maxNodeName))
+		return
+	}
+	err := h.opts.FleetRemoveServer(r.Context(), name)
+	switch {
+	case err == nil:
+		h.opts.Logger.Info("fleet server removed from the JetStream cluster", "server", name)
+		h.reply(w, http.StatusOK, map[string]string{"removed": name})
+	case errors.Is(err, ErrFleetServerUnknown):
+		h.fail(w, r, http.StatusNotFound, err)
+	case errors.Is(err, ErrFleetServerAlive), errors.Is(err, ErrFleetNoServer):
+		h.fail(w, r, http.StatusConflict, err)
+	default:
+		h.fail(w, r, http.StatusServiceUnavailable, err)
+	}
+}
+
+// FleetRemoveServer asks the daemon to remove a server that left for
+// good from its fleet's JetStream cluster (DELETE
+// /v1/fleet/servers/{server}).
+func (c *Client) FleetRemoveServer(ctx context.Context, server string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/fleet/servers/"+url.PathEscape(server), nil, nil, nil)
+}

@@ -57,6 +57,9 @@ type Options struct {
 	// FleetForget, if not nil, is served as DELETE
 	// /v1/fleet/nodes/{node}; otherwise that route answers 404.
 	FleetForget FleetForgetFunc
+	// FleetRemoveServer, if not nil, is served as DELETE
+	// /v1/fleet/servers/{server}; otherwise that route answers 404.
+	FleetRemoveServer FleetRemoveServerFunc
 }
 
 // Defaults of Options.RequestTimeout and Options.MaxInflight.
@@ -91,6 +94,7 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
 	h.mux.HandleFunc("GET /v1/fleet/status", h.fleetStatus)
 	h.mux.HandleFunc("DELETE /v1/fleet/nodes/{node}", h.fleetForget)
+	h.mux.HandleFunc("DELETE /v1/fleet/servers/{server}", h.fleetRemoveServer)
 	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
 	})

@@ -178,7 +178,14 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fs api.FleetStatusFunc, ff api.FleetForgetFunc) (http.Handler, error) {
+// apiFleet are the fleet's routes of the API (nil funcs: not in a fleet).
+type apiFleet struct {
+	status       api.FleetStatusFunc
+	forget       api.FleetForgetFunc
+	removeServer api.FleetRemoveServerFunc
+}
+
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fl apiFleet) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -189,7 +196,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
-		FleetStatus: fs, FleetForget: ff}), nil
+		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer}), nil
 }
 
 // dashboardCredentials are the secrets that log in to the dashboard: the
@@ -245,14 +252,11 @@ type daemon struct {
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
 // fleet.
 func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.Handler, error) {
-	var (
-		fs api.FleetStatusFunc
-		ff api.FleetForgetFunc
-	)
+	var fl apiFleet
 	if d.fleet != nil {
-		fs, ff = d.fleet.status, d.fleet.forget
+		fl = apiFleet{status: d.fleet.status, forget: d.fleet.forget, removeServer: d.fleet.removeServer}
 	}
-	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fs, ff)
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fl)
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in

@@ -199,6 +199,31 @@ func (f *fleetMember) forget(ctx context.Context, node string) error {
 	return err
 }
 
+// removeServer removes a server that left for good from the JetStream
+// cluster of the embedded server (natsd.Server.RemoveServer), its errors
+// marked for the API's answer.
+func (f *fleetMember) removeServer(ctx context.Context, name string) error {
+	if f.srv == nil {
+		return apiError{errors.New("this daemon runs no embedded NATS server (fleet.embedded.enabled is false): on an external cluster, remove the server with `nats server raft peer-remove NAME` from its system account"), api.ErrFleetNoServer}
+	}
+	ctx, cancel := context.WithTimeout(ctx, removeServerTimeout)
+	defer cancel()
+	err := f.srv.RemoveServer(ctx, name)
+	switch {
+	case errors.Is(err, natsd.ErrNotMember):
+		return apiError{err, api.ErrFleetServerUnknown}
+	case errors.Is(err, natsd.ErrServerAlive):
+		return apiError{err, api.ErrFleetServerAlive}
+	case errors.Is(err, natsd.ErrNoSystemUser):
+		return apiError{err, api.ErrFleetNoServer}
+	}
+	return err
+}
+
+// removeServerTimeout bounds the wait for the meta leader to remove a
+// server (it answers once the change is committed).
+const removeServerTimeout = 20 * time.Second
+
 // apiError is err (its message) marked with kind, an error of the API
 // that chooses the answer's status.
 type apiError struct{ err, kind error }

@@ -107,6 +107,12 @@ fleet:
 			t.Errorf("forget %s: %v, want HTTP %d", tt.node, err, tt.want)
 		}
 	}
+	// Removing a server from the JetStream cluster needs a system user,
+	// which an embedded server without users has not (409, saying so).
+	var ae *api.Error
+	if err := c.FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(err.Error(), "fleet.embedded.users") {
+		t.Errorf("remove-server without users: %v, want HTTP 409 naming fleet.embedded.users", err)
+	}
 
 	// The fleet's metrics: connected, applying, nothing queued.
 	_, met := httpGet(t, base+"/metrics")
