@@ -203,5 +203,60 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 	if silent > 0 {
 		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)
 	}
+	printReplicas(w, nodes)
 	return nil
+}
+
+// printReplicas says how the stream's copies stand, as the freshest live
+// node with an answer sees them: how many servers the stream can still
+// lose, and which copies are offline or behind.
+func printReplicas(w io.Writer, nodes []fleet.Status) {
+	var reps []fleet.Replica
+	var asOf time.Time
+	for _, s := range nodes {
+		if !s.Silent && len(s.Replicas) > 0 && s.Time.After(asOf) {
+			reps, asOf = s.Replicas, s.Time
+		}
+	}
+	if len(reps) == 0 {
+		return
+	}
+	online := 0 // copies that take part in the stream's quorum (behind ones catch up)
+	var leader string
+	var bad []string
+	for _, r := range reps {
+		switch {
+		case r.Leader:
+			leader = r.Server
+		case r.Offline:
+			bad = append(bad, fmt.Sprintf("%s offline (last heard %s ago)", r.Server, r.Seen.Round(time.Second)))
+		case !r.Current:
+			bad = append(bad, fmt.Sprintf("%s behind by %d events", r.Server, r.Lag))
+		}
+		if r.Leader || !r.Offline {
+			online++
+		}
+	}
+	line := fmt.Sprintf("stream: %d replicas, leader %s", len(reps), leader)
+	if len(reps) == 1 {
+		fmt.Fprintln(w, line+" (no other copy: fleet.replicas is 1)")
+		return
+	}
+	if len(bad) == 0 {
+		fmt.Fprintln(w, line+", all current")
+		return
+	}
+	quorum := len(reps)/2 + 1
+	line += "; " + strings.Join(bad, ", ")
+	if spare := online - quorum; spare <= 0 {
+		line += ": one more server down and the stream stops taking events (reports queue in the outboxes)"
+	} else {
+		line += fmt.Sprintf(": the stream can lose %d more server(s)", spare)
+	}
+	fmt.Fprintln(w, line)
+	for _, r := range reps {
+		if r.Offline {
+			fmt.Fprintf(w, "  a server retired for good stays a member until removed: `nddmilter fleet remove-server %s` (embedded servers; start its replacement first)\n", r.Server)
+		}
+	}
 }

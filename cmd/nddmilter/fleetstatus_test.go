@@ -41,6 +41,23 @@ func TestPrintFleetStatus(t *testing.T) {
 			nil, []string{"builds running", "upgrade"}},
 		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},
 			[]string{"not comparable yet"}, nil},
+		{"replicas all current", []fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), cur("mx3"))},
+			[]string{"stream: 3 replicas, leader mx1, all current"}, []string{"remove-server"}},
+		{"one replica offline of three: no spare",
+			[]fleet.Status{
+				withReplicas(node("mx1", "aaaa", 9, false, now.Add(-time.Second)), lead("mx1"), cur("mx2"), cur("mx3")),
+				withReplicas(node("mx2", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), off("mx3"))},
+			[]string{"mx3 offline (last heard 5m0s ago)", "one more server down and the stream stops taking events", "fleet remove-server mx3"},
+			[]string{"all current"}},
+		{"one of five offline, one behind",
+			[]fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), off("mx3"),
+				fleet.Replica{Server: "mx4", Lag: 12}, cur("mx5"))},
+			[]string{"mx3 offline", "mx4 behind by 12 events", "the stream can lose 1 more server(s)"}, nil},
+		{"a silent node's replicas are not read",
+			[]fleet.Status{withReplicas(node("mx1", "aaaa", 9, true, now), lead("mx1"), off("mx2"), off("mx3"))},
+			nil, []string{"stream:"}},
+		{"a single replica", []fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"))},
+			[]string{"stream: 1 replicas, leader mx1 (no other copy: fleet.replicas is 1)"}, nil},
 	}
 	for _, tt := range tests {
 		var b strings.Builder
@@ -59,4 +76,15 @@ func TestPrintFleetStatus(t *testing.T) {
 			}
 		}
 	}
+}
+
+func withReplicas(s fleet.Status, r ...fleet.Replica) fleet.Status {
+	s.Replicas = r
+	return s
+}
+
+func lead(name string) fleet.Replica { return fleet.Replica{Server: name, Leader: true, Current: true} }
+func cur(name string) fleet.Replica  { return fleet.Replica{Server: name, Current: true} }
+func off(name string) fleet.Replica {
+	return fleet.Replica{Server: name, Offline: true, Seen: 5 * time.Minute}
 }

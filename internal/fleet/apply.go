@@ -74,8 +74,11 @@ func (n *Node) watchLoop() {
 	var prevApplied, prevLast uint64
 	armed := false // the previous tick saw the applier waiting
 	for n.sleep(n.opts.StallAfter) {
-		st, ok := n.streamState(n.ctx)
-		last := st.LastSeq
+		var last uint64
+		info, ok := n.streamState(n.ctx)
+		if ok {
+			last = info.State.LastSeq
+		}
 		n.mu.Lock()
 		applied := n.applied
 		n.mu.Unlock()
@@ -97,24 +100,25 @@ func (n *Node) watchLoop() {
 	}
 }
 
-// streamState returns the stream's state (its last sequence and size);
+// streamState returns the stream's information (its last sequence and
+// size, its replicas);
 // false when the node is not set up or connected, or the stream does not
 // answer within PublishTimeout.
-func (n *Node) streamState(ctx context.Context) (jetstream.StreamState, bool) {
+func (n *Node) streamState(ctx context.Context) (*jetstream.StreamInfo, bool) {
 	if !n.isReady() || !n.nc.IsConnected() {
-		return jetstream.StreamState{}, false
+		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
 	st, err := n.js.Stream(ctx, n.opts.Stream)
 	if err != nil {
-		return jetstream.StreamState{}, false
+		return nil, false
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
-		return jetstream.StreamState{}, false
+		return nil, false
 	}
-	return info.State, true
+	return info, true
 }
 
 // localError tells errors of this node's store (the event is not

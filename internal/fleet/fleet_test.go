@@ -747,3 +747,51 @@ func TestCloseWithNATSDown(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamReplicas: a node's status lists the stream's copies, the
+// leader first, all current in a healthy cluster; a server stopped shows
+// as an offline copy (fleet status then says the stream has no spare).
+func TestStreamReplicas(t *testing.T) {
+	f := newTestFleet(t)
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "a")
+	f.converge()
+	ctx := context.Background()
+	reps := f.members[0].node.Status(ctx, false).Replicas
+	if len(reps) != 3 || !reps[0].Leader {
+		t.Fatalf("replicas %+v: want 3, the leader first", reps)
+	}
+	stopped := -1
+	for i, r := range reps {
+		if !r.Healthy() {
+			t.Errorf("replica %+v of a healthy cluster", r)
+		}
+		if i > 0 && stopped < 0 {
+			for j, s := range f.cluster.srvs {
+				if s != nil && s.Name() == r.Server {
+					stopped = j
+				}
+			}
+		}
+	}
+	if stopped < 0 {
+		t.Fatalf("no server is named after a replica of %+v", reps)
+	}
+	name := f.cluster.srvs[stopped].Name()
+	f.cluster.srvs[stopped].Shutdown()
+	f.cluster.srvs[stopped].WaitForShutdown()
+	f.cluster.srvs[stopped] = nil
+	asker := (stopped + 1) % 3
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		reps = f.members[asker].node.Status(ctx, false).Replicas
+		i := slices.IndexFunc(reps, func(r Replica) bool { return r.Server == name })
+		if i >= 0 && reps[i].Offline && !reps[i].Healthy() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s stopped 30 s ago: replicas %+v", name, reps)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.cluster.start(stopped)
+}

@@ -13,6 +13,7 @@ type collector struct {
 	n *Node
 	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
 	snapshot, published, queued, restarts *prometheus.Desc
+	replicas *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
@@ -36,12 +37,15 @@ func (n *Node) Collector() prometheus.Collector {
 		published:    d("published_total", "events this node published since it started"),
 		queued:       d("queued_total", "reports this node queued (NATS unreachable) since it started"),
 		restarts:     d("consumer_restarts_total", "stream consumers this node recreated because they stalled, since it started"),
+		replicas: prometheus.NewDesc("nddmilter_fleet_stream_replicas",
+			"copies of the fleet's stream as the node's server sees them, by state: current (the leader included), behind, offline",
+			[]string{"node", "state"}, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
-		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts} {
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas} {
 		ch <- d
 	}
 }
@@ -73,4 +77,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Queued), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.ConsumerRestarts), s.Node)
+	if len(s.Replicas) > 0 {
+		var current, behind, offline float64
+		for _, r := range s.Replicas {
+			switch {
+			case r.Healthy():
+				current++
+			case r.Offline:
+				offline++
+			default:
+				behind++
+			}
+		}
+		for state, v := range map[string]float64{"current": current, "behind": behind, "offline": offline} {
+			ch <- prometheus.MustNewConstMetric(c.replicas, prometheus.GaugeValue, v, s.Node, state)
+		}
+	}
 }

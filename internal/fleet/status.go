@@ -35,6 +35,9 @@ type Status struct {
 	// unknown).
 	StreamEvents uint64 `json:"stream_events"`
 	StreamBytes  uint64 `json:"stream_bytes"`
+	// Replicas are the stream's copies as the node's server sees them,
+	// the leader first; nil when unknown (not connected, no answer).
+	Replicas []Replica `json:"replicas,omitempty"`
 	// Outbox is the number of events queued on this node.
 	Outbox int `json:"outbox"`
 	// StateHash is the hash of the replicated campaign state
@@ -56,6 +59,38 @@ type Status struct {
 	// (stopped, crashed, cut off from NATS, or retired: Forget removes
 	// it), and what the status says is only as of Time.
 	Silent bool `json:"silent,omitempty"`
+}
+
+// Replica is one copy of the stream, on one NATS server.
+type Replica struct {
+	Server string `json:"server"`
+	Leader bool   `json:"leader,omitempty"`
+	// Current: it has every event the leader has. Offline: its server is
+	// not reachable from the leader. Lag counts the events it lacks, and
+	// Seen is how long ago the leader last heard from it.
+	Current bool          `json:"current"`
+	Offline bool          `json:"offline,omitempty"`
+	Lag     uint64        `json:"lag,omitempty"`
+	Seen    time.Duration `json:"seen,omitempty"`
+}
+
+// Healthy reports whether the replica can count towards the stream's
+// quorum now.
+func (r Replica) Healthy() bool { return r.Leader || (r.Current && !r.Offline) }
+
+// replicas lists the stream's copies from its cluster information.
+func replicas(ci *jetstream.ClusterInfo) []Replica {
+	if ci == nil || ci.Leader == "" {
+		return nil
+	}
+	out := []Replica{{Server: ci.Leader, Leader: true, Current: true}}
+	for _, p := range ci.Replicas {
+		if p == nil {
+			continue
+		}
+		out = append(out, Replica{Server: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Seen: p.Active})
+	}
+	return out
 }
 
 // SilentAfter is how old another node's status may be before it is
@@ -82,8 +117,10 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
 		s.Outbox = total
 	}
-	if st, ok := n.streamState(ctx); ok {
+	if info, ok := n.streamState(ctx); ok {
+		st := info.State
 		s.StreamLast, s.StreamEvents, s.StreamBytes = st.LastSeq, st.Msgs, st.Bytes
+		s.Replicas = replicas(info.Cluster)
 	}
 	if s.StreamLast > s.Applied {
 		s.Lag = s.StreamLast - s.Applied
