@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/fleet"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 )
 
@@ -199,4 +201,206 @@ func TestFleetAPINoDaemon(t *testing.T) {
 	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "nddmilter serve") {
 		t.Fatalf("FleetAPI with no daemon: %v", err)
 	}
+}
+
+// TestFleetReplaceHost: three daemons with embedded servers and nkey
+// users form a fleet; one host is retired for good and a fourth takes its
+// place; `fleet remove-server` (its API) through a remaining daemon
+// removes the retired server from the JetStream cluster, after which the
+// stream's copies are on the three live hosts, all current, and the new
+// host has the fleet's campaigns. The three first start together with
+// empty stores: each serves within seconds (the look for a snapshot is
+// retried, not left waiting on a request sent before the cluster had a
+// meta leader, which held every start for a minute).
+func TestFleetReplaceHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four daemons with embedded JetStream servers")
+	}
+	dir := t.TempDir()
+	type host struct {
+		name, milter, http, nats, route, seedFile, cfg string
+		cancel                                         context.CancelFunc
+		done                                           chan error
+		logs                                           lockedBuffer
+	}
+	hosts := make([]*host, 4)
+	var users, routes []string
+	for i := range hosts {
+		seed, pub, err := natsd.NewUserKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &host{name: fmt.Sprintf("mx%d", i+1), milter: freeAddr(t), http: freeAddr(t), nats: freeAddr(t), route: freeAddr(t)}
+		h.seedFile, h.cfg = filepath.Join(dir, h.name+".nk"), filepath.Join(dir, h.name+".yaml")
+		if err := os.WriteFile(h.seedFile, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, "      - nkey: "+pub)
+		if i < 3 { // the new host dials the first three; they learn its route
+			routes = append(routes, "      - nats-route://"+h.route)
+		}
+		hosts[i] = h
+	}
+	for _, h := range hosts {
+		cfg := fmt.Sprintf(`milter:
+  listen: inet:%s
+http:
+  listen: %s
+  token: s3cret-0123456789
+store:
+  dir: %s
+fleet:
+  enabled: true
+  node: %s
+  nats:
+    nkey_seed: %s
+  embedded:
+    enabled: true
+    listen: %s
+    cluster_listen: %s
+    dir: %s
+    routes:
+%s
+    users:
+%s
+  replicas: 3
+`, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, h.nats, h.route,
+			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"), strings.Join(users, "\n"))
+		if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(h *host) {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan error, 1)
+		go func() { h.done <- Run(ctx, Options{ConfigPath: h.cfg, LogOutput: &h.logs}) }()
+	}
+	stop := func(h *host) {
+		if h.cancel != nil {
+			h.cancel()
+			if err := <-h.done; err != nil {
+				t.Errorf("%s: Run: %v", h.name, err)
+			}
+			h.cancel = nil
+		}
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			stop(h)
+		}
+		if t.Failed() {
+			for _, h := range hosts {
+				t.Logf("%s log:\n%s", h.name, tail(h.logs.String(), 4000))
+			}
+		}
+	})
+	ready := func(h *host) {
+		t.Helper()
+		var body string
+		for range 1500 { // 30 s
+			var code int
+			code, body = httpGet(t, "http://"+h.http+"/readyz")
+			if code == 200 && strings.Contains(body, "fleet: connected") {
+				return
+			}
+			select {
+			case err := <-h.done:
+				t.Fatalf("%s stopped: %v", h.name, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		t.Fatalf("%s not in the fleet in 30 s: %q", h.name, body)
+	}
+	client := func(h *host) *api.Client {
+		return &api.Client{BaseURL: "http://" + h.http, Token: "s3cret-0123456789"}
+	}
+	for _, h := range hosts[:3] {
+		start(h)
+	}
+	for _, h := range hosts[:3] {
+		ready(h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
+		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
+	var o api.Outcome
+	for { // the stream is created once the servers elected a meta leader
+		var err error
+		o, err = client(hosts[0]).Report(ctx, raw, campaign.KindSpam, "alice")
+		if err == nil && o.Replication == campaign.Replicated {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("report: %+v %v", o, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A server still running is refused, an unknown one is not found.
+	var ae *api.Error
+	if err := client(hosts[0]).FleetRemoveServer(ctx, "mx2"); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Errorf("remove-server mx2 (running): %v, want HTTP 409", err)
+	}
+	if err := client(hosts[0]).FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("remove-server mx9 (unknown): %v, want HTTP 404", err)
+	}
+
+	// mx3 is retired, mx4 takes its place, mx3 is removed.
+	stop(hosts[2])
+	start(hosts[3])
+	ready(hosts[3])
+	for {
+		err := client(hosts[0]).FleetRemoveServer(ctx, "mx3")
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ctx.Err() != nil {
+			t.Fatalf("remove-server mx3 (stopped): %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // mx1 still sees its route
+	}
+	var reps []fleet.Replica
+	for {
+		var nodes []fleet.Status
+		if err := client(hosts[0]).FleetStatus(ctx, &nodes); err == nil {
+			for _, s := range nodes {
+				if s.Node == "mx1" {
+					reps = s.Replicas
+				}
+			}
+		}
+		var live []string
+		for _, r := range reps {
+			if r.Healthy() {
+				live = append(live, r.Server)
+			}
+		}
+		slices.Sort(live)
+		if len(reps) == 3 && slices.Equal(live, []string{"mx1", "mx2", "mx4"}) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the stream's copies after the removal: %+v, want mx1, mx2 and mx4 current", reps)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for {
+		v, err := client(hosts[3]).Check(ctx, raw, false)
+		if err == nil && v.Campaign == o.Campaign {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("mx4 check: %+v %v, want campaign %d", v, err, o.Campaign)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -91,6 +91,29 @@ func (n *Node) snapshotDue(ctx context.Context) bool {
 	return time.Since(info.ModTime) >= n.opts.SnapshotEvery
 }
 
+// bootstrapTry bounds one look for the snapshot bucket.
+const bootstrapTry = 2 * time.Second
+
+// snapshotBucket opens the snapshot bucket, trying again until ctx ends:
+// a request made before the JetStream cluster has a meta leader (servers
+// starting together, a fresh fleet) gets no answer at all, and waiting
+// for one would hold the daemon's start for the whole of ctx.
+func snapshotBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.ObjectStore, error) {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, bootstrapTry)
+		obs, err := js.ObjectStore(tctx, bucket)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || ctx.Err() != nil {
+			return obs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // Bootstrap fills an empty store directory dir from the fleet's latest
 // snapshot (store.Restore with storeOpts); the node then starts from the
 // snapshot's applied sequence. restored is false when there is no
@@ -106,7 +129,7 @@ func Bootstrap(ctx context.Context, dir string, storeOpts store.Options, opts Op
 	if err != nil {
 		return false, fmt.Errorf("fleet: jetstream: %w", err)
 	}
-	obs, err := js.ObjectStore(ctx, opts.snapshotBucket())
+	obs, err := snapshotBucket(ctx, js, opts.snapshotBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		return false, nil
 	}
