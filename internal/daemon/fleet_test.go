@@ -208,7 +208,8 @@ func TestFleetAPINoDaemon(t *testing.T) {
 // place; `fleet remove-server` (its API) through a remaining daemon
 // removes the retired server from the JetStream cluster, after which the
 // stream's copies are on the three live hosts, all current, and the new
-// host has the fleet's campaigns. The three first start together with
+// host has the fleet's campaigns; then the whole fleet restarts at once
+// and takes reports again. The three first start together with
 // empty stores: each serves within seconds (the look for a snapshot is
 // retried, not left waiting on a request sent before the cluster had a
 // meta leader, which held every start for a minute).
@@ -320,7 +321,7 @@ fleet:
 	for _, h := range hosts[:3] {
 		ready(h)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
 		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
@@ -394,6 +395,45 @@ fleet:
 			t.Fatalf("mx4 check: %+v %v, want campaign %d", v, err, o.Campaign)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// The whole fleet restarts at once (a power cut): every host serves
+	// again, and a report taken on one reaches the others.
+	live := []*host{hosts[0], hosts[1], hosts[3]}
+	for _, h := range live {
+		stop(h)
+	}
+	for _, h := range live {
+		start(h)
+	}
+	for _, h := range live {
+		ready(h)
+	}
+	raw2 := spamgen.NewMessage("Your parcel is waiting: confirm the delivery fee",
+		strings.Repeat("We attempted to deliver your parcel today but a customs fee of 1.99 is unpaid; confirm your address and card to reschedule. ", 6), false)
+	var o2 api.Outcome
+	for {
+		var err error
+		o2, err = client(hosts[1]).Report(ctx, raw2, campaign.KindSpam, "bob")
+		if err == nil && o2.Replication == campaign.Replicated {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("report after the restart: %+v %v", o2, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, h := range live {
+		for {
+			v, err := client(h).Check(ctx, raw2, false)
+			if err == nil && v.Campaign == o2.Campaign {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s check after the restart: %+v %v, want campaign %d", h.name, v, err, o2.Campaign)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 

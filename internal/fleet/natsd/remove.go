@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -90,6 +91,26 @@ func (s *Server) RemoveServer(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("natsd: remove %s: %w", name, err)
 	}
+	for {
+		err := removeOnce(ctx, nc, name, req)
+		if !errors.Is(err, errChangeInFlight) {
+			return err
+		}
+		// Another membership change (a server just joined) is being
+		// committed: the leader takes one at a time.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natsd: remove %s: another cluster membership change is still in progress: %w", name, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// errChangeInFlight: the meta leader is committing another membership
+// change.
+var errChangeInFlight = errors.New("cluster member change in progress")
+
+func removeOnce(ctx context.Context, nc *nats.Conn, name string, req []byte) error {
 	msg, err := nc.RequestWithContext(ctx, server.JSApiRemoveServer, req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) {
@@ -102,8 +123,11 @@ func (s *Server) RemoveServer(ctx context.Context, name string) error {
 		return fmt.Errorf("natsd: remove %s: malformed answer: %w", name, err)
 	}
 	if resp.Error != nil {
-		if resp.Error.ErrCode == uint16(server.JSClusterServerNotMemberErr) {
+		switch resp.Error.ErrCode {
+		case uint16(server.JSClusterServerNotMemberErr):
 			return fmt.Errorf("%w: %s", ErrNotMember, name)
+		case uint16(server.JSClusterServerMemberChangeInflightErr):
+			return errChangeInFlight
 		}
 		return fmt.Errorf("natsd: remove %s: %s", name, resp.Error.Description)
 	}
