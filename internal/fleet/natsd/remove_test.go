@@ -15,10 +15,15 @@ import (
 // JetStream cluster, and the stream's replica on it moves to the server
 // added in its place, which catches up. A server still connected, an
 // unknown name and a server without users (no system user) are refused.
+// The servers require client certificates: the system user's in-process
+// connection is not held to them.
 func TestRemoveServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 4-server cluster")
 	}
+	pki := newPKI(t)
+	srvTLS := TLS{CA: pki.CA, Cert: pki.ServerCert, Key: pki.ServerKey, Verify: true}
+	cliTLS := TLS{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}
 	nodeSeed, nodePub := userKey(t)
 	users := []User{{Nkey: nodePub}}
 	var servers []*Server
@@ -31,7 +36,7 @@ func TestRemoveServer(t *testing.T) {
 		servers = nil
 		for i, p := range cp {
 			s, err := Start(Options{Name: fmt.Sprintf("n%d", i), Listen: "127.0.0.1:0", ClusterListen: fmt.Sprintf("127.0.0.1:%d", p),
-				Routes: routes, Dir: t.TempDir(), Users: users})
+				Routes: routes, Dir: t.TempDir(), Users: users, TLS: srvTLS})
 			if err != nil {
 				shutdownAll(servers)
 				return fmt.Errorf("server %d: %w", i, err)
@@ -48,7 +53,7 @@ func TestRemoveServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nc, err := ClientOptions{URLs: []string{servers[0].ClientURL()}, NkeySeed: nodeSeed}.Connect()
+	nc, err := ClientOptions{URLs: []string{servers[0].ClientURL()}, NkeySeed: nodeSeed, TLS: cliTLS}.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +93,7 @@ func TestRemoveServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers = servers[:2]
-	n3, err := Start(Options{Name: "n3", Listen: "127.0.0.1:0", ClusterListen: "127.0.0.1:0", Routes: routes, Dir: t.TempDir(), Users: users})
+	n3, err := Start(Options{Name: "n3", Listen: "127.0.0.1:0", ClusterListen: "127.0.0.1:0", Routes: routes, Dir: t.TempDir(), Users: users, TLS: srvTLS})
 	if err != nil {
 		t.Fatal(err)
 	}
