@@ -48,8 +48,8 @@ func addSystemUser(so *server.Options) (nkeys.KeyPair, error) {
 	// block in a configuration file, the server would add a password-less
 	// user of the global account (anyone could connect): the options here
 	// come from code, and the package marks the block as defined only
-	// when it parses one. This one sets the default timeout.
-	if err := so.ProcessConfigString("authorization { timeout: 2 }"); err != nil {
+	// when it parses one. An empty one keeps the default timeout.
+	if err := so.ProcessConfigString("authorization {}"); err != nil {
 		return nil, fmt.Errorf("natsd: system user: %w", err)
 	}
 	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
