@@ -97,21 +97,25 @@ func (s *Server) RemoveServer(ctx context.Context, name string) error {
 			return err
 		}
 		// Another membership change (a server just joined) is being
-		// committed: the leader takes one at a time.
+		// committed, the leader takes one at a time; or the servers are
+		// electing a meta leader.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("natsd: remove %s: another cluster membership change is still in progress: %w", name, ctx.Err())
+			return fmt.Errorf("natsd: remove %s: %s, or another membership change is still in progress: %w", name, removeTimeoutHint, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
 // errChangeInFlight: the meta leader is committing another membership
-// change.
+// change, or there is no meta leader at the moment.
 var errChangeInFlight = errors.New("cluster member change in progress")
 
 func removeOnce(ctx context.Context, nc *nats.Conn, name string, req []byte) error {
 	msg, err := nc.RequestWithContext(ctx, server.JSApiRemoveServer, req)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return errChangeInFlight // no meta leader yet: an election, as after the old leader stopped
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("natsd: remove %s: %s: %w", name, removeTimeoutHint, err)
