@@ -214,7 +214,7 @@ func (f *fleetMember) removeServer(ctx context.Context, name string) error {
 		return apiError{err, api.ErrFleetServerUnknown}
 	case errors.Is(err, natsd.ErrServerAlive):
 		return apiError{err, api.ErrFleetServerAlive}
-	case errors.Is(err, natsd.ErrNoSystemUser):
+	case errors.Is(err, natsd.ErrNoSystemUser), errors.Is(err, natsd.ErrNotClustered):
 		return apiError{err, api.ErrFleetNoServer}
 	}
 	return err

@@ -20,6 +20,8 @@ var (
 	ErrNoSystemUser = errors.New("natsd: removing a server needs users on the embedded server (fleet.embedded.users)")
 	// ErrServerAlive: the server to remove is still connected to this one.
 	ErrServerAlive = errors.New("natsd: the server is still connected: stop it for good first")
+	// ErrNotClustered: the server runs alone (cluster_listen "-").
+	ErrNotClustered = errors.New("natsd: this server is not clustered (cluster_listen is \"-\"): there is no other server to remove")
 	// ErrNotMember: no JetStream cluster member has that name.
 	ErrNotMember = errors.New("natsd: not a member of the JetStream cluster")
 )
@@ -70,6 +72,9 @@ func addSystemUser(so *server.Options) (nkeys.KeyPair, error) {
 func (s *Server) RemoveServer(ctx context.Context, name string) error {
 	if s.sys == nil {
 		return ErrNoSystemUser
+	}
+	if s.opt.ClusterListen == "-" {
+		return ErrNotClustered
 	}
 	if name == s.Name() {
 		return fmt.Errorf("%w: %s is this server", ErrServerAlive, name)

@@ -132,13 +132,23 @@ func TestRemoveServer(t *testing.T) {
 		t.Fatalf("the stream's replicas are %v, want n0, n1, n3 all current", members)
 	}
 
-	// A server without users has no system user.
-	open, err := Start(Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shutdownAll([]*Server{open})
-	if err := open.RemoveServer(ctx, "n2"); !errors.Is(err, ErrNoSystemUser) {
-		t.Errorf("remove on a server without users: %v, want ErrNoSystemUser", err)
+	// A server without users has no system user; a server alone has no
+	// cluster to remove a server from.
+	for _, tt := range []struct {
+		opt  Options
+		want error
+	}{
+		{Options{Listen: "127.0.0.1:0", ClusterListen: "-"}, ErrNoSystemUser},
+		{Options{Listen: "127.0.0.1:0", ClusterListen: "-", Users: users}, ErrNotClustered},
+	} {
+		tt.opt.Dir = t.TempDir()
+		alone, err := Start(tt.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := alone.RemoveServer(ctx, "n2"); !errors.Is(err, tt.want) {
+			t.Errorf("remove on a server alone (%d users): %v, want %v", len(tt.opt.Users), err, tt.want)
+		}
+		shutdownAll([]*Server{alone})
 	}
 }
