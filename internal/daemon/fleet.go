@@ -36,8 +36,12 @@ func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 	st, err := d.f.node.Peers(ctx)
 	out := make([]dashboard.Node, 0, len(st))
 	for _, s := range st {
+		var copies []dashboard.Copy
+		for _, r := range s.Replicas {
+			copies = append(copies, dashboard.Copy{Server: r.Server, Leader: r.Leader, Offline: r.Offline, Behind: !r.Offline && !r.Healthy()})
+		}
 		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
-			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version})
+			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies})
 	}
 	return out, err
 }

@@ -231,7 +231,10 @@ func TestFleetReplaceHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := &host{name: fmt.Sprintf("mx%d", i+1), milter: freeAddr(t), http: freeAddr(t), nats: freeAddr(t), route: freeAddr(t)}
+		h := &host{name: fmt.Sprintf("mx%d", i+1)}
+		if i < 3 { // mx4's addresses are picked when it starts (below)
+			h.milter, h.http, h.nats, h.route = freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+		}
 		h.seedFile, h.cfg = filepath.Join(dir, h.name+".nk"), filepath.Join(dir, h.name+".yaml")
 		if err := os.WriteFile(h.seedFile, seed, 0o600); err != nil {
 			t.Fatal(err)
@@ -242,7 +245,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		}
 		hosts[i] = h
 	}
-	for _, h := range hosts {
+	writeConfig := func(h *host) {
 		cfg := fmt.Sprintf(`milter:
   listen: inet:%s
 http:
@@ -270,6 +273,9 @@ fleet:
 		if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, h := range hosts[:3] {
+		writeConfig(h)
 	}
 	start := func(h *host) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -349,7 +355,10 @@ fleet:
 
 	// mx3 is retired, mx4 takes its place, mx3 is removed.
 	stop(hosts[2])
-	start(hosts[3])
+	mx4 := hosts[3]
+	mx4.milter, mx4.http, mx4.nats, mx4.route = freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	writeConfig(mx4)
+	start(mx4)
 	ready(hosts[3])
 	for {
 		err := client(hosts[0]).FleetRemoveServer(ctx, "mx3")

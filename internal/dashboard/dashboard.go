@@ -111,6 +111,18 @@ type Node struct {
 	Error string
 	// Version is the build the node runs ("" when it does not say).
 	Version string
+	// Copies are the fleet's stream's copies as the node's server sees
+	// them, the leader first (nil when unknown).
+	Copies []Copy
+}
+
+// Copy is one copy of the fleet's stream, on one NATS server.
+type Copy struct {
+	Server  string
+	Leader  bool
+	Offline bool
+	// Behind: online, but lacking events the leader has.
+	Behind bool
 }
 
 //go:embed templates static

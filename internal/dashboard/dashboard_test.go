@@ -489,6 +489,24 @@ func TestFleetShown(t *testing.T) {
 			t.Errorf("fleet table lacks %q", want)
 		}
 	}
+	if strings.Contains(body, `id="copies"`) {
+		t.Error("the stream's copies shown though no node knows them")
+	}
+
+	// The stream's copies, as the freshest live node sees them (a silent
+	// node's older view is not shown).
+	now := time.Now()
+	f = newFixture(t, Options{Fleet: fleet{
+		{Name: "mx1", Healthy: true, LastSeen: now.Add(-time.Second), Copies: []Copy{{Server: "mx1", Leader: true}, {Server: "mx2"}, {Server: "mx3"}}},
+		{Name: "mx2", Healthy: true, LastSeen: now, Copies: []Copy{{Server: "mx1", Leader: true}, {Server: "mx2", Behind: true}, {Server: "mx3<i>", Offline: true}}},
+		{Name: "mx3", Silent: true, LastSeen: now.Add(time.Hour), Copies: []Copy{{Server: "old", Leader: true}}}}})
+	c = f.client(t)
+	c.login("", readSecret)
+	_, body = c.get("/ui/")
+	want := `<p id="copies">Copies of the stream: <bdi>mx1</bdi> (leader), <bdi>mx2</bdi> <strong class="bad">behind</strong>, <bdi>mx3&lt;i&gt;</bdi> <strong class="bad">offline</strong>.</p>`
+	if !strings.Contains(body, want) {
+		t.Errorf("page lacks %s", want)
+	}
 }
 
 // Hostile samples are shown as text: no element, attribute or link of

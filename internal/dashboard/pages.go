@@ -134,6 +134,7 @@ type nowPage struct {
 	Stats       campaign.Stats
 	Hours       []hourRow
 	Fleet       []Node
+	Copies      []Copy // the stream's copies, from the freshest live node that knows them
 	FleetErr    string
 	HasFleet    bool
 	At          time.Time
@@ -207,6 +208,12 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 			d.FleetErr = err.Error()
 		}
 		d.Fleet = nodes
+		var asOf time.Time
+		for _, n := range nodes {
+			if !n.Silent && len(n.Copies) > 0 && n.LastSeen.After(asOf) {
+				d.Copies, asOf = n.Copies, n.LastSeen
+			}
+		}
 	}
 	h.render(w, r, se, http.StatusOK, "now", d)
 }
