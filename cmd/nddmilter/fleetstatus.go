@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 )
@@ -61,18 +63,7 @@ applied on every node. A node that is not forgotten leaves the list by
 itself once its status is older than the status bucket's retention
 (7 days). A forgotten node that starts again is listed again.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
-			}
-			if err := c.FleetForget(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "forgot node %s\n", args[0])
-			return nil
-		},
+		RunE: fleetAdmin(gf, af, (*api.Client).FleetForget, "forgot node %s\n"),
 	}
 	af.register(cmd)
 	return cmd
@@ -99,21 +90,27 @@ request NATS's own "nats server raft peer-remove NAME" sends, from a
 system-account user only that daemon knows. A server still connected is
 refused. With an external NATS cluster, use the NATS CLI instead.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
-			}
-			if err := c.FleetRemoveServer(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed server %s from the JetStream cluster\n", args[0])
-			return nil
-		},
+		RunE: fleetAdmin(gf, af, (*api.Client).FleetRemoveServer, "removed server %s from the JetStream cluster\n"),
 	}
 	af.register(cmd)
 	return cmd
+}
+
+// fleetAdmin runs an administrative request of the fleet on its one
+// argument through the daemon's API, and prints done with it.
+func fleetAdmin(gf *globalFlags, af *apiFlags, req func(*api.Client, context.Context, string) error, done string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
+			APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+		if err != nil {
+			return err
+		}
+		if err := req(c, cmd.Context(), args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), done, args[0])
+		return nil
+	}
 }
 
 func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
