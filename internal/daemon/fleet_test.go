@@ -331,18 +331,34 @@ fleet:
 	defer cancel()
 	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
 		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
-	var o api.Outcome
-	for { // the stream is created once the servers elected a meta leader
-		var err error
-		o, err = client(hosts[0]).Report(ctx, raw, campaign.KindSpam, "alice")
-		if err == nil && o.Replication == campaign.Replicated {
-			break
+	// report reports raw on h until the fleet took it (the stream is
+	// created once the servers elected a meta leader), and returns its
+	// campaign as h checks it (a report's answer may name none: replicated
+	// but not applied within the node's apply timeout, on a busy machine).
+	report := func(h *host, raw []byte, who string) campaign.CampaignID {
+		t.Helper()
+		for {
+			o, err := client(h).Report(ctx, raw, campaign.KindSpam, who)
+			if err == nil && o.Replication == campaign.Replicated {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("report on %s: %+v %v", h.name, o, err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("report: %+v %v", o, err)
+		for {
+			v, err := client(h).Check(ctx, raw, false)
+			if err == nil && v.Campaign != 0 {
+				return v.Campaign
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("check on %s after its report: %+v %v", h.name, v, err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
+	first := report(hosts[0], raw, "alice")
 
 	// A server still running is refused, an unknown one is not found.
 	var ae *api.Error
@@ -397,11 +413,11 @@ fleet:
 	}
 	for {
 		v, err := client(hosts[3]).Check(ctx, raw, false)
-		if err == nil && v.Campaign == o.Campaign {
+		if err == nil && v.Campaign == first {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("mx4 check: %+v %v, want campaign %d", v, err, o.Campaign)
+			t.Fatalf("mx4 check: %+v %v, want campaign %d", v, err, first)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -420,26 +436,15 @@ fleet:
 	}
 	raw2 := spamgen.NewMessage("Your parcel is waiting: confirm the delivery fee",
 		strings.Repeat("We attempted to deliver your parcel today but a customs fee of 1.99 is unpaid; confirm your address and card to reschedule. ", 6), false)
-	var o2 api.Outcome
-	for {
-		var err error
-		o2, err = client(hosts[1]).Report(ctx, raw2, campaign.KindSpam, "bob")
-		if err == nil && o2.Replication == campaign.Replicated {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("report after the restart: %+v %v", o2, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	second := report(hosts[1], raw2, "bob")
 	for _, h := range live {
 		for {
 			v, err := client(h).Check(ctx, raw2, false)
-			if err == nil && v.Campaign == o2.Campaign {
+			if err == nil && v.Campaign == second {
 				break
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("%s check after the restart: %+v %v, want campaign %d", h.name, v, err, o2.Campaign)
+				t.Fatalf("%s check after the restart: %+v %v, want campaign %d", h.name, v, err, second)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
