@@ -198,6 +198,7 @@ func (f *testFleet) converge() []string {
 	for {
 		var hashes []string
 		done := true
+		seqs := map[uint64]bool{}
 		for _, m := range f.members {
 			m.node.flushHits(ctx)
 			s := m.node.Status(ctx, true)
@@ -205,6 +206,12 @@ func (f *testFleet) converge() []string {
 				done = false
 			}
 			hashes = append(hashes, s.StateHash)
+			seqs[s.StateHashSeq] = true
+		}
+		// A node that flushed hits after another hashed its state: the
+		// hashes are of different sequences, and compared only once equal.
+		if len(seqs) != 1 {
+			done = false
 		}
 		if done {
 			// Nothing was published meanwhile (hits): the hashes are final.
