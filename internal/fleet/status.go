@@ -327,6 +327,9 @@ var (
 	ErrNodeAlive = errors.New("fleet: the node still publishes its status")
 )
 
+// forgetTries bounds Forget's reads of a status that changed under it.
+const forgetTries = 5
+
 // Forget removes the status of a node retired from the fleet, so that
 // `fleet status` and the dashboard stop listing it. Only a Silent node
 // can be forgotten: a node that still publishes its status, this one
@@ -343,25 +346,40 @@ func (n *Node) Forget(ctx context.Context, node string) error {
 	if err != nil {
 		return fmt.Errorf("fleet: status bucket: %w", err)
 	}
-	e, err := kv.Get(ctx, kvKey(node))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("%w: %s", ErrUnknownNode, node)
-	}
-	if err != nil {
-		return fmt.Errorf("fleet: status of %s: %w", node, err)
-	}
+	// A read may come from a replica of the bucket a moment behind its
+	// leader (direct gets): the purge, conditional on the revision read,
+	// then fails, and the status is read again.
 	var s Status
-	if err := json.Unmarshal(e.Value(), &s); err == nil {
-		if age := time.Since(s.Time); age <= n.opts.SilentAfter() {
-			return fmt.Errorf("%w: %s published it %s ago (stop it first)", ErrNodeAlive, node, age.Round(time.Second))
+	for attempt := 1; ; attempt++ {
+		e, err := kv.Get(ctx, kvKey(node))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("%w: %s", ErrUnknownNode, node)
 		}
-	}
-	// Only the revision read: a status published meanwhile stays.
-	if err := kv.Purge(ctx, kvKey(node), jetstream.LastRevision(e.Revision())); err != nil {
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if err != nil {
+			return fmt.Errorf("fleet: status of %s: %w", node, err)
+		}
+		s = Status{}
+		if err := json.Unmarshal(e.Value(), &s); err == nil {
+			if age := time.Since(s.Time); age <= n.opts.SilentAfter() {
+				return fmt.Errorf("%w: %s published it %s ago (stop it first)", ErrNodeAlive, node, age.Round(time.Second))
+			}
+		}
+		// Only the revision read: a status published meanwhile stays.
+		err = kv.Purge(ctx, kvKey(node), jetstream.LastRevision(e.Revision()))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return fmt.Errorf("fleet: forget %s: %w", node, err)
+		}
+		if attempt == forgetTries {
 			return fmt.Errorf("%w: %s published it again", ErrNodeAlive, node)
 		}
-		return fmt.Errorf("fleet: forget %s: %w", node, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fleet: forget %s: %w", node, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	n.log.Info("fleet: node forgotten", "node", node, "last_status", s.Time)
 	return nil
