@@ -24,6 +24,7 @@ func (n *Node) applyLoop() {
 	// answered, so a long try would wait for nothing. Setting up is
 	// idempotent; later tries wait longer (a loaded cluster).
 	tries := 0
+	setupFailed := false
 	for n.ctx.Err() == nil {
 		wait := setupFirstWait
 		if tries >= 5 {
@@ -31,6 +32,7 @@ func (n *Node) applyLoop() {
 		}
 		if err := n.setup(n.ctx, min(wait, n.opts.PublishTimeout)); err != nil {
 			n.setErr(err)
+			setupFailed = true
 			if errors.Is(err, ErrBehind) {
 				n.log.Error("fleet: cannot apply the stream", "err", err)
 			}
@@ -39,6 +41,10 @@ func (n *Node) applyLoop() {
 			continue
 		}
 		tries = 0
+		if setupFailed { // set up now: that error is over
+			n.setErr(nil)
+			setupFailed = false
+		}
 		err := n.consume()
 		if n.ctx.Err() != nil {
 			return
@@ -185,6 +191,7 @@ func (n *Node) consume() error {
 		if err := n.applyEvent(md.Sequence.Stream, msg.Data()); err != nil {
 			return err
 		}
+		n.clearErr() // applying again: an earlier error is over
 	}
 }
 

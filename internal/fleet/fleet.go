@@ -349,6 +349,13 @@ func (n *Node) setErr(err error) {
 	}
 }
 
+// clearErr clears the last error, if any.
+func (n *Node) clearErr() {
+	n.mu.Lock()
+	n.lastErr = ""
+	n.mu.Unlock()
+}
+
 // Close publishes the last hit counts and stops the node (the drain of
 // the daemon's shutdown): events still queued stay in the outbox, and
 // writes made through the engine afterwards are queued there too.
