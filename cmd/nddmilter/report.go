@@ -34,9 +34,21 @@ type reportSummary struct {
 	ARF      int            `json:"arf_unwrapped"`
 	Skipped  map[string]int `json:"skipped"`
 	Errors   int            `json:"errors"`
+	// In a fleet: reports in the replicated stream, and reports queued
+	// in the node's outbox while NATS is unreachable (their campaign is
+	// known once they are published and applied).
+	Replicated int `json:"replicated,omitempty"`
+	Queued     int `json:"queued,omitempty"`
 }
 
 func (s *reportSummary) add(o api.Outcome) {
+	switch o.Replication {
+	case campaign.Replicated:
+		s.Replicated++
+	case campaign.Queued:
+		s.Queued++
+		return // no outcome yet
+	}
 	switch {
 	case o.SkipReason != campaign.NotSkipped:
 		s.Skipped[o.SkipReason.String()]++
@@ -101,6 +113,13 @@ func (s *reportSummary) print(w io.Writer) {
 		fmt.Fprintf(w, "  %s: %d\n", r, s.Skipped[r])
 	}
 	fmt.Fprintf(w, "errors:               %d\n", s.Errors)
+	if s.Replicated > 0 || s.Queued > 0 {
+		fmt.Fprintf(w, "fleet:                %d replicated, %d queued", s.Replicated, s.Queued)
+		if s.Queued > 0 {
+			fmt.Fprint(w, " (NATS unreachable: they wait in this node's outbox and are applied once published)")
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func newReportCmd(gf *globalFlags) *cobra.Command {

@@ -150,3 +150,46 @@ func TestCLIReportBatchSizes(t *testing.T) {
 		}
 	}
 }
+
+// In a fleet the summary says how many reports are replicated and how
+// many wait in the outbox; a queued report has no outcome yet and is
+// counted nowhere else.
+func TestReportSummaryFleet(t *testing.T) {
+	tests := []struct {
+		name string
+		outs []api.Outcome
+		want []string
+		not  []string
+		sum  reportSummary
+	}{
+		{"standalone", []api.Outcome{{Created: true, Campaign: 1}}, nil, []string{"fleet:"},
+			reportSummary{Created: 1}},
+		{"replicated", []api.Outcome{{Created: true, Campaign: 1, Replication: campaign.Replicated}, {Campaign: 1, Replication: campaign.Replicated}},
+			[]string{"fleet:                2 replicated, 0 queued\n"}, []string{"outbox"}, reportSummary{Created: 1, Joined: 1, Replicated: 2}},
+		{"queued", []api.Outcome{{Created: true, Campaign: 1, Replication: campaign.Replicated}, {Replication: campaign.Queued}},
+			[]string{"fleet:                1 replicated, 1 queued (NATS unreachable"}, nil, reportSummary{Created: 1, Replicated: 1, Queued: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := reportSummary{Kind: "spam", Skipped: map[string]int{}}
+			for _, o := range tt.outs {
+				s.add(o)
+			}
+			if s.Created != tt.sum.Created || s.Joined != tt.sum.Joined || s.NoMatch != 0 || s.Replicated != tt.sum.Replicated || s.Queued != tt.sum.Queued {
+				t.Errorf("summary %+v, want %+v", s, tt.sum)
+			}
+			var b strings.Builder
+			s.print(&b)
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("summary has %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
