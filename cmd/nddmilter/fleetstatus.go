@@ -225,8 +225,10 @@ func printReplicas(w io.Writer, nodes []fleet.Status) {
 		switch {
 		case r.Leader:
 			leader = r.Server
-		case r.Offline:
+		case r.Offline && r.Seen >= time.Second:
 			bad = append(bad, fmt.Sprintf("%s offline (last heard %s ago)", r.Server, r.Seen.Round(time.Second)))
+		case r.Offline: // no time known for it
+			bad = append(bad, r.Server+" offline")
 		case !r.Current:
 			bad = append(bad, fmt.Sprintf("%s behind by %d events", r.Server, r.Lag))
 		}
@@ -234,11 +236,11 @@ func printReplicas(w io.Writer, nodes []fleet.Status) {
 			online++
 		}
 	}
-	line := fmt.Sprintf("stream: %d replicas, leader %s", len(reps), leader)
 	if len(reps) == 1 {
-		fmt.Fprintln(w, line+" (no other copy: fleet.replicas is 1)")
+		fmt.Fprintf(w, "stream: 1 replica, leader %s (no other copy: fleet.replicas is 1)\n", leader)
 		return
 	}
+	line := fmt.Sprintf("stream: %d replicas, leader %s", len(reps), leader)
 	if len(bad) == 0 {
 		fmt.Fprintln(w, line+", all current")
 		return

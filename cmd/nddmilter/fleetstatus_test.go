@@ -52,12 +52,15 @@ func TestPrintFleetStatus(t *testing.T) {
 		{"one of five offline, one behind",
 			[]fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), off("mx3"),
 				fleet.Replica{Server: "mx4", Lag: 12}, cur("mx5"))},
-			[]string{"mx3 offline", "mx4 behind by 12 events", "the stream can lose 1 more server(s)"}, nil},
+			[]string{"mx3 offline (last heard", "mx4 behind by 12 events", "the stream can lose 1 more server(s)"}, nil},
+		{"offline, never heard by this leader",
+			[]fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), fleet.Replica{Server: "mx3", Offline: true})},
+			[]string{"leader mx1; mx3 offline: one more server down"}, []string{"last heard"}},
 		{"a silent node's replicas are not read",
 			[]fleet.Status{withReplicas(node("mx1", "aaaa", 9, true, now), lead("mx1"), off("mx2"), off("mx3"))},
 			nil, []string{"stream:"}},
 		{"a single replica", []fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"))},
-			[]string{"stream: 1 replicas, leader mx1 (no other copy: fleet.replicas is 1)"}, nil},
+			[]string{"stream: 1 replica, leader mx1 (no other copy: fleet.replicas is 1)"}, nil},
 	}
 	for _, tt := range tests {
 		var b strings.Builder

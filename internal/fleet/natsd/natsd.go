@@ -192,7 +192,11 @@ func waitReady(ns *server.Server, fc *fatalCatcher, wait time.Duration) error {
 	for {
 		select {
 		case <-fc.fatal:
-			return fmt.Errorf("%w: %s", ErrNotReady, fc.err())
+			msg := fc.err()
+			if strings.Contains(msg, "address already in use") {
+				msg += " (another process listens there: free the port or change the listen address)"
+			}
+			return fmt.Errorf("%w: %s", ErrNotReady, msg)
 		default:
 		}
 		left := time.Until(deadline)

@@ -19,7 +19,7 @@ var (
 	// either (an unauthenticated server is a loopback test setup).
 	ErrNoSystemUser = errors.New("natsd: removing a server needs users on the embedded server (fleet.embedded.users)")
 	// ErrServerAlive: the server to remove is still connected to this one.
-	ErrServerAlive = errors.New("natsd: the server is still connected: stop it for good first")
+	ErrServerAlive = errors.New("natsd: the server is still connected")
 	// ErrNotClustered: the server runs alone (cluster_listen "-").
 	ErrNotClustered = errors.New("natsd: this server is not clustered (cluster_listen is \"-\"): there is no other server to remove")
 	// ErrNotMember: no JetStream cluster member has that name.
@@ -69,6 +69,8 @@ func addSystemUser(so *server.Options) (nkeys.KeyPair, error) {
 // is the request `nats server raft peer-remove` sends, made from this
 // process's own system-account user. ErrServerAlive if the server is
 // still connected to this one, ErrNotMember if no member has the name.
+// While another membership change is in flight or a meta leader is being
+// elected it tries again; ctx bounds the whole of it.
 func (s *Server) RemoveServer(ctx context.Context, name string) error {
 	if s.sys == nil {
 		return ErrNoSystemUser
@@ -77,10 +79,10 @@ func (s *Server) RemoveServer(ctx context.Context, name string) error {
 		return ErrNotClustered
 	}
 	if name == s.Name() {
-		return fmt.Errorf("%w: %s is this server", ErrServerAlive, name)
+		return fmt.Errorf("%w: %s is this server (run the command against another host's daemon)", ErrServerAlive, name)
 	}
 	if rz, err := s.ns.Routez(nil); err == nil && slices.ContainsFunc(rz.Routes, func(r *server.RouteInfo) bool { return r.RemoteName == name }) {
-		return fmt.Errorf("%w: %s", ErrServerAlive, name)
+		return fmt.Errorf("%w: %s (stop its host's daemon for good first)", ErrServerAlive, name)
 	}
 	pub, err := s.sys.PublicKey()
 	if err != nil {
@@ -134,7 +136,7 @@ func removeOnce(ctx context.Context, nc *nats.Conn, name string, req []byte) err
 	if resp.Error != nil {
 		switch resp.Error.ErrCode {
 		case uint16(server.JSClusterServerNotMemberErr):
-			return fmt.Errorf("%w: %s", ErrNotMember, name)
+			return fmt.Errorf("%w: %s (`nddmilter fleet status` lists the stream's copies by server name, each host's fleet.node)", ErrNotMember, name)
 		case uint16(server.JSClusterServerMemberChangeInflightErr):
 			return errChangeInFlight
 		}
