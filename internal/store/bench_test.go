@@ -96,14 +96,14 @@ func BenchmarkLookup(b *testing.B) {
 	for _, filter := range []bool{true, false} {
 		b.Run(fmt.Sprintf("filter=%v", filter), func(b *testing.B) {
 			s.filter.mu.Lock()
-			saved := s.filter.cur
+			saved := s.filter.layers
 			if !filter {
-				s.filter.cur = nil
+				s.filter.layers = nil
 			}
 			s.filter.mu.Unlock()
 			defer func() {
 				s.filter.mu.Lock()
-				s.filter.cur = saved
+				s.filter.layers = saved
 				s.filter.mu.Unlock()
 			}()
 			for i := 0; b.Loop(); i++ {

@@ -31,25 +31,37 @@ import (
 // Deleted keys stay in the filter (a Bloom filter cannot forget): they
 // cost a Get each when looked up, as without the filter. Lookup counts
 // the keys the filter let through that Badger did not have; when they
-// exceed a few times the designed rate (deletions, expiry, or more keys
-// than the filter was sized for), the filter is rebuilt.
+// exceed a few times the designed rate (deletions, expiry), the filter is
+// rebuilt.
 //
-// Memory: sized for twice the keys present (at least filterMinCapacity)
-// at filterFPRate, about 14.4 bits per key of capacity: 3.6 MB per
-// million keys in the store, plus as much again (and a copy of the keys
-// written meanwhile) while a rebuild runs.
+// A growing store does not rescan its index each time it outgrows the
+// filter: the filter is a stack of layers (a scalable Bloom filter), and
+// when the newest layer holds the keys it was sized for, a layer twice as
+// large takes the new keys. All layers share one number of hash
+// functions, so a key is hashed once and its bit positions tested in
+// each. Past filterMaxLayers layers (16 times the keys of the first
+// before its own growth) a rebuild compacts them into one: a scan per 16
+// times growth instead of per doubling.
+//
+// Memory: each layer is sized at filterFPRate, about 14.4 bits per key
+// of its capacity; a built filter is sized for twice the keys present (at
+// least filterMinCapacity): 3.6 MB per million keys in the store, up to
+// twice that in a growing store, plus as much again (and a copy of the
+// keys written meanwhile) while a rebuild runs. The false-positive rate
+// is at most filterFPRate per full layer.
 type indexFilter struct {
 	gate sync.RWMutex // see above; writers hold it shared
 
 	mu       sync.RWMutex
-	cur      *bloom.BloomFilter // nil until built: lookups go to Badger
-	building bool               // a build runs: adds are kept in pending too
-	pending  [][]byte           // keys added during the build, for the new filter
-	capacity uint               // keys cur was sized for
-	added    uint               // keys added to cur since it was built
+	layers   []*bloom.BloomFilter // empty until built: lookups go to Badger; adds go to the last
+	building bool                 // a build runs: adds are kept in pending too
+	pending  [][]byte             // keys added during the build, for the new filter
+	capacity uint                 // keys the last layer was sized for
+	filled   uint                 // keys in the last layer (of the scan, then added)
 
 	tested, falsePos atomic.Uint64 // since cur was built
 	minSamples       uint64        // filterRebuildSamples (tests lower it)
+	minCapacity      uint          // filterMinCapacity (tests lower it)
 	rebuild          chan struct{} // asks the filter loop for a rebuild
 	// built counts finished builds (tests wait on it).
 	built atomic.Int64
@@ -65,10 +77,23 @@ const (
 	// filterRebuildFactor how far above filterFPRate it may go.
 	filterRebuildSamples = 1 << 16
 	filterRebuildFactor  = 8
+	// filterMaxLayers is how many layers a growing filter may have
+	// before a rebuild compacts them.
+	filterMaxLayers = 4
 )
 
+// filterHashes is the number of hash functions of every layer: the
+// optimum at filterFPRate, which does not depend on the capacity.
+var _, filterHashes = bloom.EstimateParameters(filterMinCapacity, filterFPRate)
+
+// newFilterLayer returns an empty layer for capacity keys.
+func newFilterLayer(capacity uint) *bloom.BloomFilter {
+	m, _ := bloom.EstimateParameters(capacity, filterFPRate)
+	return bloom.New(m, filterHashes)
+}
+
 func newIndexFilter() *indexFilter {
-	return &indexFilter{rebuild: make(chan struct{}, 1), minSamples: filterRebuildSamples}
+	return &indexFilter{rebuild: make(chan struct{}, 1), minSamples: filterRebuildSamples, minCapacity: filterMinCapacity}
 }
 
 // startIndexFilter builds the index filter in the background and rebuilds
@@ -105,24 +130,25 @@ func (b *Badger) buildIndexFilter() error {
 	} else if n, err = b.scanIndexKeys(nil); err != nil {
 		return err
 	}
-	capacity := max(2*uint(n), filterMinCapacity)
-	next := bloom.NewWithEstimates(capacity, filterFPRate)
+	capacity := max(2*uint(n), f.minCapacity)
+	next := newFilterLayer(capacity)
 	f.gate.Lock() // wait for the write transactions adding keys to finish
 	f.mu.Lock()
 	f.building, f.pending = true, nil
 	f.mu.Unlock()
 	f.gate.Unlock()
-	_, err := b.scanIndexKeys(func(k []byte) { next.Add(k) })
+	scanned, err := b.scanIndexKeys(func(k []byte) { next.Add(k) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range f.pending {
 		next.Add(k)
 	}
+	filled := uint(scanned + len(f.pending))
 	f.building, f.pending = false, nil
 	if err != nil {
 		return err
 	}
-	f.cur, f.capacity, f.added = next, capacity, 0
+	f.layers, f.capacity, f.filled = []*bloom.BloomFilter{next}, capacity, filled
 	f.tested.Store(0)
 	f.falsePos.Store(0)
 	f.built.Add(1)
@@ -160,12 +186,24 @@ func (f *indexFilter) mayContain(keys [][]byte) []bool {
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if f.cur == nil {
+	if len(f.layers) == 0 {
 		return nil
 	}
 	maybe := make([]bool, len(keys))
+	if len(f.layers) == 1 {
+		for i, k := range keys {
+			maybe[i] = f.layers[0].Test(k)
+		}
+		return maybe
+	}
 	for i, k := range keys {
-		maybe[i] = f.cur.Test(k)
+		locs := bloom.Locations(k, filterHashes)
+		for _, l := range f.layers {
+			if l.TestLocations(locs) {
+				maybe[i] = true
+				break
+			}
+		}
 	}
 	return maybe
 }
@@ -199,11 +237,17 @@ func (f *indexFilter) add(k []byte) {
 		return
 	}
 	f.mu.Lock()
-	if f.cur != nil {
-		f.cur.Add(k)
-		f.added++
-		if f.added == f.capacity/2 {
-			f.askRebuild() // the filter will be full: size a new one
+	if len(f.layers) > 0 {
+		if f.filled >= f.capacity && len(f.layers) < filterMaxLayers {
+			// The last layer is full: a larger one takes the new keys.
+			f.capacity *= 2
+			f.layers = append(f.layers, newFilterLayer(f.capacity))
+			f.filled = 0
+		}
+		f.layers[len(f.layers)-1].Add(k)
+		f.filled++
+		if len(f.layers) == filterMaxLayers && f.filled == f.capacity/2 {
+			f.askRebuild() // the last layer will be full: compact them
 		}
 	}
 	if f.building {

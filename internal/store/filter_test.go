@@ -169,7 +169,7 @@ func TestIndexFilterRebuildAfterDelete(t *testing.T) {
 	s.filter.mu.RLock()
 	defer s.filter.mu.RUnlock()
 	for _, k := range gone {
-		if s.filter.cur.Test(k) {
+		if s.filter.layers[0].Test(k) {
 			t.Errorf("deleted key %q still in the rebuilt filter", k)
 		}
 	}
@@ -200,5 +200,58 @@ func TestRecord(t *testing.T) {
 	}
 	if _, err := s.Record(ctx, res.Campaign+1000); err == nil {
 		t.Error("Record of an unknown campaign: no error")
+	}
+}
+
+// TestIndexFilterGrowsInLayers: a store that outgrows its filter gets a
+// larger layer without a rescan, finds every key through the layers, and
+// is compacted into one layer by a rebuild past filterMaxLayers.
+func TestIndexFilterGrowsInLayers(t *testing.T) {
+	s := openTest(t, "", Options{InMemory: true, Expiry: -1})
+	ctx := context.Background()
+	waitBuilt(t, s, 1)
+	s.filter.mu.Lock()
+	s.filter.minCapacity = 8
+	s.filter.mu.Unlock()
+	s.filter.askRebuild()
+	waitBuilt(t, s, 2) // one empty layer for 8 keys
+	layers := func() int {
+		s.filter.mu.RLock()
+		defer s.filter.mu.RUnlock()
+		return len(s.filter.layers)
+	}
+	var all [][]byte
+	report := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			ks := keys(fmt.Sprintf("g%d-a", i), fmt.Sprintf("g%d-b", i))
+			if _, err := s.Report(ctx, spamInput(ks)); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, ks...)
+		}
+	}
+	found := func() {
+		t.Helper()
+		hits, err := s.Lookup(ctx, all)
+		if err != nil || len(hits) != len(all) {
+			t.Fatalf("lookup of %d keys: %d hits (%v)", len(all), len(hits), err)
+		}
+		for i, ok := range s.filter.mayContain(all) {
+			if !ok {
+				t.Fatalf("key %q ruled out by the filter", all[i])
+			}
+		}
+	}
+	report(0, 20) // 40 keys: layers of 8, 16 and 32
+	found()
+	if n, b := layers(), s.filter.built.Load(); n != 3 || b != 2 {
+		t.Fatalf("after 40 keys: %d layers, %d builds; want 3 layers and no rebuild", n, b)
+	}
+	report(20, 80) // 160 keys: the 4th layer (64) half full asks for a compaction
+	waitBuilt(t, s, 3)
+	found()
+	if n := layers(); n >= filterMaxLayers {
+		t.Errorf("after the compaction: %d layers", n)
 	}
 }
