@@ -197,11 +197,35 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 	if len(older) > 0 {
 		fmt.Fprintf(w, "upgrade %s: a newer build publishes events of version %d, which stop a node that applies older ones until it is upgraded\n", strings.Join(older, ", "), maxEvents)
 	}
+	printClocks(w, nodes)
 	if silent > 0 {
 		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)
 	}
 	printReplicas(w, nodes)
 	return nil
+}
+
+// clockShown is the clock offset from which `fleet status` names a node:
+// NTP keeps hosts within milliseconds.
+const clockShown = time.Second
+
+// printClocks names the live nodes whose clocks are off from the median
+// of the nodes' clocks (fleet.Status.ClockOffset).
+func printClocks(w io.Writer, nodes []fleet.Status) {
+	var off []string
+	for _, s := range nodes {
+		if s.Silent || s.ClockOffset.Abs() < clockShown {
+			continue
+		}
+		dir := "ahead"
+		if s.ClockOffset < 0 {
+			dir = "behind"
+		}
+		off = append(off, fmt.Sprintf("%s %s %s", s.Node, s.ClockOffset.Abs().Round(time.Second), dir))
+	}
+	if len(off) > 0 {
+		fmt.Fprintf(w, "clocks off from the median of the nodes' clocks: %s; a node off by more than fleet.max_clock_offset (default 1m) publishes no expiry decision: fix its time (NTP)\n", strings.Join(off, ", "))
+	}
 }
 
 // printReplicas says how the stream's copies stand, as the freshest live

@@ -39,6 +39,14 @@ func TestPrintFleetStatus(t *testing.T) {
 		{"one build", []fleet.Status{
 			{Node: "mx1", Version: "1.4.0", Events: 2, Time: now}, {Node: "mx2", Version: "1.4.0", Events: 2, Time: now}},
 			nil, []string{"builds running", "upgrade"}},
+		{"clocks off", []fleet.Status{
+			{Node: "mx1", Time: now, ClockOffset: 3 * time.Millisecond},
+			{Node: "mx2", Time: now, ClockOffset: 2*time.Hour + 400*time.Millisecond},
+			{Node: "mx3", Time: now, ClockOffset: -90 * time.Second},
+			{Node: "mx4", Silent: true, Time: now, ClockOffset: time.Hour}},
+			[]string{"clocks off from the median of the nodes' clocks: mx2 2h0m0s ahead, mx3 1m30s behind; ", "fix its time (NTP)"}, []string{"mx1 0s", "mx4 1h"}},
+		{"clocks agree", []fleet.Status{{Node: "mx1", Time: now, ClockOffset: 20 * time.Millisecond}, {Node: "mx2", Time: now}},
+			nil, []string{"clocks off"}},
 		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},
 			[]string{"not comparable yet"}, nil},
 		{"replicas all current", []fleet.Status{withReplicas(node("mx1", "aaaa", 9, false, now), lead("mx1"), cur("mx2"), cur("mx3"))},

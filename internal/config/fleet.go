@@ -26,6 +26,11 @@ type Fleet struct {
 	// SnapshotEvery is how often a snapshot of the store is stored in the
 	// fleet for new or wiped nodes. Default 1h.
 	SnapshotEvery Duration `yaml:"snapshot_every"`
+	// MaxClockOffset is how far this host's clock may be from the median
+	// of the nodes' clocks before the node stops publishing expiry
+	// decisions, which would delete campaigns on every node by a wrong
+	// clock. Default 1m.
+	MaxClockOffset Duration `yaml:"max_clock_offset"`
 }
 
 // FleetNATS is the node's connection to the fleet's NATS servers.
@@ -60,11 +65,12 @@ const (
 
 func defaultFleet() Fleet {
 	return Fleet{
-		Stream:        DefaultFleetStream,
-		Replicas:      DefaultFleetReplicas,
-		HitsEvery:     Duration(2 * time.Second),
-		SnapshotEvery: Duration(time.Hour),
-		NATS:          FleetNATS{URLs: []string{}},
+		Stream:         DefaultFleetStream,
+		Replicas:       DefaultFleetReplicas,
+		HitsEvery:      Duration(2 * time.Second),
+		SnapshotEvery:  Duration(time.Hour),
+		MaxClockOffset: Duration(time.Minute),
+		NATS:           FleetNATS{URLs: []string{}},
 		Embedded: FleetEmbedded{
 			Routes:              []string{},
 			FleetServerSecurity: FleetServerSecurity{Users: []FleetUser{}},
@@ -95,6 +101,9 @@ func (f Fleet) validate() error {
 	}
 	if f.SnapshotEvery < Duration(time.Minute) {
 		return bad("fleet.snapshot_every", "%s is too short: must be at least 1m", f.SnapshotEvery)
+	}
+	if f.MaxClockOffset < Duration(time.Second) {
+		return bad("fleet.max_clock_offset", "%s is too short: must be at least 1s (NTP keeps hosts within milliseconds)", f.MaxClockOffset)
 	}
 	if len(f.NATS.URLs) == 0 && !f.Embedded.Enabled {
 		return bad("fleet.nats.urls", "no NATS server: list the cluster's URLs, or enable fleet.embedded")

@@ -20,6 +20,7 @@ func TestFleetValidate(t *testing.T) {
 		{"user without password", "fleet: {enabled: true, nats: {urls: [nats://a:4222], user: u}}", "fleet.nats.user"},
 		{"replicas", "fleet: {enabled: true, replicas: 7, nats: {urls: [nats://a:4222]}}", "fleet.replicas"},
 		{"hits_every", "fleet: {enabled: true, hits_every: 1ms, nats: {urls: [nats://a:4222]}}", "fleet.hits_every"},
+		{"max_clock_offset", "fleet: {enabled: true, max_clock_offset: 10ms, nats: {urls: [nats://a:4222]}}", "fleet.max_clock_offset"},
 		{"stream", "fleet: {enabled: true, stream: a.b, nats: {urls: [nats://a:4222]}}", "fleet.stream"},
 		{"node", "fleet: {enabled: true, node: 'mx 1', nats: {urls: [nats://a:4222]}}", "fleet.node"},
 		{"disabled is not checked", "fleet: {replicas: 9}", ""},

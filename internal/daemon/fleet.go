@@ -107,16 +107,17 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
 	}
 	return fleet.Options{
-		Node:          fc.Node,
-		URLs:          client.URLs,
-		NATS:          nopts,
-		Stream:        fc.Stream,
-		Replicas:      fc.Replicas,
-		MaxAge:        max(2*cfg.Store.Expiry.D(), 7*24*time.Hour),
-		HitsEvery:     fc.HitsEvery.D(),
-		SnapshotEvery: fc.SnapshotEvery.D(),
-		Logger:        log,
-		Version:       buildinfo.Get().Short(),
+		Node:           fc.Node,
+		URLs:           client.URLs,
+		NATS:           nopts,
+		Stream:         fc.Stream,
+		Replicas:       fc.Replicas,
+		MaxAge:         max(2*cfg.Store.Expiry.D(), 7*24*time.Hour),
+		HitsEvery:      fc.HitsEvery.D(),
+		SnapshotEvery:  fc.SnapshotEvery.D(),
+		MaxClockOffset: fc.MaxClockOffset.D(),
+		Logger:         log,
+		Version:        buildinfo.Get().Short(),
 	}, nil
 }
 
@@ -248,6 +249,9 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
 	if s.Error != "" {
 		line += ", last error: " + s.Error
+	}
+	if w := f.node.ClockWarning(); w != "" {
+		line += ", " + w
 	}
 	return line
 }

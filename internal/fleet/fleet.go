@@ -84,6 +84,10 @@ type Options struct {
 	// Version names the build the node runs, shown beside it in `fleet
 	// status` so that an upgrade's progress can be followed. Default "".
 	Version string
+	// MaxClockOffset is how far this host's clock may be from the
+	// fleet's median clock before the node stops publishing expiry
+	// decisions (clock.go). Default 1m.
+	MaxClockOffset time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -132,6 +136,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.MaxClockOffset <= 0 {
+		o.MaxClockOffset = time.Minute
+	}
 	return o
 }
 
@@ -178,6 +185,13 @@ type Node struct {
 	// newest every live node applies (reportVersion), jsonVersion until
 	// the nodes' statuses say.
 	reportV atomic.Int64
+	// clockOffset is this node's clock offset from the fleet's median
+	// (nanoseconds) as last measured (clock.go), valid once clockMeasured;
+	// statusSkew shifts the time of its statuses (tests of clock.go).
+	clockOffset   atomic.Int64
+	clockMeasured atomic.Bool
+	serverSkew    atomic.Int64 // this host's clock minus the status bucket's server's
+	statusSkew    atomic.Int64
 
 	mu        sync.Mutex
 	ready     bool // stream set up

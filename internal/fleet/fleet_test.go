@@ -809,3 +809,77 @@ func TestStreamReplicas(t *testing.T) {
 	}
 	f.cluster.start(stopped)
 }
+
+// TestClockOffset: a node whose clock runs ahead of the others' is named
+// in every node's status with its offset and publishes no expiry
+// decision (ErrClockOffset), while the others do; a node whose clock is
+// behind is not taken for silent; once its clock is right again, the
+// node decides expiry again.
+func TestClockOffset(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.members[1].node.statusSkew.Store(int64(-time.Hour))
+	f.members[2].node.statusSkew.Store(int64(2 * time.Hour))
+	offsets := func(i int) map[string]Status {
+		st, err := f.members[i].node.Peers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]Status{}
+		for _, s := range st {
+			m[s.Node] = s
+		}
+		return m
+	}
+	near := func(d, want time.Duration) bool { return (d - want).Abs() < 5*time.Second }
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for i := range 3 {
+			m := offsets(i)
+			ok = ok && len(m) == 3 && near(m["mx0"].ClockOffset, 0) && near(m["mx1"].ClockOffset, -time.Hour) && near(m["mx2"].ClockOffset, 2*time.Hour)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offsets not seen in 20s: %+v", offsets(0))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := range 3 {
+		for _, s := range offsets(i) {
+			if s.Silent {
+				t.Errorf("mx%d's view: %s taken for silent (offset %s)", i, s.Node, s.ClockOffset)
+			}
+		}
+	}
+	// Once the status with the skew was read by the maintenance loop.
+	for _, i := range []int{1, 2} {
+		if err := f.members[i].node.Expire(ctx, f.clock.Now()); !errors.Is(err, ErrClockOffset) {
+			t.Errorf("mx%d's expiry decision: %v, want ErrClockOffset", i, err)
+		}
+	}
+	if w := f.members[2].node.ClockWarning(); !strings.Contains(w, "2h0m0s ahead of the median") {
+		t.Errorf("mx2's clock warning: %q", w)
+	}
+	if w := f.members[0].node.ClockWarning(); w != "" {
+		t.Errorf("mx0's clock warning: %q", w)
+	}
+	// Its statuses dated an hour back, mx1 still publishes them: alive.
+	if err := f.members[0].node.Forget(ctx, "mx1"); !errors.Is(err, ErrNodeAlive) {
+		t.Errorf("forget mx1, whose clock is behind: %v, want ErrNodeAlive", err)
+	}
+	if err := f.members[0].node.Expire(ctx, f.clock.Now().Add(-time.Hour)); err != nil {
+		t.Errorf("mx0's expiry decision: %v", err)
+	}
+	f.members[2].node.statusSkew.Store(0)
+	deadline = time.Now().Add(20 * time.Second)
+	for f.members[2].node.Expire(ctx, f.clock.Now().Add(-time.Hour)) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("mx2's clock fixed: %v", f.members[2].node.Expire(ctx, f.clock.Now().Add(-time.Hour)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.requireEqualHashes("expiry decisions")
+}

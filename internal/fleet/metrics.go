@@ -13,14 +13,14 @@ type collector struct {
 	n *Node
 	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
 	snapshot, published, queued, restarts *prometheus.Desc
-	replicas *prometheus.Desc
+	replicas, clockOffset *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
 // is connected and applying the stream, its applied sequence and lag, its
 // outbox, the stream's size, the snapshot's sequence, the reports it
-// published and queued and the stalled consumers it recreated since it
-// started.
+// published and queued, the stalled consumers it recreated since it
+// started, and its clock's offset from the other nodes' (once measured).
 func (n *Node) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("nddmilter_fleet_"+name, help, []string{"node"}, nil)
@@ -37,6 +37,7 @@ func (n *Node) Collector() prometheus.Collector {
 		published:    d("published_total", "events this node published since it started"),
 		queued:       d("queued_total", "reports this node queued (NATS unreachable) since it started"),
 		restarts:     d("consumer_restarts_total", "stream consumers this node recreated because they stalled, since it started"),
+		clockOffset:  d("clock_offset_seconds", "how far this host's clock is from the median of the nodes' clocks (positive: ahead), as last measured; beyond fleet.max_clock_offset the node publishes no expiry decision"),
 		replicas: prometheus.NewDesc("nddmilter_fleet_stream_replicas",
 			"copies of the fleet's stream as the node's server sees them, by state: current (the leader included), behind, offline",
 			[]string{"node", "state"}, nil),
@@ -45,7 +46,7 @@ func (n *Node) Collector() prometheus.Collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
-		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas} {
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset} {
 		ch <- d
 	}
 }
@@ -74,6 +75,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.streamEvents, float64(s.StreamEvents))
 	g(c.streamBytes, float64(s.StreamBytes))
 	g(c.snapshot, float64(s.SnapshotSeq))
+	if c.n.clockMeasured.Load() {
+		g(c.clockOffset, s.ClockOffset.Seconds())
+	}
 	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Queued), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.ConsumerRestarts), s.Node)

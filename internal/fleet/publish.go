@@ -87,8 +87,13 @@ func (n *Node) Delete(ctx context.Context, id store.CampaignID) error {
 }
 
 // Expire publishes the decision to expire the campaigns last seen before
-// cutoff. It is not queued: the next decision replaces it.
+// cutoff. It is not queued: the next decision replaces it. While this
+// host's clock is off from the other nodes' (clock.go) it publishes
+// nothing and returns an error wrapping ErrClockOffset.
 func (n *Node) Expire(ctx context.Context, cutoff time.Time) error {
+	if err := n.checkClock(); err != nil {
+		return err
+	}
 	ev := n.newEvent(evExpire)
 	ev.Cutoff = cutoff
 	data, err := ev.encode()

@@ -54,10 +54,17 @@ type Status struct {
 	Error            string `json:"error,omitempty"`
 	// Time is when the node took this status (its own clock).
 	Time time.Time `json:"time"`
-	// Silent is set on another node's status older than SilentAfter of
-	// the reading node's clock: that node stopped publishing it
-	// (stopped, crashed, cut off from NATS, or retired: Forget removes
-	// it), and what the status says is only as of Time.
+	// ClockOffset is how far the node's clock is from the fleet's
+	// median clock, as the reading node measures it from the times NATS
+	// stored the statuses at (clock.go); 0 when it cannot be measured. A
+	// node whose clock is off by more than Options.MaxClockOffset
+	// publishes no expiry decision.
+	ClockOffset time.Duration `json:"clock_offset,omitempty"`
+	// Silent is set on another node's status older than SilentAfter (by
+	// the time NATS stored it, so whatever the nodes' clocks say): that
+	// node stopped publishing it (stopped, crashed, cut off from NATS,
+	// or retired: Forget removes it), and what the status says is only
+	// as of Time.
 	Silent bool `json:"silent,omitempty"`
 }
 
@@ -110,9 +117,12 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	s := Status{
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
-		Error: n.lastErr, Time: time.Now().UTC(),
+		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.statusSkew.Load())).UTC(),
 	}
 	n.mu.Unlock()
+	if n.clockMeasured.Load() {
+		s.ClockOffset = time.Duration(n.clockOffset.Load())
+	}
 	s.Connected = n.nc.IsConnected()
 	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
 		s.Outbox = total
@@ -176,10 +186,12 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		return out, fmt.Errorf("fleet: status bucket: %w", err)
 	}
 	var errs []error
+	var skews []time.Duration // of the nodes read, out[i] has skews[i]
+	skews = append(skews, 0)
+	selfSkew, selfStored := time.Duration(0), false
+	var created []time.Time
+	created = append(created, time.Time{})
 	for _, k := range keys {
-		if k == kvKey(n.opts.Node) {
-			continue
-		}
 		e, err := kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // forgotten (purged) or expired
@@ -189,14 +201,43 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 			continue
 		}
 		var s Status
-		if json.Unmarshal(e.Value(), &s) == nil {
-			s.Silent = self.Time.Sub(s.Time) > n.opts.SilentAfter()
-			if s.StreamLast < self.StreamLast {
-				s.StreamLast = self.StreamLast
-				s.Lag = s.StreamLast - min(s.Applied, s.StreamLast)
-			}
-			out = append(out, s)
+		if json.Unmarshal(e.Value(), &s) != nil {
+			continue
 		}
+		if k == kvKey(n.opts.Node) {
+			// This node's last status, only for the skew of its clock.
+			selfSkew, selfStored = s.Time.Sub(e.Created()), true
+			continue
+		}
+		if s.StreamLast < self.StreamLast {
+			s.StreamLast = self.StreamLast
+			s.Lag = s.StreamLast - min(s.Applied, s.StreamLast)
+		}
+		s.ClockOffset = 0
+		out = append(out, s)
+		skews = append(skews, s.Time.Sub(e.Created()))
+		created = append(created, e.Created())
+	}
+	// Silent: by the servers' clock when this node's own status tells
+	// how far its clock is from theirs, else by this node's clock.
+	serverNow := self.Time
+	if selfStored {
+		serverNow = self.Time.Add(-selfSkew)
+	}
+	for i := 1; i < len(out); i++ {
+		if selfStored {
+			out[i].Silent = serverNow.Sub(created[i]) > n.opts.SilentAfter()
+		} else {
+			out[i].Silent = self.Time.Sub(out[i].Time) > n.opts.SilentAfter()
+		}
+	}
+	if selfStored {
+		skews[0] = selfSkew
+		setClockOffsets(out, skews)
+		n.serverSkew.Store(int64(selfSkew))
+		n.noteClockOffset(out[0])
+	} else {
+		out[0].ClockOffset = 0
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
 	return out, errors.Join(errs...)
@@ -360,7 +401,11 @@ func (n *Node) Forget(ctx context.Context, node string) error {
 		}
 		s = Status{}
 		if err := json.Unmarshal(e.Value(), &s); err == nil {
-			if age := time.Since(s.Time); age <= n.opts.SilentAfter() {
+			age := time.Since(s.Time)
+			if n.clockMeasured.Load() { // by the time NATS stored it, as for Silent
+				age = time.Now().Add(-time.Duration(n.serverSkew.Load())).Sub(e.Created())
+			}
+			if age <= n.opts.SilentAfter() {
 				return fmt.Errorf("%w: %s published it %s ago (stop it first)", ErrNodeAlive, node, age.Round(time.Second))
 			}
 		}

@@ -1,0 +1,105 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Clocks.
+//
+// Events carry the time of the node that publishes them (Options.Clock):
+// a report's time becomes its campaign's first and last seen on every
+// node, and an expiry decision's cutoff deletes, on every node, the
+// campaigns last seen before it. One host whose clock runs days ahead
+// would thus expire the whole fleet's campaigns. A node therefore
+// measures how far its clock is from the others', and publishes no
+// expiry decision while it is off by more than Options.MaxClockOffset.
+//
+// The measure needs no clock to be right: each status carries the time of
+// its node's clock (Status.Time) and NATS stores it with the time of the
+// bucket's leader server, so Time minus that stored time is the node's
+// skew from the same server clock (plus a publish's latency), and the
+// difference between two nodes' skews is the difference of their clocks.
+// A node's offset is its skew minus the median skew of the live nodes:
+// with three or more nodes the one that is off is the one named, whatever
+// the server's clock; with two, each is off by half their difference
+// (both stop deciding expiry, which is the safe side). A change of the
+// bucket's leader between two statuses adds the difference of the two
+// servers' clocks, which NTP keeps far below the bound.
+
+// ErrClockOffset is returned by Expire while this node's clock is
+// further from the fleet's median clock than Options.MaxClockOffset, or
+// before it was measured.
+var ErrClockOffset = errors.New("fleet: this host's clock is off from the fleet's")
+
+// setClockOffsets sets the ClockOffset of each status (out[0] this
+// node's) from the skews of their clocks from the bucket's server
+// (skews[i] of out[i]): the skew minus the median skew of the nodes not
+// silent.
+func setClockOffsets(out []Status, skews []time.Duration) {
+	var live []time.Duration
+	for i, s := range out {
+		if i == 0 || !s.Silent {
+			live = append(live, skews[i])
+		}
+	}
+	slices.Sort(live)
+	median := live[len(live)/2]
+	if len(live)%2 == 0 {
+		median = (live[len(live)/2-1] + live[len(live)/2]) / 2
+	}
+	for i := range out {
+		out[i].ClockOffset = skews[i] - median
+	}
+}
+
+// noteClockOffset records this node's offset as measured by a read of the
+// statuses (self is this node's status of that read), and logs when it
+// crosses Options.MaxClockOffset.
+func (n *Node) noteClockOffset(self Status) {
+	off := self.ClockOffset
+	was := time.Duration(n.clockOffset.Swap(int64(off)))
+	measured := n.clockMeasured.Swap(true)
+	bad := func(d time.Duration) bool { return d.Abs() > n.opts.MaxClockOffset }
+	switch {
+	case bad(off) && (!measured || !bad(was)):
+		n.log.Error("fleet: this host's clock is off from the other nodes': no expiry decision is published until it is fixed (NTP)",
+			"offset", off.Round(time.Millisecond), "max", n.opts.MaxClockOffset)
+	case !bad(off) && measured && bad(was):
+		n.log.Info("fleet: this host's clock agrees with the other nodes' again", "offset", off.Round(time.Millisecond))
+	}
+}
+
+// checkClock returns nil when this node's clock was measured within
+// Options.MaxClockOffset of the fleet's median clock, else an error
+// wrapping ErrClockOffset.
+func (n *Node) checkClock() error {
+	if !n.clockMeasured.Load() {
+		return fmt.Errorf("%w: not measured yet (no status read from NATS)", ErrClockOffset)
+	}
+	off := time.Duration(n.clockOffset.Load())
+	if off.Abs() > n.opts.MaxClockOffset {
+		dir := "ahead of"
+		if off < 0 {
+			dir = "behind"
+		}
+		return fmt.Errorf("%w: %s %s the median of the nodes' clocks (at most %s): fix its time (NTP)",
+			ErrClockOffset, off.Abs().Round(time.Second), dir, n.opts.MaxClockOffset)
+	}
+	return nil
+}
+
+// ClockWarning says why this node publishes no expiry decision when its
+// clock was measured off from the others' (the error of Expire), "" when
+// it is not.
+func (n *Node) ClockWarning() string {
+	if !n.clockMeasured.Load() {
+		return ""
+	}
+	if err := n.checkClock(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
