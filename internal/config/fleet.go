@@ -29,7 +29,7 @@ type Fleet struct {
 	// MaxClockOffset is how far this host's clock may be from the median
 	// of the nodes' clocks before the node stops publishing expiry
 	// decisions, which would delete campaigns on every node by a wrong
-	// clock. Default 1m.
+	// clock, and dates its events by the others' clocks. Default 1m.
 	MaxClockOffset Duration `yaml:"max_clock_offset"`
 }
 

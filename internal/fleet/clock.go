@@ -14,8 +14,10 @@ import (
 // node, and an expiry decision's cutoff deletes, on every node, the
 // campaigns last seen before it. One host whose clock runs days ahead
 // would thus expire the whole fleet's campaigns. A node therefore
-// measures how far its clock is from the others', and publishes no
-// expiry decision while it is off by more than Options.MaxClockOffset.
+// measures how far its clock is from the others', and while it is off by
+// more than Options.MaxClockOffset it publishes no expiry decision and
+// dates its other events by the others' clocks (its own minus the
+// offset).
 //
 // The measure needs no clock to be right: each status carries the time of
 // its node's clock (Status.Time) and NATS stores it with the time of the
@@ -53,6 +55,19 @@ func setClockOffsets(out []Status, skews []time.Duration) {
 	for i := range out {
 		out[i].ClockOffset = skews[i] - median
 	}
+}
+
+// eventTime is the time of an event published now: Options.Clock, less
+// this node's offset from the others' clocks when it is beyond
+// Options.MaxClockOffset.
+func (n *Node) eventTime() time.Time {
+	t := n.opts.Clock().Add(time.Duration(n.testSkew.Load()))
+	if n.clockMeasured.Load() {
+		if off := time.Duration(n.clockOffset.Load()); off.Abs() > n.opts.MaxClockOffset {
+			t = t.Add(-off)
+		}
+	}
+	return t.UTC()
 }
 
 // noteClockOffset records this node's offset as measured by a read of the

@@ -187,11 +187,12 @@ type Node struct {
 	reportV atomic.Int64
 	// clockOffset is this node's clock offset from the fleet's median
 	// (nanoseconds) as last measured (clock.go), valid once clockMeasured;
-	// statusSkew shifts the time of its statuses (tests of clock.go).
+	// testSkew shifts the clocks of its statuses and events, as a host's
+	// clock off would (tests of clock.go).
 	clockOffset   atomic.Int64
 	clockMeasured atomic.Bool
 	serverSkew    atomic.Int64 // this host's clock minus the status bucket's server's
-	statusSkew    atomic.Int64
+	testSkew      atomic.Int64
 
 	mu        sync.Mutex
 	ready     bool // stream set up

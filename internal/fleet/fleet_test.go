@@ -818,8 +818,8 @@ func TestStreamReplicas(t *testing.T) {
 func TestClockOffset(t *testing.T) {
 	f := newTestFleet(t)
 	ctx := context.Background()
-	f.members[1].node.statusSkew.Store(int64(-time.Hour))
-	f.members[2].node.statusSkew.Store(int64(2 * time.Hour))
+	f.members[1].node.testSkew.Store(int64(-time.Hour))
+	f.members[2].node.testSkew.Store(int64(2 * time.Hour))
 	offsets := func(i int) map[string]Status {
 		st, err := f.members[i].node.Peers(ctx)
 		if err != nil {
@@ -866,6 +866,19 @@ func TestClockOffset(t *testing.T) {
 	if w := f.members[0].node.ClockWarning(); w != "" {
 		t.Errorf("mx0's clock warning: %q", w)
 	}
+	// Their reports are dated by the others' clocks: mx2's an hour and
+	// mx1's two hours would be off otherwise.
+	for _, i := range []int{1, 2} {
+		out := f.report(i, copyOf(t, i, 40+uint64(i)), store.KindSpam, "dana")
+		f.requireEqualHashes("a report from a clock off")
+		c, err := f.members[0].st.Get(ctx, out.Campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(c.FirstSeen.Sub(f.clock.Now()), 0) {
+			t.Errorf("mx%d's report: first seen %s, want about %s", i, c.FirstSeen, f.clock.Now())
+		}
+	}
 	// Its statuses dated an hour back, mx1 still publishes them: alive.
 	if err := f.members[0].node.Forget(ctx, "mx1"); !errors.Is(err, ErrNodeAlive) {
 		t.Errorf("forget mx1, whose clock is behind: %v, want ErrNodeAlive", err)
@@ -873,7 +886,7 @@ func TestClockOffset(t *testing.T) {
 	if err := f.members[0].node.Expire(ctx, f.clock.Now().Add(-time.Hour)); err != nil {
 		t.Errorf("mx0's expiry decision: %v", err)
 	}
-	f.members[2].node.statusSkew.Store(0)
+	f.members[2].node.testSkew.Store(0)
 	deadline = time.Now().Add(20 * time.Second)
 	for f.members[2].node.Expire(ctx, f.clock.Now().Add(-time.Hour)) != nil {
 		if time.Now().After(deadline) {

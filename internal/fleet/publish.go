@@ -105,7 +105,7 @@ func (n *Node) Expire(ctx context.Context, cutoff time.Time) error {
 }
 
 func (n *Node) newEvent(typ string) *event {
-	return &event{ID: newEventID(n.opts.Node), V: jsonVersion, Type: typ, Node: n.opts.Node, Time: n.opts.Clock().UTC()}
+	return &event{ID: newEventID(n.opts.Node), V: jsonVersion, Type: typ, Node: n.opts.Node, Time: n.eventTime()}
 }
 
 // submitAdmin submits an administrative event; its result is the store's

@@ -117,7 +117,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	s := Status{
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
-		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.statusSkew.Load())).UTC(),
+		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.testSkew.Load())).UTC(),
 	}
 	n.mu.Unlock()
 	if n.clockMeasured.Load() {
