@@ -41,7 +41,7 @@ func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 			copies = append(copies, dashboard.Copy{Server: r.Server, Leader: r.Leader, Offline: r.Offline, Behind: !r.Offline && !r.Healthy()})
 		}
 		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
-			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies})
+			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies, ClockOffset: s.ClockOffset})
 	}
 	return out, err
 }

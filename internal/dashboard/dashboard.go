@@ -114,6 +114,22 @@ type Node struct {
 	// Copies are the fleet's stream's copies as the node's server sees
 	// them, the leader first (nil when unknown).
 	Copies []Copy
+	// ClockOffset is how far the node's clock is from the median of the
+	// nodes' clocks (fleet.Status.ClockOffset).
+	ClockOffset time.Duration
+}
+
+// ClockNote says how far the node's clock is off ("" within a second,
+// which NTP keeps hosts far inside).
+func (n Node) ClockNote() string {
+	if n.ClockOffset.Abs() < time.Second {
+		return ""
+	}
+	dir := "ahead of"
+	if n.ClockOffset < 0 {
+		dir = "behind"
+	}
+	return fmt.Sprintf("clock %s %s the others'", n.ClockOffset.Abs().Round(time.Second), dir)
 }
 
 // Copy is one copy of the fleet's stream, on one NATS server.

@@ -480,14 +480,19 @@ type fleet []Node
 func (f fleet) Nodes(context.Context) ([]Node, error) { return f, nil }
 
 func TestFleetShown(t *testing.T) {
-	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2, Version: "1.4.0"}, {Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers"}, {Name: "mx3", Silent: true}}})
+	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2, Version: "1.4.0", ClockOffset: 2 * time.Millisecond},
+		{Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers", ClockOffset: -90 * time.Second}, {Name: "mx3", Silent: true}}})
 	c := f.client(t)
 	c.login("", readSecret)
 	_, body := c.get("/ui/")
-	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>"} {
+	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>",
+		`unhealthy</strong>, <strong class="bad">clock 1m30s behind the others&#39;</strong>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fleet table lacks %q", want)
 		}
+	}
+	if n := strings.Count(body, "clock "); n != 1 {
+		t.Errorf("%d clock notes, want 1 (mx1's 2ms is none)", n)
 	}
 	if strings.Contains(body, `id="copies"`) {
 		t.Error("the stream's copies shown though no node knows them")
