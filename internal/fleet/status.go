@@ -186,11 +186,10 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		return out, fmt.Errorf("fleet: status bucket: %w", err)
 	}
 	var errs []error
-	var skews []time.Duration // of the nodes read, out[i] has skews[i]
-	skews = append(skews, 0)
+	// out[i]'s clock minus the bucket's server's, and when NATS stored
+	// it (out[0], this node, is filled from its last stored status).
+	skews, created := []time.Duration{0}, []time.Time{{}}
 	selfSkew, selfStored := time.Duration(0), false
-	var created []time.Time
-	created = append(created, time.Time{})
 	for _, k := range keys {
 		e, err := kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
