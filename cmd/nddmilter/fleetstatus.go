@@ -198,6 +198,12 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 		fmt.Fprintf(w, "upgrade %s: a newer build publishes events of version %d, which stop a node that applies older ones until it is upgraded\n", strings.Join(older, ", "), maxEvents)
 	}
 	printClocks(w, nodes)
+	if diff := fleet.SettingsDiffer(nodes); len(diff) > 0 {
+		fmt.Fprintf(w, "settings differ between nodes (they do not share one campaign view until these agree: the same lexicon, model and settings on every node):\n")
+		for _, d := range diff {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
 	if silent > 0 {
 		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)
 	}

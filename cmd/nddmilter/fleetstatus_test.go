@@ -45,6 +45,10 @@ func TestPrintFleetStatus(t *testing.T) {
 			{Node: "mx3", Time: now, ClockOffset: -90 * time.Second},
 			{Node: "mx4", Silent: true, Time: now, ClockOffset: time.Hour}},
 			[]string{"clocks off from the median of the nodes' clocks: mx2 2h0m0s ahead, mx3 1m30s behind; ", "fix its time (NTP)"}, []string{"mx1 0s", "mx4 1h"}},
+		{"settings differ", []fleet.Status{
+			{Node: "mx1", Time: now, Settings: map[string]string{"signatures.lexicon": "aa", "store.expiry": "720h0m0s"}},
+			{Node: "mx2", Time: now, Settings: map[string]string{"signatures.lexicon": "bb", "store.expiry": "720h0m0s"}}},
+			[]string{"settings differ between nodes", "  signatures.lexicon: aa (mx1), bb (mx2)\n"}, []string{"store.expiry"}},
 		{"clocks agree", []fleet.Status{{Node: "mx1", Time: now, ClockOffset: 20 * time.Millisecond}, {Node: "mx2", Time: now}},
 			nil, []string{"clocks off"}},
 		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},

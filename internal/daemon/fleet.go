@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"io"
 	"log/slog"
 	"math"
@@ -121,6 +122,26 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	}, nil
 }
 
+// fleetSettings are what every node of a fleet must share to sign and
+// apply reports alike (fleet.Options.Settings): the signature formats,
+// the lexicon and model, the signing settings, and the settings applying
+// an event depends on (revocation; the expiry that a node's expiry
+// decisions delete by).
+func fleetSettings(cfg *config.Config, v Versions) map[string]string {
+	sg, tk := cfg.Signatures, cfg.Signatures.Tokens
+	pol := cfg.Policy.WithDefaults()
+	return map[string]string{
+		"signatures":         fmt.Sprintf("%s,evidence=%d", v.SignatureVersion, pipeline.EvidenceVersion),
+		"signatures.lexicon": v.Lexicon,
+		"andd.model":         v.Model,
+		"signatures.imatch":  fmt.Sprintf("k=%d min_terms=%d min_ratio=%g min_unique=%d", sg.K, sg.MinTerms, sg.MinRatio, sg.MinUnique),
+		"signatures.tokens":  fmt.Sprintf("min_len=%d max_digits=%d max_len=%d", tk.MinLen, tk.MaxDigits, tk.MaxLen),
+		"andd.exact_cosine":  fmt.Sprintf("%g", cfg.ANDD.ExactCosine),
+		"policy.revoke":      fmt.Sprintf("ham_reporters=%d ratio=%g", pol.RevokeHamReporters, pol.RevokeRatio),
+		"store.expiry":       cfg.Store.Expiry.D().String(),
+	}
+}
+
 // start starts the node over the runtime's store and engine. A store
 // older than the stream's retention (fleet.ErrBehind) is set aside and
 // replaced by the fleet's snapshot, its queued events carried over: rt
@@ -130,6 +151,7 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 	if err != nil {
 		return rt, err
 	}
+	opts.Settings = fleetSettings(cfg, rt.Versions)
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
 	if !errors.Is(err, fleet.ErrBehind) {
 		return rt, err
@@ -251,6 +273,9 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 		line += ", last error: " + s.Error
 	}
 	if w := f.node.ClockWarning(); w != "" {
+		line += ", " + w
+	}
+	if w := f.node.SettingsWarning(); w != "" {
 		line += ", " + w
 	}
 	return line

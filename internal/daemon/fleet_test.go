@@ -96,6 +96,11 @@ fleet:
 	if s := nodes[0]; s.Node != "mx1" || s.Applied == 0 || s.StateHash == "" || s.Lag != 0 {
 		t.Errorf("fleet status: %+v", s)
 	}
+	// It names what its signatures and applying depend on.
+	if st := nodes[0].Settings; st["signatures.lexicon"] == "" || st["andd.model"] == "" || !strings.Contains(st["signatures"], "evidence=") ||
+		st["policy.revoke"] != "ham_reporters=2 ratio=0.5" || st["store.expiry"] != "720h0m0s" {
+		t.Errorf("fleet status: settings %v", st)
+	}
 	if v, err := c.Check(ctx, raw, false); err != nil || v.Campaign != o.Campaign {
 		t.Errorf("check: %+v %v", v, err)
 	}
@@ -123,6 +128,15 @@ fleet:
 		if !strings.Contains(met, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+
+	// Its clock's offset, once measured (its first status stored and read).
+	for i := 0; !strings.Contains(met, `nddmilter_fleet_clock_offset_seconds{node="mx1"} 0`); i++ {
+		if i == 200 {
+			t.Fatal("/metrics: no clock offset of 0 in 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, met = httpGet(t, base+"/metrics")
 	}
 
 	// The dashboard's now page shows the fleet's nodes and their lag.

@@ -84,6 +84,12 @@ type Options struct {
 	// Version names the build the node runs, shown beside it in `fleet
 	// status` so that an upgrade's progress can be followed. Default "".
 	Version string
+	// Settings are what every node must share to sign and apply reports
+	// alike (name → value: the lexicon's and model's ids, the signature
+	// formats, the settings the apply depends on), published in its
+	// status; `fleet status` names those the live nodes disagree on
+	// (settings.go). Default none.
+	Settings map[string]string
 	// MaxClockOffset is how far this host's clock may be from the
 	// fleet's median clock before the node stops publishing expiry
 	// decisions (clock.go). Default 1m.
@@ -192,7 +198,11 @@ type Node struct {
 	clockOffset   atomic.Int64
 	clockMeasured atomic.Bool
 	serverSkew    atomic.Int64 // this host's clock minus the status bucket's server's
-	testSkew      atomic.Int64
+	// settings are published in the status; settingsDiff is what the
+	// live nodes disagree on, as last read (settings.go).
+	settings     atomic.Pointer[map[string]string]
+	settingsDiff atomic.Value
+	testSkew     atomic.Int64
 
 	mu        sync.Mutex
 	ready     bool // stream set up
@@ -232,6 +242,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		hits:        make(map[hitKey]*hitAgg),
 	}
 	n.reportV.Store(jsonVersion)
+	n.SetSettings(opts.Settings)
 	n.eng.Store(eng)
 	n.nc, err = connect(opts, n.log)
 	if err != nil {

@@ -896,3 +896,31 @@ func TestClockOffset(t *testing.T) {
 	}
 	f.requireEqualHashes("expiry decisions")
 }
+
+// TestSettingsWarned: a node that signs with another lexicon is named by
+// every node (SettingsWarning, for /readyz and the log) and in the
+// statuses, until its settings agree again.
+func TestSettingsWarned(t *testing.T) {
+	f := newTestFleet(t)
+	for i, lex := range []string{"aa", "aa", "bb"} {
+		f.members[i].node.SetSettings(map[string]string{"lexicon": lex})
+	}
+	want := "settings differ between nodes: lexicon: aa (mx0, mx1), bb (mx2)"
+	waitWarning := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for i := 0; i < 3; {
+			if f.members[i].node.SettingsWarning() == want {
+				i++
+				continue
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mx%d's warning: %q, want %q", i, f.members[i].node.SettingsWarning(), want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitWarning(want)
+	f.members[2].node.SetSettings(map[string]string{"lexicon": "aa"})
+	waitWarning("")
+}

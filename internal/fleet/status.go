@@ -60,6 +60,9 @@ type Status struct {
 	// node whose clock is off by more than Options.MaxClockOffset
 	// publishes no expiry decision.
 	ClockOffset time.Duration `json:"clock_offset,omitempty"`
+	// Settings are what the node signs and applies reports with
+	// (Options.Settings); SettingsDiffer compares them.
+	Settings map[string]string `json:"settings,omitempty"`
 	// Silent is set on another node's status older than SilentAfter (by
 	// the time NATS stored it, so whatever the nodes' clocks say): that
 	// node stopped publishing it (stopped, crashed, cut off from NATS,
@@ -123,6 +126,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	if n.clockMeasured.Load() {
 		s.ClockOffset = time.Duration(n.clockOffset.Load())
 	}
+	s.Settings = n.currentSettings()
 	s.Connected = n.nc.IsConnected()
 	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
 		s.Outbox = total
@@ -340,6 +344,7 @@ func (n *Node) updateReportVersion() {
 	if err != nil || len(peers) == 0 {
 		return
 	}
+	n.noteSettings(peers)
 	v := eventVersion
 	for _, s := range peers {
 		if s.Silent {
