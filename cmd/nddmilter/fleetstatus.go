@@ -198,6 +198,11 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 		fmt.Fprintf(w, "upgrade %s: a newer build publishes events of version %d, which stop a node that applies older ones until it is upgraded\n", strings.Join(older, ", "), maxEvents)
 	}
 	printClocks(w, nodes)
+	for _, s := range nodes {
+		if s.NameClash {
+			fmt.Fprintf(w, "node name %s: another process publishes its status under it too (a configuration copied without changing fleet.node?): its row mixes two hosts; give each host its own fleet.node\n", s.Node)
+		}
+	}
 	if diff := fleet.SettingsDiffer(nodes); len(diff) > 0 {
 		fmt.Fprintf(w, "settings differ between nodes (they do not share one campaign view until these agree: the same lexicon, model and settings on every node):\n")
 		for _, d := range diff {

@@ -49,6 +49,8 @@ func TestPrintFleetStatus(t *testing.T) {
 			{Node: "mx1", Time: now, Settings: map[string]string{"signatures.lexicon": "aa", "store.expiry": "720h0m0s"}},
 			{Node: "mx2", Time: now, Settings: map[string]string{"signatures.lexicon": "bb", "store.expiry": "720h0m0s"}}},
 			[]string{"settings differ between nodes", "  signatures.lexicon: aa (mx1), bb (mx2)\n"}, []string{"store.expiry"}},
+		{"name clash", []fleet.Status{{Node: "mx1", Time: now, NameClash: true}, {Node: "mx2", Time: now}},
+			[]string{"node name mx1: another process publishes its status under it too"}, []string{"node name mx2"}},
 		{"clocks agree", []fleet.Status{{Node: "mx1", Time: now, ClockOffset: 20 * time.Millisecond}, {Node: "mx2", Time: now}},
 			nil, []string{"clocks off"}},
 		{"different sequences", []fleet.Status{node("mx1", "aaaa", 9, false, now), node("mx2", "cccc", 8, false, now)},

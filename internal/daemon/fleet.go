@@ -278,6 +278,9 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	if w := f.node.SettingsWarning(); w != "" {
 		line += ", " + w
 	}
+	if w := f.node.NameWarning(); w != "" {
+		line += ", " + w
+	}
 	return line
 }
 

@@ -198,6 +198,13 @@ type Node struct {
 	clockOffset   atomic.Int64
 	clockMeasured atomic.Bool
 	serverSkew    atomic.Int64 // this host's clock minus the status bucket's server's
+	// instance tells this process's statuses from those of another
+	// process configured with the same node name; putRev is the revision
+	// of its last status put and clashSeen when (UnixNano) a status of
+	// another instance under its name was last read (name.go).
+	instance  string
+	putRev    atomic.Uint64
+	clashSeen atomic.Int64
 	// settings are published in the status; settingsDiff is what the
 	// live nodes disagree on, as last read (settings.go).
 	settings     atomic.Pointer[map[string]string]
@@ -242,6 +249,7 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		hits:        make(map[hitKey]*hitAgg),
 	}
 	n.reportV.Store(jsonVersion)
+	n.instance = newInstanceID()
 	n.SetSettings(opts.Settings)
 	n.eng.Store(eng)
 	n.nc, err = connect(opts, n.log)

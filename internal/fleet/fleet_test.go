@@ -924,3 +924,66 @@ func TestSettingsWarned(t *testing.T) {
 	f.members[2].node.SetSettings(map[string]string{"lexicon": "aa"})
 	waitWarning("")
 }
+
+// TestNameClash: a second process started with mx0's name (a copied
+// configuration) is named by both processes (NameWarning, the status's
+// NameClash) until it stops; the events of both still reach every node.
+func TestNameClash(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(dir, storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lex, mod := resources(t)
+	eng, err := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now, CacheTTL: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := nodeOptions(f.cluster, 1, f.clock) // mx1's server,
+	opts.Node = "mx0"                          // mx0's name
+	twin, err := Start(ctx, eng, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			twin.Close()
+			st.Close()
+		}
+	}
+	defer stop()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	orig := f.members[0].node
+	waitFor("both processes named mx0 see the clash", func() bool {
+		_, _ = orig.Peers(ctx)
+		_, _ = twin.Peers(ctx)
+		return strings.Contains(orig.NameWarning(), "another process publishes its status as node mx0") && twin.NameWarning() != ""
+	})
+	if !orig.Status(ctx, false).NameClash {
+		t.Error("mx0's status does not say NameClash")
+	}
+	if w := f.members[1].node.NameWarning(); w != "" {
+		t.Errorf("mx1 warns of a clash: %q", w)
+	}
+	// A report through the twin reaches every node.
+	out, err := twin.engine().Report(ctx, copyOf(t, 2, 50), store.KindSpam, "erin")
+	if err != nil || out.Campaign == 0 {
+		t.Fatalf("report through the twin: %+v %v", out, err)
+	}
+	f.requireEqualHashes("a report from the twin")
+	stop()
+	waitFor("the clash forgotten once the twin stopped", func() bool { _, _ = orig.Peers(ctx); return orig.NameWarning() == "" })
+}

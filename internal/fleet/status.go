@@ -60,6 +60,11 @@ type Status struct {
 	// node whose clock is off by more than Options.MaxClockOffset
 	// publishes no expiry decision.
 	ClockOffset time.Duration `json:"clock_offset,omitempty"`
+	// Instance is a random id of the process publishing the status, and
+	// NameClash is set on this node's own status while another process
+	// publishes statuses under the same node name (name.go).
+	Instance  string `json:"instance,omitempty"`
+	NameClash bool   `json:"name_clash,omitempty"`
 	// Settings are what the node signs and applies reports with
 	// (Options.Settings); SettingsDiffer compares them.
 	Settings map[string]string `json:"settings,omitempty"`
@@ -127,6 +132,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		s.ClockOffset = time.Duration(n.clockOffset.Load())
 	}
 	s.Settings = n.currentSettings()
+	s.Instance, s.NameClash = n.instance, n.nameClash()
 	s.Connected = n.nc.IsConnected()
 	if _, total, err := n.st.OutboxList(ctx, 0); err == nil {
 		s.Outbox = total
@@ -208,8 +214,11 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 			continue
 		}
 		if k == kvKey(n.opts.Node) {
-			// This node's last status, only for the skew of its clock.
-			selfSkew, selfStored = s.Time.Sub(e.Created()), true
+			// This node's last status, only for the skew of its clock,
+			// unless another process put it.
+			if n.noteOwnKey(e.Revision(), s.Instance) {
+				selfSkew, selfStored = s.Time.Sub(e.Created()), true
+			}
 			continue
 		}
 		if s.StreamLast < self.StreamLast {
@@ -312,7 +321,9 @@ func (n *Node) maintLoop() {
 		ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
 		if kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket()); err == nil {
 			if b, err := json.Marshal(s); err == nil {
-				_, _ = kv.Put(ctx, kvKey(n.opts.Node), b)
+				if rev, err := kv.Put(ctx, kvKey(n.opts.Node), b); err == nil {
+					n.putRev.Store(rev)
+				}
 			}
 		}
 		cancel()
