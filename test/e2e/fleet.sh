@@ -365,6 +365,22 @@ if [ -n "${hash:-}" ]; then
 	else
 		fail "(b) builds and event versions in fleet status: '$builds'"
 	fi
+	# The three hosts sign and apply alike, their clocks agree (within a
+	# second) and each name is one process's.
+	agree=$(jq -r '[.. | objects | select(has("state_hash"))] as $n |
+		"\($n | map(.settings | tostring) | unique | length) \($n | map(select((.settings["signatures.lexicon"] // "") | length > 0)) | length) \($n | map(select(.name_clash)) | length) \($n | map(.clock_offset // 0 | fabs) | max)"' "$T/fleet-status.json" 2>/dev/null)
+	read -r nset nlex nclash maxoff <<<"$agree"
+	if [ "$nset" = 1 ] && [ "$nlex" = 3 ] && [ "$nclash" = 0 ] && [ "${maxoff%.*}" -lt 1000000000 ] 2>/dev/null; then
+		pass "(b) the 3 nodes publish the same settings, no name clash, clock offsets under 1s (largest ${maxoff%.*} ns)"
+	else
+		fail "(b) settings, name clashes and clocks in fleet status: '$agree'"
+	fi
+	"$NDD" fleet status --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN" >"$T/fleet-status.txt" 2>&1
+	if grep -qE 'settings differ|clocks off|node name .*another process' "$T/fleet-status.txt"; then
+		fail "(b) fleet status warns of a healthy fleet: $(cat "$T/fleet-status.txt")"
+	else
+		pass "(b) fleet status warns of nothing on a healthy fleet"
+	fi
 fi
 missing=0
 for k in "${ACKED[@]}"; do
