@@ -16,8 +16,8 @@ import (
 // would thus expire the whole fleet's campaigns. A node therefore
 // measures how far its clock is from the others', and while it is off by
 // more than Options.MaxClockOffset it publishes no expiry decision and
-// dates its other events by the others' clocks (its own minus the
-// offset).
+// dates its other events and the hits it counts by the others' clocks
+// (its own minus the offset).
 //
 // The measure needs no clock to be right: each status carries the time of
 // its node's clock (Status.Time) and NATS stores it with the time of the
@@ -61,13 +61,18 @@ func setClockOffsets(out []Status, skews []time.Duration) {
 // this node's offset from the others' clocks when it is beyond
 // Options.MaxClockOffset.
 func (n *Node) eventTime() time.Time {
-	t := n.opts.Clock().Add(time.Duration(n.testSkew.Load()))
+	return n.fleetTime(n.opts.Clock().Add(time.Duration(n.testSkew.Load()))).UTC()
+}
+
+// fleetTime is t, a time of this host's clock, by the others' clocks:
+// less this node's offset when it is beyond Options.MaxClockOffset.
+func (n *Node) fleetTime(t time.Time) time.Time {
 	if n.clockMeasured.Load() {
 		if off := time.Duration(n.clockOffset.Load()); off.Abs() > n.opts.MaxClockOffset {
-			t = t.Add(-off)
+			return t.Add(-off)
 		}
 	}
-	return t.UTC()
+	return t
 }
 
 // noteClockOffset records this node's offset as measured by a read of the

@@ -879,6 +879,35 @@ func TestClockOffset(t *testing.T) {
 			t.Errorf("mx%d's report: first seen %s, want about %s", i, c.FirstSeen, f.clock.Now())
 		}
 	}
+	// So are the hits mx2 counts: at its clock's time, filed in the
+	// others' hour on every node.
+	hitCamp := f.report(0, copyOf(t, 0, 60), store.KindSpam, "fred").Campaign
+	at := f.clock.Now().Add(30 * time.Minute) // the middle of an hour, by the others' clocks
+	f.members[2].node.RecordHit(hitCamp, "reject", at.Add(2*time.Hour))
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		hs, err := f.members[0].st.Hours(ctx, hitCamp, f.clock.Now().Add(-24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs int64
+		var hour time.Time
+		for _, h := range hs {
+			if h.Messages > 0 {
+				msgs, hour = msgs+h.Messages, h.Hour
+			}
+		}
+		if msgs == 1 {
+			if want := at.Truncate(time.Hour); !hour.Equal(want) {
+				t.Errorf("mx2's hit filed in the hour of %s, want %s", hour, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mx2's hit not counted on mx0 in 20s: %+v", hs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	// Its statuses dated an hour back, mx1 still publishes them: alive.
 	if err := f.members[0].node.Forget(ctx, "mx1"); !errors.Is(err, ErrNodeAlive) {
 		t.Errorf("forget mx1, whose clock is behind: %v, want ErrNodeAlive", err)
