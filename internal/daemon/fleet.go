@@ -41,10 +41,26 @@ func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 		for _, r := range s.Replicas {
 			copies = append(copies, dashboard.Copy{Server: r.Server, Leader: r.Leader, Offline: r.Offline, Behind: !r.Offline && !r.Healthy()})
 		}
-		out = append(out, dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
-			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies, ClockOffset: s.ClockOffset})
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
+			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies, ClockOffset: s.ClockOffset}
+		if s.Node == d.f.node.Name() {
+			n.Warnings = d.f.warnings()
+		}
+		out = append(out, n)
 	}
 	return out, err
+}
+
+// warnings are what this node warns of about the fleet: its clock, the
+// settings the nodes disagree on, its name used by another process.
+func (f *fleetMember) warnings() []string {
+	var ws []string
+	for _, w := range []string{f.node.ClockWarning(), f.node.SettingsWarning(), f.node.NameWarning()} {
+		if w != "" {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // bootstrapTimeout bounds the wait for a snapshot when the store is empty.
@@ -272,13 +288,7 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	if s.Error != "" {
 		line += ", last error: " + s.Error
 	}
-	if w := f.node.ClockWarning(); w != "" {
-		line += ", " + w
-	}
-	if w := f.node.SettingsWarning(); w != "" {
-		line += ", " + w
-	}
-	if w := f.node.NameWarning(); w != "" {
+	for _, w := range f.warnings() {
 		line += ", " + w
 	}
 	return line

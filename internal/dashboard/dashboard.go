@@ -117,6 +117,10 @@ type Node struct {
 	// ClockOffset is how far the node's clock is from the median of the
 	// nodes' clocks (fleet.Status.ClockOffset).
 	ClockOffset time.Duration
+	// Warnings are what the node serving the page warns of about the
+	// fleet (settings the nodes disagree on, its name used twice, its
+	// clock), on its own row; shown below the table.
+	Warnings []string
 }
 
 // ClockNote says how far the node's clock is off ("" within a second,

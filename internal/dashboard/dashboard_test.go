@@ -481,12 +481,14 @@ func (f fleet) Nodes(context.Context) ([]Node, error) { return f, nil }
 
 func TestFleetShown(t *testing.T) {
 	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2, Version: "1.4.0", ClockOffset: 2 * time.Millisecond},
-		{Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers", ClockOffset: -90 * time.Second}, {Name: "mx3", Silent: true}}})
+		{Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers", ClockOffset: -90 * time.Second,
+			Warnings: []string{"settings differ between nodes: signatures.lexicon: aa (mx1), <b>bb</b> (mx2)"}}, {Name: "mx3", Silent: true}}})
 	c := f.client(t)
 	c.login("", readSecret)
 	_, body := c.get("/ui/")
 	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>",
-		`unhealthy</strong>, <strong class="bad">clock 1m30s behind the others&#39;</strong>`} {
+		`unhealthy</strong>, <strong class="bad">clock 1m30s behind the others&#39;</strong>`,
+		`<p class="error fleet-warning">settings differ between nodes: signatures.lexicon: aa (mx1), &lt;b&gt;bb&lt;/b&gt; (mx2)</p>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fleet table lacks %q", want)
 		}

@@ -19,6 +19,9 @@ import (
 // put after this process's last put is a clash, named in its status,
 // /readyz and the log until none was seen for clashFor.
 
+// Name is the node's name (Options.Node).
+func (n *Node) Name() string { return n.opts.Node }
+
 // clashFor is how long a clash is reported after the last status of
 // another instance under this node's name was read.
 func (n *Node) clashFor() time.Duration { return 3*n.opts.StatusEvery + n.opts.SilentAfter() }
