@@ -85,7 +85,7 @@ func (n *Node) noteClockOffset(self Status) {
 	bad := func(d time.Duration) bool { return d.Abs() > n.opts.MaxClockOffset }
 	switch {
 	case bad(off) && (!measured || !bad(was)):
-		n.log.Error("fleet: this host's clock is off from the other nodes': no expiry decision is published until it is fixed (NTP)",
+		n.log.Error("fleet: this host's clock is off from the other nodes': it publishes no expiry decision, and dates its events by their clocks, until it is fixed (NTP)",
 			"offset", off.Round(time.Millisecond), "max", n.opts.MaxClockOffset)
 	case !bad(off) && measured && bad(was):
 		n.log.Info("fleet: this host's clock agrees with the other nodes' again", "offset", off.Round(time.Millisecond))
