@@ -142,7 +142,8 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 // apply reports alike (fleet.Options.Settings): the signature formats,
 // the lexicon and model, the signing settings, and the settings applying
 // an event depends on (revocation; the expiry that a node's expiry
-// decisions delete by).
+// decisions delete by), and the stream's settings each node sets when it
+// starts (its name, replicas; its age limit follows store.expiry).
 func fleetSettings(cfg *config.Config, v Versions) map[string]string {
 	sg, tk := cfg.Signatures, cfg.Signatures.Tokens
 	pol := cfg.Policy.WithDefaults()
@@ -155,6 +156,8 @@ func fleetSettings(cfg *config.Config, v Versions) map[string]string {
 		"andd.exact_cosine":  fmt.Sprintf("%g", cfg.ANDD.ExactCosine),
 		"policy.revoke":      fmt.Sprintf("ham_reporters=%d ratio=%g", pol.RevokeHamReporters, pol.RevokeRatio),
 		"store.expiry":       cfg.Store.Expiry.D().String(),
+		"fleet.stream":       cfg.Fleet.Stream,
+		"fleet.replicas":     fmt.Sprint(cfg.Fleet.Replicas),
 	}
 }
 

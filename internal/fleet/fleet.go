@@ -321,6 +321,15 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// Nodes configured with other replicas or expiry rewrite the stream's
+	// settings at each start: say so (fleet status names the nodes that
+	// differ, settings.go).
+	if old, err := n.js.Stream(ctx, n.opts.Stream); err == nil {
+		if c := old.CachedInfo().Config; c.Replicas != n.opts.Replicas || c.MaxAge != n.opts.MaxAge {
+			n.log.Warn("fleet: this node changes the stream's settings to its own (fleet.replicas, and the age limit from store.expiry); nodes configured otherwise change them back when they start",
+				"stream", n.opts.Stream, "replicas", c.Replicas, "to_replicas", n.opts.Replicas, "max_age", c.MaxAge, "to_max_age", n.opts.MaxAge)
+		}
+	}
 	s, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:       n.opts.Stream,
 		Subjects:   []string{n.opts.subject()},

@@ -1016,3 +1016,61 @@ func TestNameClash(t *testing.T) {
 	stop()
 	waitFor("the clash forgotten once the twin stopped", func() bool { _, _ = orig.Peers(ctx); return orig.NameWarning() == "" })
 }
+
+// logBuffer is an io.Writer for a test's logger, safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStreamSettingsChanged: a node configured with other replicas sets
+// the stream's to its own when it starts, and says so in its log.
+func TestStreamSettingsChanged(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	st, err := store.Open(t.TempDir(), storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lex, mod := resources(t)
+	eng, err := campaign.New(st, lex, mod, campaign.Options{Clock: f.clock.Now, CacheTTL: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	opts := nodeOptions(f.cluster, 2, f.clock)
+	opts.Node, opts.Replicas = "mx9", 1
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	odd, err := Start(ctx, eng, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odd.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for !odd.isReady() {
+		if time.Now().After(deadline) {
+			t.Fatal("mx9 not ready in 20s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "this node changes the stream's settings to its own") || !strings.Contains(logs.String(), "to_replicas=1") {
+		t.Errorf("no warning of the change in mx9's log:\n%s", logs.String())
+	}
+	info, ok := f.members[0].node.streamState(ctx)
+	if !ok || info.Config.Replicas != 1 {
+		t.Errorf("stream replicas after mx9 started: %+v", info)
+	}
+}
