@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // A daemon with fleet.enabled and an embedded single-server cluster:
@@ -57,7 +56,7 @@ fleet:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: logs}) }()
 	defer func() {
 		cancel()
@@ -183,25 +182,6 @@ func firstNode(t *testing.T, c *api.Client, ctx context.Context) string {
 	return nodes[0].Node
 }
 
-// lockedBuffer is a bytes.Buffer safe for the daemon's logger and the
-// test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The fleet commands with no daemon running say so (ErrNoDaemon), not
 // that the store is held.
 func TestFleetAPINoDaemon(t *testing.T) {
@@ -236,7 +216,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		name, milter, http, nats, route, seedFile, cfg string
 		cancel                                         context.CancelFunc
 		done                                           chan error
-		logs                                           lockedBuffer
+		logs                                           testutil.LockedBuffer
 	}
 	hosts := make([]*host, 4)
 	var users, routes []string

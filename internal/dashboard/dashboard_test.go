@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/store"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 const (
@@ -36,30 +36,12 @@ var testCreds = []Credential{
 	{Name: "read-password", Secret: readSecret, Role: RoleRead},
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	srv *httptest.Server
 	h   *Handler
 	eng *campaign.Engine
 	st  *store.Badger
-	log *syncBuffer
+	log *testutil.LockedBuffer
 }
 
 // newFixture serves the dashboard over the real engine (shipped lexicon
@@ -71,7 +53,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{eng: benchEngine(t, st), st: st, log: &syncBuffer{}}
+	f := &fixture{eng: benchEngine(t, st), st: st, log: &testutil.LockedBuffer{}}
 	if o.Credentials == nil {
 		o.Credentials = testCreds
 	}

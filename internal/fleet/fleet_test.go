@@ -20,6 +20,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 var texts = []struct{ subject, body string }{
@@ -1017,24 +1018,6 @@ func TestNameClash(t *testing.T) {
 	waitFor("the clash forgotten once the twin stopped", func() bool { _, _ = orig.Peers(ctx); return orig.NameWarning() == "" })
 }
 
-// logBuffer is an io.Writer for a test's logger, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestStreamSettingsChanged: a node configured with other replicas sets
 // the stream's to its own when it starts, and says so in its log.
 func TestStreamSettingsChanged(t *testing.T) {
@@ -1050,7 +1033,7 @@ func TestStreamSettingsChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
+	var logs testutil.LockedBuffer
 	opts := nodeOptions(f.cluster, 2, f.clock)
 	opts.Node, opts.Replicas = "mx9", 1
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

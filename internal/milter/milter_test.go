@@ -22,6 +22,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // scriptChecker is a stand-in for the engine in protocol tests: the verdict
@@ -97,29 +98,12 @@ type harness struct {
 	srv  *Server
 	addr string
 	met  *metrics.Metrics
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs *testutil.LockedBuffer
 }
 
 func start(t *testing.T, c Checker, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, met: metrics.New(), logs: &syncBuffer{}}
+	h := &harness{t: t, met: metrics.New(), logs: &testutil.LockedBuffer{}}
 	opts.Metrics = h.met
 	opts.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := New(c, opts)
