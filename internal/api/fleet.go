@@ -16,7 +16,7 @@ type FleetStatusFunc func(ctx context.Context) (any, error)
 // a fleet.
 func (h *handler) fleetStatus(w http.ResponseWriter, r *http.Request) {
 	if h.opts.FleetStatus == nil {
-		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
+		h.fail(w, r, http.StatusNotFound, errNotInFleet)
 		return
 	}
 	s, err := h.opts.FleetStatus(r.Context())
@@ -48,15 +48,30 @@ var (
 // maxNodeName bounds a node name in a request (a host name).
 const maxNodeName = 255
 
+// errNotInFleet answers the fleet's administrative requests of a
+// standalone daemon.
+var errNotInFleet = errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)")
+
+// fleetName returns the path value key ("node" or "server") of a fleet
+// administrative request, or answers it: 404 when the daemon is not in a
+// fleet (inFleet false), 400 for an empty or over-long name.
+func (h *handler) fleetName(w http.ResponseWriter, r *http.Request, inFleet bool, key string) (string, bool) {
+	if !inFleet {
+		h.fail(w, r, http.StatusNotFound, errNotInFleet)
+		return "", false
+	}
+	name := r.PathValue(key)
+	if name == "" || len(name) > maxNodeName {
+		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("%s name of %d bytes: want 1 to %d", key, len(name), maxNodeName))
+		return "", false
+	}
+	return name, true
+}
+
 // fleetForget serves DELETE /v1/fleet/nodes/{node}.
 func (h *handler) fleetForget(w http.ResponseWriter, r *http.Request) {
-	if h.opts.FleetForget == nil {
-		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
-		return
-	}
-	node := r.PathValue("node")
-	if node == "" || len(node) > maxNodeName {
-		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("node name of %d bytes: want 1 to %d", len(node), maxNodeName))
+	node, ok := h.fleetName(w, r, h.opts.FleetForget != nil, "node")
+	if !ok {
 		return
 	}
 	err := h.opts.FleetForget(r.Context(), node)
@@ -99,13 +114,8 @@ var (
 
 // fleetRemoveServer serves DELETE /v1/fleet/servers/{server}.
 func (h *handler) fleetRemoveServer(w http.ResponseWriter, r *http.Request) {
-	if h.opts.FleetRemoveServer == nil {
-		h.fail(w, r, http.StatusNotFound, errors.New("this daemon is not in a fleet: fleet.enabled is false in its configuration (docs/FLEET.md sets up a fleet)"))
-		return
-	}
-	name := r.PathValue("server")
-	if name == "" || len(name) > maxNodeName {
-		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("server name of %d bytes: want 1 to %d", len(name), maxNodeName))
+	name, ok := h.fleetName(w, r, h.opts.FleetRemoveServer != nil, "server")
+	if !ok {
 		return
 	}
 	err := h.opts.FleetRemoveServer(r.Context(), name)
