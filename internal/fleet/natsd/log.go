@@ -10,12 +10,12 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// fatalCatcher passes the server's log lines on (to next, when set) and
-// keeps the first fatal one: a server that cannot listen (a port already
-// in use, an address not on this host) says so only in its log, and Start
-// returns that line at once instead of waiting out its timeout.
+// fatalCatcher passes the server's log lines on and keeps the first fatal
+// one: a server that cannot listen (a port already in use, an address not
+// on this host) says so only in its log, and Start returns that line at
+// once instead of waiting out its timeout.
 type fatalCatcher struct {
-	next server.Logger // nil: the lines are dropped
+	server.Logger // where the lines go
 
 	once  sync.Once
 	fatal chan struct{} // closed at the first fatal line
@@ -23,8 +23,12 @@ type fatalCatcher struct {
 	first string
 }
 
+// newFatalCatcher passes the lines to next (nil: drops them).
 func newFatalCatcher(next server.Logger) *fatalCatcher {
-	return &fatalCatcher{next: next, fatal: make(chan struct{})}
+	if next == nil {
+		next = &slogAdapter{l: slog.New(slog.DiscardHandler)}
+	}
+	return &fatalCatcher{Logger: next, fatal: make(chan struct{})}
 }
 
 // err is the first fatal line, "" if there was none.
@@ -41,39 +45,7 @@ func (c *fatalCatcher) Fatalf(format string, v ...any) {
 		c.mu.Unlock()
 		close(c.fatal)
 	})
-	if c.next != nil {
-		c.next.Fatalf(format, v...)
-	}
-}
-
-func (c *fatalCatcher) Noticef(format string, v ...any) {
-	if c.next != nil {
-		c.next.Noticef(format, v...)
-	}
-}
-
-func (c *fatalCatcher) Warnf(format string, v ...any) {
-	if c.next != nil {
-		c.next.Warnf(format, v...)
-	}
-}
-
-func (c *fatalCatcher) Errorf(format string, v ...any) {
-	if c.next != nil {
-		c.next.Errorf(format, v...)
-	}
-}
-
-func (c *fatalCatcher) Debugf(format string, v ...any) {
-	if c.next != nil {
-		c.next.Debugf(format, v...)
-	}
-}
-
-func (c *fatalCatcher) Tracef(format string, v ...any) {
-	if c.next != nil {
-		c.next.Tracef(format, v...)
-	}
+	c.Logger.Fatalf(format, v...)
 }
 
 // slogAdapter passes the server's log lines to slog. The server's Fatalf
