@@ -19,6 +19,8 @@ if ! mount -t tmpfs -o size=256m nddmilter-diskfull $M 2>/dev/null; then
   echo "SKIP: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN); run as root to test a full disk"
   rm -rf "$T"; exit 0
 fi
+. test/e2e/lib.sh
+install_commands curl
 pid=
 cleanup() {
   [ -n "$pid" ] && { kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true; }

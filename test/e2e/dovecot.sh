@@ -52,6 +52,7 @@ if [ ${#need[@]} -gt 0 ]; then
 			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
 	fi
 fi
+install_commands curl
 for c in dovecot sievec postfix postconf smtp-sink swaks python3 go sha256sum; do
 	command -v $c >/dev/null || die "missing command: $c"
 done

@@ -47,14 +47,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "0 passed, 0 failed"
 	exit 0
 fi
-if ! command -v nats-server >/dev/null; then
-	echo "== installing nats-server (Debian package)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install nats-server"; }
-	fi
-fi
+install_commands nats-server curl jq
 install_postfix
 for c in nats-server postfix postconf smtp-sink swaks curl jq go; do
 	command -v $c >/dev/null || die "missing command: $c"

@@ -99,6 +99,25 @@ summary_exit() {
 	exit 0
 }
 
+# install_commands CMD[=PACKAGE]...: installs from Debian's packages those
+# of the commands that are missing (PACKAGE defaults to CMD), retrying once
+# after apt-get update; dies naming them when it cannot (not root, no
+# package).
+install_commands() {
+	local need=() c
+	for c in "$@"; do
+		command -v "${c%%=*}" >/dev/null || need+=("${c#*=}")
+	done
+	[ ${#need[@]} = 0 ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing commands: install the Debian packages ${need[*]} (or run as root)"
+	echo "== installing ${need[*]} (Debian packages)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
+	fi
+}
+
 # --- a private Postfix instance on loopback, as test/e2e/postfix.sh sets up
 # its own (used by test/e2e/fleet.sh) ----------------------------------------
 

@@ -41,6 +41,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 command -v dpkg >/dev/null || { echo "SKIP: no dpkg here"; echo "0 passed, 0 failed"; exit 0; }
+install_commands curl
 
 T=$(mktemp -d /tmp/ndd-pkg.XXXXXX)
 chmod 755 "$T"

@@ -43,6 +43,7 @@ if [ ${#need[@]} -gt 0 ]; then
 			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
 	fi
 fi
+install_commands curl jq
 for c in promtool prometheus nats-server curl jq go; do
 	command -v $c >/dev/null || die "missing command: $c"
 done

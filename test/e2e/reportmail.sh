@@ -55,6 +55,7 @@ if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! com
 			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install $pkgs"; }
 	fi
 fi
+install_commands curl
 for c in postfix postconf smtp-sink swaks saslpasswd2 curl go; do
 	command -v $c >/dev/null || die "missing command: $c"
 done

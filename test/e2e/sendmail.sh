@@ -47,6 +47,7 @@ if ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null || ! comma
 			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install $pkgs"; }
 	fi
 fi
+install_commands curl
 for c in smtp-sink swaks m4 curl unshare python3 apt-get dpkg-deb; do
 	command -v $c >/dev/null || die "missing command: $c"
 done
