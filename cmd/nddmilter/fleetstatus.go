@@ -122,8 +122,6 @@ func printFleetStatus(w io.Writer, nodes []fleet.Status) error {
 func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tVERSION\tERROR")
-	hashes := map[string]bool{}
-	seqs := map[uint64]bool{}
 	live, silent := 0, 0
 	builds := map[string][]string{} // build → its live nodes
 	maxEvents := 0
@@ -156,10 +154,6 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 				builds[s.Version] = append(builds[s.Version], s.Node)
 			}
 			maxEvents = max(maxEvents, s.Events)
-			if s.StateHash != "" {
-				hashes[s.StateHash] = true
-				seqs[s.StateHashSeq] = true
-			}
 		}
 		version := s.Version
 		if version == "" {
@@ -172,13 +166,8 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 		return err
 	}
 	// Silent nodes are left out of the comparison: their hash is old.
-	switch {
-	case len(seqs) > 1:
-		fmt.Fprintf(w, "%d nodes, state hashes of %d different sequences: not comparable yet (a node hashes its state when idle)\n", live, len(seqs))
-	case len(hashes) == 1 && live > 1:
-		fmt.Fprintf(w, "%d nodes, one state hash: converged\n", live)
-	case len(hashes) > 1:
-		fmt.Fprintf(w, "%d nodes, %d state hashes: not converged (yet: a node with lag catches up)\n", live, len(hashes))
+	if line := fleet.Compare(nodes).Summary(); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	if len(builds) > 1 {
 		var names []string
@@ -243,13 +232,7 @@ func printClocks(w io.Writer, nodes []fleet.Status) {
 // node with an answer sees them: how many servers the stream can still
 // lose, and which copies are offline or behind.
 func printReplicas(w io.Writer, nodes []fleet.Status) {
-	var reps []fleet.Replica
-	var asOf time.Time
-	for _, s := range nodes {
-		if !s.Silent && len(s.Replicas) > 0 && s.Time.After(asOf) {
-			reps, asOf = s.Replicas, s.Time
-		}
-	}
+	reps := fleet.StreamCopies(nodes)
 	if len(reps) == 0 {
 		return
 	}

@@ -30,32 +30,36 @@ type fleetMember struct {
 }
 
 // dashboardFleet shows the fleet on the dashboard's now page: every
-// node's status without the state hash (which reads the whole store).
+// node's status with its last state hash (a fresh one reads the whole
+// store), their comparison and the stream's copies.
 type dashboardFleet struct{ f *fleetMember }
 
-func (d dashboardFleet) Nodes(ctx context.Context) ([]dashboard.Node, error) {
+func (d dashboardFleet) Fleet(ctx context.Context) (dashboard.Fleet, error) {
 	st, err := d.f.node.Peers(ctx)
-	out := make([]dashboard.Node, 0, len(st))
+	var out dashboard.Fleet
 	for _, s := range st {
-		var copies []dashboard.Copy
-		for _, r := range s.Replicas {
-			copies = append(copies, dashboard.Copy{Server: r.Server, Leader: r.Leader, Offline: r.Offline, Behind: !r.Offline && !r.Healthy()})
-		}
-		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent,
-			Silent: s.Silent, LastSeen: s.Time, Lag: s.Lag, Outbox: s.Outbox, Error: s.Error, Version: s.Version, Copies: copies, ClockOffset: s.ClockOffset}
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
+			Applied: s.Applied, Lag: s.Lag, Outbox: s.Outbox, StateHash: s.StateHash, StateSeq: s.StateHashSeq,
+			Error: s.Error, Version: s.Version, ClockOffset: s.ClockOffset}
 		if s.Node == d.f.node.Name() {
 			n.Warnings = d.f.warnings()
 		}
-		out = append(out, n)
+		out.Nodes = append(out.Nodes, n)
 	}
+	for _, r := range fleet.StreamCopies(st) {
+		out.Copies = append(out.Copies, dashboard.Copy{Server: r.Server, Leader: r.Leader, Offline: r.Offline, Behind: !r.Offline && !r.Healthy()})
+	}
+	c := fleet.Compare(st)
+	out.States, out.Diverged = c.Summary(), len(c.Diverged) > 0
 	return out, err
 }
 
-// warnings are what this node warns of about the fleet: its clock, the
-// settings the nodes disagree on, its name used by another process.
+// warnings are what this node warns of about the fleet: its campaign
+// state differing from the others', its clock, the settings the nodes
+// disagree on, its name used by another process.
 func (f *fleetMember) warnings() []string {
 	var ws []string
-	for _, w := range []string{f.node.ClockWarning(), f.node.SettingsWarning(), f.node.NameWarning()} {
+	for _, w := range []string{f.node.DivergenceWarning(), f.node.ClockWarning(), f.node.SettingsWarning(), f.node.NameWarning()} {
 		if w != "" {
 			ws = append(ws, w)
 		}

@@ -84,13 +84,29 @@ type Options struct {
 	LoginBurst    int
 	// PageSize is the number of campaigns a listing page shows. Default 50.
 	PageSize int
-	// Fleet, if not nil, is shown on the now page: each node and its lag.
+	// Fleet, if not nil, is shown on the now page: each node, its lag
+	// and state, the stream's copies.
 	Fleet FleetStatus
 }
 
 // FleetStatus tells the state of the nodes of a fleet sharing campaigns.
 type FleetStatus interface {
-	Nodes(ctx context.Context) ([]Node, error)
+	Fleet(ctx context.Context) (Fleet, error)
+}
+
+// Fleet is the state of a fleet's nodes, as the node serving the page
+// reads their statuses.
+type Fleet struct {
+	Nodes []Node
+	// Copies are the fleet's stream's copies as the freshest live node
+	// that knows them sees them, the leader first (nil when unknown).
+	Copies []Copy
+	// States is one line comparing the live nodes' campaign states
+	// (converged, not comparable yet, or diverged; "" with fewer than two
+	// nodes hashed), and Diverged is set when nodes that applied the same
+	// events hold different states.
+	States   string
+	Diverged bool
 }
 
 // Node is one node of a fleet, as its status tells.
@@ -103,24 +119,38 @@ type Node struct {
 	Silent bool
 	// LastSeen is when the node's status was taken.
 	LastSeen time.Time
-	// Lag is the number of the fleet's events the node has not applied
-	// yet; Outbox the number of its own events waiting to be published.
-	Lag    uint64
-	Outbox int
+	// Applied is the last stream sequence the node applied; Lag the
+	// number of the fleet's events it has not applied yet; Outbox the
+	// number of its own events waiting to be published.
+	Applied uint64
+	Lag     uint64
+	Outbox  int
+	// StateHash is the hash of the node's campaign state after the event
+	// StateSeq ("" before its first): equal on nodes that applied the
+	// same events.
+	StateHash string
+	StateSeq  uint64
 	// Error is the node's last error ("" when none).
 	Error string
 	// Version is the build the node runs ("" when it does not say).
 	Version string
-	// Copies are the fleet's stream's copies as the node's server sees
-	// them, the leader first (nil when unknown).
-	Copies []Copy
 	// ClockOffset is how far the node's clock is from the median of the
 	// nodes' clocks (fleet.Status.ClockOffset).
 	ClockOffset time.Duration
 	// Warnings are what the node serving the page warns of about the
-	// fleet (settings the nodes disagree on, its name used twice, its
-	// clock), on its own row; shown below the table.
+	// fleet (its state differing from the others', settings the nodes
+	// disagree on, its name used twice, its clock), on its own row;
+	// shown below the table.
 	Warnings []string
+}
+
+// ShortHash is the first 12 characters of the state hash, and the event
+// it was taken after ("" when none).
+func (n Node) ShortHash() string {
+	if n.StateHash == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s@%d", n.StateHash[:min(12, len(n.StateHash))], n.StateSeq)
 }
 
 // ClockNote says how far the node's clock is off ("" within a second,

@@ -457,20 +457,25 @@ func TestPagesShowCampaigns(t *testing.T) {
 }
 
 // fleet is a FleetStatus of fixed nodes.
-type fleet []Node
+type fleetStub Fleet
 
-func (f fleet) Nodes(context.Context) ([]Node, error) { return f, nil }
+func (f fleetStub) Fleet(context.Context) (Fleet, error) { return Fleet(f), nil }
 
 func TestFleetShown(t *testing.T) {
-	f := newFixture(t, Options{Fleet: fleet{{Name: "mx1", Healthy: true, Lag: 2, Version: "1.4.0", ClockOffset: 2 * time.Millisecond},
+	f := newFixture(t, Options{Fleet: fleetStub{Nodes: []Node{
+		{Name: "mx1", Healthy: true, Applied: 41, Lag: 2, StateHash: "0123456789abcdef0123", StateSeq: 40, Version: "1.4.0", ClockOffset: 2 * time.Millisecond},
 		{Name: "mx2<b>", Lag: 1234, Outbox: 7, Error: "nats: no servers", ClockOffset: -90 * time.Second,
-			Warnings: []string{"settings differ between nodes: signatures.lexicon: aa (mx1), <b>bb</b> (mx2)"}}, {Name: "mx3", Silent: true}}})
+			Warnings: []string{"settings differ between nodes: signatures.lexicon: aa (mx1), <b>bb</b> (mx2)"}},
+		{Name: "mx3", Silent: true}},
+		States: "2 nodes, state hashes after 2 different events: not comparable yet"}})
 	c := f.client(t)
 	c.login("", readSecret)
 	_, body := c.get("/ui/")
-	for _, want := range []string{`id="fleet"`, "mx1", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>",
+	for _, want := range []string{`id="fleet"`, "mx1", ">41<", ">1234<", ">7<", "nats: no servers", "mx2&lt;b&gt;", `data-node="mx2&lt;b&gt;"`, "unhealthy", "mx3", "silent", "<bdi>1.4.0</bdi>", "<bdi>-</bdi>",
+		"<code>0123456789ab@40</code>", "<code>-</code>",
 		`unhealthy</strong>, <strong class="bad">clock 1m30s behind the others&#39;</strong>`,
-		`<p class="error fleet-warning">settings differ between nodes: signatures.lexicon: aa (mx1), &lt;b&gt;bb&lt;/b&gt; (mx2)</p>`} {
+		`<p class="error fleet-warning">settings differ between nodes: signatures.lexicon: aa (mx1), &lt;b&gt;bb&lt;/b&gt; (mx2)</p>`,
+		`<p id="states">2 nodes, state hashes after 2 different events: not comparable yet</p>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("fleet table lacks %q", want)
 		}
@@ -482,19 +487,20 @@ func TestFleetShown(t *testing.T) {
 		t.Error("the stream's copies shown though no node knows them")
 	}
 
-	// The stream's copies, as the freshest live node sees them (a silent
-	// node's older view is not shown).
-	now := time.Now()
-	f = newFixture(t, Options{Fleet: fleet{
-		{Name: "mx1", Healthy: true, LastSeen: now.Add(-time.Second), Copies: []Copy{{Server: "mx1", Leader: true}, {Server: "mx2"}, {Server: "mx3"}}},
-		{Name: "mx2", Healthy: true, LastSeen: now, Copies: []Copy{{Server: "mx1", Leader: true}, {Server: "mx2", Behind: true}, {Server: "mx3<i>", Offline: true}}},
-		{Name: "mx3", Silent: true, LastSeen: now.Add(time.Hour), Copies: []Copy{{Server: "old", Leader: true}}}}})
+	// The stream's copies; a divergence, shown as an error.
+	f = newFixture(t, Options{Fleet: fleetStub{Nodes: []Node{{Name: "mx1", Healthy: true}},
+		Copies:   []Copy{{Server: "mx1", Leader: true}, {Server: "mx2", Behind: true}, {Server: "mx3<i>", Offline: true}},
+		States:   "DIVERGED: nodes that applied the same events hold different campaign states, after event 9: mx3 differs from mx1, mx2.",
+		Diverged: true}})
 	c = f.client(t)
 	c.login("", readSecret)
 	_, body = c.get("/ui/")
-	want := `<p id="copies">Copies of the stream: <bdi>mx1</bdi> (leader), <bdi>mx2</bdi> <strong class="bad">behind</strong>, <bdi>mx3&lt;i&gt;</bdi> <strong class="bad">offline</strong>.</p>`
-	if !strings.Contains(body, want) {
-		t.Errorf("page lacks %s", want)
+	for _, want := range []string{
+		`<p id="copies">Copies of the stream: <bdi>mx1</bdi> (leader), <bdi>mx2</bdi> <strong class="bad">behind</strong>, <bdi>mx3&lt;i&gt;</bdi> <strong class="bad">offline</strong>.</p>`,
+		`<p id="states" class="error">DIVERGED: nodes that applied the same events hold different campaign states, after event 9: mx3 differs from mx1, mx2.</p>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
 	}
 }
 

@@ -133,8 +133,7 @@ type nowPage struct {
 	Actions     string
 	Stats       campaign.Stats
 	Hours       []hourRow
-	Fleet       []Node
-	Copies      []Copy // the stream's copies, from the freshest live node that knows them
+	Fleet       Fleet
 	FleetErr    string
 	HasFleet    bool
 	At          time.Time
@@ -203,17 +202,11 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 	}
 	if h.opts.Fleet != nil {
 		d.HasFleet = true
-		nodes, err := h.opts.Fleet.Nodes(r.Context())
+		fl, err := h.opts.Fleet.Fleet(r.Context())
 		if err != nil {
 			d.FleetErr = err.Error()
 		}
-		d.Fleet = nodes
-		var asOf time.Time
-		for _, n := range nodes {
-			if !n.Silent && len(n.Copies) > 0 && n.LastSeen.After(asOf) {
-				d.Copies, asOf = n.Copies, n.LastSeen
-			}
-		}
+		d.Fleet = fl
 	}
 	h.render(w, r, se, http.StatusOK, "now", d)
 }

@@ -210,6 +210,9 @@ type Node struct {
 	settings     atomic.Pointer[map[string]string]
 	settingsDiff atomic.Value
 	testSkew     atomic.Int64
+	// divergence names the events after which this node's state hash
+	// and another live node's differ, as last read (compare.go).
+	divergence atomic.Value
 
 	mu        sync.Mutex
 	ready     bool // stream set up
@@ -221,7 +224,11 @@ type Node struct {
 	published uint64 // events published by this node
 	queued    uint64 // events queued (publish failed)
 	snapSeq   uint64 // sequence of the last snapshot stored or seen
-	restarts  uint64 // consumers recreated by watchLoop
+	// hash is the node's last state hash, taken after the whole event
+	// hashSeq (maintLoop, Status with the hash).
+	hash     string
+	hashSeq  uint64
+	restarts uint64 // consumers recreated by watchLoop
 }
 
 // Start connects the node and starts applying the stream from the store's

@@ -955,6 +955,64 @@ func TestSettingsWarned(t *testing.T) {
 	waitWarning("")
 }
 
+// TestDivergence: a node whose store was changed behind the fleet's back
+// (a campaign deleted in its store alone) holds another state after the
+// same events. After the next event, it names itself the odd one out
+// (DivergenceWarning), the others do not warn, and Compare names the
+// divergence; rebuilt from an empty store, it agrees again.
+func TestDivergence(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	a := f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.requireEqualHashes("first report")
+	if err := f.members[2].st.Delete(ctx, a.Campaign); err != nil {
+		t.Fatal(err)
+	}
+	f.report(1, copyOf(t, 1, 2), store.KindSpam, "bob")
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("mx2 names itself the odd one out", func() bool {
+		return strings.Contains(f.members[2].node.DivergenceWarning(), ": mx2 differs from mx0, mx1: ")
+	})
+	if !f.members[2].node.Diverged() {
+		t.Error("mx2: Diverged false")
+	}
+	for _, i := range []int{0, 1} {
+		if w := f.members[i].node.DivergenceWarning(); w != "" {
+			t.Errorf("mx%d warns: %q", i, w)
+		}
+	}
+	nodes, err := f.members[0].node.Fleet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := Compare(nodes); len(c.Diverged) != 1 || !slices.Equal(c.Diverged[0].OddOut(), []string{"mx2"}) {
+		t.Errorf("Compare from mx0: %+v", c)
+	}
+
+	// Rebuilt from an empty store, it catches up and agrees.
+	f.members[2].stop()
+	f.members[2] = f.startMember(2, t.TempDir())
+	f.report(0, copyOf(t, 2, 3), store.KindSpam, "carol")
+	f.requireEqualHashes("after the rebuild")
+	waitFor("no node warns", func() bool {
+		for _, m := range f.members {
+			if m.node.Diverged() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestNameClash: a second process started with mx0's name (a copied
 // configuration) is named by both processes (NameWarning, the status's
 // NameClash) until it stops; the events of both still reach every node.

@@ -13,14 +13,16 @@ type collector struct {
 	n *Node
 	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
 	snapshot, published, queued, restarts *prometheus.Desc
-	replicas, clockOffset *prometheus.Desc
+	replicas, clockOffset, diverged *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
 // is connected and applying the stream, its applied sequence and lag, its
 // outbox, the stream's size, the snapshot's sequence, the reports it
 // published and queued, the stalled consumers it recreated since it
-// started, and its clock's offset from the other nodes' (once measured).
+// started, its clock's offset from the other nodes' (once measured), and
+// whether its campaign state differs from the others' after the same
+// events.
 func (n *Node) Collector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("nddmilter_fleet_"+name, help, []string{"node"}, nil)
@@ -38,6 +40,7 @@ func (n *Node) Collector() prometheus.Collector {
 		queued:       d("queued_total", "reports this node queued (NATS unreachable) since it started"),
 		restarts:     d("consumer_restarts_total", "stream consumers this node recreated because they stalled, since it started"),
 		clockOffset:  d("clock_offset_seconds", "how far this host's clock is from the median of the nodes' clocks (positive: ahead), as last measured; beyond fleet.max_clock_offset the node publishes no expiry decision"),
+		diverged:     d("diverged", "1 when this node's campaign state hash differs from the other live nodes' after the same event (it is the odd one out, or two nodes differ): rebuild it from the fleet"),
 		replicas: prometheus.NewDesc("nddmilter_fleet_stream_replicas",
 			"copies of the fleet's stream as the node's server sees them, by state: current (the leader included), behind, offline",
 			[]string{"node", "state"}, nil),
@@ -46,7 +49,7 @@ func (n *Node) Collector() prometheus.Collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
-		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset} {
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset, c.diverged} {
 		ch <- d
 	}
 }
@@ -75,6 +78,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.streamEvents, float64(s.StreamEvents))
 	g(c.streamBytes, float64(s.StreamBytes))
 	g(c.snapshot, float64(s.SnapshotSeq))
+	g(c.diverged, b(c.n.Diverged()))
 	if c.n.clockMeasured.Load() {
 		g(c.clockOffset, s.ClockOffset.Seconds())
 	}

@@ -93,6 +93,20 @@ type Replica struct {
 // quorum now.
 func (r Replica) Healthy() bool { return r.Leader || (r.Current && !r.Offline) }
 
+// StreamCopies are the stream's copies as the freshest live node among
+// nodes that knows them sees them (nil when none does): the view `fleet
+// status` and the dashboard show.
+func StreamCopies(nodes []Status) []Replica {
+	var reps []Replica
+	var asOf time.Time
+	for _, s := range nodes {
+		if !s.Silent && len(s.Replicas) > 0 && s.Time.After(asOf) {
+			reps, asOf = s.Replicas, s.Time
+		}
+	}
+	return reps
+}
+
 // replicas lists the stream's copies from its cluster information.
 func replicas(ci *jetstream.ClusterInfo) []Replica {
 	if ci == nil || ci.Leader == "" {
@@ -146,13 +160,29 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		s.Lag = s.StreamLast - s.Applied
 	}
 	if withHash {
-		h, err := n.st.StateHash(ctx)
-		if err != nil {
+		if _, err := n.hashState(ctx); err != nil {
 			s.Error = err.Error()
 		}
-		s.StateHash, s.StateHashSeq = h, s.Applied
 	}
+	n.mu.Lock()
+	s.StateHash, s.StateHashSeq = n.hash, n.hashSeq
+	n.mu.Unlock()
 	return s
+}
+
+// hashState takes the node's state hash and keeps it unless it was taken
+// in the middle of an event (a report event applied in several
+// transactions): a hash is compared with others' after the same whole
+// event. It returns whether the hash was kept.
+func (n *Node) hashState(ctx context.Context) (bool, error) {
+	h, p, err := n.st.StateHashAt(ctx)
+	if err != nil || p.Partial {
+		return false, err
+	}
+	n.mu.Lock()
+	n.hash, n.hashSeq = h, p.Seq
+	n.mu.Unlock()
+	return true, nil
 }
 
 // WaitApplied waits until the node applied stream sequence seq, or ctx
@@ -174,11 +204,12 @@ func (n *Node) WaitApplied(ctx context.Context, seq uint64) error {
 }
 
 // Fleet returns the status of every node that published one (this node's
-// fresh, with its state hash), sorted by node name.
+// fresh, with a fresh state hash), sorted by node name.
 func (n *Node) Fleet(ctx context.Context) ([]Status, error) { return n.fleet(ctx, true) }
 
-// Peers is Fleet without this node's state hash, which reads the whole
-// store: cheap enough for a page an administrator keeps open.
+// Peers is Fleet with this node's last state hash instead of a fresh one
+// (which reads the whole store): cheap enough for a page an administrator
+// keeps open.
 func (n *Node) Peers(ctx context.Context) ([]Status, error) { return n.fleet(ctx, false) }
 
 func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
@@ -292,8 +323,7 @@ func kvKey(node string) string {
 // maintLoop publishes the node's status and stores snapshots when due.
 func (n *Node) maintLoop() {
 	defer n.wg.Done()
-	var hashed, prev uint64
-	var hash string
+	var prev uint64
 	var next time.Time // the earliest time of the next hash
 	// The first status goes out as soon as the node is ready (then every
 	// StatusEvery), so that the others see it, and it sees theirs
@@ -310,14 +340,15 @@ func (n *Node) maintLoop() {
 		// most a tenth of the time.
 		idle := s.Applied == prev && s.Lag == 0
 		prev = s.Applied
-		if (s.Applied != hashed || hash == "") && idle && !time.Now().Before(next) {
+		if (s.Applied != s.StateHashSeq || s.StateHash == "") && idle && !time.Now().Before(next) {
 			start := time.Now()
-			if h, err := n.st.StateHash(n.ctx); err == nil {
-				hash, hashed = h, s.Applied
+			if ok, _ := n.hashState(n.ctx); ok {
+				n.mu.Lock()
+				s.StateHash, s.StateHashSeq = n.hash, n.hashSeq
+				n.mu.Unlock()
 			}
 			next = time.Now().Add(10 * time.Since(start))
 		}
-		s.StateHash, s.StateHashSeq = hash, hashed
 		ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
 		if kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket()); err == nil {
 			if b, err := json.Marshal(s); err == nil {
@@ -356,6 +387,7 @@ func (n *Node) updateReportVersion() {
 		return
 	}
 	n.noteSettings(peers)
+	n.noteDivergence(peers)
 	v := eventVersion
 	for _, s := range peers {
 		if s.Silent {

@@ -319,22 +319,47 @@ var replicated = []byte{pfxCampaign, pfxIndex, pfxKeyList, pfxReporter, pfxDay}
 // their chunks: a node migrated from schema 2 and one that was not have
 // the same hash when they hold the same keys.
 func (b *Badger) StateHash(ctx context.Context) (string, error) {
+	h, _, err := b.StateHashAt(ctx)
+	return h, err
+}
+
+// StateHashAt returns StateHash and the fleet progress it is the hash
+// after, read in one transaction: two nodes whose hashes of the same
+// whole event (Progress.Seq equal, neither Partial) differ hold
+// different states from the same events.
+func (b *Badger) StateHashAt(ctx context.Context) (string, Progress, error) {
 	if !b.opts.ReadOnly {
 		if err := b.flushHits(); err != nil {
-			return "", err
+			return "", Progress{}, err
 		}
 	}
 	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
+	var (
+		n [binary.MaxVarintLen64]byte
+		p Progress
+	)
 	err := b.view(func(txn *badger.Txn) error {
-		for _, p := range replicated {
-			if p == pfxKeyList {
+		item, err := txn.Get(appliedKey)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			if err := item.Value(func(v []byte) error {
+				p, err = decodeProgress(v)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		for _, pfx := range replicated {
+			if pfx == pfxKeyList {
 				if err := hashKeyLists(ctx, txn, h); err != nil {
 					return err
 				}
 				continue
 			}
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}, PrefetchValues: false})
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pfx}, PrefetchValues: false})
 			for it.Rewind(); it.Valid(); it.Next() {
 				if err := ctx.Err(); err != nil {
 					it.Close()
@@ -359,9 +384,9 @@ func (b *Badger) StateHash(ctx context.Context) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("state hash: %w", err)
+		return "", Progress{}, fmt.Errorf("state hash: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), p, nil
 }
 
 // hashKeyLists writes into h every campaign's listed keys as the schema 2

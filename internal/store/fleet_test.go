@@ -47,6 +47,10 @@ func TestApplyEventsDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// StateHashAt: the same hash, with the progress it is the hash after.
+		if h2, p, err := s.StateHashAt(ctx); err != nil || h2 != h || p.Seq != 9 || p.Partial {
+			t.Errorf("StateHashAt = %s %+v %v, want %s at 9", h2, p, err, h)
+		}
 		hashes, ids = append(hashes, h), append(ids, got)
 		c, err := s.Get(ctx, got[0])
 		if err != nil || c.Messages != 3 || c.Actions["tag"] != 3 {

@@ -369,10 +369,19 @@ if [ -n "${hash:-}" ]; then
 		fail "(b) settings, name clashes and clocks in fleet status: '$agree'"
 	fi
 	"$NDD" fleet status --api "http://127.0.0.1:${HTTP_PORT[0]}" --token "$TOKEN" >"$T/fleet-status.txt" 2>&1
-	if grep -qE 'settings differ|clocks off|node name .*another process' "$T/fleet-status.txt"; then
+	if grep -qE 'settings differ|clocks off|node name .*another process|DIVERGED' "$T/fleet-status.txt"; then
 		fail "(b) fleet status warns of a healthy fleet: $(cat "$T/fleet-status.txt")"
 	else
-		pass "(b) fleet status warns of nothing on a healthy fleet"
+		pass "(b) fleet status warns of nothing on a healthy fleet (no divergence after the kill -9s)"
+	fi
+	diverged=""
+	for i in 0 1 2; do
+		diverged+="$(curl -s --max-time 5 "http://127.0.0.1:${HTTP_PORT[$i]}/metrics" | grep -E '^nddmilter_fleet_diverged' | awk '{print $2}')"
+	done
+	if [ "$diverged" = "000" ]; then
+		pass "(b) nddmilter_fleet_diverged is 0 on the 3 nodes"
+	else
+		fail "(b) nddmilter_fleet_diverged on the 3 nodes: '$diverged'"
 	fi
 fi
 missing=0

@@ -1,0 +1,202 @@
+package fleet
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Comparing the nodes' states.
+//
+// Every node applies the same events with the same deterministic
+// function, so two nodes whose state hashes were taken after the same
+// whole event hold the same campaign state — or one of them went wrong: a
+// store damaged on disk, a build with a bug, settings that differ (a
+// revocation rule, a store expiry), a store written behind the fleet's
+// back. Nothing else would tell: such a node keeps checking mail from its
+// own state, and its answers differ from the others'. Each node compares
+// its hash with the others' after the same event and names a divergence
+// in its status line (/readyz), the log, `fleet status`, the dashboard
+// and the metrics; with three nodes or more, the majority says which node
+// is the odd one out.
+
+// Comparison is what the state hashes of a fleet's live nodes say.
+type Comparison struct {
+	// Live is the number of nodes not Silent (silent nodes' hashes are
+	// old, and left out).
+	Live int
+	// Hashed is the number of live nodes with a state hash, and Seqs the
+	// distinct stream sequences those hashes were taken after.
+	Hashed int
+	Seqs   int
+	// Converged: at least two live nodes, all hashed after the same
+	// sequence, with one hash.
+	Converged bool
+	// Diverged lists the sequences after which live nodes' hashes
+	// differ, with the nodes grouped by hash.
+	Diverged []Divergence
+}
+
+// Divergence is a stream sequence after which nodes hold different
+// campaign states.
+type Divergence struct {
+	Seq uint64
+	// Groups are the nodes by state hash: the largest group first, ties
+	// by name; each group's names sorted.
+	Groups [][]string
+}
+
+// OddOut is the nodes outside the largest group when it is a strict
+// majority of the nodes compared (with two nodes, or a tie, it cannot be
+// told which side is wrong: nil).
+func (d Divergence) OddOut() []string {
+	if len(d.Groups) < 2 {
+		return nil
+	}
+	total := 0
+	for _, g := range d.Groups {
+		total += len(g)
+	}
+	if 2*len(d.Groups[0]) <= total {
+		return nil
+	}
+	var odd []string
+	for _, g := range d.Groups[1:] {
+		odd = append(odd, g...)
+	}
+	slices.Sort(odd)
+	return odd
+}
+
+// String describes the divergence, e.g. "after event 41: mx3 differs
+// from mx1, mx2".
+func (d Divergence) String() string {
+	if odd := d.OddOut(); odd != nil {
+		return fmt.Sprintf("after event %d: %s differs from %s", d.Seq, strings.Join(odd, ", "), strings.Join(d.Groups[0], ", "))
+	}
+	parts := make([]string, len(d.Groups))
+	for i, g := range d.Groups {
+		parts[i] = strings.Join(g, ", ")
+	}
+	return fmt.Sprintf("after event %d: %s hold different states", d.Seq, strings.Join(parts, " / "))
+}
+
+// Compare compares the state hashes of the live nodes among nodes.
+func Compare(nodes []Status) Comparison {
+	var c Comparison
+	bySeq := map[uint64]map[string][]string{} // seq → hash → nodes
+	for _, s := range nodes {
+		if s.Silent {
+			continue
+		}
+		c.Live++
+		if s.StateHash == "" {
+			continue
+		}
+		c.Hashed++
+		if bySeq[s.StateHashSeq] == nil {
+			bySeq[s.StateHashSeq] = map[string][]string{}
+		}
+		bySeq[s.StateHashSeq][s.StateHash] = append(bySeq[s.StateHashSeq][s.StateHash], s.Node)
+	}
+	c.Seqs = len(bySeq)
+	for _, seq := range slices.Sorted(maps.Keys(bySeq)) {
+		hashes := bySeq[seq]
+		if len(hashes) < 2 {
+			continue
+		}
+		d := Divergence{Seq: seq}
+		for _, g := range hashes {
+			slices.Sort(g)
+			d.Groups = append(d.Groups, g)
+		}
+		slices.SortFunc(d.Groups, func(a, b []string) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			return strings.Compare(a[0], b[0])
+		})
+		c.Diverged = append(c.Diverged, d)
+	}
+	c.Converged = c.Live > 1 && c.Hashed == c.Live && c.Seqs == 1 && len(c.Diverged) == 0
+	return c
+}
+
+// Summary is one line on the comparison for `fleet status`: converged,
+// not comparable yet, or diverged; "" with fewer than two live nodes
+// hashed.
+func (c Comparison) Summary() string {
+	switch {
+	case len(c.Diverged) > 0:
+		ds := make([]string, len(c.Diverged))
+		for i, d := range c.Diverged {
+			ds[i] = d.String()
+		}
+		return fmt.Sprintf("DIVERGED: nodes that applied the same events hold different campaign states, %s. %s",
+			strings.Join(ds, "; "), divergenceRemedy)
+	case c.Converged:
+		return fmt.Sprintf("%d nodes, one state hash: converged", c.Live)
+	case c.Hashed < 2:
+		return ""
+	case c.Seqs > 1:
+		return fmt.Sprintf("%d nodes, state hashes after %d different events: not comparable yet (a node hashes its state when idle)", c.Live, c.Seqs)
+	default:
+		return fmt.Sprintf("%d nodes, %d with a state hash, all equal", c.Live, c.Hashed)
+	}
+}
+
+// divergenceRemedy is what to do about a node that diverged.
+const divergenceRemedy = "Look for differing settings and store errors in its log; then rebuild it from the fleet: stop it, move its store directory away, start it (it fills an empty store from the fleet's snapshot and events)"
+
+// noteDivergence records what the live nodes' hashes say about this
+// node (from a read of their statuses) and logs when that changes.
+func (n *Node) noteDivergence(nodes []Status) {
+	// This node warns when it is the odd one out, or when it cannot be
+	// told which side is (two nodes, a tie); a node of the majority does
+	// not: the fleet-wide views (`fleet status`, the dashboard) name the
+	// divergence anyway.
+	var mine []Divergence
+	for _, d := range Compare(nodes).Diverged {
+		odd := d.OddOut()
+		in := slices.Contains(odd, n.opts.Node)
+		if odd == nil {
+			in = slices.ContainsFunc(d.Groups, func(g []string) bool { return slices.Contains(g, n.opts.Node) })
+		}
+		if in {
+			mine = append(mine, d)
+		}
+	}
+	msg := ""
+	if len(mine) > 0 {
+		ds := make([]string, len(mine))
+		for i, d := range mine {
+			ds[i] = d.String()
+		}
+		msg = strings.Join(ds, "; ")
+	}
+	if old, _ := n.divergence.Swap(msg).(string); old == msg {
+		return
+	}
+	if msg == "" {
+		n.log.Info("fleet: this node's state hash agrees with the others' again")
+		return
+	}
+	n.log.Error("fleet: nodes that applied the same events hold different campaign states", slog.String("diverged", msg),
+		slog.String("remedy", divergenceRemedy))
+}
+
+// DivergenceWarning names the events after which this node's state hash
+// differs from the other live nodes' (this node the odd one out, or no
+// majority to tell), as last read; "" when none.
+func (n *Node) DivergenceWarning() string {
+	msg, _ := n.divergence.Load().(string)
+	if msg == "" {
+		return ""
+	}
+	return "campaign states differ between nodes " + msg + ": " + divergenceRemedy
+}
+
+// Diverged reports whether DivergenceWarning has something to say.
+func (n *Node) Diverged() bool { return n.DivergenceWarning() != "" }
