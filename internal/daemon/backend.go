@@ -166,6 +166,11 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 	if err == nil {
 		if cfg.Fleet.Enabled {
 			rt.Engine.SetReplicator(offlineFleet{})
+		} else if seq, err := rt.Store.Applied(ctx); err == nil && seq > 0 {
+			// A fleet node's store opened with a standalone configuration
+			// (the daemon stopped, --config forgotten): a write would make
+			// it differ from the fleet's state.
+			rt.Engine.SetReplicator(offlineFleet{err: fmt.Errorf("%w (it applied the fleet's events up to %d)", ErrFleetStore, seq)})
 		}
 		return NewLocal(rt), nil
 	}

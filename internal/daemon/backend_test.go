@@ -8,8 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // TestOpenBackend checks the choice between the store and a running
@@ -68,5 +72,125 @@ func TestOpenBackend(t *testing.T) {
 	}
 	if err := local.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenBackendFleetStore: the command-line tools never write into a
+// fleet node's store alone — with the node's fleet configuration and its
+// daemon stopped (ErrFleetOffline), or with a standalone configuration
+// on a store that applied a fleet's events (ErrFleetStore) — while a
+// store that never was a fleet node's takes reports.
+func TestOpenBackendFleetStore(t *testing.T) {
+	ctx := context.Background()
+	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
+		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a lower monthly payment. ", 6), false)
+	fleetCfg := func(t *testing.T, dir string) string {
+		p := filepath.Join(t.TempDir(), "nddmilter.yaml")
+		cfg := "store:\n  dir: " + dir + "\nfleet:\n  enabled: true\n  node: mx1\n  nats:\n    urls: [nats://127.0.0.1:1]\n"
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		applied uint64 // the fleet event the store applied (0: none)
+		fleet   bool   // the configuration has fleet.enabled
+		want    error  // nil: the report is taken
+	}{
+		{"standalone store, standalone configuration", 0, false, nil},
+		{"fleet store, its fleet configuration, no daemon", 5, true, ErrFleetOffline},
+		{"fleet store, standalone configuration", 5, false, ErrFleetStore},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A campaign, reported while the store was standalone.
+			dir := filepath.Join(t.TempDir(), "store")
+			be0, err := OpenBackend(ctx, BackendOptions{StoreDir: dir, Create: true, LogOutput: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := be0.Report(ctx, raw, campaign.KindSpam, "bob")
+			if err != nil || first.Campaign == 0 {
+				t.Fatalf("first report: %+v %v", first, err)
+			}
+			if err := be0.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := store.Open(dir, store.Options{Expiry: -1, NoSyncWrites: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.applied > 0 {
+				if err := st.MarkApplied(ctx, tt.applied); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o := BackendOptions{StoreDir: dir, LogOutput: io.Discard}
+			if tt.fleet {
+				o = BackendOptions{ConfigPath: fleetCfg(t, dir), LogOutput: io.Discard}
+			}
+			be, err := OpenBackend(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			_, err = be.Report(ctx, raw, campaign.KindSpam, "alice")
+			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("report: %v, want %v", err, tt.want)
+			}
+			if tt.want != nil {
+				if err := be.Delete(ctx, first.Campaign); !errors.Is(err, tt.want) {
+					t.Errorf("delete: %v, want %v", err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestServeStandaloneOnFleetStore: a standalone daemon started on a store
+// that applied a fleet's events serves, and says in its log that the
+// store now leaves the fleet's state.
+func TestServeStandaloneOnFleetStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Open(dir, store.Options{Expiry: -1, NoSyncWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkApplied(context.Background(), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := freeAddr(t)
+	cfgPath := filepath.Join(t.TempDir(), "nddmilter.yaml")
+	cfg := "milter:\n  listen: inet:" + freeAddr(t) + "\nhttp:\n  listen: " + httpAddr + "\nstore:\n  dir: " + dir + "\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &testutil.LockedBuffer{}
+	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: logs}) }()
+	for i := 0; ; i++ {
+		if code, _ := httpGet(t, "http://"+httpAddr+"/readyz"); code == 200 {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the daemon did not get ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(logs.String(), "the store holds a fleet node's campaign state but fleet.enabled is false") ||
+		!strings.Contains(logs.String(), "applied_event=7") {
+		t.Errorf("log without the warning:\n%s", logs.String())
 	}
 }

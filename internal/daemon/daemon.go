@@ -305,6 +305,10 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	if fm != nil {
 		defer fm.close() // before the store closes
+	} else if seq, err := rt.Store.Applied(ctx); err == nil && seq > 0 {
+		log.Warn("the store holds a fleet node's campaign state but fleet.enabled is false: it takes standalone changes from now on, "+
+			"and would differ from the fleet's state if it rejoined; a host that rejoins starts from an empty store",
+			"store", cfg.Store.Dir, "applied_event", seq)
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
 	d.met.SetBuildInfo(rt.Versions.Metrics())

@@ -348,17 +348,31 @@ func FleetAPI(o BackendOptions) (*api.Client, error) {
 var ErrFleetOffline = errors.New("this store belongs to a fleet node (fleet.enabled) and its daemon is not running: " +
 	"reports, allow and delete go through the running daemon's API (start `nddmilter serve`, or use --api), never into the store alone")
 
-// offlineFleet is the replicator of an engine over a fleet node's store
-// opened without its daemon: it refuses writes and drops hits, so that
-// the store never diverges from the fleet's.
-type offlineFleet struct{}
+// ErrFleetStore is returned by writes of a command-line tool that opened a
+// fleet node's store with a standalone configuration (fleet.enabled
+// false): a change made there alone would make the node's state differ
+// from the fleet's.
+var ErrFleetStore = errors.New("this store holds a fleet node's campaign state but the configuration is standalone (fleet.enabled false): " +
+	"pass the node's configuration (--config) and go through its running daemon, or --api; a change made in the store alone would make it differ from the fleet's")
 
-func (offlineFleet) Report(context.Context, []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
-	return nil, &campaign.BatchError{Index: 0, Err: ErrFleetOffline}
-}
-func (offlineFleet) SetState(context.Context, store.CampaignID, store.State) error {
+// offlineFleet is the replicator of an engine over a fleet node's store
+// opened without its daemon: it refuses writes (with ErrFleetOffline, or
+// err) and drops hits, so that the store never diverges from the fleet's.
+type offlineFleet struct{ err error }
+
+func (f offlineFleet) refuse() error {
+	if f.err != nil {
+		return f.err
+	}
 	return ErrFleetOffline
 }
-func (offlineFleet) Delete(context.Context, store.CampaignID) error { return ErrFleetOffline }
-func (offlineFleet) Expire(context.Context, time.Time) error        { return ErrFleetOffline }
-func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)  {}
+
+func (f offlineFleet) Report(context.Context, []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
+	return nil, &campaign.BatchError{Index: 0, Err: f.refuse()}
+}
+func (f offlineFleet) SetState(context.Context, store.CampaignID, store.State) error {
+	return f.refuse()
+}
+func (f offlineFleet) Delete(context.Context, store.CampaignID) error { return f.refuse() }
+func (f offlineFleet) Expire(context.Context, time.Time) error        { return f.refuse() }
+func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)    {}
