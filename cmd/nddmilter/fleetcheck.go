@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/daemon"
+	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
@@ -25,7 +27,16 @@ type fleetCheck struct {
 	Stream   string
 	Connect  bool
 	Timeout  time.Duration // of the connection probe; default 5s
+	// Node and Settings are the node's name and what it would sign and
+	// apply with (daemon.FleetSettings): with Connect, compared with the
+	// statuses of the fleet's live nodes (nil Settings: not compared).
+	Node     string
+	Settings map[string]string
 }
+
+// thisConfig names the configuration checked among the nodes in the
+// settings it is compared on.
+const thisConfig = "this configuration"
 
 // hints say what to do about a probe's failure.
 var fleetHints = []struct {
@@ -89,6 +100,57 @@ func (c fleetCheck) run(ctx context.Context, w io.Writer) error {
 	case res.StreamErr != nil:
 		return fmt.Errorf("stream %s: %w", c.Stream, res.StreamErr)
 	}
+	if c.Settings == nil {
+		return nil
+	}
+	return c.compareNodes(ctx, w)
+}
+
+// compareNodes reads the statuses of the fleet's nodes and compares the
+// configuration's settings with the live nodes': a host that would sign
+// or apply differently is refused before it starts. A live node already
+// named Node is pointed out (it may be this host's own running daemon).
+func (c fleetCheck) compareNodes(ctx context.Context, w io.Writer) error {
+	nc, err := c.Client.Connect()
+	if err != nil {
+		return fmt.Errorf("read the nodes' statuses: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("read the nodes' statuses: %w", err)
+	}
+	nodes, err := fleet.ReadStatuses(ctx, js, c.Stream)
+	if err != nil {
+		return fmt.Errorf("read the nodes' statuses: %w", err)
+	}
+	node := c.Node
+	if node == "" { // fleet.node's default, as the node takes it
+		node, _ = os.Hostname()
+	}
+	var live []fleet.Status
+	var names []string
+	for _, s := range nodes {
+		if s.Silent || len(s.Settings) == 0 {
+			continue
+		}
+		live = append(live, s)
+		names = append(names, s.Node)
+		if s.Node == node {
+			fmt.Fprintf(w, "node name %s: a live node publishes its status under it (as of %s): unless that is this host's running daemon, give this host its own fleet.node\n",
+				node, s.Time.Local().Format("15:04:05"))
+		}
+	}
+	if len(live) == 0 {
+		fmt.Fprintf(w, "nodes: none live with settings to compare (%d known): this node's settings are the first\n", len(nodes))
+		return nil
+	}
+	diff := fleet.SettingsDiffer(append(live, fleet.Status{Node: thisConfig, Settings: c.Settings}))
+	if len(diff) > 0 {
+		return fmt.Errorf("settings differ from the live nodes' (%s): a node that signs or applies reports differently does not share the fleet's campaign view (docs/FLEET.md, failure modes):\n  %s",
+			strings.Join(names, ", "), strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(w, "settings: the same as the %d live nodes' (%s)\n", len(live), strings.Join(names, ", "))
 	return nil
 }
 
@@ -127,8 +189,10 @@ beyond loopback is refused) and the node's connection options (URLs, the
 credentials, nkey seed or password file, TLS files). With --connect it also
 connects once to the NATS servers and says whether they are reachable,
 accept this node's credentials and run JetStream, and what the fleet's
-stream holds; each failure comes with a hint. The exit status is 1 on any
-problem.`,
+stream holds, and compares the settings this node would sign and apply
+reports with (lexicon, model, signature, revocation and expiry settings)
+with those of the fleet's live nodes; each failure comes with a hint.
+The exit status is 1 on any problem.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := gf.config
@@ -146,7 +210,14 @@ problem.`,
 			if !fc.Enabled {
 				return fmt.Errorf("fleet check: %s: fleet.enabled is false (a standalone daemon)", path)
 			}
-			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout}
+			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout, Node: fc.Node}
+			if connect {
+				vers, err := daemon.CheckConfig(cfg)
+				if err != nil {
+					return fmt.Errorf("fleet check: %s: %w", path, err)
+				}
+				c.Settings = daemon.FleetSettings(cfg, vers)
+			}
 			embedded := ""
 			if fc.Embedded.Enabled {
 				o := fc.Server(cfg.Store.Dir)
@@ -164,7 +235,7 @@ problem.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&connect, "connect", false, "connect to the NATS servers (reachable, credentials accepted, JetStream, the stream)")
+	cmd.Flags().BoolVar(&connect, "connect", false, "connect to the NATS servers (reachable, credentials accepted, JetStream, the stream) and compare this node's settings with the live nodes'")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "bound on the --connect probe")
 	return cmd
 }

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/fleet"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
@@ -63,6 +68,78 @@ func TestFleetCheck(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tc.out) {
 				t.Errorf("output %q lacks %q", out.String(), tc.out)
+			}
+		})
+	}
+}
+
+// TestFleetCheckSettings: with --connect, the settings a node would sign
+// and apply with are compared with the statuses the fleet's live nodes
+// published (here put in the status bucket as nodes put them).
+func TestFleetCheckSettings(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	if err := srv.WaitJetStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	client := natsd.ClientOptions{URLs: []string{srv.ClientURL()}}
+	check := func(node string, settings map[string]string) (string, error) {
+		var out bytes.Buffer
+		err := fleetCheck{Client: client, Stream: "NDDMILTER", Connect: true, Node: node, Settings: settings}.run(ctx, &out)
+		return out.String(), err
+	}
+	mine := map[string]string{"signatures.lexicon": "aa", "store.expiry": "720h0m0s"}
+	if out, err := check("mx3", mine); err != nil || !strings.Contains(out, "nodes: none live with settings to compare (0 known)") {
+		t.Errorf("no fleet yet: %v\n%s", err, out)
+	}
+
+	nc, err := client.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "NDDMILTER_nodes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []fleet.Status{{Node: "mx1", Time: time.Now(), Settings: mine}, {Node: "mx2", Time: time.Now(), Settings: mine}} {
+		b, _ := json.Marshal(s)
+		if _, err := kv.Put(ctx, s.Node, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		node     string
+		settings map[string]string
+		out      string
+		wantErr  string
+	}{
+		{"the same", "mx3", mine, "settings: the same as the 2 live nodes' (mx1, mx2)", ""},
+		{"another lexicon", "mx3", map[string]string{"signatures.lexicon": "bb", "store.expiry": "720h0m0s"}, "",
+			"settings differ from the live nodes' (mx1, mx2): a node that signs or applies reports differently does not share the fleet's campaign view (docs/FLEET.md, failure modes):\n  signatures.lexicon: aa (mx1, mx2), bb (this configuration)"},
+		{"a name in use", "mx1", mine, "node name mx1: a live node publishes its status under it", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := check(tt.node, tt.settings)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("run: %v, want %q", err, tt.wantErr)
+			}
+			if !strings.Contains(out, tt.out) {
+				t.Errorf("output %q lacks %q", out, tt.out)
+			}
+			if tt.wantErr != "" && strings.Contains(err.Error(), "store.expiry") {
+				t.Errorf("a setting that agrees is named: %v", err)
 			}
 		})
 	}

@@ -559,7 +559,7 @@ func (d *daemon) reload() {
 	}
 	if d.fleet != nil {
 		d.fleet.node.SetEngine(eng)
-		d.fleet.node.SetSettings(fleetSettings(cfg, vers))
+		d.fleet.node.SetSettings(FleetSettings(cfg, vers))
 	}
 	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
 		fail(err)

@@ -142,13 +142,13 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	}, nil
 }
 
-// fleetSettings are what every node of a fleet must share to sign and
+// FleetSettings are what every node of a fleet must share to sign and
 // apply reports alike (fleet.Options.Settings): the signature formats,
 // the lexicon and model, the signing settings, and the settings applying
 // an event depends on (revocation; the expiry that a node's expiry
 // decisions delete by), and the stream's settings each node sets when it
 // starts (its name, replicas; its age limit follows store.expiry).
-func fleetSettings(cfg *config.Config, v Versions) map[string]string {
+func FleetSettings(cfg *config.Config, v Versions) map[string]string {
 	sg, tk := cfg.Signatures, cfg.Signatures.Tokens
 	pol := cfg.Policy.WithDefaults()
 	return map[string]string{
@@ -174,7 +174,7 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 	if err != nil {
 		return rt, err
 	}
-	opts.Settings = fleetSettings(cfg, rt.Versions)
+	opts.Settings = FleetSettings(cfg, rt.Versions)
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
 	if !errors.Is(err, fleet.ErrBehind) {
 		return rt, err

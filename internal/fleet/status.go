@@ -291,8 +291,11 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 // as KeyValue.ListKeys, was seen to end early while statuses were being
 // published). Forgotten keys are listed too (their purge marker).
 func (n *Node) statusKeys(ctx context.Context) ([]string, error) {
-	bucket := n.opts.nodesBucket()
-	st, err := n.js.Stream(ctx, "KV_"+bucket)
+	return statusKeys(ctx, n.js, n.opts.nodesBucket())
+}
+
+func statusKeys(ctx context.Context, js jetstream.JetStream, bucket string) ([]string, error) {
+	st, err := js.Stream(ctx, "KV_"+bucket)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: status bucket: %w", err)
 	}
@@ -307,6 +310,44 @@ func (n *Node) statusKeys(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// ReadStatuses reads the statuses the nodes of the fleet of stream (""
+// for the default) published, without being a node: what `fleet check
+// --connect` compares a configuration with before its node starts. A
+// status NATS stored more than Options.SilentAfter ago, by this host's
+// clock, is Silent. A fleet whose bucket does not exist yet has none.
+func ReadStatuses(ctx context.Context, js jetstream.JetStream, stream string) ([]Status, error) {
+	o := Options{Stream: stream}.withDefaults()
+	keys, err := statusKeys(ctx, js, o.nodesBucket())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, o.nodesBucket())
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status bucket: %w", err)
+	}
+	var out []Status
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("fleet: status of %s: %w", k, err)
+		}
+		var s Status
+		if json.Unmarshal(e.Value(), &s) != nil {
+			continue
+		}
+		s.Silent = time.Since(e.Created()) > o.SilentAfter()
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
 }
 
 // kvKey makes a node name a valid key of the status bucket.

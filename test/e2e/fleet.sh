@@ -531,6 +531,22 @@ if [ -n "$admitted" ]; then
 else
 	fail "(f) node3 not admitted after the reload: $(tail -3 "$T/check3.log")"
 fi
+# Before it starts, its settings are compared with the live nodes': the
+# same pass, another revocation rule is refused, naming it.
+if grep -q "^settings: the same as the [0-9]* live nodes'" "$T/check3.log"; then
+	pass "(f) fleet check --connect: $(grep -m1 '^settings:' "$T/check3.log")"
+else
+	fail "(f) fleet check --connect did not compare node3's settings: $(tail -3 "$T/check3.log")"
+fi
+cp "$T/ndd3.yaml" "$T/ndd3-odd.yaml"
+printf 'policy:\n  revoke_ham_reporters: 3\n' >>"$T/ndd3-odd.yaml"
+if "$NDD" fleet check --connect "$T/ndd3-odd.yaml" >"$T/check3-odd.log" 2>&1; then
+	fail "(f) a configuration with another revocation rule passes fleet check --connect"
+elif grep -q "policy.revoke: .*ham_reporters=3 ratio=0.5 (this configuration)" "$T/check3-odd.log"; then
+	pass "(f) fleet check --connect refuses another revocation rule: $(grep -m1 'policy.revoke' "$T/check3-odd.log" | sed 's/^ *//')"
+else
+	fail "(f) fleet check --connect on another revocation rule: $(tail -3 "$T/check3-odd.log")"
+fi
 start_node 3
 wait_ready 3 60 || fail "(f) node3 did not become ready"
 joined=
