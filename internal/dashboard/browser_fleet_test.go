@@ -28,13 +28,7 @@ func TestBrowserFleet(t *testing.T) {
 		t.Skip("the browser test starts three daemons and Chromium")
 	}
 	exe := findChromium(t)
-	shots := os.Getenv(envScreenshot)
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t)
 
 	dir := t.TempDir()
 	type host struct{ name, http, nats, route string }
@@ -146,21 +140,10 @@ fleet:
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium %s: %v", exe, err)
-	}
+	bctx := newBrowser(t, exe)
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		runSteps(t, bctx, what, steps...)
 	}
 	evalString := func(js string) string {
 		t.Helper()

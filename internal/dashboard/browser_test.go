@@ -54,6 +54,44 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
+// screenshotDir is where a browser test saves its screenshots: the
+// directory of envScreenshot, or a temporary one.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	shots := os.Getenv(envScreenshot)
+	if shots == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return shots
+}
+
+// newBrowser starts headless Chromium (exe) in a 1280×900 window, closed
+// when t ends, and returns its context.
+func newBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	if err := chromedp.Do(bctx); err != nil { // start it without a deadline
+		t.Fatalf("start chromium %s: %v", exe, err)
+	}
+	return bctx
+}
+
+// runSteps runs steps in the browser within 30 s, failing t with what.
+func runSteps(t *testing.T, bctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,13 +141,7 @@ func TestBrowser(t *testing.T) {
 		t.Skip("the browser test starts a daemon and Chromium")
 	}
 	exe := findChromium(t)
-	shots := os.Getenv(envScreenshot)
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t)
 
 	// The daemon, as an administrator runs it.
 	dir := t.TempDir()
@@ -217,21 +249,10 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// The browser.
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	if err := chromedp.Do(bctx); err != nil { // start it without a deadline
-		t.Fatalf("start chromium %s: %v", exe, err)
-	}
+	bctx := newBrowser(t, exe)
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		runSteps(t, bctx, what, steps...)
 	}
 	text := func(sel string) string {
 		t.Helper()

@@ -242,6 +242,18 @@ func (f *testFleet) requireEqualHashes(what string) {
 	f.t.Logf("%s: state hash %s on %d nodes", what, h[0][:12], len(h))
 }
 
+// waitFor waits up to 20 s for ok, polling.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestFleet runs the scenario on three embedded JetStream servers
 // and three engines: reports on different nodes, not-spam revocation,
 // allow and delete, hits and expiry converge to one state hash; a node
@@ -969,17 +981,7 @@ func TestDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.report(1, copyOf(t, 1, 2), store.KindSpam, "bob")
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	waitFor("mx2 names itself the odd one out", func() bool {
+	waitFor(t, "mx2 names itself the odd one out", func() bool {
 		return strings.Contains(f.members[2].node.DivergenceWarning(), ": mx2 differs from mx0, mx1: ")
 	})
 	if !f.members[2].node.Diverged() {
@@ -1003,7 +1005,7 @@ func TestDivergence(t *testing.T) {
 	f.members[2] = f.startMember(2, t.TempDir())
 	f.report(0, copyOf(t, 2, 3), store.KindSpam, "carol")
 	f.requireEqualHashes("after the rebuild")
-	waitFor("no node warns", func() bool {
+	waitFor(t, "no node warns", func() bool {
 		for _, m := range f.members {
 			if m.node.Diverged() {
 				return false
@@ -1044,18 +1046,8 @@ func TestNameClash(t *testing.T) {
 		}
 	}
 	defer stop()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	orig := f.members[0].node
-	waitFor("both processes named mx0 see the clash", func() bool {
+	waitFor(t, "both processes named mx0 see the clash", func() bool {
 		_, _ = orig.Peers(ctx)
 		_, _ = twin.Peers(ctx)
 		return strings.Contains(orig.NameWarning(), "another process publishes its status as node mx0") && twin.NameWarning() != ""
@@ -1073,7 +1065,7 @@ func TestNameClash(t *testing.T) {
 	}
 	f.requireEqualHashes("a report from the twin")
 	stop()
-	waitFor("the clash forgotten once the twin stopped", func() bool { _, _ = orig.Peers(ctx); return orig.NameWarning() == "" })
+	waitFor(t, "the clash forgotten once the twin stopped", func() bool { _, _ = orig.Peers(ctx); return orig.NameWarning() == "" })
 }
 
 // TestStreamSettingsChanged: a node configured with other replicas sets
