@@ -134,6 +134,8 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 			nats = "unreachable"
 		case !s.Ready:
 			nats = "not ready"
+		case s.StreamUnreachable:
+			nats = "no stream"
 		}
 		asOf := s.Time.Local().Format("15:04:05")
 		if now.Sub(s.Time) > 20*time.Hour {

@@ -38,7 +38,7 @@ func (d dashboardFleet) Fleet(ctx context.Context) (dashboard.Fleet, error) {
 	st, err := d.f.node.Peers(ctx)
 	var out dashboard.Fleet
 	for _, s := range st {
-		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
 			Applied: s.Applied, Lag: s.Lag, Outbox: s.Outbox, StateHash: s.StateHash, StateSeq: s.StateHashSeq,
 			Error: s.Error, Version: s.Version, ClockOffset: s.ClockOffset}
 		if s.Node == d.f.node.Name() {
@@ -286,10 +286,13 @@ func (e apiError) Unwrap() []error { return []error{e.err, e.kind} }
 func (f *fleetMember) readiness(ctx context.Context) string {
 	s := f.node.Status(ctx, false)
 	state := "connected"
-	if !s.Connected {
+	switch {
+	case !s.Connected:
 		state = "NATS unreachable"
-	} else if !s.Ready {
+	case !s.Ready:
 		state = "stream not ready"
+	case s.StreamUnreachable:
+		state = "stream unreachable (its server is cut off from the stream's quorum: reports queue, checks go on)"
 	}
 	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
 	if s.Error != "" {

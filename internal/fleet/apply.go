@@ -107,24 +107,46 @@ func (n *Node) watchLoop() {
 }
 
 // streamState returns the stream's information (its last sequence and
-// size, its replicas);
-// false when the node is not set up or connected, or the stream does not
-// answer within PublishTimeout.
+// size, its replicas); false when the node is not set up or connected,
+// or the stream does not answer within PublishTimeout (or before ctx
+// ends). The query runs to its own timeout even when ctx ends first (a
+// /readyz with a shorter budget), and concurrent callers share it, so
+// that its verdict (streamUnreachable) is recorded either way.
 func (n *Node) streamState(ctx context.Context) (*jetstream.StreamInfo, bool) {
 	if !n.isReady() || !n.nc.IsConnected() {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
-	defer cancel()
-	st, err := n.js.Stream(ctx, n.opts.Stream)
-	if err != nil {
+	ch := n.streamQuery.DoChan("info", func() (any, error) {
+		qctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
+		defer cancel()
+		st, err := n.js.Stream(qctx, n.opts.Stream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = st.Info(qctx)
+		}
+		if n.ctx.Err() == nil {
+			// A server cut off from the others answers with the stream as
+			// its own copy has it, and no leader: the stream takes no events.
+			n.streamOK.Store(err == nil && (info.Cluster == nil || info.Cluster.Leader != ""))
+			n.streamAt.Store(time.Now().UnixNano())
+		}
+		return info, err
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, false
+		}
+		return r.Val.(*jetstream.StreamInfo), true
+	case <-ctx.Done():
 		return nil, false
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, false
-	}
-	return info, true
+}
+
+// streamUnreachable reports whether the node's last query of the stream
+// got no answer within its timeout, or an answer without a stream leader.
+func (n *Node) streamUnreachable() bool {
+	return n.streamAt.Load() != 0 && !n.streamOK.Load()
 }
 
 // localError tells errors of this node's store (the event is not

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/store"
@@ -210,6 +211,12 @@ type Node struct {
 	settings     atomic.Pointer[map[string]string]
 	settingsDiff atomic.Value
 	testSkew     atomic.Int64
+	// streamOK is whether the last query of the stream (streamState)
+	// answered with a leader, streamAt when it ended (UnixNano; 0: none
+	// yet); streamQuery shares a query among concurrent callers.
+	streamOK    atomic.Bool
+	streamAt    atomic.Int64
+	streamQuery singleflight.Group
 	// divergence names the events after which this node's state hash
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value

@@ -820,7 +820,35 @@ func TestStreamReplicas(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if s := f.members[asker].node.Status(ctx, false); s.StreamUnreachable {
+		t.Errorf("mx%d: stream unreachable with 2 servers of 3 up", asker)
+	}
+
+	// A second server down: the asker's server alone has no quorum. The
+	// asker stays connected, and says the stream does not answer; once
+	// the servers are back, it answers again.
+	other := (stopped + 2) % 3
+	f.cluster.srvs[other].Shutdown()
+	f.cluster.srvs[other].WaitForShutdown()
+	f.cluster.srvs[other] = nil
+	waitStatus := func(what string, ok func(Status) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := f.members[asker].node.Status(ctx, false)
+			if ok(s) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mx%d: %s: not within 30 s: %+v", asker, what, s)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitStatus("connected, stream unreachable", func(s Status) bool { return s.Connected && s.Ready && s.StreamUnreachable })
 	f.cluster.start(stopped)
+	f.cluster.start(other)
+	waitStatus("the stream answers again", func(s Status) bool { return !s.StreamUnreachable && len(s.Replicas) == 3 })
 }
 
 // TestClockOffset: a node whose clock runs ahead of the others' is named

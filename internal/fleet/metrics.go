@@ -11,13 +11,13 @@ import (
 // (without the state hash, which reads the whole store).
 type collector struct {
 	n *Node
-	connected, ready, applied, lag, outbox, streamEvents, streamBytes,
+	connected, ready, reachable, applied, lag, outbox, streamEvents, streamBytes,
 	snapshot, published, queued, restarts *prometheus.Desc
 	replicas, clockOffset, diverged *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
-// is connected and applying the stream, its applied sequence and lag, its
+// is connected, reaches the stream and applies it, its applied sequence and lag, its
 // outbox, the stream's size, the snapshot's sequence, the reports it
 // published and queued, the stalled consumers it recreated since it
 // started, its clock's offset from the other nodes' (once measured), and
@@ -30,6 +30,7 @@ func (n *Node) Collector() prometheus.Collector {
 	return &collector{n: n,
 		connected:    d("connected", "1 when the node is connected to NATS"),
 		ready:        d("ready", "1 when the node's stream is set up and it applies it"),
+		reachable:    d("stream_reachable", "1 when the node's server answered its last query of the stream; 0 while connected but cut off from the stream's quorum (reports queue in the outbox)"),
 		applied:      d("applied_sequence", "last stream sequence applied to the local store"),
 		lag:          d("lag_events", "events of the stream the node has not applied yet"),
 		outbox:       d("outbox_events", "events queued on this node, waiting to be published"),
@@ -48,7 +49,7 @@ func (n *Node) Collector() prometheus.Collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.applied, c.lag, c.outbox,
+	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.reachable, c.applied, c.lag, c.outbox,
 		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset, c.diverged} {
 		ch <- d
 	}
@@ -72,6 +73,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.connected, b(s.Connected))
 	g(c.ready, b(s.Ready))
+	g(c.reachable, b(s.Connected && s.Ready && !s.StreamUnreachable))
 	g(c.applied, float64(s.Applied))
 	g(c.lag, float64(s.Lag))
 	g(c.outbox, float64(s.Outbox))

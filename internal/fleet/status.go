@@ -25,6 +25,12 @@ type Status struct {
 	Events  int    `json:"events,omitempty"`
 	// Ready is true once the stream is set up and the node applies it.
 	Ready bool `json:"ready"`
+	// StreamUnreachable is set when the node is connected and ready but
+	// its last query of the stream got no answer within PublishTimeout,
+	// or one without a stream leader: its server is cut off from the
+	// stream's quorum (a partition, its server alone), and the reports it
+	// takes queue (Outbox) until the stream has a leader again.
+	StreamUnreachable bool `json:"stream_unreachable,omitempty"`
 	// Applied is the last stream sequence applied to the local store;
 	// StreamLast the stream's last sequence (0 when unknown) and Lag the
 	// difference.
@@ -156,6 +162,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		s.StreamLast, s.StreamEvents, s.StreamBytes = st.LastSeq, st.Msgs, st.Bytes
 		s.Replicas = replicas(info.Cluster)
 	}
+	s.StreamUnreachable = s.Connected && s.Ready && n.streamUnreachable()
 	if s.StreamLast > s.Applied {
 		s.Lag = s.StreamLast - s.Applied
 	}

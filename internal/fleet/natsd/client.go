@@ -147,7 +147,9 @@ func (c ClientOptions) NatsOptions() ([]nats.Option, error) {
 	if l := c.Logger; l != nil {
 		opts = append(opts,
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				l.Warn("fleet: disconnected from NATS", "err", err)
+				if err != nil { // nil: closed by this process
+					l.Warn("fleet: disconnected from NATS", "err", err)
+				}
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
 				l.Info("fleet: reconnected to NATS", "server", nc.ConnectedUrlRedacted())
