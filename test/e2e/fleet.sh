@@ -84,14 +84,7 @@ trap cleanup EXIT
 start_watchdog
 
 # --- build nddmilter (or take NDD_BIN) ---------------------------------------
-if [ -n "${NDD_BIN:-}" ]; then
-	echo "== testing $NDD_BIN"
-	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
-else
-	echo "== building nddmilter"
-	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
-fi
-NDD=$T/nddmilter
+build_nddmilter
 
 # --- ports and identities ----------------------------------------------------
 for i in 0 1 2; do
@@ -240,14 +233,7 @@ api() { # i method path [curl args...]: the body on stdout, the HTTP code in $T/
 
 # Campaign texts: each report k is its own campaign, words drawn from the
 # embedded lexicon with seed k (so that copies differ from other campaigns).
-"$NDD" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
-[ "$(wc -l <"$T/words")" -gt 100 ] || die "cannot list the lexicon's words"
-campaign_text() { # k
-	awk -v seed="$1" 'NR == FNR { w[n++] = $1; next } END {
-		srand(seed * 7919 + 17)
-		for (l = 0; l < 8; l++) { line = ""; for (j = 0; j < 12; j++) line = line w[int(rand() * n)] " "; print line }
-	}' "$T/words" /dev/null
-}
+lexicon_words
 report_msg() { # k reporter -> a report file
 	printf 'From: Offers %s <offers%s@campaign.example>\nTo: %s@example.org\nSubject: Campaign %s %s\n\n%s\n' \
 		"$1" "$1" "$2" "$1" "$(campaign_text "$1" | head -1 | cut -d' ' -f1-3)" "$(campaign_text "$1")" >"$T/report-$1.eml"

@@ -99,6 +99,35 @@ summary_exit() {
 	exit 0
 }
 
+# build_nddmilter: $T/nddmilter, copied from NDD_BIN when set (a built or
+# installed binary to test), else built from $ROOT; sets NDD to it.
+build_nddmilter() {
+	if [ -n "${NDD_BIN:-}" ]; then
+		echo "== testing $NDD_BIN"
+		cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
+	else
+		echo "== building nddmilter"
+		(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
+	fi
+	NDD=$T/nddmilter
+}
+
+# lexicon_words: the embedded lexicon's words (4 letters or more) into
+# $T/words, for campaign_text.
+lexicon_words() {
+	"$NDD" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
+	[ "$(wc -l <"$T/words")" -gt 100 ] || die "cannot list the lexicon's words"
+}
+
+# campaign_text K: eight lines of twelve words drawn from $T/words with
+# seed K, so that each K is a campaign of its own.
+campaign_text() {
+	awk -v seed="$1" 'NR == FNR { w[n++] = $1; next } END {
+		srand(seed * 7919 + 17)
+		for (l = 0; l < 8; l++) { line = ""; for (j = 0; j < 12; j++) line = line w[int(rand() * n)] " "; print line }
+	}' "$T/words" /dev/null
+}
+
 # install_commands CMD[=PACKAGE]...: installs from Debian's packages those
 # of the commands that are missing (PACKAGE defaults to CMD), retrying once
 # after apt-get update; dies naming them when it cannot (not root, no

@@ -62,14 +62,7 @@ cleanup() {
 trap cleanup EXIT
 start_watchdog
 
-if [ -n "${NDD_BIN:-}" ]; then
-	echo "== testing $NDD_BIN"
-	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
-else
-	echo "== building nddmilter"
-	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
-fi
-NDD=$T/nddmilter
+build_nddmilter
 
 # --- the network: a bridge namespace and three hosts linked to it -------------
 ip netns add "${NS}br" || die "ip netns add failed (no network namespaces here?)"
@@ -135,14 +128,10 @@ ready() { # i seconds: /readyz answers 200 and the node is in the fleet (the ans
 	done
 	return 1
 }
-"$NDD" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
-[ "$(wc -l <"$T/words")" -gt 100 ] || die "cannot list the lexicon's words"
+lexicon_words
 message() { # k: campaign k's message (its own words, drawn with seed k)
 	local body
-	body=$(awk -v seed="$1" 'NR == FNR { w[n++] = $1; next } END {
-		srand(seed * 7919 + 17)
-		for (l = 0; l < 8; l++) { line = ""; for (j = 0; j < 12; j++) line = line w[int(rand() * n)] " "; print line }
-	}' "$T/words" /dev/null)
+	body=$(campaign_text "$1")
 	printf 'From: Offers %s <offers%s@campaign.example>\nTo: user@example.org\nSubject: Campaign %s %s\n\n%s\n' \
 		"$1" "$1" "$1" "$(echo "$body" | head -1 | cut -d' ' -f1-3)" "$body" >"$T/msg-$1.eml"
 }
@@ -289,16 +278,17 @@ for k in 2 3; do
 		fail "(c) link back: report $k: $(for i in 0 1 2; do echo -n "host$i=$(campaign_on $i $k) "; done)"
 	fi
 done
-ip netns exec "${NS}0" "$NDD" fleet status --api http://127.0.0.1:8898 --token "$TOKEN" >"$T/status.txt" 2>&1
-if grep -q 'one state hash: converged' "$T/status.txt" && ! grep -q 'DIVERGED' "$T/status.txt"; then
+# The statuses (published every 10 s, each with the hash its node took
+# once idle) come to say so: bounded wait; a divergence fails at once.
+said=
+for _ in $(seq 40); do
+	ip netns exec "${NS}0" "$NDD" fleet status --api http://127.0.0.1:8898 --token "$TOKEN" >"$T/status.txt" 2>&1
+	grep -q 'DIVERGED' "$T/status.txt" && break
+	grep -q 'one state hash: converged' "$T/status.txt" && { said=1; break; }
+	sleep 1
+done
+if [ -n "$said" ]; then
 	pass "(c) fleet status: $(grep -m1 'converged' "$T/status.txt")"
 else
-	# statuses are published every 10 s: the line may lag the hashes
-	sleep 12
-	ip netns exec "${NS}0" "$NDD" fleet status --api http://127.0.0.1:8898 --token "$TOKEN" >"$T/status.txt" 2>&1
-	if grep -q 'one state hash: converged' "$T/status.txt" && ! grep -q 'DIVERGED' "$T/status.txt"; then
-		pass "(c) fleet status: $(grep -m1 'converged' "$T/status.txt")"
-	else
-		fail "(c) fleet status: $(cat "$T/status.txt")"
-	fi
+	fail "(c) fleet status: $(tr '\n' '|' <"$T/status.txt")"
 fi

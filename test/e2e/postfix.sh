@@ -108,13 +108,7 @@ free_port; HTTP_PORT=$PORT
 TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM
 
 # --- build nddmilter (or take NDD_BIN) ---------------------------------------
-if [ -n "${NDD_BIN:-}" ]; then
-	echo "== testing $NDD_BIN"
-	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
-else
-	echo "== building nddmilter"
-	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
-fi
+build_nddmilter
 # run_daemon: the daemon (SERVE), as NDD_E2E_USER when set (the workspace,
 # where its unix socket goes, and its store given to it); exec, so that $!
 # of `run_daemon … &` is the daemon's pid (signals reach it).

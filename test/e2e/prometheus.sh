@@ -81,13 +81,7 @@ else
 fi
 
 # --- build nddmilter (or take NDD_BIN) ---------------------------------------
-if [ -n "${NDD_BIN:-}" ]; then
-	cp "$NDD_BIN" "$T/nddmilter" || die "NDD_BIN: cannot copy $NDD_BIN"
-else
-	echo "== building nddmilter"
-	(cd "$ROOT" && go build -o "$T/nddmilter" ./cmd/nddmilter) || die "go build failed"
-fi
-NDD=$T/nddmilter
+build_nddmilter
 
 # --- a fleet node on one Debian nats-server ------------------------------------
 free_port; NATS_PORT=$PORT
