@@ -248,10 +248,12 @@ report() { # i k reporter: report campaign k on node i; 0 if acknowledged (HTTP 
 campaign_on() { # i k: the campaign the message of report k matches on node i (0: none)
 	api "$1" POST /v1/check --data-binary @"$T/report-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
 }
-# fleet_line i: node i's own status from /v1/fleet/status (the node itself
-# comes first): "STATE_HASH LAG OUTBOX READY".
+# fleet_line i: node i's own status (fresh, with a fresh state hash) from
+# its /v1/fleet/status, which lists every node by name: "STATE_HASH LAG
+# OUTBOX READY".
 fleet_line() {
-	api "$1" GET /v1/fleet/status | jq -r '(if type == "array" then .[0] elif has("nodes") then .nodes[0] else . end)
+	api "$1" GET /v1/fleet/status | jq -r --arg n "node$1" '(if type == "array" then . elif has("nodes") then .nodes else [.] end)
+		| map(select(.node == $n)) | .[0] // {}
 		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
 }
 # converged SECONDS: every node is connected and ready, with the same state

@@ -14,8 +14,8 @@
 #   c) once the link is back, the cut-off host's queued report reaches the
 #      others and theirs reach it: the three converge on one state hash,
 #      and no node reports a divergence.
-# Needs root (namespaces); installs curl and jq from Debian's packages when
-# missing. The addresses (10.231.5.0/24) exist only inside the namespaces
+# Needs root (namespaces); installs curl, jq and iproute2 from Debian's
+# packages when missing. The addresses (10.231.5.0/24) exist only inside the namespaces
 # the script creates and removes. Every loop is bounded in count and time;
 # the script prints "N passed, N failed".
 # Environment: NDD_E2E_TIMEOUT (seconds, default 300), NDD_E2E_KEEP (a
@@ -35,8 +35,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "0 passed, 0 failed"
 	exit 0
 fi
-install_commands curl jq
-command -v ip >/dev/null || die "missing command: ip (iproute2)"
+install_commands curl jq ip=iproute2
 
 T=$(mktemp -d /tmp/ndd-e2e-partition.XXXXXX)
 chmod 755 "$T"
@@ -143,8 +142,9 @@ report() { # i k: reports campaign k on host i; prints the answer's replication
 campaign_on() { # i k: the campaign campaign k's message matches on host i (0: none)
 	api "$1" POST /v1/check --data-binary @"$T/msg-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
 }
-fleet_line() { # i: "STATE_HASH LAG OUTBOX READY" of host i's own status
-	api "$1" GET /v1/fleet/status | jq -r '.[0] | [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
+fleet_line() { # i: "STATE_HASH LAG OUTBOX READY" of host i's own status (its API lists every node by name)
+	api "$1" GET /v1/fleet/status | jq -r --arg n "mx$1" 'map(select(.node == $n)) | .[0] // {}
+		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
 }
 converged() { # seconds: the three hosts caught up, nothing queued, one state hash (printed)
 	local h0 h lag out rdy ok
