@@ -248,31 +248,9 @@ report() { # i k reporter: report campaign k on node i; 0 if acknowledged (HTTP 
 campaign_on() { # i k: the campaign the message of report k matches on node i (0: none)
 	api "$1" POST /v1/check --data-binary @"$T/report-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
 }
-# fleet_line i: node i's own status (fresh, with a fresh state hash) from
-# its /v1/fleet/status, which lists every node by name: "STATE_HASH LAG
-# OUTBOX READY".
-fleet_line() {
-	api "$1" GET /v1/fleet/status | jq -r --arg n "node$1" '(if type == "array" then . elif has("nodes") then .nodes else [.] end)
-		| map(select(.node == $n)) | .[0] // {}
-		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
-}
-# converged SECONDS: every node is connected and ready, with the same state
-# hash, no lag and an empty outbox (spool).
-converged() {
-	local h0 h lag spool ready i ok
-	for _ in $(seq $(($1 * 2))); do
-		ok=1 h0=
-		for i in 0 1 2; do
-			read -r h lag spool ready <<<"$(fleet_line $i)"
-			if [ -z "$h" ] || [ "${lag:-1}" != 0 ] || [ "${spool:-1}" != 0 ] || [ "${ready:-}" != true ]; then ok=; break; fi
-			[ -z "$h0" ] && h0=$h
-			[ "$h" = "$h0" ] || { ok=; break; }
-		done
-		[ -n "$ok" ] && { echo "$h0"; return 0; }
-		sleep 0.5
-	done
-	return 1
-}
+# fleet_line i: node i's own status (fresh, with a fresh state hash), as
+# its /v1/fleet/status lists it (converged, in lib.sh, reads it).
+fleet_line() { api "$1" GET /v1/fleet/status | fleet_own_line "node$1"; }
 
 # --- (b) a stream of reports; kill -9 the stream leader and one daemon --------
 ACKED=()

@@ -128,6 +128,34 @@ campaign_text() {
 	}' "$T/words" /dev/null
 }
 
+# fleet_own_line NODE: from a /v1/fleet/status answer on standard input
+# (every node, sorted by name), NODE's own status as "STATE_HASH LAG
+# OUTBOX READY".
+fleet_own_line() {
+	jq -r --arg n "$1" '(if type == "array" then . elif has("nodes") then .nodes else [.] end)
+		| map(select(.node == $n)) | .[0] // {}
+		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
+}
+
+# converged SECONDS: nodes 0, 1 and 2 are connected and ready, with one
+# state hash (printed), no lag and an empty outbox; the sourcing script
+# defines fleet_line I (node I's fleet_own_line, asked of node I).
+converged() {
+	local h0 h lag out rdy i ok
+	for _ in $(seq $(($1 * 2))); do
+		ok=1 h0=
+		for i in 0 1 2; do
+			read -r h lag out rdy <<<"$(fleet_line $i)"
+			if [ -z "$h" ] || [ "${lag:-1}" != 0 ] || [ "${out:-1}" != 0 ] || [ "${rdy:-}" != true ]; then ok=; break; fi
+			[ -z "$h0" ] && h0=$h
+			[ "$h" = "$h0" ] || { ok=; break; }
+		done
+		[ -n "$ok" ] && { echo "$h0"; return 0; }
+		sleep 0.5
+	done
+	return 1
+}
+
 # install_commands CMD[=PACKAGE]...: installs from Debian's packages those
 # of the commands that are missing (PACKAGE defaults to CMD), retrying once
 # after apt-get update; dies naming them when it cannot (not root, no

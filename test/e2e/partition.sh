@@ -142,25 +142,7 @@ report() { # i k: reports campaign k on host i; prints the answer's replication
 campaign_on() { # i k: the campaign campaign k's message matches on host i (0: none)
 	api "$1" POST /v1/check --data-binary @"$T/msg-$2.eml" | jq -r '.campaign // 0' 2>/dev/null
 }
-fleet_line() { # i: "STATE_HASH LAG OUTBOX READY" of host i's own status (its API lists every node by name)
-	api "$1" GET /v1/fleet/status | jq -r --arg n "mx$1" 'map(select(.node == $n)) | .[0] // {}
-		| [.state_hash // "", (.lag // 1), (.outbox // 1), ((.ready and .connected) // false)] | @tsv' 2>/dev/null
-}
-converged() { # seconds: the three hosts caught up, nothing queued, one state hash (printed)
-	local h0 h lag out rdy ok
-	for _ in $(seq $(($1 * 2))); do
-		ok=1 h0=
-		for i in 0 1 2; do
-			read -r h lag out rdy <<<"$(fleet_line $i)"
-			if [ -z "$h" ] || [ "$lag" != 0 ] || [ "$out" != 0 ] || [ "$rdy" != true ]; then ok=; break; fi
-			[ -z "$h0" ] && h0=$h
-			[ "$h" = "$h0" ] || { ok=; break; }
-		done
-		[ -n "$ok" ] && { echo "$h0"; return 0; }
-		sleep 0.5
-	done
-	return 1
-}
+fleet_line() { api "$1" GET /v1/fleet/status | fleet_own_line "mx$1"; } # host i's own status (converged, in lib.sh, reads it)
 agree() { # k: campaign k's message matches one and the same campaign on the three hosts
 	local c0 c
 	c0=$(campaign_on 0 "$1")
