@@ -404,9 +404,43 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 	}
 	owners := make(map[string][]int, nBand) // band key → earlier reports with it
 	imOwners := make(map[string][]int, nIM) // I-Match key → earlier reports with it
+	// The pair tests of p with an earlier report j, once per pair however
+	// many band keys they share (a campaign's copies share dozens).
+	memo := make([]pairMemo, len(preps))
+	var touched []int
 	for i, p := range preps {
+		for _, j := range touched {
+			memo[j] = 0
+		}
+		touched = touched[:0]
 		if p.skip {
 			continue
+		}
+		joinOK := func(j int) bool {
+			if memo[j]&joinKnown == 0 {
+				if memo[j] == 0 {
+					touched = append(touched, j)
+				}
+				memo[j] |= joinKnown
+				if e.andd != nil && p.msg.HasSketch() && e.batchJoinOK(preps[j].msg, p.msg) {
+					memo[j] |= joinYes
+				}
+			}
+			return memo[j]&joinYes != 0
+		}
+		near := func(j int) bool {
+			if memo[j]&nearKnown == 0 {
+				if memo[j] == 0 {
+					touched = append(touched, j)
+				}
+				memo[j] |= nearKnown
+				q := preps[j]
+				if q.in.Target == 0 && !q.plan.VoteOnly &&
+					andd.Cosine(q.msg.Sketch, p.msg.Sketch) >= max(e.threshold, nearCopyCosine) {
+					memo[j] |= nearYes
+				}
+			}
+			return memo[j]&nearYes != 0
 		}
 		var imLinked []int
 		for _, k := range p.in.Keys[:p.nIM] {
@@ -422,8 +456,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 		for _, k := range p.in.Keys[p.nIM:] {
 			ok := true
 			for _, j := range owners[string(k)] {
-				if e.andd == nil || !p.msg.HasSketch() || !e.batchJoinOK(preps[j].msg, p.msg) ||
-					(len(imLinked) > 0 && !slices.Contains(imLinked, j)) {
+				if !joinOK(j) || (len(imLinked) > 0 && !slices.Contains(imLinked, j)) {
 					ok = false
 					break
 				}
@@ -434,9 +467,7 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 					linked = append(linked, k)
 				}
 				for _, j := range owners[string(k)] {
-					q := preps[j]
-					nearCopy = nearCopy && q.in.Target == 0 && !q.plan.VoteOnly &&
-						andd.Cosine(q.msg.Sketch, p.msg.Sketch) >= max(e.threshold, nearCopyCosine)
+					nearCopy = nearCopy && near(j)
 				}
 			}
 		}
@@ -483,6 +514,16 @@ func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
 		}
 	}
 }
+
+// pairMemo holds dropUnverifiedInBatch's tests of one pair of reports.
+type pairMemo uint8
+
+const (
+	joinKnown pairMemo = 1 << iota // batchJoinOK computed
+	joinYes                        // and true
+	nearKnown                      // the near-copy test computed
+	nearYes                        // and true
+)
 
 // batchJoinOK says whether report p may share a band key with the earlier
 // report j of the same batch (the store then joins their campaigns): the
