@@ -111,27 +111,19 @@ func (n *Node) watchLoop() {
 // or the stream does not answer within PublishTimeout (or before ctx
 // ends). The query runs to its own timeout even when ctx ends first (a
 // /readyz with a shorter budget), and concurrent callers share it, so
-// that its verdict (streamUnreachable) is recorded either way.
+// that its verdict (streamUnreachable) is recorded either way. While the
+// last verdict is that the stream is unreachable, callers do not wait:
+// the query runs on in the background and its verdict is the next
+// caller's (a partition must not make every /readyz take its budget).
 func (n *Node) streamState(ctx context.Context) (*jetstream.StreamInfo, bool) {
 	if !n.isReady() || !n.nc.IsConnected() {
 		return nil, false
 	}
-	ch := n.streamQuery.DoChan("info", func() (any, error) {
-		qctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
-		defer cancel()
-		st, err := n.js.Stream(qctx, n.opts.Stream)
-		var info *jetstream.StreamInfo
-		if err == nil {
-			info, err = st.Info(qctx)
-		}
-		if n.ctx.Err() == nil {
-			// A server cut off from the others answers with the stream as
-			// its own copy has it, and no leader: the stream takes no events.
-			n.streamOK.Store(err == nil && (info.Cluster == nil || info.Cluster.Leader != ""))
-			n.streamAt.Store(time.Now().UnixNano())
-		}
-		return info, err
-	})
+	if n.streamUnreachable() {
+		n.streamQuery.DoChan("info", n.queryStream)
+		return nil, false
+	}
+	ch := n.streamQuery.DoChan("info", n.queryStream)
 	select {
 	case r := <-ch:
 		if r.Err != nil {
@@ -143,10 +135,38 @@ func (n *Node) streamState(ctx context.Context) (*jetstream.StreamInfo, bool) {
 	}
 }
 
+// queryStream asks for the stream's information (streamState's query)
+// and records the verdict.
+func (n *Node) queryStream() (any, error) {
+	qctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
+	defer cancel()
+	st, err := n.js.Stream(qctx, n.opts.Stream)
+	var info *jetstream.StreamInfo
+	if err == nil {
+		info, err = st.Info(qctx)
+	}
+	if n.ctx.Err() == nil {
+		// A server cut off from the others answers with the stream as
+		// its own copy has it, and no leader: the stream takes no events.
+		n.streamOK.Store(err == nil && (info.Cluster == nil || info.Cluster.Leader != ""))
+		n.streamAt.Store(time.Now().UnixNano())
+	}
+	return info, err
+}
+
 // streamUnreachable reports whether the node's last query of the stream
-// got no answer within its timeout, or an answer without a stream leader.
+// (or its last publish) got no answer within its timeout, or an answer
+// without a stream leader.
 func (n *Node) streamUnreachable() bool {
 	return n.streamAt.Load() != 0 && !n.streamOK.Load()
+}
+
+// setStreamUnreachable records a publish that got no answer: reports are
+// queued at once from here (publish) until a query of the stream finds
+// it answering again (the outbox loop asks).
+func (n *Node) setStreamUnreachable() {
+	n.streamOK.Store(false)
+	n.streamAt.Store(time.Now().UnixNano())
 }
 
 // localError tells errors of this node's store (the event is not

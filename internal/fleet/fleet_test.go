@@ -846,9 +846,31 @@ func TestStreamReplicas(t *testing.T) {
 		}
 	}
 	waitStatus("connected, stream unreachable", func(s Status) bool { return s.Connected && s.Ready && s.StreamUnreachable })
+	// Meanwhile a report is queued at once, without a publish that
+	// would wait for its timeout again.
+	if _, err := f.members[asker].node.publish(ctx, "probe", []byte("{}")); !errors.Is(err, errUnreachable) {
+		t.Errorf("mx%d: publish to an unreachable stream: %v, want errUnreachable without trying", asker, err)
+	}
+	raw := copyOf(t, 1, 1)
+	if o := f.report(asker, raw, store.KindSpam, "b"); o.Replication != campaign.Queued {
+		t.Errorf("mx%d: report while the stream is unreachable: %+v, want queued", asker, o)
+	}
+	// The readiness answer does not wait for the stream either.
+	rctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if s := f.members[asker].node.Status(rctx, false); !s.StreamUnreachable {
+		t.Errorf("mx%d: status with an ended context: %+v, want the last verdict (unreachable)", asker, s)
+	}
 	f.cluster.start(stopped)
 	f.cluster.start(other)
 	waitStatus("the stream answers again", func(s Status) bool { return !s.StreamUnreachable && len(s.Replicas) == 3 })
+	// The queued report reaches every node.
+	f.converge()
+	for i := range f.members {
+		if v := f.check(i, raw); v.Campaign == 0 {
+			t.Errorf("mx%d: the report queued on mx%d while the stream was unreachable is missing: %+v", i, asker, v)
+		}
+	}
 }
 
 // TestClockOffset: a node whose clock runs ahead of the others' is named

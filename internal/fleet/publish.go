@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
@@ -13,7 +14,8 @@ import (
 )
 
 // errUnreachable is the cause of a publish that was not tried: the node
-// is not connected to NATS, or the stream is not set up yet.
+// is not connected to NATS, the stream is not set up yet, or it did not
+// answer the node's last publish or query.
 var errUnreachable = errors.New("fleet: NATS unreachable")
 
 // ErrTooLarge is returned for a report larger than what one NATS message
@@ -196,10 +198,20 @@ func (n *Node) publish(ctx context.Context, id string, data []byte) (uint64, err
 	if n.ctx.Err() != nil || !n.isReady() || !n.nc.IsConnected() {
 		return 0, errUnreachable
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
+	if n.streamUnreachable() {
+		// Connected, but the stream did not answer (a partition, a
+		// cluster without quorum): queued without waiting for the
+		// timeout again, until a query finds the stream answering.
+		return 0, fmt.Errorf("%w: the stream does not answer", errUnreachable)
+	}
+	pctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
-	ack, err := n.js.Publish(ctx, n.opts.subject(), data, jetstream.WithMsgID(id))
+	ack, err := n.js.Publish(pctx, n.opts.subject(), data, jetstream.WithMsgID(id))
 	if err != nil {
+		if ctx.Err() == nil && n.ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) {
+			n.setStreamUnreachable()
+		}
 		return 0, fmt.Errorf("fleet: publish: %w", err)
 	}
 	n.mu.Lock()
@@ -214,6 +226,10 @@ func (n *Node) outboxLoop() {
 	defer n.wg.Done()
 	for n.sleep(500 * time.Millisecond) {
 		if !n.isReady() || !n.nc.IsConnected() {
+			continue
+		}
+		if n.streamUnreachable() {
+			n.streamState(n.ctx) // asks again in the background
 			continue
 		}
 		if err := n.drainOutbox(); err != nil {

@@ -9,9 +9,10 @@
 #      and a report taken on one host reaches every host;
 #   b) while one host is cut off, its milter answers checks from its own
 #      store (through its milter port) and recognizes the campaigns it
-#      had; a report taken there is answered at once, "queued"; the two
+#      had; a report taken there is answered "queued" (at once once the
+#      node knows the stream does not answer); the two
 #      other hosts keep a quorum and take reports, replicated;
-#   c) once the link is back, the cut-off host's queued report reaches the
+#   c) once the link is back, the cut-off host's queued reports reach the
 #      others and theirs reach it: the three converge on one state hash,
 #      and no node reports a divergence.
 # Needs root (namespaces); installs curl, jq and iproute2 from Debian's
@@ -208,6 +209,15 @@ if [ -n "$said" ]; then
 else
 	fail "(b) cut off: host 2's /readyz: HTTP $(cat "$T/code") $(tr '\n' ' ' <"$T/readyz2" | head -c 300)"
 fi
+# Now that the node knows, the next report is queued without a publish
+# that would wait for its timeout.
+rep=$(report 2 4)
+t=$(cat "$T/time")
+if [ "$(cat "$T/code")" = 200 ] && [ "$rep" = queued ]; then
+	pass "(b) cut off: the next report on host 2 is queued without a publish (answered in ${t}s)"
+else
+	fail "(b) cut off: report 4 on host 2: HTTP $(cat "$T/code") '$rep' in ${t}s: $(head -c 300 "$T/report-4.json")"
+fi
 m=$(api 2 GET /metrics | grep -E '^nddmilter_fleet_(connected|stream_reachable)\{' | awk '{print $2}' | tr '\n' ' ')
 if [ "$m" = "1 0 " ]; then
 	pass "(b) cut off: host 2's metrics: nddmilter_fleet_connected 1, nddmilter_fleet_stream_reachable 0"
@@ -253,7 +263,7 @@ if ready 2 10; then
 else
 	fail "(c) link back: host 2's /readyz: $(head -c 300 "$T/readyz2")"
 fi
-for k in 2 3; do
+for k in 2 3 4; do
 	if agree $k; then
 		pass "(c) link back: report $k matches the same campaign on the 3 hosts"
 	else
