@@ -46,20 +46,27 @@ type Divergence struct {
 	// Groups are the nodes by state hash: the largest group first, ties
 	// by name; each group's names sorted.
 	Groups [][]string
+	// Pending is the number of other live nodes that may still hash
+	// their state after Seq: those without a hash, or with one taken
+	// after an earlier event (a node past Seq hashes only later ones).
+	Pending int
+}
+
+// total is the number of live nodes the divergence may come to involve.
+func (d Divergence) total() int {
+	n := d.Pending
+	for _, g := range d.Groups {
+		n += len(g)
+	}
+	return n
 }
 
 // OddOut is the nodes outside the largest group when it is a strict
-// majority of the nodes compared (with two nodes, or a tie, it cannot be
-// told which side is wrong: nil).
+// majority of the nodes compared and of those pending (with two nodes, a
+// tie, or while the pending nodes could still change the majority, it
+// cannot be told which side is wrong: nil).
 func (d Divergence) OddOut() []string {
-	if len(d.Groups) < 2 {
-		return nil
-	}
-	total := 0
-	for _, g := range d.Groups {
-		total += len(g)
-	}
-	if 2*len(d.Groups[0]) <= total {
+	if len(d.Groups) < 2 || 2*len(d.Groups[0]) <= d.total() {
 		return nil
 	}
 	var odd []string
@@ -68,6 +75,13 @@ func (d Divergence) OddOut() []string {
 	}
 	slices.Sort(odd)
 	return odd
+}
+
+// Undecided reports whether the pending nodes' hashes could still make
+// one side a majority: which node went wrong is not known yet (and no
+// node warns of it yet), though the nodes compared do differ.
+func (d Divergence) Undecided() bool {
+	return len(d.Groups) >= 2 && d.OddOut() == nil && 2*(len(d.Groups[0])+d.Pending) > d.total()
 }
 
 // String describes the divergence, e.g. "after event 41: mx3 differs
@@ -80,6 +94,14 @@ func (d Divergence) String() string {
 	for i, g := range d.Groups {
 		parts[i] = strings.Join(g, ", ")
 	}
+	if d.Undecided() {
+		more := "1 more node"
+		if d.Pending > 1 {
+			more = fmt.Sprintf("%d more nodes", d.Pending)
+		}
+		return fmt.Sprintf("after event %d: %s hold different states (%s to hash after it: the odd one out is not known yet)",
+			d.Seq, strings.Join(parts, " / "), more)
+	}
 	return fmt.Sprintf("after event %d: %s hold different states", d.Seq, strings.Join(parts, " / "))
 }
 
@@ -87,14 +109,17 @@ func (d Divergence) String() string {
 func Compare(nodes []Status) Comparison {
 	var c Comparison
 	bySeq := map[uint64]map[string][]string{} // seq → hash → nodes
+	var at []uint64                           // each live node's hash sequence (0: none)
 	for _, s := range nodes {
 		if s.Silent {
 			continue
 		}
 		c.Live++
 		if s.StateHash == "" {
+			at = append(at, 0)
 			continue
 		}
+		at = append(at, s.StateHashSeq)
 		c.Hashed++
 		if bySeq[s.StateHashSeq] == nil {
 			bySeq[s.StateHashSeq] = map[string][]string{}
@@ -108,6 +133,11 @@ func Compare(nodes []Status) Comparison {
 			continue
 		}
 		d := Divergence{Seq: seq}
+		for _, a := range at {
+			if a < seq {
+				d.Pending++
+			}
+		}
 		for _, g := range hashes {
 			slices.Sort(g)
 			d.Groups = append(d.Groups, g)
@@ -156,9 +186,13 @@ func (n *Node) noteDivergence(nodes []Status) {
 	// This node warns when it is the odd one out, or when it cannot be
 	// told which side is (two nodes, a tie); a node of the majority does
 	// not: the fleet-wide views (`fleet status`, the dashboard) name the
-	// divergence anyway.
+	// divergence anyway. While nodes that have not hashed after the event
+	// could still make a majority, nobody warns yet.
 	var mine []Divergence
 	for _, d := range Compare(nodes).Diverged {
+		if d.Undecided() {
+			continue // the pending nodes will tell
+		}
 		odd := d.OddOut()
 		in := slices.Contains(odd, n.opts.Node)
 		if odd == nil {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -29,12 +30,18 @@ func TestCompare(t *testing.T) {
 			true, nil, nil, "2 nodes, one state hash: converged"},
 		{"two nodes differ: no majority", []Status{st("mx2", "b", 5, false), st("mx1", "a", 5, false)},
 			false, []string{"after event 5: mx1 / mx2 hold different states"}, [][]string{nil}, ""},
-		{"the odd one out", []Status{st("mx1", "a", 5, false), st("mx3", "b", 5, false), st("mx2", "a", 5, false), st("mx4", "c", 4, false)},
+		{"the odd one out", []Status{st("mx1", "a", 5, false), st("mx3", "b", 5, false), st("mx2", "a", 5, false), st("mx4", "c", 6, false)},
 			false, []string{"after event 5: mx3 differs from mx1, mx2"}, [][]string{{"mx3"}}, ""},
+		{"a node yet to hash could make a tie", []Status{st("mx1", "a", 5, false), st("mx3", "b", 5, false), st("mx2", "a", 5, false), st("mx4", "c", 4, false)},
+			false, []string{"after event 5: mx1, mx2 / mx3 hold different states (1 more node to hash after it: the odd one out is not known yet)"}, [][]string{nil}, ""},
+		{"a node not hashed yet could make a majority", []Status{st("mx1", "a", 5, false), st("mx2", "b", 5, false), st("mx3", "", 0, false)},
+			false, []string{"after event 5: mx1 / mx2 hold different states (1 more node to hash after it: the odd one out is not known yet)"}, [][]string{nil}, ""},
 		{"a tie of four", []Status{st("mx1", "a", 5, false), st("mx2", "a", 5, false), st("mx3", "b", 5, false), st("mx4", "b", 5, false)},
 			false, []string{"after event 5: mx1, mx2 / mx3, mx4 hold different states"}, [][]string{nil}, ""},
-		{"two divergences", []Status{st("mx1", "a", 5, false), st("mx2", "b", 5, false), st("mx3", "c", 7, false), st("mx4", "d", 7, false), st("mx5", "d", 7, false)},
-			false, []string{"after event 5: mx1 / mx2 hold different states", "after event 7: mx3 differs from mx4, mx5"}, [][]string{nil, {"mx3"}}, ""},
+		{"two divergences", []Status{st("mx1", "a", 9, false), st("mx2", "b", 9, false), st("mx3", "c", 7, false), st("mx4", "d", 7, false), st("mx5", "d", 7, false)},
+			false, []string{"after event 7: mx3 differs from mx4, mx5", "after event 9: mx1 / mx2 hold different states (3 more nodes to hash after it: the odd one out is not known yet)"}, [][]string{{"mx3"}, nil}, ""},
+		{"nodes past the event do not count", []Status{st("mx1", "a", 5, false), st("mx2", "b", 5, false), st("mx3", "c", 8, false), st("mx4", "c", 8, false)},
+			false, []string{"after event 5: mx1 / mx2 hold different states"}, [][]string{nil}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +66,42 @@ func TestCompare(t *testing.T) {
 				}
 			} else if sum != tt.summary {
 				t.Errorf("Summary = %q, want %q", sum, tt.summary)
+			}
+		})
+	}
+}
+
+// TestNoteDivergence: which nodes warn of a divergence — the odd one out,
+// every node of a tie, none while a node yet to hash after the event
+// could still make a majority.
+func TestNoteDivergence(t *testing.T) {
+	st := func(node, hash string, seq uint64) Status {
+		return Status{Node: node, StateHash: hash, StateHashSeq: seq}
+	}
+	tests := []struct {
+		name  string
+		nodes []Status
+		warn  []string
+	}{
+		{"converged", []Status{st("mx1", "a", 5), st("mx2", "a", 5), st("mx3", "a", 5)}, nil},
+		{"the odd one out", []Status{st("mx1", "a", 5), st("mx2", "a", 5), st("mx3", "b", 5)}, []string{"mx3"}},
+		{"two nodes: a tie", []Status{st("mx1", "a", 5), st("mx2", "b", 5)}, []string{"mx1", "mx2"}},
+		{"the third yet to hash after the event", []Status{st("mx1", "a", 5), st("mx2", "b", 5), st("mx3", "a", 4)}, nil},
+		{"the third not hashed yet", []Status{st("mx1", "a", 5), st("mx2", "b", 5), st("mx3", "", 0)}, nil},
+		{"the third past the event: a tie", []Status{st("mx1", "a", 5), st("mx2", "b", 5), st("mx3", "c", 6)}, []string{"mx1", "mx2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var warned []string
+			for _, s := range tt.nodes {
+				n := &Node{opts: Options{Node: s.Node}, log: slog.New(slog.DiscardHandler)}
+				n.noteDivergence(tt.nodes)
+				if n.Diverged() {
+					warned = append(warned, s.Node)
+				}
+			}
+			if !slices.Equal(warned, tt.warn) {
+				t.Errorf("warned: %v, want %v", warned, tt.warn)
 			}
 		})
 	}
