@@ -138,6 +138,7 @@ func (n *Node) streamState(ctx context.Context) (*jetstream.StreamInfo, bool) {
 // queryStream asks for the stream's information (streamState's query)
 // and records the verdict.
 func (n *Node) queryStream() (any, error) {
+	start := time.Now()
 	qctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
 	defer cancel()
 	st, err := n.js.Stream(qctx, n.opts.Stream)
@@ -149,23 +150,30 @@ func (n *Node) queryStream() (any, error) {
 		// A server cut off from the others answers with the stream as
 		// its own copy has it, and no leader: the stream takes no events.
 		n.streamOK.Store(err == nil && (info.Cluster == nil || info.Cluster.Leader != ""))
-		n.streamAt.Store(time.Now().UnixNano())
+		n.streamAt.Store(start.UnixNano())
 	}
 	return info, err
 }
 
 // streamUnreachable reports whether the node's last query of the stream
-// (or its last publish) got no answer within its timeout, or an answer
-// without a stream leader.
+// got no answer within its timeout or an answer without a stream leader,
+// or its last publish got no answer (pubDownAt).
 func (n *Node) streamUnreachable() bool {
-	return n.streamAt.Load() != 0 && !n.streamOK.Load()
+	return n.pubDownAt.Load() != 0 || (n.streamAt.Load() != 0 && !n.streamOK.Load())
 }
 
-// setStreamUnreachable records a publish that got no answer: reports are
-// queued at once from here (publish) until a query of the stream finds
-// it answering again (the outbox loop asks).
-func (n *Node) setStreamUnreachable() {
-	n.streamOK.Store(false)
+// publishFailed records a publish that got no answer. A query's answer
+// alone does not end it while reports wait in the outbox: a server cut
+// off while it led the stream still names itself leader for a while,
+// and only an acknowledged publish proves the stream takes events again.
+func (n *Node) publishFailed() {
+	n.pubDownAt.Store(time.Now().UnixNano())
+}
+
+// publishAcked records an acknowledged publish: the stream answers.
+func (n *Node) publishAcked() {
+	n.pubDownAt.Store(0)
+	n.streamOK.Store(true)
 	n.streamAt.Store(time.Now().UnixNano())
 }
 

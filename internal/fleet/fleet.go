@@ -212,11 +212,16 @@ type Node struct {
 	settingsDiff atomic.Value
 	testSkew     atomic.Int64
 	// streamOK is whether the last query of the stream (streamState)
-	// answered with a leader, streamAt when it ended (UnixNano; 0: none
+	// answered with a leader, streamAt when it started (UnixNano; 0: none
 	// yet); streamQuery shares a query among concurrent callers.
 	streamOK    atomic.Bool
 	streamAt    atomic.Int64
 	streamQuery singleflight.Group
+	// pubDownAt is when a publish last got no answer (UnixNano; 0: the
+	// last publish was acknowledged, or none failed): reports are queued
+	// without trying until a publish of the outbox is acknowledged, or,
+	// with nothing queued, a query started later finds a leader.
+	pubDownAt atomic.Int64
 	// divergence names the events after which this node's state hash
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value

@@ -787,6 +787,45 @@ func TestStreamReplicas(t *testing.T) {
 	if len(reps) != 3 || !reps[0].Leader {
 		t.Fatalf("replicas %+v: want 3, the leader first", reps)
 	}
+	// A publish that got no answer (as on a host cut off while its
+	// server led the stream, which still names itself leader for a
+	// while): reports queue without trying, though queries answer, until
+	// the outbox loop's publish of the queued event is acknowledged.
+	m0 := f.members[0].node
+	m0.publishFailed()
+	queuedRaw := copyOf(t, 2, 1)
+	if o := f.report(0, queuedRaw, store.KindSpam, "c"); o.Replication != campaign.Queued {
+		t.Errorf("report after a publish without answer: %+v, want queued", o)
+	}
+	if _, ok := m0.streamState(ctx); ok {
+		t.Error("streamState answered while the last publish got no answer")
+	}
+	// A query that finds a leader does not end it while the report waits
+	// in the outbox; only an acknowledged publish (the outbox loop's) does.
+	published := func() uint64 {
+		m0.mu.Lock()
+		defer m0.mu.Unlock()
+		return m0.published
+	}
+	p0 := published()
+	if _, err := m0.queryStream(); err != nil {
+		t.Fatal(err)
+	}
+	if !m0.streamUnreachable() && published() == p0 {
+		t.Error("a query's answer ended the spell of a publish without answer, with a report queued")
+	}
+	waitFor(t, "the queued report published by the outbox loop", func() bool {
+		return !m0.streamUnreachable() && m0.Status(ctx, false).Outbox == 0
+	})
+	if o := f.report(0, copyOf(t, 2, 2), store.KindSpam, "c"); o.Replication != campaign.Replicated {
+		t.Errorf("report once the outbox drained: %+v, want replicated", o)
+	}
+	f.converge()
+	for i := range f.members {
+		if v := f.check(i, queuedRaw); v.Campaign == 0 {
+			t.Errorf("mx%d: the report queued after a publish without answer is missing: %+v", i, v)
+		}
+	}
 	stopped := -1
 	for i, r := range reps {
 		if !r.Healthy() {

@@ -193,16 +193,21 @@ func (n *Node) awaitApply(ctx context.Context, ev *event, ch chan applyResult, s
 }
 
 // publish publishes one event, deduplicated by id, and returns its
-// stream sequence.
+// stream sequence. While the stream does not answer (streamUnreachable:
+// a partition, a cluster without quorum) it does not try: the caller
+// queues the event without waiting for the timeout again.
 func (n *Node) publish(ctx context.Context, id string, data []byte) (uint64, error) {
+	if n.streamUnreachable() && n.isReady() && n.nc.IsConnected() {
+		return 0, fmt.Errorf("%w: the stream does not answer", errUnreachable)
+	}
+	return n.publishNow(ctx, id, data)
+}
+
+// publishNow is publish even while the stream is taken for unreachable:
+// the outbox loop's probe.
+func (n *Node) publishNow(ctx context.Context, id string, data []byte) (uint64, error) {
 	if n.ctx.Err() != nil || !n.isReady() || !n.nc.IsConnected() {
 		return 0, errUnreachable
-	}
-	if n.streamUnreachable() {
-		// Connected, but the stream did not answer (a partition, a
-		// cluster without quorum): queued without waiting for the
-		// timeout again, until a query finds the stream answering.
-		return 0, fmt.Errorf("%w: the stream does not answer", errUnreachable)
 	}
 	pctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
@@ -210,13 +215,14 @@ func (n *Node) publish(ctx context.Context, id string, data []byte) (uint64, err
 	if err != nil {
 		if ctx.Err() == nil && n.ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) {
-			n.setStreamUnreachable()
+			n.publishFailed()
 		}
 		return 0, fmt.Errorf("fleet: publish: %w", err)
 	}
 	n.mu.Lock()
 	n.published++
 	n.mu.Unlock()
+	n.publishAcked()
 	return ack.Sequence, nil
 }
 
@@ -229,8 +235,17 @@ func (n *Node) outboxLoop() {
 			continue
 		}
 		if n.streamUnreachable() {
-			n.streamState(n.ctx) // asks again in the background
-			continue
+			items, _, err := n.st.OutboxList(n.ctx, 1)
+			if err == nil && len(items) == 0 {
+				// Nothing to probe with: a query started after the
+				// failed publish that finds a leader ends the spell.
+				n.streamState(n.ctx) // asks in the background
+				if at := n.pubDownAt.Load(); at != 0 && n.streamOK.Load() && n.streamAt.Load() > at {
+					n.pubDownAt.CompareAndSwap(at, 0)
+				}
+				continue
+			}
+			// Otherwise the oldest queued event is the probe (drainOutbox).
 		}
 		if err := n.drainOutbox(); err != nil {
 			n.log.Warn("fleet: outbox", "err", err)
@@ -249,7 +264,7 @@ func (n *Node) drainOutbox() error {
 			ev, err := decodeEvent(it.Data)
 			if err != nil {
 				n.log.Error("fleet: dropping a malformed queued event", "err", err)
-			} else if _, err := n.publish(n.ctx, ev.ID, it.Data); err != nil {
+			} else if _, err := n.publishNow(n.ctx, ev.ID, it.Data); err != nil {
 				return err
 			}
 			if err := n.st.OutboxDelete(n.ctx, it.ID); err != nil {
