@@ -32,11 +32,7 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-240}
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the Dovecot end-to-end test needs root (Dovecot's users, Postfix's queue)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the Dovecot end-to-end test needs root (Dovecot's users, Postfix's queue)"
 need=()
 command -v dovecot >/dev/null || need+=(dovecot-imapd)
 [ -e /usr/lib/dovecot/modules/sieve/lib90_sieve_imapsieve_plugin.so ] || [ -n "$(ls /usr/lib/dovecot/modules/lib*imap_sieve_plugin.so 2>/dev/null)" ] || need+=(dovecot-sieve)

@@ -42,11 +42,7 @@ STREAM=NDDMILTER
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the fleet end-to-end test needs root (packages, Postfix's own user and queue)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the fleet end-to-end test needs root (packages, Postfix's own user and queue)"
 install_commands nats-server curl jq
 install_postfix
 for c in nats-server postfix postconf smtp-sink swaks curl jq go; do

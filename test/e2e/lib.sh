@@ -14,6 +14,15 @@ die() {
 	exit 1
 }
 
+# skip_unless_root WHAT: ends the script, skipped, when not run as root
+# (WHAT: what the test needs root for).
+skip_unless_root() {
+	[ "$(id -u)" = 0 ] && return 0
+	echo "SKIP: $*"
+	echo "0 passed, 0 failed"
+	exit 0
+}
+
 # stop_pid PID [SIGNAL]: signals PID (default TERM) and waits for it,
 # at most 10 s, then kills it.
 stop_pid() { # pid [signal]: signal it and wait for it (bounded: 10 s)

@@ -35,11 +35,7 @@ CONF=/etc/nddmilter/nddmilter.yaml
 
 . "$ROOT/test/e2e/lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the package test needs root (dpkg -i, the package's user)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the package test needs root (dpkg -i, the package's user)"
 command -v dpkg >/dev/null || { echo "SKIP: no dpkg here"; echo "0 passed, 0 failed"; exit 0; }
 install_commands curl
 

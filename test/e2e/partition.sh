@@ -31,11 +31,7 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-300}
 # pass, fail, die, stop_pid, the watchdog, summary_exit, install_commands.
 . "$ROOT/test/e2e/lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the partition test needs root (network namespaces)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the partition test needs root (network namespaces)"
 install_commands curl jq ip=iproute2
 
 T=$(mktemp -d /tmp/ndd-e2e-partition.XXXXXX)

@@ -50,11 +50,7 @@ esac
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the Postfix end-to-end test needs root (Postfix's own user and queue)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the Postfix end-to-end test needs root (Postfix's own user and queue)"
 if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null; then
 	echo "== installing postfix and swaks (Debian packages)"
 	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \

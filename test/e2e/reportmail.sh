@@ -37,11 +37,7 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-150}
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the report-by-mail end-to-end test needs root (Postfix's own user and queue)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the report-by-mail end-to-end test needs root (Postfix's own user and queue)"
 sasl_plugins() { ls /usr/lib/*/sasl2/libplain.so* /usr/lib/*/sasl2/libsasldb.so* >/dev/null 2>&1; }
 if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null ||
 	! command -v saslpasswd2 >/dev/null || ! sasl_plugins; then

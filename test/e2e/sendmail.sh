@@ -31,11 +31,7 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-240}
 . "$ROOT/test/e2e/lib.sh"
 
 # --- prerequisites -----------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the Sendmail end-to-end test needs root (mount namespace, queue)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+skip_unless_root "the Sendmail end-to-end test needs root (mount namespace, queue)"
 if ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null || ! command -v m4 >/dev/null; then
 	echo "== installing postfix (smtp-sink), swaks and m4 (Debian packages)"
 	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
