@@ -30,7 +30,7 @@ func (n *Node) Collector() prometheus.Collector {
 	return &collector{n: n,
 		connected:    d("connected", "1 when the node is connected to NATS"),
 		ready:        d("ready", "1 when the node's stream is set up and it applies it"),
-		reachable:    d("stream_reachable", "1 when the node's server answered its last query of the stream; 0 while connected but cut off from the stream's quorum (reports queue in the outbox)"),
+		reachable:    d("stream_reachable", "1 when the stream answered the node's last query and publish; 0 while connected but cut off from the stream's quorum (reports queue in the outbox)"),
 		applied:      d("applied_sequence", "last stream sequence applied to the local store"),
 		lag:          d("lag_events", "events of the stream the node has not applied yet"),
 		outbox:       d("outbox_events", "events queued on this node, waiting to be published"),

@@ -27,9 +27,10 @@ type Status struct {
 	Ready bool `json:"ready"`
 	// StreamUnreachable is set when the node is connected and ready but
 	// its last query of the stream got no answer within PublishTimeout,
-	// or one without a stream leader: its server is cut off from the
-	// stream's quorum (a partition, its server alone), and the reports it
-	// takes queue (Outbox) until the stream has a leader again.
+	// or one without a stream leader, or a publish got no answer since
+	// the last acknowledged one: its server is cut off from the stream's
+	// quorum (a partition, its server alone), and the reports it takes
+	// queue (Outbox) until a publish is acknowledged again.
 	StreamUnreachable bool `json:"stream_unreachable,omitempty"`
 	// Applied is the last stream sequence applied to the local store;
 	// StreamLast the stream's last sequence (0 when unknown) and Lag the
