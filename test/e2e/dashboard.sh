@@ -18,14 +18,10 @@
 set -euo pipefail
 export PATH="$PATH:/usr/local/go/bin"
 cd "$(dirname "$0")/../.."
+. test/e2e/lib.sh # die, apt_install
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
-	echo "== installing chromium (Debian package)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; echo "FAIL: cannot install chromium" >&2; exit 1; }
-	fi
+	apt_install chromium
 	browser=$(command -v chromium)
 fi
 echo "== $("$browser" --version 2>/dev/null || echo "$browser") (load $(cut -d' ' -f1 /proc/loadavg))"

@@ -38,16 +38,7 @@ command -v dovecot >/dev/null || need+=(dovecot-imapd)
 [ -e /usr/lib/dovecot/modules/sieve/lib90_sieve_imapsieve_plugin.so ] || [ -n "$(ls /usr/lib/dovecot/modules/lib*imap_sieve_plugin.so 2>/dev/null)" ] || need+=(dovecot-sieve)
 command -v postfix >/dev/null && command -v smtp-sink >/dev/null || need+=(postfix)
 command -v swaks >/dev/null || need+=(swaks)
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]} (Debian packages)"
-	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
-		"postfix postfix/mailname string test.local" | debconf-set-selections
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
-	fi
-fi
+apt_install "${need[@]}"
 install_commands curl
 for c in dovecot sievec postfix postconf smtp-sink swaks python3 go sha256sum; do
 	command -v $c >/dev/null || die "missing command: $c"

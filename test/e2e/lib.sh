@@ -1,4 +1,5 @@
-# Helpers shared by the end-to-end scripts (sourced, not run): counting
+# Helpers shared by the end-to-end scripts (sourced, not run): installing
+# Debian packages (apt_install, install_commands, install_postfix), counting
 # results, free loopback ports, waiting on a port, stopping a process, and
 # the watchdog that bounds a script's time. The sourcing script sets T (its workspace) and
 # TIME_LIMIT (seconds) before calling start_watchdog, and calls
@@ -165,23 +166,33 @@ converged() {
 	return 1
 }
 
+# apt_install PACKAGE...: installs Debian's packages (root), retrying once
+# after apt-get update; dies naming them when it cannot. Postfix, when
+# among them, is preseeded as a local-only mailer (no questions).
+apt_install() {
+	[ $# = 0 ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing: install the Debian packages $* (or run as root)"
+	echo "== installing $* (Debian packages)"
+	case " $* " in *" postfix "*)
+		printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
+			"postfix postfix/mailname string test.local" | debconf-set-selections ;;
+	esac
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/tmp/ndd-e2e-apt.log 2>&1; then
+		apt-get update >/dev/null 2>&1
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/tmp/ndd-e2e-apt.log 2>&1 ||
+			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install $*"; }
+	fi
+}
+
 # install_commands CMD[=PACKAGE]...: installs from Debian's packages those
-# of the commands that are missing (PACKAGE defaults to CMD), retrying once
-# after apt-get update; dies naming them when it cannot (not root, no
-# package).
+# of the commands that are missing (PACKAGE defaults to CMD), with
+# apt_install.
 install_commands() {
 	local need=() c
 	for c in "$@"; do
 		command -v "${c%%=*}" >/dev/null || need+=("${c#*=}")
 	done
-	[ ${#need[@]} = 0 ] && return 0
-	[ "$(id -u)" = 0 ] || die "missing commands: install the Debian packages ${need[*]} (or run as root)"
-	echo "== installing ${need[*]} (Debian packages)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
-	fi
+	apt_install "${need[@]}"
 }
 
 # --- a private Postfix instance on loopback, as test/e2e/postfix.sh sets up
@@ -191,14 +202,7 @@ install_commands() {
 # missing (root).
 install_postfix() {
 	command -v postfix >/dev/null && command -v smtp-sink >/dev/null && command -v swaks >/dev/null && return 0
-	echo "== installing postfix and swaks (Debian packages)"
-	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
-		"postfix postfix/mailname string test.local" | debconf-set-selections
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install postfix/swaks"; }
-	fi
+	apt_install postfix swaks
 }
 
 # postfix_instance DIR SMTP_PORT SINK_PORT MILTER: writes a Postfix

@@ -51,16 +51,7 @@ esac
 
 # --- prerequisites -----------------------------------------------------------
 skip_unless_root "the Postfix end-to-end test needs root (Postfix's own user and queue)"
-if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null; then
-	echo "== installing postfix and swaks (Debian packages)"
-	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
-		"postfix postfix/mailname string test.local" | debconf-set-selections
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postfix swaks >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install postfix/swaks"; }
-	fi
-fi
+install_postfix
 install_commands curl
 for c in postfix postconf postqueue smtp-sink swaks curl go; do
 	command -v $c >/dev/null || die "missing command: $c"

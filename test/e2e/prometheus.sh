@@ -30,19 +30,12 @@ RULES=$ROOT/contrib/prometheus/nddmilter-alerts.yml
 need=()
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 command -v nats-server >/dev/null || need+=(nats-server)
-if [ ${#need[@]} -gt 0 ]; then
-	if [ "$(id -u)" != 0 ]; then
-		echo "SKIP: ${need[*]} missing and not root to install them"
-		echo "0 passed, 0 failed"
-		exit 0
-	fi
-	echo "== installing ${need[*]} (Debian packages)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install ${need[*]}"; }
-	fi
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" != 0 ]; then
+	echo "SKIP: ${need[*]} missing and not root to install them"
+	echo "0 passed, 0 failed"
+	exit 0
 fi
+apt_install "${need[@]}"
 install_commands curl jq
 for c in promtool prometheus nats-server curl jq go; do
 	command -v $c >/dev/null || die "missing command: $c"

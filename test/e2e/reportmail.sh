@@ -39,19 +39,9 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-150}
 # --- prerequisites -----------------------------------------------------------
 skip_unless_root "the report-by-mail end-to-end test needs root (Postfix's own user and queue)"
 sasl_plugins() { ls /usr/lib/*/sasl2/libplain.so* /usr/lib/*/sasl2/libsasldb.so* >/dev/null 2>&1; }
-if ! command -v postfix >/dev/null || ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null ||
-	! command -v saslpasswd2 >/dev/null || ! sasl_plugins; then
-	echo "== installing postfix, swaks, sasl2-bin, libsasl2-modules (Debian packages)"
-	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
-		"postfix postfix/mailname string test.local" | debconf-set-selections
-	pkgs="postfix swaks sasl2-bin libsasl2-modules libsasl2-modules-db"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install $pkgs"; }
-	fi
-fi
-install_commands curl
+sasl_plugins || apt_install libsasl2-modules libsasl2-modules-db
+install_postfix
+install_commands saslpasswd2=sasl2-bin curl
 for c in postfix postconf smtp-sink swaks saslpasswd2 curl go; do
 	command -v $c >/dev/null || die "missing command: $c"
 done

@@ -32,17 +32,8 @@ TIME_LIMIT=${NDD_E2E_TIMEOUT:-240}
 
 # --- prerequisites -----------------------------------------------------------
 skip_unless_root "the Sendmail end-to-end test needs root (mount namespace, queue)"
-if ! command -v smtp-sink >/dev/null || ! command -v swaks >/dev/null || ! command -v m4 >/dev/null; then
-	echo "== installing postfix (smtp-sink), swaks and m4 (Debian packages)"
-	printf '%s\n' "postfix postfix/main_mailer_type select Local only" \
-		"postfix postfix/mailname string test.local" | debconf-set-selections
-	pkgs="postfix swaks m4"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs >/tmp/ndd-e2e-apt.log 2>&1; then
-		apt-get update >/dev/null 2>&1
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs >/tmp/ndd-e2e-apt.log 2>&1 ||
-			{ tail -20 /tmp/ndd-e2e-apt.log; die "cannot install $pkgs"; }
-	fi
-fi
+install_postfix
+install_commands m4
 install_commands curl
 for c in smtp-sink swaks m4 curl unshare python3 apt-get dpkg-deb; do
 	command -v $c >/dev/null || die "missing command: $c"
