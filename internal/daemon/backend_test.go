@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/spamgen"
@@ -166,29 +165,8 @@ func TestServeStandaloneOnFleetStore(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr := freeAddr(t)
-	cfgPath := filepath.Join(t.TempDir(), "nddmilter.yaml")
-	cfg := "milter:\n  listen: inet:" + freeAddr(t) + "\nhttp:\n  listen: " + httpAddr + "\nstore:\n  dir: " + dir + "\n"
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	logs := &testutil.LockedBuffer{}
-	go func() { done <- Run(ctx, Options{ConfigPath: cfgPath, LogOutput: logs}) }()
-	for i := 0; ; i++ {
-		if code, _ := httpGet(t, "http://"+httpAddr+"/readyz"); code == 200 {
-			break
-		}
-		if i == 500 {
-			t.Fatal("the daemon did not get ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	startDaemon(t, Options{StoreDir: dir, LogOutput: logs}) // standalone: the embedded defaults
 	if !strings.Contains(logs.String(), "the store holds a fleet node's campaign state but fleet.enabled is false") ||
 		!strings.Contains(logs.String(), "applied_event=7") {
 		t.Errorf("log without the warning:\n%s", logs.String())

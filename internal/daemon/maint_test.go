@@ -18,18 +18,23 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// startDaemon runs the daemon on loopback over a new store with the
-// configuration body extra, and returns its store directory; it stops
-// when the test ends.
+// startDaemon runs the daemon with the options o on loopback (a new
+// milter address; a new HTTP address unless o has one; a new store unless
+// o.StoreDir; logs discarded unless o.LogOutput) until it is ready, and
+// returns its store directory; it stops when the test ends.
 func startDaemon(t *testing.T, o Options) string {
 	t.Helper()
-	dir := t.TempDir()
-	storeDir := filepath.Join(dir, "store")
-	o.StoreDir, o.MilterListen = storeDir, "inet:"+freeAddr(t)
+	if o.StoreDir == "" {
+		o.StoreDir = filepath.Join(t.TempDir(), "store")
+	}
+	storeDir := o.StoreDir
+	o.MilterListen = "inet:" + freeAddr(t)
 	if o.HTTPListen == "" {
 		o.HTTPListen = freeAddr(t)
 	}
-	o.LogOutput = io.Discard
+	if o.LogOutput == nil {
+		o.LogOutput = io.Discard
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
