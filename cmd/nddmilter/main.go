@@ -29,8 +29,12 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildinfo.Get().Version,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			resolveConfigFlag(cmd, gf)
+		},
 	}
-	root.PersistentFlags().StringVar(&gf.config, "config", "", "configuration file (YAML); default: embedded defaults")
+	root.PersistentFlags().StringVar(&gf.config, "config", "",
+		"configuration file (YAML); default: $"+configEnv+", else "+installedConfig+" when it exists, else embedded defaults (--config '' selects them)")
 	root.PersistentFlags().StringVar(&gf.store, "store", "", "store directory (overrides the configuration file)")
 	root.AddCommand(
 		newServeCmd(gf),

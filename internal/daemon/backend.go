@@ -160,7 +160,8 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 		// Not silent: a relative store.dir (the default) depends on the
 		// current directory, and a new store is not the daemon's.
 		abs, _ := filepath.Abs(cfg.Store.Dir)
-		fmt.Fprintf(o.LogOutput, "nddmilter: no store at %s: creating a new one (store.dir in --config, or --store, names the daemon's)\n", abs)
+		fmt.Fprintf(o.LogOutput, "nddmilter: no store at %s: creating a new one (configuration: %s; store.dir in --config, or --store, names the daemon's)\n",
+			abs, configName(o.ConfigPath))
 	}
 	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
 	if err == nil {
@@ -307,6 +308,15 @@ func OpenMaintenance(ctx context.Context, o BackendOptions, writable bool) (Main
 		return nil, dir, err
 	}
 	return RemoteMaintenance{c}, dir, nil
+}
+
+// configName names a configuration file for messages: its path, or the
+// embedded defaults.
+func configName(path string) string {
+	if path == "" {
+		return "embedded defaults"
+	}
+	return path
 }
 
 // requireStore fails when the store directory does not exist, saying how

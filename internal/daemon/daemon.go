@@ -161,7 +161,11 @@ func (a *apiSwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		(*a.h.Load()).ServeHTTP(rec, r)
 		if rec.status == http.StatusOK {
-			a.met.Report(r.URL.Query().Get("kind"))
+			// The handler took the kind, so it parses (junk, not-spam and
+			// the other spellings count as spam or ham).
+			if kind, err := api.ParseKind(r.URL.Query().Get("kind")); err == nil {
+				a.met.Report(kind)
+			}
 		}
 		return
 	}

@@ -135,6 +135,17 @@ func TestRun(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("report: %v %v", resp, err)
 	}
+	// Every accepted spelling of a kind counts under its documented label.
+	for _, kind := range []string{"junk", "not-spam", "", "HAM"} {
+		req, _ := http.NewRequest("POST", base+"/v1/reports?kind="+url.QueryEscape(kind)+"&reporter=bob",
+			strings.NewReader("Subject: Lunch\r\n\r\nShall we meet for lunch at the usual place near the station at noon?\r\n"))
+		req.Header.Set("Authorization", "Bearer s3cret-0123456789")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("report of kind %q: %v %v", kind, resp, err)
+		}
+		resp.Body.Close()
+	}
 
 	// A bad file on SIGHUP keeps the running configuration.
 	writeCfg("  on_error: maybe\n")
@@ -163,7 +174,8 @@ func TestRun(t *testing.T) {
 	_, metrics := httpGet(t, base+"/metrics")
 	for _, want := range []string{
 		`nddmilter_messages_total{action="accept"} 2`,
-		`nddmilter_reports_total{kind="spam"} 1`,
+		`nddmilter_reports_total{kind="spam"} 3`,
+		`nddmilter_reports_total{kind="ham"} 2`,
 		`nddmilter_check_duration_seconds_count 2`,
 		`process_resident_memory_bytes`,
 	} {
@@ -171,6 +183,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+
+	checkLabelValues(t, metrics)
 
 	cancel()
 	select {

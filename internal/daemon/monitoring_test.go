@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,5 +174,55 @@ func TestAlertRulesUseRegisteredMetrics(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no rule")
+	}
+}
+
+// checkLabelValues fails when a series of the exposition text carries a
+// label value outside the documented set of metrics.LabelValues.
+func checkLabelValues(t *testing.T, exposition string) {
+	t.Helper()
+	for _, bad := range undocumentedLabels(exposition) {
+		t.Error(bad)
+	}
+}
+
+// undocumentedLabels names every label value of the exposition text that
+// is outside metrics.LabelValues' closed sets.
+func undocumentedLabels(exposition string) []string {
+	sets := metrics.LabelValues()
+	series := regexp.MustCompile(`^(nddmilter_[a-z_]+)\{([^}]*)\}`)
+	pair := regexp.MustCompile(`([a-z_]+)="((?:[^"\\]|\\.)*)"`)
+	var bad []string
+	for _, line := range strings.Split(exposition, "\n") {
+		m := series.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		for _, p := range pair.FindAllStringSubmatch(m[2], -1) {
+			vals, closed := sets[m[1]][p[1]]
+			if closed && !slices.Contains(vals, p[2]) {
+				bad = append(bad, fmt.Sprintf("%s: label %s=%q is not among the documented values %v", m[1], p[1], p[2], vals))
+			}
+		}
+	}
+	return bad
+}
+
+func TestUndocumentedLabels(t *testing.T) {
+	tests := []struct {
+		line string
+		bad  bool
+	}{
+		{`nddmilter_reports_total{kind="spam"} 1`, false},
+		{`nddmilter_errors_total{stage="report-timeout"} 0`, false},
+		{`nddmilter_fleet_applied{node="mx1"} 3`, false},
+		{`nddmilter_reports_total{kind="junk"} 1`, true},
+		{`nddmilter_reports_total{kind=""} 1`, true},
+		{`nddmilter_milter_connections_total{streaming="true",version="9"} 1`, true},
+	}
+	for _, tt := range tests {
+		if got := len(undocumentedLabels(tt.line)) > 0; got != tt.bad {
+			t.Errorf("%s: undocumented %v, want %v", tt.line, got, tt.bad)
+		}
 	}
 }

@@ -180,7 +180,7 @@ func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time
 	o, err := d.eng.Load().Report(rctx, r.Raw, kind, r.Reporter)
 	switch {
 	case err == nil:
-		d.met.Report(api.KindName(kind))
+		d.met.Report(kind)
 		d.log.Debug("spooled report", "kind", api.KindName(kind), "campaign", o.Campaign, "duplicate", o.Duplicate, "spooled_at", r.Time)
 		return nil
 	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrDiskFull),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -148,21 +149,21 @@ func New() *Metrics {
 		}, []string{"version", "commit", "go_version", "signature_version", "lexicon", "model"}),
 	}
 	m.Registry.MustRegister(m.collectors()...)
-	// Pre-create the usual label values so that rates exist from the start.
-	for _, a := range action.All() {
-		m.messages.WithLabelValues(a.String())
+	// Pre-create every documented label value so that rates exist from the start.
+	vecs := map[string]*prometheus.CounterVec{
+		"nddmilter_messages_total": m.messages,
+		"nddmilter_matches_total":  m.matches,
+		"nddmilter_errors_total":   m.errors,
+		"nddmilter_reports_total":  m.reports,
+		"nddmilter_overload_total": m.overload,
+		"nddmilter_reloads_total":  m.reloads,
 	}
-	for _, f := range []string{"imatch", "andd", "short"} {
-		m.matches.WithLabelValues(f)
-	}
-	for _, s := range []string{"check", "timeout", "panic"} {
-		m.errors.WithLabelValues(s)
-	}
-	for _, k := range []string{"spam", "ham"} {
-		m.reports.WithLabelValues(k)
-	}
-	for _, r := range []string{"sessions", "connections", "bytes", "api"} {
-		m.overload.WithLabelValues(r)
+	for name, v := range vecs {
+		for _, vals := range LabelValues()[name] { // one label each
+			for _, val := range vals {
+				v.WithLabelValues(val)
+			}
+		}
 	}
 	return m
 }
@@ -227,12 +228,16 @@ func (m *Metrics) FailOpen() {
 	m.failOpen.Inc()
 }
 
-// Report counts a report of a kind ("spam" or "ham").
-func (m *Metrics) Report(kind string) {
+// Report counts a report of a kind (the label is "spam" or "ham").
+func (m *Metrics) Report(kind store.Kind) {
 	if m == nil {
 		return
 	}
-	m.reports.WithLabelValues(kind).Inc()
+	name := "spam"
+	if kind == store.KindHam {
+		name = "ham"
+	}
+	m.reports.WithLabelValues(name).Inc()
 }
 
 // SpoolPending sets the number of reports waiting in the spool.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 func TestExposition(t *testing.T) {
@@ -16,7 +17,7 @@ func TestExposition(t *testing.T) {
 	m.Message(action.Accept, nil, time.Millisecond, 100, 0)
 	m.Error("timeout")
 	m.FailOpen()
-	m.Report("spam")
+	m.Report(store.KindSpam)
 	m.SetStore(StoreStats{Campaigns: 7, Keys: 70, DiskBytes: 4096})
 	m.Session(1)
 	m.Reload(false)
@@ -53,7 +54,7 @@ func TestNilSafe(t *testing.T) {
 	m.Message(action.Accept, nil, 0, 0, 0)
 	m.Error("x")
 	m.FailOpen()
-	m.Report("spam")
+	m.Report(store.KindSpam)
 	m.Session(1)
 	m.Reload(true)
 	m.SetStore(StoreStats{})

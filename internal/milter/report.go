@@ -267,7 +267,7 @@ func (s *session) report(r *reply) bool {
 	}
 	var created, joined, repeated, skipped int
 	for _, out := range mr.Outcomes {
-		o.Metrics.Report(kindName)
+		o.Metrics.Report(kind)
 		switch {
 		case out.Skip != campaign.NotSkipped:
 			skipped++
