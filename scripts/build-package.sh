@@ -83,7 +83,8 @@ mkdir -p "$STAGE/dovecot" && find contrib/dovecot -maxdepth 1 -type f ! -name RE
 mkdir -p "$STAGE/monitoring" && cp contrib/grafana/nddmilter.json contrib/prometheus/nddmilter-alerts.yml \
 	contrib/prometheus/nddmilter-alerts_test.yml "$STAGE/monitoring/"
 cp config/nddmilter.yaml "$STAGE/doc/nddmilter.yaml.example"
-[ -f LICENSE ] && cp LICENSE "$STAGE/doc/copyright"
+cp packaging/copyright "$STAGE/doc/copyright"
+cp LICENSE "$STAGE/doc/LICENSE"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 sed -e "s#\${NDD_GOARCH}#$ARCH#g" -e "s#\${NDD_PKG_VERSION}#$PKG_VERSION#g" -e "s#\${NDD_STAGE}#$STAGE#g" \

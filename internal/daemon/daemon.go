@@ -303,8 +303,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer func() {
-		if err := rt.Close(); err != nil {
-			log.Error("close store", "err", err)
+		if err := closeWithin(rt.Close, cfg.Milter.ShutdownTimeout.D()); err != nil {
+			log.Error("close store", "store", cfg.Store.Dir, "err", err)
 		}
 	}()
 	if fm != nil {
@@ -501,6 +501,29 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 	if d.fleet != nil {
 		fmt.Fprintln(w, d.fleet.readiness(sctx))
+	}
+}
+
+// ErrCloseTimeout says the store did not close in time: the process exits
+// without it (a store whose directory was deleted, or on a disk that
+// fails every write, can make Badger retry its flush forever).
+var ErrCloseTimeout = errors.New("the store did not close in time")
+
+// closeWithin runs close and waits at most d for it; on timeout it returns
+// ErrCloseTimeout and leaves close running, for the process to exit.
+// Acknowledged reports are in the store's write-ahead log already (a write
+// is acknowledged once Badger committed it, synced), so nothing
+// acknowledged is lost when the close is cut short.
+func closeWithin(close func() error, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- close() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w (%s): exiting without it", ErrCloseTimeout, d)
 	}
 }
 

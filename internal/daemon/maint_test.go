@@ -180,3 +180,69 @@ func TestHTTPOff(t *testing.T) {
 		t.Errorf("maintenance of a daemon with --http off: %v", err)
 	}
 }
+
+// TestSIGTERMAfterStoreRemoved: a store whose directory was deleted under
+// the daemon (dpkg --purge while it ran) made Badger retry its memtable
+// flush once a second forever and SIGTERM never ended the process. The
+// daemon now exits within milter.shutdown_timeout for the drain plus the
+// same bound for the store's close.
+func TestSIGTERMAfterStoreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	if err := os.WriteFile(cfgPath, []byte("milter:\n  shutdown_timeout: 2s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(dir, "store")
+	httpAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{ConfigPath: cfgPath, StoreDir: storeDir, MilterListen: "inet:" + freeAddr(t),
+			HTTPListen: httpAddr, LogOutput: io.Discard})
+	}()
+	base := "http://" + httpAddr
+	for i := 0; ; i++ {
+		if code, _ := httpGet(t, base+"/readyz"); code == 200 {
+			break
+		}
+		if i == 300 {
+			t.Fatal("daemon not ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A report leaves entries in the memtable for the close to flush.
+	tok, err := os.ReadFile(filepath.Join(storeDir, TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", base+"/v1/reports?kind=spam&reporter=alice",
+		strings.NewReader("Subject: Cheap watches\r\n\r\nBuy cheap replica watches today, finest quality, discreet shipping worldwide.\r\n"))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("report: %v %v", resp, err)
+	}
+	if err := os.RemoveAll(storeDir); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+		t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not stop within 30 s of SIGTERM after its store was removed")
+	}
+}
+
+func TestCloseWithin(t *testing.T) {
+	if err := closeWithin(func() error { return nil }, time.Second); err != nil {
+		t.Errorf("quick close: %v", err)
+	}
+	hang := make(chan struct{})
+	defer close(hang)
+	err := closeWithin(func() error { <-hang; return nil }, 10*time.Millisecond)
+	if !errors.Is(err, ErrCloseTimeout) {
+		t.Errorf("hung close: %v, want ErrCloseTimeout", err)
+	}
+}
