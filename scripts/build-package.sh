@@ -69,6 +69,7 @@ n=$(grep -c '^  dir: nddmilter-data$' config/nddmilter.yaml || true)
 [ "$n" = 1 ] || { echo "build-package: config/nddmilter.yaml: expected one '  dir: nddmilter-data' line, found $n" >&2; exit 1; }
 sed 's#^  dir: nddmilter-data$#  dir: /var/lib/nddmilter#' config/nddmilter.yaml >"$STAGE/nddmilter.yaml"
 cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
+cp contrib/sysvinit/nddmilter "$STAGE/nddmilter.init"
 
 cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
 cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -163,6 +164,12 @@ reason and leaves nothing behind.`,
 				r = cmd.InOrStdin()
 			} else {
 				f, err := os.Open(args[0])
+				if errors.Is(err, fs.ErrPermission) {
+					// A backup written by root is 0600 root; the service
+					// user restores it from standard input.
+					return fmt.Errorf("restore: %w\n(this user cannot read the file: give it on standard input, "+
+						"as in `runuser -u nddmilter -- nddmilter store restore - < %s`)", err, args[0])
+				}
 				if err != nil {
 					return fmt.Errorf("restore: %w", err)
 				}

@@ -7,7 +7,10 @@
 set -e
 case "$1" in
 purge)
-	rm -rf /var/lib/nddmilter /etc/nddmilter
+	rm -rf /var/lib/nddmilter /etc/nddmilter /var/log/nddmilter.log
+	if command -v update-rc.d >/dev/null; then
+		update-rc.d nddmilter remove >/dev/null 2>&1 || true
+	fi
 	if command -v dpkg-statoverride >/dev/null && dpkg-statoverride --list /etc/nddmilter/nddmilter.yaml >/dev/null; then
 		dpkg-statoverride --remove /etc/nddmilter/nddmilter.yaml || true
 	fi

@@ -20,7 +20,14 @@
 #      installing the package again (an upgrade) keeps store and config;
 #   d) test/e2e/postfix.sh passes with the installed binary run as the
 #      package's user against a real Postfix (smaller load step);
-#   e) dpkg --purge leaves no nddmilter process, binary, store or
+#   e) the CLI without --config finds the installed configuration; a
+#      backup written by root restores as the service user (from standard
+#      input; from the file, the error says how);
+#   f) without systemd: postinst says the daemon was not started;
+#      /etc/init.d/nddmilter starts it as nddmilter and stops it; SIGTERM
+#      ends it even after its store was deleted under it; dpkg -r stops a
+#      running daemon and says so;
+#   g) dpkg --purge leaves no nddmilter process, binary, store or
 #      configuration behind.
 # Needs root (dpkg, users); installs what postfix.sh needs. Removes any
 # nddmilter package installed before it (a CI machine). Bounded in time;
@@ -75,8 +82,14 @@ if dpkg -s nddmilter >/dev/null 2>&1; then
 	echo "== removing the nddmilter package installed before"
 	dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1
 fi
-dpkg -i "$DEB" >>"$T/dpkg.log" 2>&1 || die "dpkg -i failed: $(tail -5 "$T/dpkg.log")"
+dpkg -i "$DEB" >"$T/install.log" 2>&1 || die "dpkg -i failed: $(tail -5 "$T/install.log")"
+cat "$T/install.log" >>"$T/dpkg.log"
 pass "dpkg -i $(basename "$DEB")"
+if [ ! -d /run/systemd/system ]; then
+	grep -q 'the daemon was NOT started' "$T/install.log" &&
+		pass "(f) without systemd, postinst says: $(grep -m1 'NOT started' "$T/install.log")" ||
+		fail "(f) postinst said nothing about starting: $(tail -3 "$T/install.log")"
+fi
 
 # (a) what the package installed.
 check_stat() { # path expected-"%U:%G %a"
@@ -173,6 +186,20 @@ if /usr/bin/nddmilter --config "$CONF" campaigns list >"$T/list.log" 2>&1 && gre
 else
 	fail "(c) campaigns list --config $CONF: $(cat "$T/list.log")"
 fi
+# (e) without --config, the commands use the installed configuration.
+if /usr/bin/nddmilter report --reporter dave "$T/alice.eml" >"$T/report-noconf.log" 2>&1 &&
+	/usr/bin/nddmilter campaigns list >"$T/list-noconf.log" 2>&1 && grep -q 'Exclusive investment' "$T/list-noconf.log" &&
+	curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^nddmilter_reports_total{kind="spam"} 3$'; then
+	pass "(e) report and campaigns list without --config reach the daemon of $CONF"
+else
+	fail "(e) without --config: $(cat "$T/report-noconf.log" "$T/list-noconf.log" | head -4)"
+fi
+# (e) a backup as root, through the running daemon's API.
+if /usr/bin/nddmilter store backup "$T/backup.bak" >"$T/backup.log" 2>&1 && [ -s "$T/backup.bak" ]; then
+	pass "(e) store backup as root: $(stat -c '%U %a %s bytes' "$T/backup.bak")"
+else
+	fail "(e) store backup as root: $(cat "$T/backup.log")"
+fi
 [ -e "$T/cwd/nddmilter-data" ] && fail "(c) a stray ./nddmilter-data was created" || pass "(c) no stray ./nddmilter-data"
 cd "$ROOT" || die "cd"
 kill -TERM $NDD_PID
@@ -195,6 +222,23 @@ else
 	fail "(c) campaigns list as nddmilter: $(cat "$T/list2.log")"
 fi
 
+# (e) root's backup restored by the service user: from the file the error
+# names the way (standard input), from standard input it works.
+RESTORED=/var/lib/nddmilter/restored
+runuser -u nddmilter -- /usr/bin/nddmilter store restore --store "$RESTORED" "$T/backup.bak" >"$T/restore1.log" 2>&1
+if grep -q 'give it on standard input' "$T/restore1.log"; then
+	pass "(e) restore of root's 0600 backup from its path: $(grep -m1 'standard input' "$T/restore1.log" | cut -c1-100)…"
+else
+	fail "(e) restore from the path: $(cat "$T/restore1.log")"
+fi
+if runuser -u nddmilter -- /usr/bin/nddmilter store restore --store "$RESTORED" - <"$T/backup.bak" >"$T/restore2.log" 2>&1 &&
+	runuser -u nddmilter -- /usr/bin/nddmilter --store "$RESTORED" campaigns list 2>&1 | grep -q 'Exclusive investment'; then
+	pass "(e) runuser -u nddmilter -- nddmilter store restore - < backup: $(cat "$T/restore2.log")"
+else
+	fail "(e) restore from standard input: $(cat "$T/restore2.log")"
+fi
+rm -rf "$RESTORED"
+
 # An upgrade (the same package again) keeps the store and the
 # configuration's owner and mode.
 dpkg -i "$DEB" >>"$T/dpkg.log" 2>&1 || fail "(c) dpkg -i over the installed package: $(tail -3 "$T/dpkg.log")"
@@ -214,8 +258,61 @@ else
 	grep -E '^(FAIL|FATAL)' "$T/postfix-e2e.log"
 fi
 
-# (e) purge: nothing left running or installed.
-dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1 || fail "(e) dpkg --purge: $(tail -3 "$T/dpkg.log")"
+# (f) without systemd: the package's init script.
+installed_pids() { # the processes running the installed binary
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = /usr/bin/nddmilter ] && echo "${p#/proc/}"
+	done
+}
+wait_ready() { # URL: up to 15 s
+	for _ in $(seq 150); do
+		curl -sf "$1" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+PKG_HTTP=$(sed -n '/^http:/,/^[a-z]/s/^  listen: //p' "$CONF" | head -1)
+if /etc/init.d/nddmilter start >"$T/init.log" 2>&1 && wait_ready "http://$PKG_HTTP/readyz" &&
+	[ "$(ps -o user= -p "$(cat /run/nddmilter.pid)")" = nddmilter ]; then
+	pass "(f) /etc/init.d/nddmilter start: ready at $PKG_HTTP as nddmilter ($(cat "$T/init.log"))"
+else
+	fail "(f) /etc/init.d/nddmilter start: $(cat "$T/init.log") $(tail -3 /var/log/nddmilter.log 2>/dev/null)"
+fi
+/etc/init.d/nddmilter status >/dev/null && pass "(f) init script status: running" || fail "(f) init script status: not running"
+if /etc/init.d/nddmilter stop >"$T/init.log" 2>&1 && [ -z "$(installed_pids)" ]; then
+	pass "(f) /etc/init.d/nddmilter stop: $(cat "$T/init.log"), no process left"
+else
+	fail "(f) /etc/init.d/nddmilter stop: $(cat "$T/init.log"); left: $(installed_pids)"
+fi
+# SIGTERM after the store was deleted under the daemon (as a purge does).
+/etc/init.d/nddmilter start >"$T/init.log" 2>&1 && wait_ready "http://$PKG_HTTP/readyz" || fail "(f) second start: $(cat "$T/init.log")"
+pid=$(cat /run/nddmilter.pid 2>/dev/null)
+/usr/bin/nddmilter report --reporter erin "$T/alice.eml" >/dev/null 2>&1
+rm -rf /var/lib/nddmilter
+start=$(date +%s)
+kill -TERM "$pid"
+for _ in $(seq 450); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+took=$(($(date +%s) - start))
+if kill -0 "$pid" 2>/dev/null; then
+	fail "(f) SIGTERM after the store was deleted: still running after ${took} s"
+	kill -KILL "$pid"
+else
+	pass "(f) SIGTERM after the store was deleted: exited in ${took} s ($(grep -m1 'close store' /var/log/nddmilter.log | cut -c1-120))"
+fi
+rm -f /run/nddmilter.pid
+install -d -o nddmilter -g nddmilter -m 0700 /var/lib/nddmilter
+# dpkg -r stops a running daemon and says so.
+/etc/init.d/nddmilter start >"$T/init.log" 2>&1 && wait_ready "http://$PKG_HTTP/readyz" || fail "(f) third start: $(cat "$T/init.log")"
+dpkg -r nddmilter >"$T/remove.log" 2>&1 || fail "(f) dpkg -r: $(tail -3 "$T/remove.log")"
+cat "$T/remove.log" >>"$T/dpkg.log"
+if [ -z "$(installed_pids)" ] && ! pgrep -u nddmilter >/dev/null 2>&1 && grep -q 'nddmilter: stopped' "$T/remove.log"; then
+	pass "(f) dpkg -r stopped the daemon: $(grep -m1 'nddmilter: stopped' "$T/remove.log")"
+else
+	fail "(f) after dpkg -r: processes $(installed_pids) $(pgrep -u nddmilter -a); dpkg said: $(tail -3 "$T/remove.log")"
+fi
+
+# (g) purge: nothing left running or installed.
+dpkg --purge nddmilter >>"$T/dpkg.log" 2>&1 || fail "(g) dpkg --purge: $(tail -3 "$T/dpkg.log")"
 left=
 pgrep -u nddmilter >/dev/null 2>&1 && left="$left processes of nddmilter: $(pgrep -u nddmilter -a);"
 # Processes of the installed binary (others on a shared machine run their
@@ -228,4 +325,7 @@ done
 for f in /usr/bin/nddmilter /etc/nddmilter /var/lib/nddmilter "$UNIT"; do
 	[ -e "$f" ] && left="$left $f;"
 done
-[ -z "$left" ] && pass "(e) dpkg --purge: no process, binary, configuration, store or unit left" || fail "(e) after purge:$left"
+for f in /etc/init.d/nddmilter /var/log/nddmilter.log; do
+	[ -e "$f" ] && left="$left $f;"
+done
+[ -z "$left" ] && pass "(g) dpkg --purge: no process, binary, configuration, store, unit or init script left" || fail "(g) after purge:$left"
