@@ -301,13 +301,21 @@ func (h *Handler) read(f func(http.ResponseWriter, *http.Request, *session)) htt
 	}
 }
 
-// change wraps a state change: it needs a same-origin request, a session
+// change wraps a state change: it needs a same-origin request (an Origin
+// or Sec-Fetch-Site header that names the dashboard's origin), a session
 // of at least role and the session's CSRF token; refusals are 403 and
 // logged.
 func (h *Handler) change(role Role, f func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h.cop.Check(r); err != nil {
 			h.refuse(w, r, nil, "cross-origin request", err)
+			return
+		}
+		// CrossOriginProtection lets requests without either header
+		// through (they are not from a browser); a change must come from
+		// a browser page of the same origin, which sends them.
+		if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+			h.refuse(w, r, nil, "no Origin or Sec-Fetch-Site header", errors.New("changes are made from the dashboard's own pages"))
 			return
 		}
 		se := h.session(r)
