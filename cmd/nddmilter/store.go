@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -251,10 +252,7 @@ daemon stopped.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := json.NewEncoder(out).Encode(struct {
-					store.VerifyResult
-					Problems int64
-				}{res, res.Problems()}); err != nil {
+				if err := json.NewEncoder(out).Encode(api.NewVerifyAnswer(res)); err != nil {
 					return err
 				}
 			} else {
@@ -318,7 +316,7 @@ func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return json.NewEncoder(out).Encode(s)
+				return json.NewEncoder(out).Encode(api.NewStoreStats(s))
 			}
 			per := 0.0
 			if s.Keys > 0 {

@@ -58,7 +58,7 @@ func TestStoreCommands(t *testing.T) {
 		{gf, []string{"backup", filepath.Join(tmp, "b.bak")}, "backed up"},
 		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"restore", filepath.Join(tmp, "b.bak")}, "2210 signatures"},
 		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"compact"}, "compacted"},
-		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"verify", "--json"}, `"Problems":0`},
+		{&globalFlags{store: filepath.Join(tmp, "restored")}, []string{"verify", "--json"}, `"problems":0`},
 	}
 	for _, s := range steps {
 		out, err := runStoreCmd(t, s.gf, s.args...)

@@ -15,7 +15,7 @@
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
 //	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
-//	GET    /v1/store/stats                        → store.Stats
+//	GET    /v1/store/stats                        → StoreStats
 //	GET    /v1/store/verify                       → VerifyAnswer (read-only)
 package api
 
@@ -232,12 +232,12 @@ type Now struct {
 	Sort      string          `json:"sort"`
 	Campaigns []RankedSummary `json:"campaigns"`
 	Totals    []HourTotal     `json:"totals"`
-	Stats     store.Stats     `json:"stats"`
+	Stats     StoreStats      `json:"stats"`
 }
 
 // NewNow converts the now view.
 func NewNow(v campaign.NowView) Now {
-	n := Now{At: v.At.UTC(), Sort: v.Sort, Stats: v.Stats,
+	n := Now{At: v.At.UTC(), Sort: v.Sort, Stats: NewStoreStats(v.Stats),
 		Campaigns: make([]RankedSummary, len(v.Campaigns)), Totals: make([]HourTotal, len(v.Totals))}
 	for i := range v.Campaigns {
 		n.Campaigns[i] = RankedSummary{Summary: NewSummary(&v.Campaigns[i].Campaign), Series: NewHours(v.Campaigns[i].Series)}

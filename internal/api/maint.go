@@ -31,10 +31,72 @@ const (
 	TrailerBackupVersion = "X-Nddmilter-Backup-Version"
 )
 
-// VerifyAnswer is the JSON answer of GET /v1/store/verify.
+// StoreStats is the JSON answer of GET /v1/store/stats (and of `nddmilter
+// store stats --json`): the store's counts.
+type StoreStats struct {
+	Campaigns     int64 `json:"campaigns"`
+	Active        int64 `json:"active"`
+	Allowed       int64 `json:"allowed"`
+	Revoked       int64 `json:"revoked"`
+	Keys          int64 `json:"keys"`
+	SpamReports   int64 `json:"spam_reports"`
+	HamReports    int64 `json:"ham_reports"`
+	Messages      int64 `json:"messages"`
+	DiskBytes     int64 `json:"disk_bytes"`
+	DiskFree      int64 `json:"disk_free"` // -1: unknown
+	DiskFull      bool  `json:"disk_full"`
+	WritesRefused int64 `json:"writes_refused"`
+}
+
+// NewStoreStats is the JSON view of s.
+func NewStoreStats(s store.Stats) StoreStats {
+	return StoreStats{s.Campaigns, s.Active, s.Allowed, s.Revoked, s.Keys, s.SpamReports, s.HamReports,
+		s.Messages, s.DiskBytes, s.DiskFree, s.DiskFull, s.WritesRefused}
+}
+
+// Stats is the store's view of the answer.
+func (a StoreStats) Stats() store.Stats {
+	return store.Stats{Campaigns: a.Campaigns, Active: a.Active, Allowed: a.Allowed, Revoked: a.Revoked, Keys: a.Keys,
+		SpamReports: a.SpamReports, HamReports: a.HamReports, Messages: a.Messages, DiskBytes: a.DiskBytes,
+		DiskFree: a.DiskFree, DiskFull: a.DiskFull, WritesRefused: a.WritesRefused}
+}
+
+// VerifyAnswer is the JSON answer of GET /v1/store/verify (and of
+// `nddmilter store verify --json`).
 type VerifyAnswer struct {
-	store.VerifyResult
-	Problems int64
+	Campaigns       int64 `json:"campaigns"`
+	IndexKeys       int64 `json:"index_keys"`
+	KeyListEntries  int64 `json:"key_list_entries"`
+	Reporters       int64 `json:"reporters"`
+	DayCounters     int64 `json:"day_counters"`
+	BadRecords      int64 `json:"bad_records"`
+	DanglingIndex   int64 `json:"dangling_index"`
+	UnlistedIndex   int64 `json:"unlisted_index"`
+	OrphanKeyList   int64 `json:"orphan_key_list"`
+	OrphanReporters int64 `json:"orphan_reporters"`
+	OrphanDays      int64 `json:"orphan_days"`
+	CountMismatch   int64 `json:"count_mismatch"`
+	BadIndexEntries int64 `json:"bad_index_entries"`
+	CountersWrong   bool  `json:"counters_wrong"`
+	NoSchema        bool  `json:"no_schema"`
+	Repaired        int64 `json:"repaired"`
+	Problems        int64 `json:"problems"`
+}
+
+// NewVerifyAnswer is the JSON view of r.
+func NewVerifyAnswer(r store.VerifyResult) VerifyAnswer {
+	return VerifyAnswer{r.Campaigns, r.IndexKeys, r.KeyListEntries, r.Reporters, r.DayCounters, r.BadRecords,
+		r.DanglingIndex, r.UnlistedIndex, r.OrphanKeyList, r.OrphanReporters, r.OrphanDays, r.CountMismatch,
+		r.BadIndexEntries, r.CountersWrong, r.NoSchema, r.Repaired, r.Problems()}
+}
+
+// Result is the store's view of the answer.
+func (a VerifyAnswer) Result() store.VerifyResult {
+	return store.VerifyResult{Campaigns: a.Campaigns, IndexKeys: a.IndexKeys, KeyListEntries: a.KeyListEntries,
+		Reporters: a.Reporters, DayCounters: a.DayCounters, BadRecords: a.BadRecords, DanglingIndex: a.DanglingIndex,
+		UnlistedIndex: a.UnlistedIndex, OrphanKeyList: a.OrphanKeyList, OrphanReporters: a.OrphanReporters,
+		OrphanDays: a.OrphanDays, CountMismatch: a.CountMismatch, BadIndexEntries: a.BadIndexEntries,
+		CountersWrong: a.CountersWrong, NoSchema: a.NoSchema, Repaired: a.Repaired}
 }
 
 func (h *handler) maintainer(w http.ResponseWriter, r *http.Request) (Maintainer, bool) {
@@ -77,7 +139,7 @@ func (h *handler) storeStats(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	h.reply(w, http.StatusOK, s)
+	h.reply(w, http.StatusOK, NewStoreStats(s))
 }
 
 func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +152,7 @@ func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	h.reply(w, http.StatusOK, VerifyAnswer{res, res.Problems()})
+	h.reply(w, http.StatusOK, NewVerifyAnswer(res))
 }
 
 // Backup streams the daemon's online backup into w and returns the
@@ -117,14 +179,14 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (uint64, error) {
 
 // StoreStats returns the daemon's store counts.
 func (c *Client) StoreStats(ctx context.Context) (store.Stats, error) {
-	var s store.Stats
-	err := c.do(ctx, http.MethodGet, "/v1/store/stats", nil, nil, &s)
-	return s, err
+	var a StoreStats
+	err := c.do(ctx, http.MethodGet, "/v1/store/stats", nil, nil, &a)
+	return a.Stats(), err
 }
 
 // Verify runs a read-only verification of the daemon's store.
 func (c *Client) Verify(ctx context.Context) (store.VerifyResult, error) {
 	var a VerifyAnswer
 	err := c.doLong(ctx, http.MethodGet, "/v1/store/verify", &a)
-	return a.VerifyResult, err
+	return a.Result(), err
 }
