@@ -396,8 +396,10 @@ func Parse(b []byte) (*Config, error) {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	lines := map[string]int{}
-	if err := checkKeys(&root, reflect.TypeOf(*c), "", lines); err != nil {
-		return nil, err
+	var keyErrs []error
+	checkKeys(&root, reflect.TypeOf(*c), "", lines, &keyErrs)
+	if len(keyErrs) > 0 {
+		return nil, errors.Join(keyErrs...)
 	}
 	// An explicit "overrides:" replaces the default (empty) map.
 	if err := root.Decode(c); err != nil {
@@ -413,38 +415,58 @@ func Parse(b []byte) (*Config, error) {
 		c.API.AllowGroups = []string{}
 	}
 	if err := c.Validate(); err != nil {
-		var ve *ValueError
-		if errors.As(err, &ve) {
-			if l, ok := lines[ve.Key]; ok {
-				return nil, fmt.Errorf("line %d: %w", l, err)
-			}
-		}
-		return nil, err
+		return nil, withLines(err, lines)
 	}
 	return c, nil
 }
 
-// checkKeys walks the YAML tree against the struct type t and rejects
-// unknown keys, recording the line of every known key by dotted path.
-func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) error {
-	if n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return nil
+// withLines prefixes each problem of err (one, or several joined) with the
+// line of its key.
+func withLines(err error, lines map[string]int) error {
+	one := func(err error) error {
+		var ve *ValueError
+		if errors.As(err, &ve) {
+			if l, ok := lines[ve.Key]; ok {
+				return fmt.Errorf("line %d: %w", l, err)
+			}
 		}
-		return checkKeys(n.Content[0], t, path, lines)
+		return err
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return one(err)
+	}
+	errs := j.Unwrap()
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = one(e)
+	}
+	return errors.Join(out...)
+}
+
+// checkKeys walks the YAML tree against the struct type t and adds to
+// errs every unknown or duplicate key and every value of the wrong type,
+// recording the line of every known key by dotted path.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int, errs *[]error) {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) > 0 {
+			checkKeys(n.Content[0], t, path, lines, errs)
+		}
+		return
 	}
 	if t.Kind() != reflect.Struct {
-		return nil
+		return
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
+		return
 	}
 	if n.Kind != yaml.MappingNode {
 		where := path
 		if where == "" {
 			where = "the top level"
 		}
-		return fmt.Errorf("line %d: %s must be a mapping of keys to values", n.Line, where)
+		*errs = append(*errs, fmt.Errorf("line %d: %s must be a mapping of keys to values", n.Line, where))
+		return
 	}
 	fields := map[string]reflect.StructField{}
 	var names []string
@@ -472,36 +494,34 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 		f, ok := fields[k.Value]
 		if !ok {
 			if len(names) == 0 {
-				return fmt.Errorf("line %d: unknown key %s (this section has no settings yet)", k.Line, key)
+				*errs = append(*errs, fmt.Errorf("line %d: unknown key %s (this section has no settings yet)", k.Line, key))
+				continue
 			}
 			sort.Strings(names)
-			return fmt.Errorf("line %d: unknown key %s (known keys: %s)", k.Line, key, strings.Join(names, ", "))
+			*errs = append(*errs, fmt.Errorf("line %d: unknown key %s (known keys: %s)", k.Line, key, strings.Join(names, ", ")))
+			continue
 		}
 		if seen[k.Value] {
-			return fmt.Errorf("line %d: duplicate key %s", k.Line, key)
+			*errs = append(*errs, fmt.Errorf("line %d: duplicate key %s", k.Line, key))
+			continue
 		}
 		seen[k.Value] = true
 		lines[key] = k.Line
 		if f.Type.Kind() == reflect.Struct {
-			if err := checkKeys(v, f.Type, key, lines); err != nil {
-				return err
-			}
+			checkKeys(v, f.Type, key, lines, errs)
 			continue
 		}
 		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && v.Kind == yaml.SequenceNode {
 			for j, item := range v.Content {
-				if err := checkKeys(item, f.Type.Elem(), key+"["+strconv.Itoa(j)+"]", lines); err != nil {
-					return err
-				}
+				checkKeys(item, f.Type.Elem(), key+"["+strconv.Itoa(j)+"]", lines, errs)
 			}
 		}
 		if err := v.Decode(reflect.New(f.Type).Interface()); err != nil {
 			msg := err.Error()
 			msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
-			return fmt.Errorf("%s: %s", key, msg)
+			*errs = append(*errs, fmt.Errorf("%s: %s", key, msg))
 		}
 	}
-	return nil
 }
 
 func join(path, key string) string {
@@ -575,93 +595,92 @@ func CheckToken(tok string) error {
 	return nil
 }
 
-// Validate checks every value and returns the first problem as a
-// *ValueError naming the key and the allowed values.
+// Validate checks every value and returns every problem found, each a
+// *ValueError naming the key and the allowed values (joined with
+// errors.Join, one per line).
 func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if x := c.ANDD.ExactCosine; !(x >= 0 && x <= 1) {
-		return bad("andd.exact_cosine", "%v is not in [0, 1]", x)
+		add(bad("andd.exact_cosine", "%v is not in [0, 1]", x))
 	}
 	m := c.Milter
 	if _, _, err := SplitListen(m.Listen); err != nil {
-		return bad("milter.listen", "%v", err)
+		add(bad("milter.listen", "%v", err))
 	}
 	if _, err := m.SocketFileMode(); err != nil {
-		return bad("milter.socket_mode", "%v", err)
+		add(bad("milter.socket_mode", "%v", err))
 	}
 	if strings.ContainsAny(m.SocketGroup, " \t\r\n:") {
-		return bad("milter.socket_group", "%q is not a group name or number", m.SocketGroup)
+		add(bad("milter.socket_group", "%q is not a group name or number", m.SocketGroup))
 	}
 	if m.MaxBodyBytes < 0 {
-		return bad("milter.max_body_bytes", "must be >= 0 (0 scans headers only)")
+		add(bad("milter.max_body_bytes", "must be >= 0 (0 scans headers only)"))
 	}
 	if m.CheckTimeout < MinCheckTimeout {
-		return bad("milter.check_timeout", "%s is too short: must be at least %s", m.CheckTimeout, MinCheckTimeout)
+		add(bad("milter.check_timeout", "%s is too short: must be at least %s", m.CheckTimeout, MinCheckTimeout))
 	}
 	if m.IdleTimeout < MinIdleTimeout {
-		return bad("milter.idle_timeout", "%s is too short: must be at least %s", m.IdleTimeout, MinIdleTimeout)
+		add(bad("milter.idle_timeout", "%s is too short: must be at least %s", m.IdleTimeout, MinIdleTimeout))
 	}
 	if m.ShutdownTimeout < 0 {
-		return bad("milter.shutdown_timeout", "must be >= 0")
+		add(bad("milter.shutdown_timeout", "must be >= 0"))
 	}
 	if m.MaxSessions <= 0 {
-		return bad("milter.max_sessions", "must be > 0")
+		add(bad("milter.max_sessions", "must be > 0"))
 	}
 	if m.MaxBufferedBytes < 1<<20 {
-		return bad("milter.max_buffered_bytes", "must be at least 1048576 (1 MiB)")
+		add(bad("milter.max_buffered_bytes", "must be at least 1048576 (1 MiB)"))
 	}
-	if err := oneOf("milter.on_error", m.OnError, names(action.Accept, action.Tempfail)...); err != nil {
-		return err
-	}
+	add(oneOf("milter.on_error", m.OnError, names(action.Accept, action.Tempfail)...))
 	if !headerRe.MatchString(m.HeaderPrefix) {
-		return bad("milter.header_prefix", "%q is not a valid header name start (printable ASCII, no spaces or colons)", m.HeaderPrefix)
+		add(bad("milter.header_prefix", "%q is not a valid header name start (printable ASCII, no spaces or colons)", m.HeaderPrefix))
 	}
-	if err := oneOf("milter.reject_with", m.RejectWith, names(action.Reject, action.Tempfail)...); err != nil {
-		return err
-	}
+	add(oneOf("milter.reject_with", m.RejectWith, names(action.Reject, action.Tempfail)...))
 	if !rejectRe.MatchString(m.RejectText) || strings.ContainsAny(m.RejectText, "\r\n") {
-		return bad("milter.reject_text", "%q must be one line starting with a 5xx code and a 5.x.x enhanced status, e.g. %q", m.RejectText, DefaultRejectText)
+		add(bad("milter.reject_text", "%q must be one line starting with a 5xx code and a 5.x.x enhanced status, e.g. %q", m.RejectText, DefaultRejectText))
 	}
 	if !tempfailRe.MatchString(m.TempfailText) || strings.ContainsAny(m.TempfailText, "\r\n") {
-		return bad("milter.tempfail_text", "%q must be one line starting with a 4xx code and a 4.x.x enhanced status, e.g. %q", m.TempfailText, DefaultTempfailText)
+		add(bad("milter.tempfail_text", "%q must be one line starting with a 4xx code and a 4.x.x enhanced status, e.g. %q", m.TempfailText, DefaultTempfailText))
 	}
 	for _, k := range []struct{ key, v string }{
 		{"milter.reject_text", m.RejectText}, {"milter.tempfail_text", m.TempfailText}, {"milter.quarantine_reason", m.QuarantineReason},
 	} {
 		if err := checkPlaceholders(k.v); err != nil {
-			return bad(k.key, "%v", err)
+			add(bad(k.key, "%v", err))
 		}
 	}
 	if len(m.SubjectTag) > 64 || strings.ContainsAny(m.SubjectTag, "\r\n\t") || (m.SubjectTag != "" && strings.TrimSpace(m.SubjectTag) == "") {
-		return bad("milter.subject_tag", "%q must be one short line (at most 64 bytes), e.g. \"[SPAM] \"", m.SubjectTag)
+		add(bad("milter.subject_tag", "%q must be one short line (at most 64 bytes), e.g. \"[SPAM] \"", m.SubjectTag))
 	}
 	if strings.TrimSpace(m.QuarantineReason) == "" || strings.ContainsAny(m.QuarantineReason, "\r\n") {
-		return bad("milter.quarantine_reason", "must be one non-empty line")
+		add(bad("milter.quarantine_reason", "must be one non-empty line"))
 	}
 	for rcpt, a := range m.Overrides {
 		key := "milter.overrides." + rcpt
 		if rcpt == "" || strings.ContainsAny(rcpt, " \t<>") {
-			return bad(key, "%q is not a recipient address or domain", rcpt)
+			add(bad(key, "%q is not a recipient address or domain", rcpt))
 		}
-		if err := oneOf(key, a, names(action.Verdicts()...)...); err != nil {
-			return err
-		}
+		add(oneOf(key, a, names(action.Verdicts()...)...))
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := splitHostPort(c.HTTP.Listen); err != nil {
-			return bad("http.listen", "%v (or \"\" to disable the HTTP listener: no API, no /metrics)", err)
+			add(bad("http.listen", "%v (or \"\" to disable the HTTP listener: no API, no /metrics)", err))
 		}
 	}
 	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
-		return bad("http.token_file", "set token or token_file, not both")
+		add(bad("http.token_file", "set token or token_file, not both"))
 	}
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
-		return bad("http.token", "%v", err)
+		add(bad("http.token", "%v", err))
 	}
-	if err := c.HTTP.Dashboard.validate(); err != nil {
-		return err
-	}
+	add(c.HTTP.Dashboard.validate())
 	if c.HTTP.MaxBodyBytes <= 0 {
-		return bad("http.max_body_bytes", "must be > 0")
+		add(bad("http.max_body_bytes", "must be > 0"))
 	}
 	for _, d := range []struct {
 		key string
@@ -669,48 +688,46 @@ func (c *Config) Validate() error {
 	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout},
 		{"http.write_timeout", c.HTTP.WriteTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout}, {"http.request_timeout", c.HTTP.RequestTimeout}} {
 		if d.v < MinHTTPTimeout {
-			return bad(d.key, "%s is too short: must be at least %s", d.v, MinHTTPTimeout)
+			add(bad(d.key, "%s is too short: must be at least %s", d.v, MinHTTPTimeout))
 		}
 	}
 	if c.HTTP.WriteTimeout <= c.HTTP.RequestTimeout {
-		return bad("http.write_timeout", "%s must exceed http.request_timeout (%s), or the 503 past the deadline cannot be sent", c.HTTP.WriteTimeout, c.HTTP.RequestTimeout)
+		add(bad("http.write_timeout", "%s must exceed http.request_timeout (%s), or the 503 past the deadline cannot be sent", c.HTTP.WriteTimeout, c.HTTP.RequestTimeout))
 	}
 	if c.HTTP.MaxHeaderBytes < 4096 {
-		return bad("http.max_header_bytes", "must be at least 4096")
+		add(bad("http.max_header_bytes", "must be at least 4096"))
 	}
 	if c.HTTP.MaxInflight <= 0 {
-		return bad("http.max_inflight", "must be > 0")
+		add(bad("http.max_inflight", "must be > 0"))
 	}
-	if err := c.API.validate(); err != nil {
-		return err
-	}
+	add(c.API.validate())
 	if c.Store.Dir == "" {
-		return bad("store.dir", "must not be empty")
+		add(bad("store.dir", "must not be empty"))
 	}
 	if c.Store.MinFreeBytes < -1 {
-		return bad("store.min_free_bytes", "must be >= 0, or -1 to turn the free-space check off")
+		add(bad("store.min_free_bytes", "must be >= 0, or -1 to turn the free-space check off"))
 	}
 	if c.Store.Expiry < Duration(time.Hour) {
-		return bad("store.expiry", "%s is too short (at least 1h)", c.Store.Expiry)
+		add(bad("store.expiry", "%s is too short (at least 1h)", c.Store.Expiry))
 	}
 	if c.Store.ExpireInterval < Duration(time.Minute) {
-		return bad("store.expire_interval", "%s is too short (at least 1m)", c.Store.ExpireInterval)
+		add(bad("store.expire_interval", "%s is too short (at least 1m)", c.Store.ExpireInterval))
 	}
 	s := c.Signatures
 	if s.K < -1 || s.K > imatchbag.MaxK {
-		return bad("signatures.k", "%d is out of range -1..%d (-1: no bagged lexicons)", s.K, imatchbag.MaxK)
+		add(bad("signatures.k", "%d is out of range -1..%d (-1: no bagged lexicons)", s.K, imatchbag.MaxK))
 	}
 	if s.MinTerms < 1 {
-		return bad("signatures.min_terms", "must be >= 1")
+		add(bad("signatures.min_terms", "must be >= 1"))
 	}
 	if s.MinUnique < 1 {
-		return bad("signatures.min_unique", "must be >= 1")
+		add(bad("signatures.min_unique", "must be >= 1"))
 	}
 	if s.MinRatio > 1 {
-		return bad("signatures.min_ratio", "must be <= 1 (negative disables the rule)")
+		add(bad("signatures.min_ratio", "must be <= 1 (negative disables the rule)"))
 	}
 	if s.Tokens.MinLen < 1 || s.Tokens.MaxLen < s.Tokens.MinLen || s.Tokens.MaxDigits < 0 {
-		return bad("signatures.tokens", "need 1 <= min_len <= max_len and max_digits >= 0")
+		add(bad("signatures.tokens", "need 1 <= min_len <= max_len and max_digits >= 0"))
 	}
 	if err := c.Policy.Validate(); err != nil {
 		// The policy's own messages name the keys (policy.…).
@@ -719,21 +736,13 @@ func (c *Config) Validate() error {
 			key = m[1]
 		}
 		first, _, _ := strings.Cut(err.Error(), "\n")
-		return &ValueError{Key: key, Msg: strings.TrimLeft(strings.TrimPrefix(first, key), ": ")}
+		add(&ValueError{Key: key, Msg: strings.TrimLeft(strings.TrimPrefix(first, key), ": ")})
 	}
-	if err := c.Reports.validate(); err != nil {
-		return err
-	}
-	if err := oneOf("log.format", c.Log.Format, "text", "json"); err != nil {
-		return err
-	}
-	if err := oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"); err != nil {
-		return err
-	}
-	if err := c.Fleet.validate(); err != nil {
-		return err
-	}
-	return nil
+	add(c.Reports.validate())
+	add(oneOf("log.format", c.Log.Format, "text", "json"))
+	add(oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"))
+	add(c.Fleet.validate())
+	return errors.Join(errs...)
 }
 
 func checkPlaceholders(s string) error {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -254,5 +255,34 @@ func TestANDDExactCosine(t *testing.T) {
 		if err := c.Validate(); (err == nil) != tt.ok {
 			t.Errorf("exact_cosine %v: %v", tt.v, err)
 		}
+	}
+}
+
+// TestAllProblems: config check names every problem, not only the first.
+func TestAllProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"two unknown keys", "milter:\n  listne: x\nhttp:\n  tokne: y\n", []string{"line 2: unknown key milter.listne", "line 4: unknown key http.tokne"}},
+		{"two bad values", "milter:\n  on_error: maybe\nlog:\n  level: loud\n", []string{"line 2: milter.on_error", "line 4: log.level"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			var ve *ValueError
+			if strings.Contains(tt.name, "values") && !errors.As(err, &ve) {
+				t.Errorf("errors.As(*ValueError) fails on %v", err)
+			}
+		})
 	}
 }
