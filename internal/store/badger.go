@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,6 +170,20 @@ func isLockError(err error) bool {
 		strings.Contains(err.Error(), "Cannot acquire directory lock")
 }
 
+// lockHolder names the process that holds the store, from the pid Badger
+// writes into its LOCK file: " (pid N)", or "" when unknown.
+func lockHolder(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return ""
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (pid %d, most likely a running nddmilter serve)", pid)
+}
+
 // Badger is the Badger-backed Store. It is safe for concurrent use.
 type Badger struct {
 	dir  string
@@ -278,7 +293,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 	}
 	if err != nil {
 		if isLockError(err) {
-			return nil, fmt.Errorf("open badger in %s: %w: %w", dir, ErrLocked, err)
+			return nil, fmt.Errorf("store %s: %w%s: stop it first, or give this process another store directory",
+				dir, ErrLocked, lockHolder(dir))
 		}
 		return nil, fmt.Errorf("open badger in %s: %w", dir, err)
 	}

@@ -1065,6 +1065,10 @@ func TestSentinelErrors(t *testing.T) {
 		if !errors.Is(err, ErrLocked) {
 			t.Errorf("second Open (read-only %v): %v, want ErrLocked", ro, err)
 		}
+		// The project's own words and the holder's pid, not Badger's.
+		if want := fmt.Sprintf("(pid %d,", os.Getpid()); !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Cannot acquire") {
+			t.Errorf("second Open (read-only %v): %q, want the holder %q and no Badger text", ro, err, want)
+		}
 	}
 	if _, err := s.Get(ctx, a.Campaign+1000); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of an unknown campaign: %v, want ErrNotFound", err)
