@@ -10,6 +10,14 @@ import (
 	"github.com/nddmilter/nddmilter/internal/daemon"
 )
 
+// stampHint says how to name a build that carries no version control
+// information (go build -buildvcs=false, or a copy of the tree without
+// .git): the toolchain has nothing to fall back on.
+const stampHint = `note: this binary carries no commit (built with -buildvcs=false, or outside a git checkout). ` +
+	`Stamp it: go build -ldflags "-X github.com/nddmilter/nddmilter/internal/buildinfo.Version=VERSION ` +
+	`-X github.com/nddmilter/nddmilter/internal/buildinfo.Commit=$(git rev-parse HEAD)" ./cmd/nddmilter ` +
+	`(scripts/build-package.sh does this)`
+
 func newVersionCmd(gf *globalFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -30,6 +38,9 @@ metric of a running daemon.`,
 				return err
 			}
 			fmt.Fprintf(out, "nddmilter %s\ncommit     %s\ngo         %s\n", v.Version, v.Commit, v.GoVersion)
+			if v.Commit == "unknown" {
+				fmt.Fprintln(cmd.ErrOrStderr(), stampHint)
+			}
 			if err == nil {
 				fmt.Fprintf(out, "signatures %s\nlexicon    %s\nmodel      %s\n", v.SignatureVersion, v.Lexicon, v.Model)
 			}

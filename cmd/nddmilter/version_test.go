@@ -8,9 +8,13 @@ import (
 )
 
 func TestVersionCmd(t *testing.T) {
-	out, _, err := runCLI(t, "version")
+	out, errOut, err := runCLI(t, "version")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A test binary carries no commit: the command says how to stamp one.
+	if strings.Contains(out, "commit     unknown") != strings.Contains(errOut, "Stamp it") {
+		t.Errorf("commit unknown without the stamping hint, or the other way round:\n%s\n%s", out, errOut)
 	}
 	for _, want := range []string{"nddmilter ", "commit", "go         go", "signatures imatch=1,andd=1", "lexicon    ", "model      "} {
 		if !strings.Contains(out, want) {
