@@ -133,7 +133,7 @@ the campaigns to look at, and allow, when legitimate mail is caught.`,
 				return jsonLines(out, ws)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tMESSAGES\tSPAM REP.\tHAM REP.\tWHY\tSUBJECT")
+			fmt.Fprintln(tw, "ID\tSTATE\tMESSAGES\tSPAM REPORTERS\tHAM REPORTERS\tWHY\tSUBJECT")
 			for _, w := range ws {
 				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\n", w.ID, w.State, w.Messages, w.SpamReporters, w.HamReporters,
 					strings.Join(w.Reasons, "; "), truncate(oneLine(w.SampleSubject), 50))
@@ -166,7 +166,7 @@ func jsonLines[T any](w io.Writer, xs []T) error {
 
 func printSummaries(w io.Writer, cs []api.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tHOUR/DAY\tSPAM REP.\tHAM REP.\tACTIONS\tSUBJECT")
+	fmt.Fprintln(tw, "ID\tSTATE\tLAST SEEN (UTC)\tMESSAGES\tHOUR/DAY\tSPAM REPORTERS (REPORTS)\tHAM REPORTERS (REPORTS)\tACTIONS\tSUBJECT")
 	for _, c := range cs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%d (%d)\t%d (%d)\t%s\t%s\n",
 			c.ID, c.State, c.LastSeen.UTC().Format("2006-01-02 15:04"), c.Messages, c.HourMessages, c.DayMessages,

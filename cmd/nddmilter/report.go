@@ -21,19 +21,22 @@ import (
 
 // reportSummary counts what a batch of reports did.
 type reportSummary struct {
-	Kind     string         `json:"kind"`
-	Read     int            `json:"messages_read"`
-	Created  int            `json:"campaigns_created"`
-	Joined   int            `json:"joined_existing"`
-	Merged   int            `json:"campaigns_merged"`
-	VoteOnly int            `json:"vote_only"`
-	Apart    int            `json:"started_apart"`
-	Repeated int            `json:"repeated_by_reporter"`
-	NoMatch  int            `json:"matched_nothing"`
-	Revoked  int            `json:"campaigns_revoked"`
-	ARF      int            `json:"arf_unwrapped"`
-	Skipped  map[string]int `json:"skipped"`
-	Errors   int            `json:"errors"`
+	Kind     string `json:"kind"`
+	Read     int    `json:"messages_read"`
+	Created  int    `json:"campaigns_created"`
+	Joined   int    `json:"joined_existing"`
+	Merged   int    `json:"campaigns_merged"`
+	VoteOnly int    `json:"vote_only"`
+	Apart    int    `json:"started_apart"`
+	Repeated int    `json:"repeated_by_reporter"`
+	// Withdrawn: reports that withdrew the reporter's earlier vote of the
+	// other kind on their campaign.
+	Withdrawn int            `json:"withdrew_own_vote"`
+	NoMatch   int            `json:"matched_nothing"`
+	Revoked   int            `json:"campaigns_revoked"`
+	ARF       int            `json:"arf_unwrapped"`
+	Skipped   map[string]int `json:"skipped"`
+	Errors    int            `json:"errors"`
 	// In a fleet: reports in the replicated stream, and reports queued
 	// in the node's outbox while NATS is unreachable (their campaign is
 	// known once they are published and applied).
@@ -69,6 +72,9 @@ func (s *reportSummary) add(o api.Outcome) {
 	if o.Repeated {
 		s.Repeated++
 	}
+	if o.Withdrawn {
+		s.Withdrawn++
+	}
 	if o.Revoked {
 		s.Revoked++
 	}
@@ -96,6 +102,9 @@ func (s *reportSummary) print(w io.Writer) {
 		fmt.Fprintf(w, "merge rule:           %d counted as votes only, %d started apart (docs/SECURITY.md)\n", s.VoteOnly, s.Apart)
 	}
 	fmt.Fprintf(w, "repeated by reporter: %d (counted once per campaign)\n", s.Repeated)
+	if s.Withdrawn > 0 || s.Kind == "ham" {
+		fmt.Fprintf(w, "withdrew own vote:    %d (the reporter had reported the campaign as the other kind)\n", s.Withdrawn)
+	}
 	if s.Kind == "ham" {
 		fmt.Fprintf(w, "matched no campaign:  %d\n", s.NoMatch)
 		fmt.Fprintf(w, "campaigns revoked:    %d\n", s.Revoked)

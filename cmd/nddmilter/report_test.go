@@ -193,3 +193,26 @@ func TestReportSummaryFleet(t *testing.T) {
 		})
 	}
 }
+
+// A not-spam report by the spam reporter withdraws that reporter's vote,
+// and the summary says so.
+func TestCLIReportWithdrawnSummary(t *testing.T) {
+	dir := t.TempDir()
+	msg := filepath.Join(dir, "m.eml")
+	body := "Subject: Exclusive investment opportunity\r\n\r\n" + strings.Repeat(
+		"Dear friend, your account was selected for an exclusive investment opportunity with guaranteed monthly returns. ", 4) + "\r\n"
+	if err := os.WriteFile(msg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "store")
+	if out, _, err := runCLI(t, "--store", store, "report", "--reporter", "alice", msg); err != nil {
+		t.Fatalf("spam report: %v\n%s", err, out)
+	}
+	out, _, err := runCLI(t, "--store", store, "report", "--not-spam", "--reporter", "alice", msg)
+	if err != nil {
+		t.Fatalf("not-spam report: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "withdrew own vote:    1") {
+		t.Errorf("the summary does not show the withdrawn vote:\n%s", out)
+	}
+}
