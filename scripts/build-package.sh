@@ -57,6 +57,7 @@ CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o 
 # target's binary may not run here); the help text is the same.
 CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
 "$STAGE/nddmilter-host" gendocs "$STAGE/man"
+cp packaging/man/*.1 "$STAGE/man/" # nddmilter-pipe (standard library flags, no cobra)
 gzip -n -9 "$STAGE"/man/*.1
 "$STAGE/nddmilter-host" completion bash >"$STAGE/completions/nddmilter.bash"
 "$STAGE/nddmilter-host" completion zsh >"$STAGE/completions/_nddmilter"

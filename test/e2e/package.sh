@@ -129,7 +129,7 @@ if command -v systemd-analyze >/dev/null; then
 		fail "(a) systemd-analyze verify: $(cat "$T/verify.log")"
 	fi
 fi
-if [ -f /usr/share/man/man1/nddmilter-serve.1.gz ] && zcat /usr/share/man/man1/nddmilter-report.1.gz | grep -q -- '--reporter' &&
+if [ -f /usr/share/man/man1/nddmilter-serve.1.gz ] && [ -f /usr/share/man/man1/nddmilter-pipe.1.gz ] && zcat /usr/share/man/man1/nddmilter-report.1.gz | grep -q -- '--reporter' &&
 	[ -s /usr/share/bash-completion/completions/nddmilter ] && [ -s /usr/share/zsh/vendor-completions/_nddmilter ] &&
 	[ -s /usr/share/doc/nddmilter/README.md ] && [ -s /usr/share/doc/nddmilter/monitoring/nddmilter.json ] &&
 	[ -s /usr/share/doc/nddmilter/monitoring/nddmilter-alerts.yml ]; then
