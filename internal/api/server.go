@@ -36,11 +36,15 @@ type ServerOptions struct {
 	MaxBody int64
 	// ErrorLog receives the server's own errors. Default: the log package.
 	ErrorLog *log.Logger
+	// MaxConnAge: see ConnLimits.MaxAge (the server reads the accept
+	// time LimitListener records). Default DefaultMaxConnAge.
+	MaxConnAge time.Duration
 }
 
 // NewServer returns an HTTP server for h with the bounds of o: a client
-// can neither hold a connection without sending a request nor send an
-// unbounded request.
+// can neither hold a connection without sending a request, nor keep one
+// past MaxConnAge, nor send an unbounded request. Serve it on a
+// LimitListener to bound the number of connections too.
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
@@ -60,12 +64,17 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	limit := o.MaxBody
+	if o.MaxConnAge <= 0 {
+		o.MaxConnAge = DefaultMaxConnAge
+	}
+	limit, maxAge := o.MaxBody, o.MaxConnAge
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
+			closeIfOld(w, r, maxAge)
 			h.ServeHTTP(w, r)
 		}),
+		ConnContext:       connContext,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,

@@ -171,6 +171,19 @@ type HTTP struct {
 	// MaxInflight bounds the API checks and reports running at once
 	// (503 beyond). Default 16.
 	MaxInflight int `yaml:"max_inflight"`
+	// MaxConnections bounds the HTTP listener's open connections, and
+	// MaxConnectionsPerAddress those of one client address: past them a
+	// connection is closed when accepted, so that HTTP clients cannot take
+	// the file descriptors the milter needs. The daemon lowers
+	// MaxConnections further when the process's descriptor limit is small
+	// (it keeps milter.max_sessions and a margin for the store free).
+	// Defaults 512 and 64.
+	MaxConnections           int `yaml:"max_connections"`
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address"`
+	// MaxConnectionAge closes a keep-alive connection after its first
+	// answer past that age (a client cannot hold one forever by sending a
+	// request before every idle_timeout). Default 10m.
+	MaxConnectionAge Duration `yaml:"max_connection_age"`
 	// Dashboard configures the web dashboard under /ui/.
 	Dashboard Dashboard `yaml:"dashboard"`
 }
@@ -325,16 +338,19 @@ func Default() *Config {
 			Overrides:        map[string]string{},
 		},
 		HTTP: HTTP{
-			Listen:            DefaultHTTPListen,
-			MaxBodyBytes:      10 << 20,
-			ReadHeaderTimeout: Duration(10 * time.Second),
-			ReadTimeout:       Duration(time.Minute),
-			WriteTimeout:      Duration(time.Minute),
-			IdleTimeout:       Duration(30 * time.Second),
-			MaxHeaderBytes:    64 << 10,
-			RequestTimeout:    Duration(30 * time.Second),
-			MaxInflight:       16,
-			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
+			Listen:                   DefaultHTTPListen,
+			MaxBodyBytes:             10 << 20,
+			ReadHeaderTimeout:        Duration(10 * time.Second),
+			ReadTimeout:              Duration(time.Minute),
+			WriteTimeout:             Duration(time.Minute),
+			IdleTimeout:              Duration(30 * time.Second),
+			MaxHeaderBytes:           64 << 10,
+			RequestTimeout:           Duration(30 * time.Second),
+			MaxInflight:              16,
+			MaxConnections:           512,
+			MaxConnectionsPerAddress: 64,
+			MaxConnectionAge:         Duration(10 * time.Minute),
+			Dashboard:                Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
 		API: DefaultAPI(),
 		Store: Store{
@@ -699,6 +715,15 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxInflight <= 0 {
 		add(bad("http.max_inflight", "must be > 0"))
+	}
+	if c.HTTP.MaxConnections < 1 {
+		add(bad("http.max_connections", "must be > 0"))
+	}
+	if c.HTTP.MaxConnectionsPerAddress < 1 || c.HTTP.MaxConnectionsPerAddress > c.HTTP.MaxConnections {
+		add(bad("http.max_connections_per_address", "must be in 1..http.max_connections (%d)", c.HTTP.MaxConnections))
+	}
+	if c.HTTP.MaxConnectionAge < Duration(time.Second) {
+		add(bad("http.max_connection_age", "%s is too short (at least 1s)", c.HTTP.MaxConnectionAge))
 	}
 	add(c.API.validate())
 	if c.Store.Dir == "" {

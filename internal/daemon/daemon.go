@@ -465,7 +465,22 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 	if err := os.WriteFile(addrFile, []byte("http://"+hln.Addr().String()+"\n"), 0o644); err != nil {
 		log.Warn("cannot record the API address for the CLI", "file", addrFile, "err", err)
 	}
+	maxConns := httpConnBudget(cfg.HTTP.MaxConnections, cfg.Milter.MaxSessions, nofileLimit())
+	if maxConns < cfg.HTTP.MaxConnections {
+		log.Warn("http.max_connections lowered to keep file descriptors for the milter (raise the process's open-files limit, e.g. LimitNOFILE)",
+			"max_connections", maxConns, "configured", cfg.HTTP.MaxConnections, "open_files_limit", nofileLimit(),
+			"milter.max_sessions", cfg.Milter.MaxSessions)
+	}
+	met := d.met
+	hln = api.LimitListener(hln, api.ConnLimits{
+		Max:       maxConns,
+		PerAddr:   min(cfg.HTTP.MaxConnectionsPerAddress, maxConns),
+		MaxAge:    cfg.HTTP.MaxConnectionAge.D(),
+		OnRefused: func(string) { met.Overload("http") },
+		Logger:    log,
+	})
 	d.httpSrv = api.NewServer(mux, api.ServerOptions{
+		MaxConnAge:        cfg.HTTP.MaxConnectionAge.D(),
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.D(),
 		ReadTimeout:       cfg.HTTP.ReadTimeout.D(),
 		WriteTimeout:      cfg.HTTP.WriteTimeout.D(),

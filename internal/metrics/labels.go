@@ -30,7 +30,7 @@ func LabelValues() map[string]map[string][]string {
 			"store", "reload", "accept", "protocol", "spool", // the daemon's other stages
 		}},
 		"nddmilter_reports_total":            {"kind": {"spam", "ham"}},
-		"nddmilter_overload_total":           {"reason": {"sessions", "connections", "bytes", "api"}},
+		"nddmilter_overload_total":           {"reason": {"sessions", "connections", "bytes", "api", "http"}},
 		"nddmilter_reloads_total":            {"result": {"ok", "error"}},
 		"nddmilter_campaigns_by_state":       {"state": {"active", "allowed", "revoked"}},
 		"nddmilter_milter_connections_total": {"version": versions, "streaming": {"true", "false"}},

@@ -257,7 +257,7 @@ func (m *Metrics) Session(delta int) {
 }
 
 // Overload counts work refused because a resource budget was exhausted
-// (reason: sessions, connections, bytes, api).
+// (reason: sessions, connections, bytes, api, http).
 func (m *Metrics) Overload(reason string) {
 	if m == nil {
 		return

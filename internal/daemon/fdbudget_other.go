@@ -1,0 +1,6 @@
+//go:build !unix
+
+package daemon
+
+// nofileLimit is unknown here.
+func nofileLimit() uint64 { return 0 }
