@@ -103,9 +103,13 @@ type Milter struct {
 	// being buffered, beyond that connections are closed. Default 1000.
 	MaxSessions int `yaml:"max_sessions"`
 	// MaxBufferedBytes bounds the message bytes all sessions hold beyond
-	// a 192 KiB allowance each; a message that would exceed it passes per
-	// on_error. Default 128 MiB.
+	// a 192 KiB allowance each; a message that would exceed it stops
+	// being buffered and gets the on_overload treatment. Default 128 MiB.
 	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
+	// OnOverload is what a message cut short by max_buffered_bytes gets:
+	// check (the part buffered, its headers and the head of its body, is
+	// checked) or tempfail. Default check.
+	OnOverload string `yaml:"on_overload"`
 	// ShutdownTimeout is how long SIGTERM waits for sessions in flight. Default 30s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// OnError is what happens to a message when checking it fails
@@ -329,6 +333,7 @@ func Default() *Config {
 			MaxSessions:      1000,
 			MaxBufferedBytes: 128 << 20,
 			OnError:          action.Accept.String(),
+			OnOverload:       "check",
 			HeaderPrefix:     "X-NDD-",
 			HeaderOnAccept:   true,
 			RejectWith:       action.Reject.String(),
@@ -653,6 +658,7 @@ func (c *Config) Validate() error {
 		add(bad("milter.max_buffered_bytes", "must be at least 1048576 (1 MiB)"))
 	}
 	add(oneOf("milter.on_error", m.OnError, names(action.Accept, action.Tempfail)...))
+	add(oneOf("milter.on_overload", m.OnOverload, "check", "tempfail"))
 	if !headerRe.MatchString(m.HeaderPrefix) {
 		add(bad("milter.header_prefix", "%q is not a valid header name start (printable ASCII, no spaces or colons)", m.HeaderPrefix))
 	}

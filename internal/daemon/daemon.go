@@ -90,6 +90,7 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 		CheckTimeout:     m.CheckTimeout.D(),
 		IdleTimeout:      m.IdleTimeout.D(),
 		OnError:          m.OnError,
+		OnOverload:       m.OnOverload,
 		MaxSessions:      m.MaxSessions,
 		MaxBufferedBytes: m.MaxBufferedBytes,
 		HeaderPrefix:     m.HeaderPrefix,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	gomilter "github.com/emersion/go-milter"
 
@@ -127,5 +128,58 @@ func TestRealEngineEndToEnd(t *testing.T) {
 	}
 	if c.Actions["reject"] != 1 || c.Actions["tag"] != 1 {
 		t.Errorf("campaign counts %v, want 1 reject and 1 tag", c.Actions)
+	}
+}
+
+// With the real engine: while hostile sessions hold the whole byte budget
+// with large unfinished messages, a padded copy of a rejected campaign (its
+// text, then a 400 KB attachment) is checked from the part buffered and
+// rejected, not passed unchecked.
+func TestRealEngineBudgetHeld(t *testing.T) {
+	eng := realEngine(t)
+	const budget = 1 << 20
+	h := start(t, eng, Options{MaxBufferedBytes: budget})
+	ctx := context.Background()
+	for i, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
+		if _, err := eng.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two hostile sessions hold the budget with unfinished messages.
+	for range 2 {
+		s := h.session()
+		s.Mail("x@example.net", nil)
+		s.Rcpt("y@example.org", nil)
+		s.HeaderField("Subject", "slow")
+		s.HeaderEnd()
+		chunk := []byte(strings.Repeat("x", gomilter.MaxBodyChunk))
+		for range (budget / gomilter.MaxBodyChunk) + 4 {
+			if _, err := s.BodyChunk(chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// (The client does not wait for the server's answers to body chunks.)
+	for i := 0; h.srv.Buffered() < budget; i++ {
+		if i == 250 {
+			t.Fatalf("the hostile sessions hold %d bytes of the %d budget", h.srv.Buffered(), budget)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The padded copy: the campaign's text, then a large attachment.
+	m := campaignCopy(9)
+	attachment := strings.Repeat(strings.Repeat("QUJD", 19)+"\r\n", 400<<10/78)
+	m.headers = append(m.headers, [2]string{"MIME-Version", "1.0"},
+		[2]string{"Content-Type", `multipart/mixed; boundary="b1"`})
+	m.body = "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + m.body +
+		"\r\n--b1\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n" +
+		"Content-Disposition: attachment; filename=\"report.pdf\"\r\n\r\n" + attachment + "--b1--\r\n"
+	mods, act := send(t, h.session(), m)
+	if act.Code != gomilter.ActReplyCode || act.SMTPCode != 550 {
+		t.Fatalf("padded copy while the budget is held: action %c %d, headers %v, want 550\nlog:\n%s",
+			act.Code, act.SMTPCode, headersOf(mods), h.logs.String())
+	}
+	if !strings.Contains(h.logs.String(), "cut_by=milter.max_buffered_bytes") {
+		t.Errorf("the log does not say the message was checked from its head:\n%s", h.logs.String())
 	}
 }

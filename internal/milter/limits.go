@@ -7,10 +7,13 @@ import "github.com/nddmilter/nddmilter/internal/action"
 // up to freeMessageBytes); everything beyond is reserved from a budget
 // shared by all sessions (Options.MaxBufferedBytes). A message whose next
 // bytes the budget cannot give stops being buffered: the rest of it is
-// read and dropped, and at its end it gets the OnError treatment (accept
-// unchecked or tempfail) — the MTA never waits on the budget and no mail
-// is lost. The free allowance keeps ordinary small messages checked while
-// hostile sessions hold the shared budget.
+// read and dropped, and at its end it gets the OnOverload treatment —
+// checked from the part buffered (its headers and the head of its body,
+// as a message longer than MaxBodyBytes is), or tempfailed — so that
+// hostile sessions holding the budget cannot make a large message pass
+// unchecked. The MTA never waits on the budget and no mail is lost. The
+// free allowance keeps ordinary small messages whole while hostile
+// sessions hold the shared budget.
 //
 // The number of connections that buffer messages is bounded too
 // (Options.MaxSessions): connections beyond it are served without
@@ -24,6 +27,12 @@ const (
 	overSessions    = "sessions"    // MaxSessions buffering sessions open
 	overConnections = "connections" // twice MaxSessions connections open
 	overBytes       = "bytes"       // MaxBufferedBytes reserved
+)
+
+// Values of Options.OnOverload.
+const (
+	OverloadCheck    = "check"
+	OverloadTempfail = "tempfail"
 )
 
 // Defaults of Options.MaxSessions and Options.MaxBufferedBytes.
@@ -136,16 +145,22 @@ func (s *session) dropBuf() {
 }
 
 // overload stops buffering the current message: the rest of it is read
-// and dropped, and its end gets the OnError treatment.
+// and dropped. A message cut short by the budget (overBytes) keeps what it
+// buffered for its end's OnOverload treatment; one that has no place
+// among the buffering sessions (overSessions) gets the OnError treatment.
 func (s *session) overload(reason string) {
 	s.state()
-	if s.over != "" {
+	if s.over != "" || s.cut {
+		return
+	}
+	// Counted now: a hostile session may never end its message.
+	s.st.opts.Metrics.Overload(reason)
+	if reason == overBytes {
+		s.cut = true
 		return
 	}
 	s.over = reason
 	s.dropBuf()
-	// Counted now: a hostile session may never end its message.
-	s.st.opts.Metrics.Overload(reason)
 }
 
 // admit decides whether a packet of n data bytes (over smallPacket) is
@@ -154,7 +169,7 @@ func (s *session) overload(reason string) {
 func (c *conn) admit(cmd byte, n int) bool {
 	switch cmd {
 	case cmdHeader, cmdBody, cmdEOB:
-		if c.sess.over != "" {
+		if c.sess.over != "" || c.sess.cut {
 			return false // the message is not buffered anyway
 		}
 	}
@@ -178,19 +193,14 @@ func (c *conn) dropped(cmd byte) error {
 	return nil
 }
 
-// overloaded answers a message that was not buffered: the OnError
-// treatment, with the verdict header saying why when it is accepted.
+// overloaded answers a message that was not buffered (overSessions): the
+// OnError treatment, with the verdict header saying why when it is
+// accepted.
 func (s *session) overloaded(r *reply) {
 	o, onError := s.st.opts, s.st.act.onError
-	if s.over == overSessions {
-		o.Metrics.Overload(s.over) // (overBytes is counted when it happens)
-	}
+	o.Metrics.Overload(s.over)
 	o.Metrics.Message(onError, nil, 0, s.bodyLen, 0)
-	msg, hint := "message passed unchecked: resource budget exhausted", "milter.max_buffered_bytes"
-	if s.over == overSessions {
-		hint = "milter.max_sessions"
-	}
-	s.srv.warnOverload(msg, "reason", s.over, "limit", hint, "action", onError.String(),
+	s.srv.warnOverload("message passed unchecked: resource budget exhausted", "reason", s.over, "limit", "milter.max_sessions", "action", onError.String(),
 		"queue_id", s.queueID, "from", s.logAddr(s.from), "client", s.logAddr(s.client))
 	if onError == action.Tempfail {
 		r.final(repTempfail)
@@ -201,4 +211,18 @@ func (s *session) overloaded(r *reply) {
 		r.addHeader(o.HeaderPrefix+"Verdict", "unchecked; error=overload-"+s.over)
 	}
 	r.final(repAccept)
+}
+
+// cutShort answers a message cut short by the budget when OnOverload is
+// "tempfail"; it reports false (check the part buffered) otherwise.
+func (s *session) cutShort(r *reply) bool {
+	if !s.cut || !s.st.act.overloadTempfail {
+		return false
+	}
+	o := s.st.opts
+	o.Metrics.Message(action.Tempfail, nil, 0, s.bodyLen, 0)
+	s.srv.warnOverload("message tempfailed: cut short by the byte budget", "reason", overBytes, "limit", "milter.max_buffered_bytes",
+		"action", "tempfail", "queue_id", s.queueID, "from", s.logAddr(s.from), "client", s.logAddr(s.client))
+	r.final(repTempfail)
+	return true
 }

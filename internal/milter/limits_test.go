@@ -46,23 +46,30 @@ func TestBufferBudgetUnderFlood(t *testing.T) {
 	}
 }
 
-// A message that does not fit the budget gets the on_error treatment at
-// its end; once the budget is free again, large messages are checked.
-func TestBufferBudgetOnError(t *testing.T) {
-	for _, onError := range []string{"accept", "tempfail"} {
-		t.Run(onError, func(t *testing.T) {
-			h := start(t, &scriptChecker{}, Options{MaxBufferedBytes: 256 << 10, OnError: onError})
+// A message that does not fit the budget is checked from the part
+// buffered (on_overload: check) or tempfailed (on_overload: tempfail),
+// never accepted unchecked, whatever on_error says; once the budget is free
+// again, large messages are checked whole.
+func TestBufferBudgetOnOverload(t *testing.T) {
+	for _, tt := range []struct{ onOverload, onError string }{
+		{"", "accept"}, {"check", "tempfail"}, {"tempfail", "accept"},
+	} {
+		t.Run(tt.onOverload+"/"+tt.onError, func(t *testing.T) {
+			sc := &scriptChecker{}
+			h := start(t, sc, Options{MaxBufferedBytes: 256 << 10, OnError: tt.onError, OnOverload: tt.onOverload})
 			big := simple("reject")
 			big.body = strings.Repeat("a line of body text that goes on\r\n", 16<<10) // 560 KiB
 			_, act := send(t, h.session(), big)
-			switch onError {
-			case "accept":
-				if act.Code != gomilter.ActAccept {
-					t.Fatalf("over budget: action %c, want accept", act.Code)
-				}
-			case "tempfail":
+			if tt.onOverload == "tempfail" {
 				if act.Code != gomilter.ActTempFail {
 					t.Fatalf("over budget: action %c, want tempfail", act.Code)
+				}
+			} else {
+				if act.Code != gomilter.ActReplyCode {
+					t.Fatalf("over budget: action %c, want the verdict on the part buffered (reject)", act.Code)
+				}
+				if n := sc.lastLen(); n <= 0 || n >= len(big.body) {
+					t.Errorf("checked %d bytes of a %d-byte body, want the head only", n, len(big.body))
 				}
 			}
 			if !strings.Contains(scrape(t, h.met), `nddmilter_overload_total{reason="bytes"} 1`) {
@@ -130,4 +137,18 @@ func TestMaxSessions(t *testing.T) {
 	if _, act := send(t, s3, simple("reject")); act.Code != gomilter.ActReplyCode {
 		t.Fatalf("after a slot freed: action %c, want the reject reply", act.Code)
 	}
+}
+
+// lastLen is the body length of the last message the checker saw.
+func (c *scriptChecker) lastLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) == 0 {
+		return -1
+	}
+	raw := c.seen[len(c.seen)-1]
+	if i := strings.Index(string(raw), "\r\n\r\n"); i >= 0 {
+		return len(raw) - i - 4
+	}
+	return -1
 }

@@ -236,6 +236,14 @@ func (s *session) report(r *reply) bool {
 		log.Error("mail to a report address: this checker takes no reports; checked as any mail")
 		return false
 	}
+	if s.cut {
+		// A report is never taken from part of the message: the
+		// submitter's MTA retries it once the budget has room.
+		o.Metrics.Overload(overBytes)
+		log.Warn("report by mail cut short by the byte budget (milter.max_buffered_bytes): tempfailed", "reporter", s.logAddr(reporter))
+		r.replyCode("451 4.3.0 nddmilter: busy, report not recorded, try again later")
+		return true
+	}
 	if !s.eoh {
 		s.endOfHeaders()
 	}

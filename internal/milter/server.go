@@ -62,9 +62,16 @@ type Options struct {
 	// MaxBufferedBytes bounds the bytes all sessions (and checks in
 	// flight) hold together beyond each connection's free allowance of
 	// 128 KiB of message and 64 KiB of packet. A message that would go
-	// over stops being buffered and gets the OnError treatment at its
-	// end. Default DefaultMaxBufferedBytes (128 MiB); negative: no limit.
+	// over stops being buffered: its end gets the OnOverload treatment.
+	// Default DefaultMaxBufferedBytes (128 MiB); negative: no limit.
 	MaxBufferedBytes int64
+	// OnOverload is what a message cut short by MaxBufferedBytes gets:
+	// "check" (default) checks the part buffered before the budget ran
+	// out (at least the free allowance: the headers and the head of the
+	// body), as a message longer than MaxBodyBytes is checked from its
+	// head; "tempfail" answers 4xx, and the MTA retries it later. Never
+	// is such a message accepted unchecked.
+	OnOverload string
 	// HeaderPrefix starts the names of added headers. Default "X-NDD-".
 	HeaderPrefix string
 	// NoAcceptHeader leaves accepted messages without the verdict header.
@@ -122,6 +129,9 @@ func (o Options) withDefaults() Options {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 10 * time.Minute
 	}
+	if o.OnOverload == "" {
+		o.OnOverload = OverloadCheck
+	}
 	if o.OnError == "" {
 		o.OnError = action.Accept.String()
 	}
@@ -157,10 +167,12 @@ func (o Options) withDefaults() Options {
 
 // actions are the action settings of Options, parsed.
 type actions struct {
-	onError    action.Action // Accept or Tempfail
-	rejectWith action.Action // Reject or Tempfail
-	maxAction  action.Action
-	overrides  map[string]action.Action
+	onError action.Action // Accept or Tempfail
+	// overloadTempfail: OnOverload is "tempfail".
+	overloadTempfail bool
+	rejectWith       action.Action // Reject or Tempfail
+	maxAction        action.Action
+	overrides        map[string]action.Action
 }
 
 // parse checks the options and parses their action settings.
@@ -169,6 +181,13 @@ func (o Options) parse() (actions, error) {
 	var err error
 	if a.onError, err = action.Parse(o.OnError, action.Accept, action.Tempfail); err != nil {
 		return a, fmt.Errorf("milter: OnError: %w", err)
+	}
+	switch o.OnOverload {
+	case OverloadCheck:
+	case OverloadTempfail:
+		a.overloadTempfail = true
+	default:
+		return a, fmt.Errorf("milter: OnOverload: %q is not %s or %s", o.OnOverload, OverloadCheck, OverloadTempfail)
 	}
 	if a.rejectWith, err = action.Parse(o.RejectWith, action.Reject, action.Tempfail); err != nil {
 		return a, fmt.Errorf("milter: RejectWith: %w", err)

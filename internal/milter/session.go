@@ -55,10 +55,13 @@ type session struct {
 	spamRcpts, hamRcpts, otherRcpts int
 	reportRcpts                     []string // the report addresses as the MTA sent them (the first maxLoggedRcpts)
 	// reserved is the part of raw's capacity charged to the budget;
-	// over, when set, is why the message is not buffered (overSessions,
-	// overBytes): its end gets the OnError treatment. See limits.go.
+	// over, when set, is why the message is not buffered (overSessions):
+	// its end gets the OnError treatment; cut, that the budget stopped
+	// the buffering (overBytes): its end gets the OnOverload treatment.
+	// See limits.go.
 	reserved int64
 	over     string
+	cut      bool
 }
 
 // maxLoggedRcpts bounds the recipients named in a message's log line (the
@@ -109,7 +112,7 @@ func (s *session) reset() {
 	if s.raw != nil {
 		s.raw.Reset()
 	}
-	s.over = ""
+	s.over, s.cut = "", false
 	if !s.slot {
 		s.slot = s.srv.acquireSlot()
 	}
@@ -224,7 +227,7 @@ func (s *session) header(data []byte) {
 	case bytes.EqualFold(name, []byte(spamStatusHeader)):
 		s.spamStats++
 	}
-	if s.over != "" || s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
+	if s.over != "" || s.cut || s.headerLen+len(name)+len(value)+4 > maxHeaderBytes {
 		return
 	}
 	if !s.grow(len(name) + len(value) + bytes.Count(value, []byte{'\n'}) + 4) {
@@ -259,7 +262,7 @@ func (s *session) endOfHeaders() {
 	s.state()
 	if !s.eoh {
 		s.eoh = true
-		if s.over != "" {
+		if s.over != "" || s.cut {
 			return
 		}
 		if !s.grow(2) {
@@ -278,7 +281,7 @@ func (s *session) body(chunk []byte) {
 		s.endOfHeaders()
 	}
 	s.bodyLen += int64(len(chunk))
-	if s.over != "" {
+	if s.over != "" || s.cut {
 		return
 	}
 	room := st.opts.MaxBodyBytes - (int64(s.buf().Len()) - int64(s.headerLen) - 2)
@@ -422,7 +425,12 @@ func (s *session) decide(r *reply) {
 	if s.report(r) {
 		return
 	}
-	truncated := s.bodyLen > o.MaxBodyBytes
+	if s.cutShort(r) {
+		return
+	}
+	// A message longer than MaxBodyBytes, or cut short by the byte
+	// budget, is checked from its head.
+	truncated := s.bodyLen > o.MaxBodyBytes || s.cut
 
 	t0 := time.Now()
 	limit, capBy := s.limit(st.act)
@@ -478,6 +486,9 @@ func (s *session) decide(r *reply) {
 		}
 		if truncated {
 			attrs = append(attrs, slog.Bool("truncated", true))
+		}
+		if s.cut {
+			attrs = append(attrs, slog.String("cut_by", "milter.max_buffered_bytes"), slog.Int("checked_bytes", s.buf().Len()))
 		}
 		if len(v.Warnings) > 0 {
 			attrs = append(attrs, slog.Int("warnings", len(v.Warnings)))
