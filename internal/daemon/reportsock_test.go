@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/spool"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
