@@ -1,17 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/config"
-	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/lab/bench"
-	"github.com/nddmilter/nddmilter/internal/lab/djmilter"
-	"github.com/nddmilter/nddmilter/internal/milter"
 )
 
 func newBenchCmd(gf *globalFlags) *cobra.Command {
@@ -66,7 +61,7 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")
 	fl.BoolVar(&o.ReplyEachStep, "reply-each-step", false, "offer no milter protocol flags, so that the milter replies to every step (an MTA at protocol version 2)")
 	fl.StringVar(&o.Network, "network", "tcp", `socket of the in-process milter: "tcp" (loopback) or "unix"`)
-	fl.StringVar(&o.Server, "server", "own", `protocol server of the in-process milter: "own" (internal/milter, the daemon's), "d--j" (github.com/d--j/go-milter over the same message logic, for comparison) or "d--j-buffered" (the same with buffered socket I/O)`)
+	fl.StringVar(&o.Server, "server", "own", `protocol server of the in-process milter: "own" (internal/milter, the daemon's), "d--j" (github.com/d--j/go-milter relaying to the own server in this process, for comparison) or "d--j-buffered" (the same with buffered socket I/O)`)
 	return cmd
 }
 
@@ -155,36 +150,26 @@ Without --dir the store is built in a temporary directory and removed.`,
 }
 
 func newBenchServeCmd(gf *globalFlags) *cobra.Command {
-	var o daemon.Options
-	server := ""
+	var o bench.ServeOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the daemon with another milter protocol server, for comparison (test/e2e/postfix.sh)",
+		Short: "Run the daemon behind another milter protocol server, for comparison (test/e2e/postfix.sh)",
 		Long: `Runs the daemon exactly as 'nddmilter serve' does (same configuration, flags,
-engine, API, reload and shutdown), but speaks the milter protocol through
---server: "d--j" is github.com/d--j/go-milter over nddmilter's message logic
-(internal/eval/djmilter), "d--j-buffered" the same with buffered socket I/O,
-"own" the daemon's own server. For measuring one against the other through
-a real MTA: NDD_E2E_SERVER=d--j test/e2e/postfix.sh.`,
+engine, API, reload and shutdown), but speaks the milter protocol to the MTA
+through --server: "d--j" is github.com/d--j/go-milter relaying every
+connection to the daemon's own server on a private socket
+(internal/lab/djmilter), "d--j-buffered" the same with buffered socket I/O,
+"own" the daemon's own server alone. For measuring one against the other
+through a real MTA: NDD_E2E_SERVER=d--j test/e2e/postfix.sh.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ConfigPath, o.StoreDir = gf.config, gf.store
-			switch server {
-			case "own":
-			case "d--j", "d--j-buffered":
-				buffered := server == "d--j-buffered"
-				o.Protocol = func(srv *milter.Server, log *slog.Logger) daemon.ProtocolServer {
-					return djmilter.New(srv, djmilter.Options{Buffered: buffered, Logger: log})
-				}
-			default:
-				return fmt.Errorf("bench serve: --server %q: want own, d--j or d--j-buffered", server)
-			}
-			return daemon.Run(cmd.Context(), o)
+			o.Daemon.ConfigPath, o.Daemon.StoreDir = gf.config, gf.store
+			return bench.Serve(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "d--j", `milter protocol server: "d--j", "d--j-buffered" or "own"`)
-	cmd.Flags().StringVar(&o.MilterListen, "listen", "", "milter socket, inet:HOST:PORT or unix:/path (overrides milter.listen; default "+config.DefaultMilterListen+")")
-	cmd.Flags().StringVar(&o.HTTPListen, "http", "", "HTTP listener HOST:PORT, \"off\" to disable (overrides http.listen; default "+config.DefaultHTTPListen+")")
+	cmd.Flags().StringVar(&o.Server, "server", "d--j", `milter protocol server: "d--j", "d--j-buffered" or "own"`)
+	cmd.Flags().StringVar(&o.Daemon.MilterListen, "listen", "", "milter socket, inet:HOST:PORT or unix:/path (overrides milter.listen; default "+config.DefaultMilterListen+")")
+	cmd.Flags().StringVar(&o.Daemon.HTTPListen, "http", "", "HTTP listener HOST:PORT, \"off\" to disable (overrides http.listen; default "+config.DefaultHTTPListen+")")
 	return cmd
 }
 

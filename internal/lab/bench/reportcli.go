@@ -12,10 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
+	"github.com/nddmilter/nddmilter/internal/reportclient"
 )
 
 // ReportCLIOptions configure ReportCLI. Zero values select the defaults.
@@ -132,10 +131,9 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 	if len(cpu) > 0 {
 		fmt.Fprintf(w, "CPU time of the report process per call:  %s\n", fmtLatency(cpu))
 	}
-	// The same number of other messages over the socket from this process:
-	// the daemon's share (request, signing, the store's fsync), without a
-	// process start.
-	c := api.NewSocketClient(o.Socket, 10*time.Second)
+	// The same number of other messages over the socket from this process,
+	// through the client the report command runs: the daemon's share
+	// (request, signing, the store's fsync), without a process start.
 	in := make([]time.Duration, 0, o.Calls)
 	for i := range o.Calls {
 		msg, err := message(o.Calls + i)
@@ -143,7 +141,12 @@ func ReportCLI(ctx context.Context, o ReportCLIOptions, w io.Writer) error {
 			return err
 		}
 		start := time.Now()
-		if _, err := c.Report(ctx, msg, campaign.KindSpam, fmt.Sprintf("user%d@example.org", i%o.Reporters)); err != nil {
+		res, err := reportclient.Send(ctx, reportclient.Options{Socket: o.Socket, Timeout: 10 * time.Second,
+			Reporter: fmt.Sprintf("user%d@example.org", i%o.Reporters)}, bytes.NewReader(msg))
+		if err == nil && res.Status != reportclient.Reported {
+			err = fmt.Errorf("%s: %s", res.Status, res.Detail)
+		}
+		if err != nil {
 			return fmt.Errorf("bench report-cli: in-process report: %w", err)
 		}
 		in = append(in, time.Since(start))

@@ -1,16 +1,19 @@
 // Package djmilter serves nddmilter's milter behaviour through
 // github.com/d--j/go-milter's server instead of nddmilter's own
 // protocol-6 server (internal/milter), so that the two can be measured
-// against each other (`nddmilter bench milter --server d--j`) and through
-// a real Postfix (test/e2e/postfix.sh with NDD_E2E_SERVER=d--j).
+// against each other (`nddlab bench milter --server d--j`) and through a
+// real Postfix (test/e2e/postfix.sh with NDD_E2E_SERVER=d--j).
 //
-// The per-message work is the same code: the library decodes the packets
-// and calls a milter.MessageSession — the message logic of internal/milter
-// (headers in order, forged-header deletion, the check under its deadline,
-// verdict headers, quarantine, reject text, overrides) — whose reply
-// packets are handed back to the library as its modifier calls and final
-// response. Only the wire protocol differs: negotiation, packet reading
-// and writing, the connection loop and shutdown.
+// The per-message work is the same code: each connection the library
+// accepts is relayed, over the public milter protocol, to nddmilter's own
+// server — in this process over an in-memory connection (New), or a
+// running daemon's milter socket (NewRelay) — whose message logic
+// (headers in order, forged-header deletion, the check under its
+// deadline, verdict headers, quarantine, reject text, overrides) answers;
+// its reply packets are handed back to the library as its modifier calls
+// and final response. A d--j figure is therefore the own server's cost
+// plus the library's and the relay's: the difference to the own server
+// alone is what the library adds.
 //
 // This is a lab package: the daemon does not use it.
 package djmilter
@@ -65,23 +68,41 @@ const Protocol = dj.OptNoHelo | dj.OptNoUnknown | dj.OptNoData | dj.OptNoReplies
 
 // Server is a d--j/go-milter server over nddmilter's message logic.
 type Server struct {
-	srv  *milter.Server
+	own  *milter.Server // served on pipe by Serve; nil with NewRelay
+	pipe *pipeListener
+	dial func(ctx context.Context) (net.Conn, error)
 	lib  *dj.Server
 	opts Options
 }
 
 // New returns a server acting as srv (its checker and options, swapped
-// by srv.Update) over the d--j/go-milter protocol implementation.
+// by srv.Update) over the d--j/go-milter protocol implementation: Serve
+// also serves srv on an in-memory listener, which every connection the
+// library accepts is relayed to.
 func New(srv *milter.Server, o Options) *Server {
+	pipe := newPipeListener()
+	s := newServer(pipe.dial, o)
+	s.own, s.pipe = srv, pipe
+	return s
+}
+
+// NewRelay returns a server relaying every connection to the milter
+// listening at network and addr (a running daemon's own server).
+func NewRelay(network, addr string, o Options) *Server {
+	var d net.Dialer
+	return newServer(func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) }, o)
+}
+
+func newServer(dial func(ctx context.Context) (net.Conn, error), o Options) *Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 10 * time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{srv: srv, opts: o}
+	s := &Server{dial: dial, opts: o}
 	s.lib = dj.NewServer(
-		dj.WithMilter(func() dj.Milter { return &backend{sess: srv.NewMessageSession()} }),
+		dj.WithMilter(func() dj.Milter { return &backend{srv: s} }),
 		dj.WithActions(Actions),
 		dj.WithProtocols(Protocol),
 		dj.WithReadTimeout(o.IdleTimeout),
@@ -111,6 +132,9 @@ func (s *Server) negotiate(mtaVersion, milterVersion uint32, mtaActions, milterA
 
 // Serve accepts milter connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.own != nil {
+		go s.own.Serve(s.pipe)
+	}
 	ln = wrapListener{Listener: ln, quickAck: !s.opts.NoQuickAck, buffered: s.opts.Buffered}
 	err := s.lib.Serve(ln)
 	if errors.Is(err, dj.ErrServerClosed) {
@@ -120,8 +144,14 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting and waits for the open connections until ctx
-// ends, then closes them.
-func (s *Server) Shutdown(ctx context.Context) error { return s.lib.Shutdown(ctx) }
+// ends, then closes them; then the same for the own server of New.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.lib.Shutdown(ctx)
+	if s.own != nil {
+		err = errors.Join(err, s.own.Shutdown(ctx))
+	}
+	return err
+}
 
 // wrapListener gives connections that set TCP_QUICKACK after every read
 // and, if buffered, buffer both ways.
@@ -151,7 +181,7 @@ type quickAckConn struct{ net.Conn }
 
 func (c quickAckConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	milter.QuickAck(c.Conn)
+	quickAck(c.Conn)
 	return n, err
 }
 
@@ -208,72 +238,116 @@ type rawReader struct{ c *bufConn }
 func (r rawReader) Read(p []byte) (int, error) {
 	n, err := r.c.Conn.Read(p)
 	if r.c.quickAck {
-		milter.QuickAck(r.c.Conn)
+		quickAck(r.c.Conn)
 	}
 	return n, err
 }
 
-// backend is one milter connection: the library's callbacks fed to the
-// message logic.
+// backend is one milter connection: the library's callbacks relayed to
+// the own server.
 type backend struct {
 	dj.NoOpMilter
-	sess *milter.MessageSession
-	out  []byte
+	srv *Server
+	r   *relay // opened at the first callback, with the negotiated actions
+	out []byte
 }
 
-func (b *backend) NewConnection(dj.Modifier) error {
-	b.sess.NewConnection()
-	return nil
+// relay returns the connection to the own server, opening it with the
+// actions the MTA granted (m.Actions) on first use.
+func (b *backend) relay(m dj.Modifier) (*relay, error) {
+	if b.r == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		r, err := openRelay(ctx, b.srv.dial, uint32(m.Actions()))
+		if err != nil {
+			return nil, err
+		}
+		b.r = r
+	}
+	return b.r, nil
 }
 
-func (b *backend) Connect(host, family string, port uint16, addr string, _ dj.Modifier) (*dj.Response, error) {
-	if addr != "" {
-		b.sess.Connect(addr)
-	} else {
-		b.sess.Connect(host)
+// send relays one command; a relay error breaks the library's connection
+// (the MTA then applies its default action).
+func (b *backend) send(m dj.Modifier, cmd byte, parts ...[]byte) (*dj.Response, error) {
+	r, err := b.relay(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.send(cmd, parts...); err != nil {
+		return nil, err
 	}
 	return dj.RespContinue, nil
 }
 
+func (b *backend) NewConnection(m dj.Modifier) error {
+	if b.r == nil {
+		return nil // nothing relayed yet
+	}
+	_, err := b.send(m, cmdQuitNC)
+	return err
+}
+
+func (b *backend) Connect(host, family string, port uint16, addr string, m dj.Modifier) (*dj.Response, error) {
+	return b.send(m, cmdConnect, connectData(host, family, port, addr))
+}
+
 func (b *backend) MailFrom(from, _ string, m dj.Modifier) (*dj.Response, error) {
-	// Sendmail sends the queue id with MAIL; MailFrom keeps it.
-	b.sess.QueueID(m.Get(dj.MacroQueueId))
-	b.sess.MailFrom("<" + from + ">")
-	return dj.RespContinue, nil
+	// Sendmail sends the queue id with MAIL.
+	if id := m.Get(dj.MacroQueueId); id != "" {
+		if _, err := b.send(m, cmdMacro, []byte{cmdMail}, cstr("i"), cstr(id)); err != nil {
+			return nil, err
+		}
+	}
+	return b.send(m, cmdMail, cstr("<"+from+">"))
 }
 
-func (b *backend) RcptTo(rcpt, _ string, _ dj.Modifier) (*dj.Response, error) {
-	b.sess.RcptTo("<" + rcpt + ">")
-	return dj.RespContinue, nil
+func (b *backend) RcptTo(rcpt, _ string, m dj.Modifier) (*dj.Response, error) {
+	return b.send(m, cmdRcpt, cstr("<"+rcpt+">"))
 }
 
-func (b *backend) Header(name, value string, _ dj.Modifier) (*dj.Response, error) {
-	b.sess.Header(name, value)
-	return dj.RespContinue, nil
+func (b *backend) Header(name, value string, m dj.Modifier) (*dj.Response, error) {
+	return b.send(m, cmdHeader, cstr(name), cstr(value))
 }
 
-func (b *backend) Headers(dj.Modifier) (*dj.Response, error) {
-	b.sess.EndOfHeaders()
-	return dj.RespContinue, nil
+func (b *backend) Headers(m dj.Modifier) (*dj.Response, error) {
+	return b.send(m, cmdEOH)
 }
 
-func (b *backend) BodyChunk(chunk []byte, _ dj.Modifier) (*dj.Response, error) {
-	b.sess.Body(chunk)
-	return dj.RespContinue, nil
+func (b *backend) BodyChunk(chunk []byte, m dj.Modifier) (*dj.Response, error) {
+	return b.send(m, cmdBody, chunk)
 }
 
-func (b *backend) Abort(dj.Modifier) error {
-	b.sess.Abort()
-	return nil
+func (b *backend) Abort(m dj.Modifier) error {
+	if b.r == nil {
+		return nil
+	}
+	_, err := b.send(m, cmdAbort)
+	return err
 }
 
-func (b *backend) Cleanup(dj.Modifier) { b.sess.Close() }
+func (b *backend) Cleanup(dj.Modifier) {
+	if b.r != nil {
+		b.r.close()
+		b.r = nil
+	}
+}
 
-// EndOfMessage checks the message and replays the reply packets of the
-// message logic as the library's modifier calls and final response.
+// EndOfMessage has the own server check the message and replays its reply
+// packets as the library's modifier calls and final response.
 func (b *backend) EndOfMessage(m dj.Modifier) (*dj.Response, error) {
-	b.sess.QueueID(m.Get(dj.MacroQueueId))
-	b.out = b.sess.End(b.out[:0], uint32(m.Actions()))
+	if id := m.Get(dj.MacroQueueId); id != "" {
+		if _, err := b.send(m, cmdMacro, []byte{cmdEOB}, cstr("i"), cstr(id)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := b.send(m, cmdEOB); err != nil {
+		return nil, err
+	}
+	var err error
+	if b.out, err = b.r.replies(b.out[:0]); err != nil {
+		return nil, err
+	}
 	return replay(b.out, m)
 }
 
