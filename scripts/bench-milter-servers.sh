@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-milter-servers.sh — the comparison of docs/MILTER.md, "Why our own
-# protocol-6 server": `nddmilter bench milter` with the own server, with
-# github.com/d--j/go-milter's server over the same message logic, and with
+# protocol-6 server": `nddlab bench milter` with the own server, with
+# github.com/d--j/go-milter's server relaying to it, and with
 # the latter on buffered sockets, at 3 and 8 sessions, ROUNDS rounds
 # interleaved (default 3), each line with the load average at its start.
 # The store of 100,000 campaigns is built on the first run (about 20 s).
@@ -10,8 +10,8 @@
 set -u
 export PATH="$PATH:/usr/local/go/bin"
 cd "$(dirname "$0")/.."
-B=.cache/bin/nddmilter; mkdir -p .cache/bin
-go build -o $B ./cmd/nddmilter || exit 1
+B=.cache/bin/nddlab; mkdir -p .cache/bin
+go build -o $B ./cmd/nddlab || exit 1
 out=${1:-/dev/stdout}
 msgs=${2:-20000}
 rounds=${3:-3}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-milter.sh — the milter measurements of docs/MILTER.md, on a quiet
-# machine: `nddmilter bench milter` in-process at 2, 3, 4, 8 and 16
+# machine: `nddlab bench milter` in-process at 2, 3, 4, 8 and 16
 # sessions over TCP, 4 over a Unix socket and 4 replying to every step,
 # three rounds interleaved; then `nddmilter serve` in its own process
 # driven at 3, 4 and 8 sessions (daemon CPU from /proc); then the milter
@@ -11,12 +11,13 @@
 set -u
 export PATH="$PATH:/usr/local/go/bin"
 cd "$(dirname "$0")/.."
-B=.cache/bin/nddmilter; mkdir -p .cache/bin
+B=.cache/bin/nddmilter; L=.cache/bin/nddlab; mkdir -p .cache/bin
 go build -o $B ./cmd/nddmilter || exit 1
+go build -o $L ./cmd/nddlab || exit 1
 D=.cache/eval-bench-milter
 out=${1:-/dev/stdout}
 : >"$out"
-run() { echo "### $* (load $(cut -d' ' -f1 /proc/loadavg))" >>"$out"; $B bench milter --messages 20000 --campaigns 1000000 --dir $D "$@" 2>&1 | grep -E "throughput|cpu |latency|actions|memory" >>"$out"; }
+run() { echo "### $* (load $(cut -d' ' -f1 /proc/loadavg))" >>"$out"; $L bench milter --messages 20000 --campaigns 1000000 --dir $D "$@" 2>&1 | grep -E "throughput|cpu |latency|actions|memory" >>"$out"; }
 for i in 1 2 3; do
   for s in 2 3 4 8; do run --sessions $s; done
   run --sessions 4 --network unix
@@ -43,7 +44,7 @@ for i in 1 2 3; do
   for s in 3 4 8; do
     c0=$(awk '{print $14+$15}' /proc/$pid/stat)
     echo "### separate daemon, TCP, $s sessions (load $(cut -d' ' -f1 /proc/loadavg))" >>"$out"
-    $B bench milter --addr inet:127.0.0.1:18899 --messages 20000 --sessions $s 2>&1 | grep -E "throughput|cpu |latency|actions" >>"$out"
+    $L bench milter --addr inet:127.0.0.1:18899 --messages 20000 --sessions $s 2>&1 | grep -E "throughput|cpu |latency|actions" >>"$out"
     c1=$(awk '{print $14+$15}' /proc/$pid/stat)
     echo "daemon cpu      $(( (c1-c0)*10000*1000/20000/1000 )) µs per message (from /proc/$pid/stat)" >>"$out"
   done

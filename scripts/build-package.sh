@@ -6,12 +6,16 @@
 #   GOARCH=arm64 scripts/build-package.sh     # dist/nddmilter_VERSION-1_arm64.deb and .aarch64.rpm
 #   OUT=/tmp/pkgs PACKAGERS=deb scripts/build-package.sh
 #
-# What goes in (packaging/nfpm.yaml): /usr/bin/nddmilter (CGO off, so any
+# What goes in (packaging/nfpm.yaml): /usr/bin/nddmilter and
+# /usr/bin/nddmilter-pipe, the product's two programs (CGO off, so any
 # GOARCH cross-builds from this machine; -trimpath; version and commit
-# from git in internal/buildinfo via -ldflags), /etc/nddmilter/nddmilter.yaml
+# from git in internal/buildinfo via -ldflags; the lab, cmd/nddlab, is
+# not packaged), /etc/nddmilter/nddmilter.yaml
 # (a conffile: config/nddmilter.yaml with store.dir /var/lib/nddmilter),
 # the systemd unit contrib/systemd/nddmilter.service, man pages made from
-# the commands' help (`nddmilter gendocs`), bash/zsh/fish completions
+# the commands' help (`nddmilter gendocs`, a command only a build with the
+# tag gendocs has, so that the shipped binary does not link the man-page
+# generator), bash/zsh/fish completions
 # (`nddmilter completion`), and the docs and MTA snippets in
 # /usr/share/doc/nddmilter. The maintainer scripts (packaging/scripts)
 # create the system user nddmilter and its store /var/lib/nddmilter.
@@ -54,8 +58,9 @@ LDFLAGS="-X $BI.Version=$DESCRIBE -X $BI.Commit=$COMMIT"
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter" ./cmd/nddmilter
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-pipe" ./cmd/nddmilter-pipe
 # Man pages and completions come from a build for this machine (the
-# target's binary may not run here); the help text is the same.
-CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
+# target's binary may not run here), with the gendocs command; the help
+# text is the same.
+CGO_ENABLED=0 go build -tags gendocs -trimpath -ldflags "$LDFLAGS" -o "$STAGE/nddmilter-host" ./cmd/nddmilter
 "$STAGE/nddmilter-host" gendocs "$STAGE/man"
 cp packaging/man/*.1 "$STAGE/man/" # nddmilter-pipe (standard library flags, no cobra)
 gzip -n -9 "$STAGE"/man/*.1

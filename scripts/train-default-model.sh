@@ -2,7 +2,7 @@
 # train-default-model.sh — reproduce the embedded ANDD models
 # internal/andd/data/default-model.json (cosine; used by the daemon) and
 # internal/andd/data/jaccard-model.json (extended Jaccard; used by
-# `nddmilter train compare`).
+# `nddlab train compare`).
 #
 # Usage: scripts/train-default-model.sh [--check]
 #   --check  train into a temporary folder and compare with the embedded
@@ -51,15 +51,15 @@ go run ./scripts/lexicon/brown2text -words "$WORDS" -o "$docs" "$brown"
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/nddmilter" ./cmd/nddmilter
+go build -o "$bin/nddlab" ./cmd/nddlab
 
 target=$outdir
 [ "$mode" = check ] && target=$bin
 
 common=(--synthesize "$CAMPAIGNS" --copies "$COPIES" --synth-negatives "$NEGATIVES" --from "$docs"
 	--seed "$SEED" --pairs "$PAIRS" --bands "$BANDS" --band-bits "$BAND_BITS" --quiet)
-"$bin/nddmilter" train "${common[@]}" --sim cosine --minhashes 0 -o "$target/default-model.json"
-"$bin/nddmilter" train "${common[@]}" --sim jaccard --minhashes 80 -o "$target/jaccard-model.json"
+"$bin/nddlab" train "${common[@]}" --sim cosine --minhashes 0 -o "$target/default-model.json"
+"$bin/nddlab" train "${common[@]}" --sim jaccard --minhashes 80 -o "$target/jaccard-model.json"
 
 if [ "$mode" = check ]; then
 	status=0

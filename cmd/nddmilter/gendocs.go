@@ -1,3 +1,5 @@
+//go:build gendocs
+
 package main
 
 import (
@@ -9,6 +11,12 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/buildinfo"
 )
+
+// genDocsCmds gives the hidden gendocs command to a binary built with the
+// tag gendocs (scripts/build-package.sh: `go run -tags gendocs
+// ./cmd/nddmilter gendocs DIR`), so that the man-page generator (cobra/doc,
+// go-md2man) is not linked into the shipped binary.
+func genDocsCmds() []*cobra.Command { return []*cobra.Command{newGenDocsCmd()} }
 
 // newGenDocsCmd is the hidden command that writes the man pages from the
 // commands' own help (scripts/build-package.sh puts them in the package).

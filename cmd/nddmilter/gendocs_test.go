@@ -1,3 +1,5 @@
+//go:build gendocs
+
 package main
 
 import (
@@ -9,7 +11,8 @@ import (
 )
 
 // TestGenDocs: the hidden gendocs command writes a man page per command,
-// dated SOURCE_DATE_EPOCH (the package build is reproducible).
+// dated SOURCE_DATE_EPOCH (the package build is reproducible). Run it with
+// go test -tags gendocs ./cmd/nddmilter (.ci/run does).
 func TestGenDocs(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000") // Nov 2023
 	dir := t.TempDir()

@@ -41,16 +41,12 @@ func newRootCmd() *cobra.Command {
 		newReportCmd(gf),
 		newCheckCmd(gf),
 		newCampaignsCmd(gf),
-		newLexiconCmd(gf),
-		newTrainCmd(gf),
-		newEvalCmd(gf),
-		newBenchCmd(gf),
 		newStoreCmd(gf),
 		newConfigCmd(gf),
 		newFleetCmd(gf),
 		newVersionCmd(gf),
-		newGenDocsCmd(),
 	)
+	root.AddCommand(genDocsCmds()...)
 	return root
 }
 

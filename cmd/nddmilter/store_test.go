@@ -13,16 +13,13 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/daemon"
+	"github.com/nddmilter/nddmilter/internal/lab/bench"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 func runStoreCmd(t *testing.T, gf *globalFlags, args ...string) (string, error) {
 	t.Helper()
-	var cmd = newStoreCmd(gf)
-	if args[0] == "bench" {
-		cmd = newBenchStoreCmd(gf)
-		args = args[1:]
-	}
+	cmd := newStoreCmd(gf)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
@@ -31,14 +28,18 @@ func runStoreCmd(t *testing.T, gf *globalFlags, args ...string) (string, error) 
 	return out.String(), err
 }
 
-// TestStoreCommands builds a small store with bench store (2,200
-// signatures, plus 10 from the timed single reports), then runs
-// stats, verify, backup, restore and compact on it.
+// TestStoreCommands builds a small store with the lab's bench store
+// (2,200 signatures, plus 10 from the timed single reports; the options
+// are nddlab bench store's defaults), then runs stats, verify, backup,
+// restore and compact on it.
 func TestStoreCommands(t *testing.T) {
 	tmp := t.TempDir()
 	src := filepath.Join(tmp, "src")
-	out, err := runStoreCmd(t, &globalFlags{}, "bench", "--signatures", "2200", "--dir", src,
-		"--lookups", "200", "--single-reports", "10", "--progress", "0")
+	var buf bytes.Buffer
+	err := bench.Store(context.Background(), bench.StoreOptions{Signatures: 2200, Dir: src,
+		IMatchKeys: 6, ANDDKeys: 5, Batch: 1000, Workers: 4, Repeat: 0.1,
+		Lookups: 200, LookupKeys: 16, SingleReports: 10, Warm: true}, &buf)
+	out := buf.String()
 	if err != nil {
 		t.Fatalf("bench store: %v\n%s", err, out)
 	}

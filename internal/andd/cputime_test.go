@@ -3,7 +3,7 @@ package andd
 import (
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/cputime"
+	"github.com/nddmilter/nddmilter/internal/lab/cputime"
 )
 
 // cpuTime is the process CPU time (0 where the platform does not say).

@@ -72,14 +72,21 @@ func randWord(r *rand.Rand) string {
 	return string(b)
 }
 
+// labeledDoc is a test document and its campaign (negative: unrelated).
+type labeledDoc struct {
+	Doc     *mime.Document
+	Toks    []mime.Token
+	Cluster int
+}
+
 // synthCampaigns builds nc campaigns of size copies each: a payload of
 // campaign-specific words plus common words, randomized with hash-buster
 // words and an appended innocent paragraph; plus nneg unrelated messages.
-func synthCampaigns(seed uint64, nc, size, nneg int) []TrainDoc {
+func synthCampaigns(seed uint64, nc, size, nneg int) []labeledDoc {
 	r := rand.New(rand.NewPCG(seed, 7))
 	common := strings.Fields("this that with from have your will about there their which would offer price money free click order today only best great")
 	innocent := strings.Fields("meeting report project team week time people business market account service please information message")
-	var docs []TrainDoc
+	var docs []labeledDoc
 	for c := range nc {
 		payload := make([]string, 12)
 		for i := range payload {
@@ -102,7 +109,7 @@ func synthCampaigns(seed uint64, nc, size, nneg int) []TrainDoc {
 				b.WriteString(innocent[r.IntN(len(innocent))] + " ")
 			}
 			d, t := testDoc(subj+" "+randWord(r), b.String(), host)
-			docs = append(docs, TrainDoc{Doc: d, Toks: t, Cluster: c})
+			docs = append(docs, labeledDoc{Doc: d, Toks: t, Cluster: c})
 		}
 	}
 	for range nneg {
@@ -115,7 +122,7 @@ func synthCampaigns(seed uint64, nc, size, nneg int) []TrainDoc {
 			}
 		}
 		d, t := testDoc("Re: "+innocent[r.IntN(len(innocent))], b.String())
-		docs = append(docs, TrainDoc{Doc: d, Toks: t, Cluster: -1})
+		docs = append(docs, labeledDoc{Doc: d, Toks: t, Cluster: -1})
 	}
 	return docs
 }

@@ -99,7 +99,7 @@ var jaccardModelJSON []byte
 
 // DefaultJaccardModel returns the embedded model trained for the extended
 // Jaccard coefficient, with 80 weighted min-hashes. The daemon uses the
-// cosine DefaultModel; this one serves comparisons (nddmilter train compare).
+// cosine DefaultModel; this one serves comparisons (nddlab train compare).
 func DefaultJaccardModel() (*Model, error) {
 	m, err := ReadModel(bytes.NewReader(jaccardModelJSON))
 	if err != nil {

@@ -35,7 +35,7 @@ func TestWeighBitIdentical(t *testing.T) {
 	for i := range 100 {
 		long = append(long, mime.Token{Term: "money", Capitalized: i%3 == 0, AllCaps: i%7 == 0})
 	}
-	docs = append(docs, TrainDoc{Toks: long})
+	docs = append(docs, labeledDoc{Toks: long})
 	for trial := range 6 {
 		m := testModel()
 		for i := range m.Lambda {

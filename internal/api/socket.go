@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
@@ -106,17 +105,4 @@ func (s *socketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	h.report(w, r)
-}
-
-// NewSocketClient returns a Client of the report socket at path; timeout
-// bounds each request, connection included (0: none).
-func NewSocketClient(path string, timeout time.Duration) *Client {
-	var d net.Dialer
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", path)
-		},
-		DisableKeepAlives: true,
-	}
-	return &Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Transport: tr, Timeout: timeout}}
 }

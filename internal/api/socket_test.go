@@ -34,9 +34,22 @@ func serveSocket(t *testing.T, o SocketOptions) (string, *store.Badger) {
 	return path, st
 }
 
+// socketClient is a Client of the report socket at path; timeout bounds
+// each request, connection included.
+func socketClient(path string, timeout time.Duration) *Client {
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}
+	return &Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Transport: tr, Timeout: timeout}}
+}
+
 func TestReportSocket(t *testing.T) {
 	path, st := serveSocket(t, SocketOptions{})
-	c := NewSocketClient(path, 5*time.Second)
+	c := socketClient(path, 5*time.Second)
 	ctx := context.Background()
 	o, err := c.Report(ctx, spamMessage(), store.KindSpam, "alice@example.org")
 	if err != nil {
@@ -74,7 +87,7 @@ func TestReportSocket(t *testing.T) {
 }
 
 func TestReportSocketDown(t *testing.T) {
-	c := NewSocketClient(filepath.Join(t.TempDir(), "none.sock"), time.Second)
+	c := socketClient(filepath.Join(t.TempDir(), "none.sock"), time.Second)
 	start := time.Now()
 	if _, err := c.Report(context.Background(), spamMessage(), store.KindSpam, "alice"); err == nil {
 		t.Fatal("report to no daemon succeeded")

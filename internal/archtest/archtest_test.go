@@ -18,46 +18,58 @@ const module = "github.com/nddmilter/nddmilter/"
 // a package imports only packages on lower floors. A new package under
 // internal/ must be given a floor here, or listed in lab.
 var floors = map[string]int{
-	"internal/fmath":          0,
-	"internal/cputime":        0,
-	"internal/buildinfo":      0,
-	"internal/mailbox":        0,
-	"internal/spool":          0,
-	"internal/reportclient":   1,
-	"internal/metrics":        1, // may use the shared action vocabulary
-	"internal/action":         0,
-	"internal/mime":           0,
-	"internal/store":          0,
-	"internal/milter/mtadial": 0,
-	"internal/fleet/natsd":    0,
-	"internal/fleet":          4,
-	"internal/imatchbag":      1,
-	"internal/andd":           1,
-	"internal/shortsig":       1,
-	"internal/qgram":          1,
-	"internal/spotsigs":       1,
-	"internal/ppjoin":         1,
-	"internal/pipeline":       2,
-	"internal/campaign":       3,
-	"internal/config":         4,
-	"internal/api":            4,
-	"internal/dashboard":      4,
-	"internal/milter":         4,
-	"internal/daemon":         5,
-	"internal/archtest":       0,
+	"internal/fmath":        0,
+	"internal/buildinfo":    0,
+	"internal/mailbox":      0,
+	"internal/spool":        0,
+	"internal/reportclient": 1,
+	"internal/metrics":      1, // may use the shared action vocabulary
+	"internal/action":       0,
+	"internal/mime":         0,
+	"internal/store":        0,
+	"internal/fleet/natsd":  0,
+	"internal/fleet":        4,
+	"internal/imatchbag":    1,
+	"internal/andd":         1,
+	"internal/shortsig":     1,
+	"internal/qgram":        1,
+	"internal/ppjoin":       1,
+	"internal/pipeline":     2,
+	"internal/campaign":     3,
+	"internal/config":       4,
+	"internal/api":          4,
+	"internal/dashboard":    4,
+	"internal/milter":       4,
+	"internal/daemon":       5,
+	"internal/archtest":     0,
 }
 
-// tools are the programs (the binary and the scripts): they may import
-// any package and nothing imports them.
+// tools are the programs: the shipped ones (productPrograms) link the
+// product only; nddlab and the scripts may import any package. Nothing
+// imports a program.
 var tools = []string{"cmd", "scripts"}
 
+// productPrograms are the programs the package ships.
+var productPrograms = []string{"cmd/nddmilter", "cmd/nddmilter-pipe"}
+
 // lab are the measurement packages (and everything below these paths):
-// the command may link them, no product package may.
+// above the product and apart from it. They may import the product; no
+// product package or shipped program may depend on them.
 var lab = []string{
-	"internal/eval",
-	"internal/spamgen",
-	"internal/milter/flood", // the hostile-session driver of bench flood
-	"internal/testutil",     // helpers of the tests
+	"internal/lab",
+	"internal/testutil", // helpers of the tests
+}
+
+// labModules are the modules only the lab needs: the shipped nddmilter
+// must not link them (TestProductBinaryModules).
+var labModules = []string{
+	"github.com/emersion/go-milter",   // the MTA side of bench milter
+	"github.com/d--j/go-milter",       // the protocol server compared with the own (djmilter)
+	"gonum.org/v1/gonum",              // the L-BFGS of training (anddtrain)
+	"github.com/schollz/progressbar",  // progress of lexicon building, training and eval
+	"github.com/spf13/cobra/doc",      // man pages: go run -tags gendocs ./cmd/nddmilter
+	"github.com/cpuguy83/go-md2man",   // (cobra/doc's)
+	"github.com/russross/blackfriday", // (go-md2man's)
 }
 
 // forbidden are rules beyond the floors: from must not depend on to,
@@ -138,11 +150,11 @@ func under(rel string, roots []string) bool {
 	return false
 }
 
-// TestProductDoesNotLinkLab: no product package depends, even indirectly,
-// on a lab package.
+// TestProductDoesNotLinkLab: no product package and no shipped program
+// depends, even indirectly, on a lab package.
 func TestProductDoesNotLinkLab(t *testing.T) {
 	for rel, p := range listPackagesCached(t) {
-		if isLab(rel) || isTool(rel) {
+		if isLab(rel) || isTool(rel) && !slices.Contains(productPrograms, rel) {
 			continue
 		}
 		for _, d := range p.Deps {
@@ -154,11 +166,19 @@ func TestProductDoesNotLinkLab(t *testing.T) {
 }
 
 // TestFloors: every product package has a floor and imports only lower
-// floors (and no tool).
+// floors (and no tool); a lab package imports no program either.
 func TestFloors(t *testing.T) {
 	pkgs := listPackagesCached(t)
 	for rel, p := range pkgs {
-		if isLab(rel) || isTool(rel) {
+		if isLab(rel) {
+			for _, imp := range p.Imports {
+				if isTool(imp) {
+					t.Errorf("the lab package %s imports the program %s", rel, imp)
+				}
+			}
+			continue
+		}
+		if isTool(rel) {
 			continue
 		}
 		f, ok := floors[rel]
@@ -275,6 +295,30 @@ func TestPipeProgramStaysSmall(t *testing.T) {
 		}
 		if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
 			t.Errorf("cmd/nddmilter-pipe links the module package %s", p)
+		}
+	}
+}
+
+// TestProductBinaryModules: what `go list -deps ./cmd/nddmilter` lists —
+// what the shipped binary links — holds no lab package and none of the
+// modules only the lab needs.
+func TestProductBinaryModules(t *testing.T) {
+	for _, prog := range productPrograms {
+		cmd := exec.Command("go", "list", "-deps", "./"+prog)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", prog, err)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if rel, ok := strings.CutPrefix(p, module); ok && isLab(rel) {
+				t.Errorf("%s links the lab package %s", prog, rel)
+			}
+			for _, m := range labModules {
+				if p == m || strings.HasPrefix(p, m+"/") {
+					t.Errorf("%s links %s, which only the lab needs", prog, p)
+				}
+			}
 		}
 	}
 }

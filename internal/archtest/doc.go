@@ -1,5 +1,6 @@
-// Package archtest holds no code: its test enforces the import rules of
-// DEVELOPERS.md on the packages of the module (go list), so that the
-// daemon never links the measurement lab and each floor imports only the
-// floors below it.
+// Package archtest holds no code: its tests enforce the import rules of
+// DEVELOPERS.md on the packages of the module (go list and the type
+// checker): each floor imports only the floors below it, the shipped
+// programs link no lab package and none of the modules only the lab
+// needs, and no product package exports what only the lab uses.
 package archtest

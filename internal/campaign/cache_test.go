@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 

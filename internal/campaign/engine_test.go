@@ -13,7 +13,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 

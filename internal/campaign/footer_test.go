@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 

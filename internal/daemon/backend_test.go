@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 	"github.com/nddmilter/nddmilter/internal/testutil"
 )

@@ -39,18 +39,6 @@ type Options struct {
 	// LogOutput receives the logs, in the configured format. Default
 	// os.Stderr.
 	LogOutput io.Writer
-	// Protocol, if set, returns the server that speaks the milter protocol
-	// over srv's message logic instead of srv itself (the lab's comparison
-	// with another milter library, `nddmilter bench serve`). Reloads,
-	// metrics and the API are the daemon's either way.
-	Protocol func(srv *milter.Server, log *slog.Logger) ProtocolServer
-}
-
-// ProtocolServer serves the milter protocol: *milter.Server, or another
-// implementation given by Options.Protocol.
-type ProtocolServer interface {
-	Serve(ln net.Listener) error
-	Shutdown(ctx context.Context) error
 }
 
 // Config loads the configuration and applies the overrides of o.
@@ -244,7 +232,6 @@ type daemon struct {
 	rt      *Runtime
 	met     *metrics.Metrics
 	srv     *milter.Server
-	proto   ProtocolServer // srv, unless Options.Protocol
 	apiH    *apiSwitch
 	sockH   *apiSwitch                      // the report socket's handler (api.socket)
 	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
@@ -327,10 +314,6 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	d.proto = d.srv
-	if o.Protocol != nil {
-		d.proto = o.Protocol(d.srv, log)
-	}
 	network, addr, _ := config.SplitListen(cfg.Milter.Listen)
 	mode, _ := cfg.Milter.SocketFileMode() // validated with the configuration
 	ln, err := milter.ListenSocket(network, addr, milter.SocketOptions{Mode: mode, Group: cfg.Milter.SocketGroup})
@@ -406,7 +389,7 @@ func (d *daemon) serve(ctx context.Context, ln net.Listener) error {
 	defer signal.Stop(hup)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- d.proto.Serve(ln) }()
+	go func() { serveErr <- d.srv.Serve(ln) }()
 	d.ready.Store(true)
 	v := d.rt.Versions
 	d.log.Info("nddmilter serving", "milter", d.cfg.Milter.Listen, "http", d.cfg.HTTP.Listen,
@@ -548,7 +531,7 @@ func closeWithin(close func() error, d time.Duration) error {
 func (d *daemon) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Milter.ShutdownTimeout.D())
 	defer cancel()
-	if err := d.proto.Shutdown(ctx); err != nil {
+	if err := d.srv.Shutdown(ctx); err != nil {
 		d.log.Warn("milter shutdown", "err", err)
 	}
 	if d.httpSrv != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/spool"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -57,7 +59,11 @@ func TestReportSocketAndSpool(t *testing.T) {
 		<-done
 	}()
 
-	c := api.NewSocketClient(sock, 5*time.Second)
+	var d net.Dialer
+	c := &api.Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Timeout: 5 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", sock)
+		}}}}
 	var o api.Outcome
 	deadline := time.Now().Add(15 * time.Second)
 	for {

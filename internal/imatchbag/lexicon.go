@@ -111,7 +111,7 @@ func nidf(n, df int) float64 {
 	return math.Log(float64(n)/float64(df)) / math.Log(float64(n))
 }
 
-// Stats summarizes a lexicon (nddmilter lexicon show).
+// Stats summarizes a lexicon (nddlab lexicon show).
 type Stats struct {
 	Version      int
 	ID           uint32

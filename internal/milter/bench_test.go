@@ -12,8 +12,8 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/lab/mtadial"
 	"github.com/nddmilter/nddmilter/internal/metrics"
-	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 )
 
 // fixedChecker returns the same verdict at no cost: BenchmarkSession

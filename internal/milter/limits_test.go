@@ -9,7 +9,7 @@ import (
 
 	gomilter "github.com/emersion/go-milter"
 
-	"github.com/nddmilter/nddmilter/internal/milter/flood"
+	"github.com/nddmilter/nddmilter/internal/lab/flood"
 )
 
 // Hostile sessions that hold large, unfinished messages stay within the

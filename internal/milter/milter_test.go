@@ -20,8 +20,8 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/lab/mtadial"
 	"github.com/nddmilter/nddmilter/internal/metrics"
-	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
 	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 

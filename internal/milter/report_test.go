@@ -13,7 +13,7 @@ import (
 	gomilter "github.com/emersion/go-milter"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
-	"github.com/nddmilter/nddmilter/internal/milter/mtadial"
+	"github.com/nddmilter/nddmilter/internal/lab/mtadial"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 

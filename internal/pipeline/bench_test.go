@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"context"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"testing"
 	"time"
 

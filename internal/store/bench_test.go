@@ -3,7 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/nddmilter/nddmilter/internal/cputime"
+	"github.com/nddmilter/nddmilter/internal/lab/cputime"
 	"math/rand/v2"
 	"os"
 	"sync"

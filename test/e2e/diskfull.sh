@@ -13,6 +13,8 @@ export PATH="$PATH:/usr/local/go/bin"
 cd "$(dirname "$0")/../.."
 B=$PWD/.cache/bin/nddmilter; mkdir -p .cache/bin
 go build -o $B ./cmd/nddmilter
+L=$PWD/.cache/bin/nddlab
+go build -o $L ./cmd/nddlab
 T=$(mktemp -d)
 M=$T/mnt; mkdir -p $M
 if ! mount -t tmpfs -o size=256m nddmilter-diskfull $M 2>/dev/null; then
@@ -72,7 +74,7 @@ report() {
   echo $code
 }
 milter_answers() {
-  $B bench flood --addr inet:127.0.0.1:$mport --sessions 0 --checks 20 --concurrency 2 --timeout 60s >$T/flood 2>&1 ||
+  $L bench flood --addr inet:127.0.0.1:$mport --sessions 0 --checks 20 --concurrency 2 --timeout 60s >$T/flood 2>&1 ||
     { cat $T/flood; return 1; }
   grep -qE "^checks during attack +n=20 failed=0" $T/flood || { cat $T/flood; return 1; }
 }

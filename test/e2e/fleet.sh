@@ -81,6 +81,7 @@ start_watchdog
 
 # --- build nddmilter (or take NDD_BIN) ---------------------------------------
 build_nddmilter
+build_nddlab
 
 # --- ports and identities ----------------------------------------------------
 for i in 0 1 2; do
@@ -367,7 +368,7 @@ fi
 for i in 0 1 2; do stop_pid "${NATS_PID[$i]}" KILL; NATS_PID[$i]=; done
 ok=1
 for i in 0 1 2; do
-	if ! "$NDD" bench flood --addr "inet:127.0.0.1:${MILTER_PORT[$i]}" --sessions 0 --checks 20 \
+	if ! "$LAB" bench flood --addr "inet:127.0.0.1:${MILTER_PORT[$i]}" --sessions 0 --checks 20 \
 		--concurrency 2 --timeout 30s >"$T/flood$i.log" 2>&1 || grep -q 'failed=[1-9]' "$T/flood$i.log"; then
 		ok=
 		fail "(c) NATS down: node $i's milter: $(tail -3 "$T/flood$i.log" | tr '\n' ' ')"

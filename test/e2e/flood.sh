@@ -15,6 +15,8 @@ if [ "${1:-}" = "--ci" ]; then
 fi
 B=.cache/bin/nddmilter; mkdir -p .cache/bin
 go build -o $B ./cmd/nddmilter
+L=.cache/bin/nddlab
+go build -o $L ./cmd/nddlab
 T=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 cat >$T/cfg.yaml <<Y
@@ -39,7 +41,7 @@ for i in $(seq 1 100); do
 done
 ulimit -n 4096 2>/dev/null || true
 echo "== $sessions hostile sessions, milter.max_buffered_bytes $budget (load $(cut -d' ' -f1 /proc/loadavg))"
-$B bench flood --addr inet:127.0.0.1:$port --pid $pid --sessions $sessions --header-bytes $hdr \
+$L bench flood --addr inet:127.0.0.1:$port --pid $pid --sessions $sessions --header-bytes $hdr \
   --body-bytes $body --packet-bytes $pkt --checks $checks --timeout 3m | tee $T/out
 kill -0 $pid || { echo "FAIL: the daemon died"; cat $T/log; exit 1; }
 peak=$(awk '/daemon VmRSS/ {for (i=1;i<=NF;i++) if ($i=="peak") print int($(i+1))}' $T/out)

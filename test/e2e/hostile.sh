@@ -29,6 +29,8 @@ must_reject="fdfa-padding ligature-padding encoded-word-flood mixed-charset-floo
   base64-garbage long-line"
 B=.cache/bin/nddmilter; mkdir -p .cache/bin
 go build -o $B ./cmd/nddmilter
+L=.cache/bin/nddlab
+go build -o $L ./cmd/nddlab
 T=$(mktemp -d)
 port=$((20000 + RANDOM % 20000)); hport=$((port + 1))
 cat >$T/cfg.yaml <<Y
@@ -56,7 +58,7 @@ fail=0
 attack() {
   local name=$1; shift
   echo "== $name (load $(cut -d' ' -f1 /proc/loadavg))"
-  $B bench hostile --addr inet:127.0.0.1:$port --api http://127.0.0.1:$hport --token hostile-test-token \
+  $L bench hostile --addr inet:127.0.0.1:$port --api http://127.0.0.1:$hport --token hostile-test-token \
     --pid $pid --body-bytes $body --header-bytes $hdr --timeout 4m "$@" | tee $T/out || fail=1
   kill -0 $pid || { echo "FAIL: the daemon died"; cat $T/log; exit 1; }
   grep -q "a copy of it: reject" $T/out || { echo "FAIL: the reported campaign is not rejected"; fail=1; }

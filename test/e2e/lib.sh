@@ -122,10 +122,21 @@ build_nddmilter() {
 	NDD=$T/nddmilter
 }
 
+# build_nddlab: $T/nddlab, the measurement tools (bench flood, bench
+# serve, lexicon show), built from $ROOT (the package does not ship it);
+# sets LAB to it.
+build_nddlab() {
+	[ -n "${LAB:-}" ] && return
+	echo "== building nddlab"
+	(cd "$ROOT" && go build -o "$T/nddlab" ./cmd/nddlab) || die "go build ./cmd/nddlab failed"
+	LAB=$T/nddlab
+}
+
 # lexicon_words: the embedded lexicon's words (4 letters or more) into
 # $T/words, for campaign_text.
 lexicon_words() {
-	"$NDD" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
+	build_nddlab
+	"$LAB" lexicon show --default --list primary 2>/dev/null | awk 'NR > 2 { print $1 }' | grep -E '^[a-z]{4,}$' >"$T/words"
 	[ "$(wc -l <"$T/words")" -gt 100 ] || die "cannot list the lexicon's words"
 }
 

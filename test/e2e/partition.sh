@@ -59,6 +59,7 @@ trap cleanup EXIT
 start_watchdog
 
 build_nddmilter
+build_nddlab
 
 # --- the network: a bridge namespace and three hosts linked to it -------------
 ip netns add "${NS}br" || die "ip netns add failed (no network namespaces here?)"
@@ -170,7 +171,7 @@ fi
 cut_off 2
 echo "   host 2's link is down (${SECONDS}s)"
 # Its milter answers from its own store, at once, and knows campaign 1.
-if ip netns exec "${NS}2" "$NDD" bench flood --addr inet:127.0.0.1:8899 --sessions 0 --checks 20 --concurrency 2 \
+if ip netns exec "${NS}2" "$LAB" bench flood --addr inet:127.0.0.1:8899 --sessions 0 --checks 20 --concurrency 2 \
 	--timeout 30s >"$T/flood2.log" 2>&1 && ! grep -q 'failed=[1-9]' "$T/flood2.log"; then
 	pass "(b) cut off: host 2's milter answers checks through its milter port: $(grep -o 'n=[0-9]* failed=0 p50=[^ ]*' "$T/flood2.log" | head -1)"
 else

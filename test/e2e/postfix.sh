@@ -31,14 +31,15 @@
 # e.g. the package's nddmilter, with group postfix as a supplementary
 # group like the unit's SupplementaryGroups=postfix; test/e2e/package.sh).
 # NDD_E2E_SERVER (d--j or d--j-buffered: run every step against the daemon
-# speaking the milter protocol through github.com/d--j/go-milter, `nddmilter
+# speaking the milter protocol through github.com/d--j/go-milter, `nddlab
 # bench serve`, to compare it with the own server; default: nddmilter serve).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin
 TIME_LIMIT=${NDD_E2E_TIMEOUT:-280}
-# The daemon's command: `serve`, or the lab's comparison server.
+# The daemon's command: `nddmilter serve`, or the lab's comparison server
+# (`nddlab bench serve`).
 SERVE=(serve)
 case "${NDD_E2E_SERVER:-}" in
 "" | own) ;;
@@ -96,15 +97,20 @@ TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM
 
 # --- build nddmilter (or take NDD_BIN) ---------------------------------------
 build_nddmilter
-# run_daemon: the daemon (SERVE), as NDD_E2E_USER when set (the workspace,
+DAEMON=$NDD
+if [ "${SERVE[0]}" = bench ]; then
+	build_nddlab
+	DAEMON=$LAB
+fi
+# run_daemon: the daemon (DAEMON SERVE), as NDD_E2E_USER when set (the workspace,
 # where its unix socket goes, and its store given to it); exec, so that $!
 # of `run_daemon … &` is the daemon's pid (signals reach it).
 run_daemon() {
 	if [ -n "${NDD_E2E_USER:-}" ]; then
 		mkdir -p "$T/store" && chown "$NDD_E2E_USER" "$T" "$T/store"
-		exec setpriv --reuid="$NDD_E2E_USER" --regid="$NDD_E2E_USER" --groups=postfix -- "$T/nddmilter" "${SERVE[@]}" "$@"
+		exec setpriv --reuid="$NDD_E2E_USER" --regid="$NDD_E2E_USER" --groups=postfix -- "$DAEMON" "${SERVE[@]}" "$@"
 	fi
-	exec "$T/nddmilter" "${SERVE[@]}" "$@"
+	exec "$DAEMON" "${SERVE[@]}" "$@"
 }
 
 # --- smtp-sink: the next hop that keeps every delivered message --------------
@@ -188,8 +194,8 @@ for _ in $(seq 100); do
 	kill -0 $NDD_PID 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$ready" ] || die "nddmilter ${SERVE[*]} did not become ready"
-pass "nddmilter ${SERVE[*]} is ready (/readyz)"
+[ -n "$ready" ] || die "${DAEMON##*/} ${SERVE[*]} did not become ready"
+pass "${DAEMON##*/} ${SERVE[*]} is ready (/readyz)"
 
 # --- messages -----------------------------------------------------------------
 CAMPAIGN_TEXT="Dear friend, we are pleased to announce that your account has been selected
@@ -340,7 +346,7 @@ else
 	fail "(e) load: $delivered of $LOAD delivered, $with_verdict with a verdict, $checked checked, $trouble milter warnings in the Postfix log"
 	tail -n +$((pflines0 + 1)) "$T/postfix.log" | grep -iE 'milter' | tail -5
 fi
-echo "INFO: (e) nddmilter ${SERVE[*]}: $(((cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / LOAD)) µs of CPU per message during the load (its process, from /proc; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "INFO: (e) ${DAEMON##*/} ${SERVE[*]}: $(((cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / LOAD)) µs of CPU per message during the load (its process, from /proc; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
 # The same load with no milter attached: Postfix's own rate. With the
 # milter, Postfix must keep at least a third of it. (Without quickAck,

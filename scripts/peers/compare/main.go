@@ -21,8 +21,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/eval/peers"
-	"github.com/nddmilter/nddmilter/internal/spamgen"
+	"github.com/nddmilter/nddmilter/internal/lab/eval/peers"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 )
 
 func main() {

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/lab/eval"
+	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
+)
+
+// evalFlags are shared by the eval subcommands.
+type evalFlags struct {
+	corpus      string
+	seeds       int
+	reportShare float64
+	k           []int
+	noEngine    bool
+	workers     int
+	json        bool
+	markdown    bool
+	plots       string
+	docsDir     string
+	quiet       bool
+	anddExact   float64
+	anddVerif   float64
+
+	kinds     []string
+	strengths []float64
+	copies    int
+	advSeed   uint64
+
+	minDuration time.Duration
+	children    []string
+	noChildren  bool
+	speedFrom   string
+}
+
+func defaultCorpusDir() string {
+	if c := os.Getenv("NDD_CACHE"); c != "" {
+		return filepath.Join(c, "spamassassin")
+	}
+	return filepath.Join(".cache", "spamassassin")
+}
+
+func (f *evalFlags) common(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.corpus, "corpus", defaultCorpusDir(), "corpus folder with spam*/ and *ham*/ subfolders (scripts/fetch-corpus.sh)")
+	fl.IntVar(&f.workers, "workers", 0, "parallel checks (default GOMAXPROCS)")
+	fl.BoolVar(&f.json, "json", false, "print JSON")
+	fl.BoolVar(&f.markdown, "markdown", false, "print a Markdown section (for docs/RESULTS.md)")
+	fl.StringVar(&f.plots, "plots", "", "write SVG plots (and results.json, the raw figures) into this folder")
+	fl.StringVar(&f.docsDir, "docs-dir", "docs", "folder of the Markdown document (plot links are relative to it)")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.Float64Var(&f.anddExact, "andd-exact", 0, "engine: exact cosine over distinct terms an ANDD-only match must reach (0: off)")
+	fl.Float64Var(&f.anddVerif, "andd-verified", 0, "engine: estimated cosine from which an exactly verified ANDD-only candidate matches (0: the model's threshold)")
+}
+
+func (f *evalFlags) accuracyFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.seeds, "seeds", 5, "random report sets to average over")
+	fl.Float64Var(&f.reportShare, "report-share", 0.1, "share of the usable spam reported per seed")
+	fl.IntSliceVar(&f.k, "k", []int{0, 1, 2, 5, 10}, "numbers of bagged lexicons of the I-Match rows")
+	fl.BoolVar(&f.noEngine, "no-engine", false, "leave out the rows that run the real engine and store")
+}
+
+func (f *evalFlags) adversarialFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	var kinds []string
+	for _, k := range spamgen.AllKinds() {
+		kinds = append(kinds, string(k))
+	}
+	fl.StringSliceVar(&f.kinds, "kinds", kinds, "randomization kinds")
+	fl.Float64SliceVar(&f.strengths, "strengths", []float64{0.05, 0.1, 0.2, 0.3}, "randomization strengths")
+	fl.IntVar(&f.copies, "copies", 1, "copies per reported message, kind and strength")
+	fl.Uint64Var(&f.advSeed, "adv-seed", 1, "seed of the reported set and the randomization")
+}
+
+func (f *evalFlags) speedFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.minDuration, "min-duration", 5*time.Second, "minimum duration of the in-process pipeline loop")
+	var def []string
+	for _, c := range eval.DefaultChildren {
+		def = append(def, strings.Join(c, " "))
+	}
+	fl.StringArrayVar(&f.children, "child", def, "a benchmark command of this binary to run (repeatable)")
+	fl.BoolVar(&f.noChildren, "no-children", false, "run no benchmark child process")
+}
+
+func (f *evalFlags) logger() *slog.Logger {
+	if f.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+func (f *evalFlags) load() (*eval.Corpus, error) {
+	start := time.Now()
+	c, err := eval.LoadCorpus(f.corpus, eval.LoadOptions{Workers: f.workers})
+	if err != nil {
+		return nil, err
+	}
+	f.logger().Info("corpus loaded", "dir", f.corpus, "messages", len(c.Docs), "spam", c.Count(eval.Spam), "ham", c.Count(eval.Ham), "took", time.Since(start).Round(time.Millisecond))
+	return c, nil
+}
+
+func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
+	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger(),
+		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif}}
+}
+
+func (f *evalFlags) adversarialOptions() (eval.AdversarialOptions, error) {
+	o := eval.AdversarialOptions{Strengths: f.strengths, Copies: f.copies, Seed: f.advSeed, ReportShare: f.reportShare, Accuracy: f.accuracyOptions()}
+	for _, s := range f.kinds {
+		k, err := spamgen.ParseKind(s)
+		if err != nil {
+			return o, err
+		}
+		o.Kinds = append(o.Kinds, k)
+	}
+	return o, nil
+}
+
+func (f *evalFlags) speedOptions() eval.SpeedOptions {
+	o := eval.SpeedOptions{MinDuration: f.minDuration, Log: f.logger(), Children: [][]string{}}
+	if !f.noChildren {
+		for _, c := range f.children {
+			o.Children = append(o.Children, strings.Fields(c))
+		}
+	}
+	return o
+}
+
+// output prints r as the flags ask.
+func (f *evalFlags) output(w io.Writer, r *eval.Results) error {
+	return r.Write(w, eval.OutputOptions{Args: os.Args[1:], Plots: f.plots, JSON: f.json, Markdown: f.markdown, DocsDir: f.docsDir})
+}
+
+func newEvalCmd(gf *globalFlags) *cobra.Command {
+	f := &evalFlags{}
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Measure detection accuracy, robustness and speed on a public corpus",
+		Long: `Reproduces the email experiment of Kolcz & Chowdhury's I-Match paper
+(sect. 6.4, 7.2) on the SpamAssassin public corpus: per seed, a random share
+of the spam is reported and every other message is checked; ground-truth
+near-duplicates are pairs with cosine ≥ 0.9 over unique terms. Prints the
+near-duplicate recall, spam and ham flagged and the utility for K bagged
+lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/METHODS.md), and the
+daemon's engine over a real Badger store.
+
+Fetch the corpus first: scripts/fetch-corpus.sh.
+
+Subcommands: adversarial (robustness to spamgen randomizations), padding
+(copies padded with appended random words), reporters (every spam reported
+by N users, then every message checked), speed (pipeline and store/milter
+benchmarks), all (accuracy, adversarial, reporters and speed: with
+--markdown it prints docs/RESULTS.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.load()
+			if err != nil {
+				return err
+			}
+			acc, err := eval.RunAccuracy(cmd.Context(), c, f.accuracyOptions())
+			if err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+			return f.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc})
+		},
+	}
+	f.common(cmd)
+	f.accuracyFlags(cmd)
+
+	fa := &evalFlags{}
+	adv := &cobra.Command{
+		Use:   "adversarial",
+		Short: "Detection rate of spamgen copies of reported spam, per randomization kind and strength",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fa.load()
+			if err != nil {
+				return err
+			}
+			o, err := fa.adversarialOptions()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunAdversarial(cmd.Context(), c, o)
+			if err != nil {
+				return fmt.Errorf("eval adversarial: %w", err)
+			}
+			return fa.output(cmd.OutOrStdout(), &eval.Results{Adversarial: r})
+		},
+	}
+	fa.common(adv)
+	adv.Flags().Float64Var(&fa.reportShare, "report-share", 0.1, "share of the usable spam reported")
+	fa.adversarialFlags(adv)
+
+	fp := &evalFlags{}
+	var padKB []int
+	pad := &cobra.Command{
+		Use:   "padding",
+		Short: "Detection of copies of reported spam padded with 1 to 32 KiB of random words, with and without short-message keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fp.load()
+			if err != nil {
+				return err
+			}
+			o := eval.PaddingOptions{SizesKB: padKB, Seed: fp.advSeed, ReportShare: fp.reportShare, Accuracy: fp.accuracyOptions()}
+			r, err := eval.RunPadding(cmd.Context(), c, o)
+			if err != nil {
+				return fmt.Errorf("eval padding: %w", err)
+			}
+			return fp.output(cmd.OutOrStdout(), &eval.Results{Padding: r})
+		},
+	}
+	fp.common(pad)
+	pad.Flags().Float64Var(&fp.reportShare, "report-share", 0.1, "share of the usable spam reported")
+	pad.Flags().Uint64Var(&fp.advSeed, "adv-seed", 1, "seed of the reported set and the padding")
+	pad.Flags().IntSliceVar(&padKB, "kib", []int{0, 1, 4, 8, 16, 32}, "amounts of appended text, in KiB")
+
+	fr := &evalFlags{}
+	var reporters int
+	rep := &cobra.Command{
+		Use:   "reporters",
+		Short: "Every spam of the corpus reported by N users, then every message checked: the ham flagged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fr.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunReporters(cmd.Context(), c, eval.ReportersOptions{Reporters: reporters, Accuracy: fr.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval reporters: %w", err)
+			}
+			return fr.output(cmd.OutOrStdout(), &eval.Results{Reporters: r})
+		},
+	}
+	fr.common(rep)
+	rep.Flags().IntVar(&reporters, "reporters", 3, "users who report every spam message")
+
+	fs := &evalFlags{}
+	speed := &cobra.Command{
+		Use:   "speed",
+		Short: "Signature pipeline messages/s per core, and the store and milter benchmarks (child processes)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fs.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunSpeed(cmd.Context(), c, fs.speedOptions())
+			if err != nil {
+				return fmt.Errorf("eval speed: %w", err)
+			}
+			return fs.output(cmd.OutOrStdout(), &eval.Results{Speed: r})
+		},
+	}
+	fs.common(speed)
+	fs.speedFlags(speed)
+
+	fl := &evalFlags{}
+	all := &cobra.Command{
+		Use:   "all",
+		Short: "Accuracy, adversarial, every spam reported by 3 users, and speed; with --markdown --plots docs/img it prints docs/RESULTS.md",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fl.load()
+			if err != nil {
+				return err
+			}
+			acc, err := eval.RunAccuracy(cmd.Context(), c, fl.accuracyOptions())
+			if err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+			o, err := fl.adversarialOptions()
+			if err != nil {
+				return err
+			}
+			adv, err := eval.RunAdversarial(cmd.Context(), c, o)
+			if err != nil {
+				return fmt.Errorf("eval adversarial: %w", err)
+			}
+			var sp *eval.SpeedResult
+			if fl.speedFrom != "" {
+				if sp, err = eval.ReadSpeed(fl.speedFrom); err != nil {
+					return err
+				}
+			} else if sp, err = eval.RunSpeed(cmd.Context(), c, fl.speedOptions()); err != nil {
+				return fmt.Errorf("eval speed: %w", err)
+			}
+			reps, err := eval.RunReporters(cmd.Context(), c, eval.ReportersOptions{Reporters: 3, Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval reporters: %w", err)
+			}
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Speed: sp})
+		},
+	}
+	fl.common(all)
+	fl.accuracyFlags(all)
+	fl.adversarialFlags(all)
+	fl.speedFlags(all)
+	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
+
+	cmd.AddCommand(adv, pad, rep, speed, all)
+	return cmd
+}

