@@ -3,9 +3,11 @@
 package spool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,5 +351,47 @@ func TestOpenRefusesUnsafeRoot(t *testing.T) {
 	}
 	if _, err := Open(open, Options{}); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("Open of a world-writable directory: %v, want ErrUnsafe", err)
+	}
+}
+
+// Every refusal is logged with its reason and the entry's owner; a file
+// is trusted only for its owner (Options.Admit).
+func TestDrainLogsRefusals(t *testing.T) {
+	var logs bytes.Buffer
+	self := uint32(os.Geteuid())
+	s := open(t, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Admit: func(uid uint32) bool { return uid != self }})
+	if _, err := s.Put(Report{Kind: "spam", Reporter: "alice@example.org", Raw: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(s.Dir(), "new", "2.link")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := drain(s, func(context.Context, Report) error { return errors.New("nothing may be stored") })
+	if err != nil || st != (DrainStats{Refused: 2}) {
+		t.Fatalf("Drain: %+v, %v", st, err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`"msg":"spool: entry refused","spool":%q,`, s.Dir()),
+		fmt.Sprintf(`"reason":"owned by uid %d, which may not report (api.allow_users, api.allow_groups)","uid":%d,"type":"regular file","links":1`, self, self),
+		`"file":"2.link","reason":"a symlink, not a regular file"`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	if p, _ := s.Pending(); len(p) != 0 {
+		t.Errorf("left in new/: %v", p)
+	}
+
+	// A refused directory is logged as an error, once per Drain.
+	logs.Reset()
+	swap(t, s.Dir(), "new", t.TempDir())
+	if _, err := drain(s, func(context.Context, Report) error { return nil }); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("Drain of a swapped new/: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"spool refused: nothing in it is read, moved or removed until it is repaired"`) ||
+		!strings.Contains(logs.String(), "new is a symlink, not a directory") {
+		t.Errorf("log:\n%s", logs.String())
 	}
 }
