@@ -395,3 +395,29 @@ func TestDrainLogsRefusals(t *testing.T) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 }
+
+// A flood of entries is refused and removed entirely, but logged one by
+// one only up to maxRefusalLogs.
+func TestDrainBoundsRefusalLogs(t *testing.T) {
+	var logs bytes.Buffer
+	s := open(t, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	const n = maxRefusalLogs + 50
+	for i := range n {
+		if err := os.Symlink("/etc/passwd", filepath.Join(s.Dir(), "new", fmt.Sprintf("%d.link", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := drain(s, func(context.Context, Report) error { return nil })
+	if err != nil || st.Refused != n {
+		t.Fatalf("Drain: %+v, %v", st, err)
+	}
+	if got := strings.Count(logs.String(), `"msg":"spool: entry refused"`); got != maxRefusalLogs {
+		t.Errorf("%d refusals logged one by one, want %d", got, maxRefusalLogs)
+	}
+	if !strings.Contains(logs.String(), `"msg":"spool: more entries refused (not logged one by one)","spool":`+fmt.Sprintf("%q", s.Dir())+`,"entries":50`) {
+		t.Errorf("no summary line:\n%s", logs.String()[len(logs.String())-300:])
+	}
+	if ents, _ := os.ReadDir(filepath.Join(s.Dir(), "new")); len(ents) != 0 {
+		t.Errorf("%d entries left in new/", len(ents))
+	}
+}

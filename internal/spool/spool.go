@@ -69,6 +69,10 @@ const (
 	// headerSlack is the room a spool file's header line may take besides
 	// the message.
 	headerSlack = 4096
+	// maxRefusalLogs bounds the refused entries Drain logs one by one;
+	// past it, one line counts the others (a group member may make
+	// thousands of entries).
+	maxRefusalLogs = 100
 )
 
 // Mode bits of directories (the same on every Unix).
@@ -114,8 +118,9 @@ type Options struct {
 	// of them may write one. Default (nil): root and the process's own
 	// user.
 	Admit func(uid uint32) bool
-	// Logger receives a line for each entry Drain refuses, sets aside or
-	// removes, and for a refused directory. Default: discarded.
+	// Logger receives a line for each entry Drain refuses (the first 100
+	// of a call; then one line counts the others), sets aside or removes,
+	// and for a refused directory. Default: discarded.
 	Logger *slog.Logger
 }
 
@@ -386,6 +391,12 @@ func (s *Spool) read(dir *dirFD, name string, admit func(uint32) bool) (Report, 
 	if !lst.isRegular() {
 		return Report{}, lst, &refusal{reason: "a " + lst.kind() + ", not a regular file", info: lst}
 	}
+	// The same checks before opening (so that a file of another user is
+	// never opened: one the daemon may not read would stop Drain) and on
+	// what was opened.
+	if err := s.trust(lst, admit); err != nil {
+		return Report{}, lst, err
+	}
 	f, fi, err := dir.openEntry(name)
 	if err != nil {
 		if isSymlinkErr(err) {
@@ -394,20 +405,31 @@ func (s *Spool) read(dir *dirFD, name string, admit func(uint32) bool) (Report, 
 		return Report{}, lst, fmt.Errorf("spool: %w", err)
 	}
 	defer f.Close()
-	switch {
-	case !fi.same(lst) || !fi.isRegular():
+	if !fi.same(lst) || !fi.isRegular() {
 		return Report{}, lst, &refusal{reason: "replaced while opened", info: lst}
-	case fi.nlink != 1:
-		return Report{}, fi, &refusal{reason: fmt.Sprintf("a hard link (%d names): a spool file has one", fi.nlink), info: fi}
-	case !admit(fi.uid):
-		return Report{}, fi, &refusal{reason: fmt.Sprintf("owned by uid %d, which may not report (api.allow_users, api.allow_groups)", fi.uid), info: fi}
-	case fi.perm()&0o022 != 0:
-		return Report{}, fi, &refusal{reason: fmt.Sprintf("mode %04o: others may rewrite it", fi.perm()), info: fi}
-	case fi.size > s.opts.MaxMessage+headerSlack:
+	}
+	if err := s.trust(fi, admit); err != nil {
+		return Report{}, fi, err
+	}
+	if fi.size > s.opts.MaxMessage+headerSlack {
 		return Report{}, fi, fmt.Errorf("spool file %s: %d bytes: %w", name, fi.size, ErrMalformed)
 	}
 	r, err := parse(io.LimitReader(f, s.opts.MaxMessage+headerSlack+1), name, s.opts.MaxMessage+headerSlack)
 	return r, fi, err
+}
+
+// trust returns a *refusal unless the regular file fi has one link, an
+// owner admit trusts, and no group or other write permission.
+func (s *Spool) trust(fi fileInfo, admit func(uint32) bool) error {
+	switch {
+	case fi.nlink != 1:
+		return &refusal{reason: fmt.Sprintf("a hard link (%d names): a spool file has one", fi.nlink), info: fi}
+	case !admit(fi.uid):
+		return &refusal{reason: fmt.Sprintf("owned by uid %d, which may not report (api.allow_users, api.allow_groups)", fi.uid), info: fi}
+	case fi.perm()&0o022 != 0:
+		return &refusal{reason: fmt.Sprintf("mode %04o: others may rewrite it", fi.perm()), info: fi}
+	}
+	return nil
 }
 
 // parse reads a spool file's header line and message.
@@ -468,6 +490,11 @@ func (s *Spool) Drain(ctx context.Context, store func(context.Context, Report) e
 		}
 		return ok
 	}
+	defer func() {
+		if st.Refused > maxRefusalLogs {
+			s.log.Warn("spool: more entries refused (not logged one by one)", "spool", s.dir, "entries", st.Refused-maxRefusalLogs)
+		}
+	}()
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -479,7 +506,7 @@ func (s *Spool) Drain(ctx context.Context, store func(context.Context, Report) e
 			continue // another drain took it
 		case errors.As(err, &ref):
 			st.Refused++
-			s.refuse(d.new, name, ref)
+			s.refuse(d.new, name, ref, st.Refused <= maxRefusalLogs)
 			continue
 		case err == nil:
 			err = store(ctx, r)
@@ -522,12 +549,14 @@ func (s *Spool) unchanged(dir *dirFD, name string, fi fileInfo) bool {
 	return false
 }
 
-// refuse logs a refused entry of new/ and removes it (a symlink itself,
-// an empty directory, one name of a hard link), unless it was replaced
-// meanwhile.
-func (s *Spool) refuse(dir *dirFD, name string, ref *refusal) {
-	s.log.Warn("spool: entry refused", "spool", s.dir, "file", name, "reason", ref.reason,
-		"uid", ref.info.uid, "type", ref.info.kind(), "links", ref.info.nlink, "size", ref.info.size)
+// refuse logs a refused entry of new/ (when log) and removes it (a
+// symlink itself, an empty directory, one name of a hard link), unless
+// it was replaced meanwhile.
+func (s *Spool) refuse(dir *dirFD, name string, ref *refusal, log bool) {
+	if log {
+		s.log.Warn("spool: entry refused", "spool", s.dir, "file", name, "reason", ref.reason,
+			"uid", ref.info.uid, "type", ref.info.kind(), "links", ref.info.nlink, "size", ref.info.size)
+	}
 	if !s.unchanged(dir, name, ref.info) {
 		return
 	}
