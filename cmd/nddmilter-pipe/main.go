@@ -3,7 +3,10 @@
 // daemon's report socket, as `nddmilter report --socket` does, and
 // spools it when the daemon is down. It is a separate small program
 // because Dovecot starts it for every Junk move: it links only the
-// standard library and the spool, not the daemon.
+// standard library and the spool (with golang.org/x/sys/unix for its
+// openat calls), not the daemon. It runs as the mail-delivery user, whose
+// spool files are the only ones the daemon trusts besides root's and its
+// own.
 //
 // It exits 0 whatever becomes of the report (a user's move never fails
 // because of nddmilter) and says on stderr, which Dovecot logs, what went

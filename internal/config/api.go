@@ -32,8 +32,10 @@ type API struct {
 	// SpoolDir is where `nddmilter report --spool` leaves reports while
 	// the daemon is down; the daemon ingests them at start and every
 	// SpoolInterval, deleting each once stored. It must be writable by
-	// the reporting users (e.g. mode 2770, group vmail). Default ""
-	// (none).
+	// the reporting users' group (e.g. mode 3770, group vmail) and owned
+	// by root or nddmilter's user. Only the files of the users the report
+	// socket admits (AllowUsers, AllowGroups by primary group) are
+	// ingested. Default "" (none).
 	SpoolDir string `yaml:"spool_dir"`
 	// SpoolInterval is how often the daemon looks into SpoolDir.
 	// Default 1m.

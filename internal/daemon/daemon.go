@@ -360,7 +360,7 @@ func Run(ctx context.Context, o Options) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	if cfg.API.SpoolDir != "" {
-		sp, err := openSpool(cfg)
+		sp, err := openSpool(cfg, log)
 		if err != nil {
 			ln.Close()
 			return err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,13 +52,23 @@ func resolveIDs(key string, names []string, group bool) ([]uint32, error) {
 	return ids, nil
 }
 
+// reporterIDs resolves api.allow_users and api.allow_groups: who may
+// report for any reporter, over the report socket or through the spool.
+func reporterIDs(cfg *config.Config) (uids, gids []uint32, err error) {
+	uids, err = resolveIDs("api.allow_users", cfg.API.AllowUsers, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	gids, err = resolveIDs("api.allow_groups", cfg.API.AllowGroups, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return uids, gids, nil
+}
+
 // newSocketHandler builds the report socket's handler over eng.
 func newSocketHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
-	uids, err := resolveIDs("api.allow_users", cfg.API.AllowUsers, false)
-	if err != nil {
-		return nil, err
-	}
-	gids, err := resolveIDs("api.allow_groups", cfg.API.AllowGroups, true)
+	uids, gids, err := reporterIDs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +114,36 @@ func (d *daemon) startReportSocket() (stop func(), err error) {
 	}, nil
 }
 
-// openSpool opens api.spool_dir, creating it (mode 2770, group
-// api.socket_group) when it does not exist.
-func openSpool(cfg *config.Config) (*spool.Spool, error) {
+// spoolAdmit is the spool's rule for the owner of a report file: the
+// report socket's (root, the daemon's own user, api.allow_users), with
+// api.allow_groups matched against the owner's primary group in the user
+// database, since a file has no process group (a setgid spool gives
+// every file the spool's group).
+func spoolAdmit(uids, gids []uint32) func(uid uint32) bool {
+	self := uint32(os.Getuid())
+	return func(uid uint32) bool {
+		if uid == 0 || uid == self || slices.Contains(uids, uid) {
+			return true
+		}
+		if len(gids) == 0 {
+			return false
+		}
+		u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+		if err != nil {
+			return false
+		}
+		gid, err := strconv.ParseUint(u.Gid, 10, 32)
+		return err == nil && slices.Contains(gids, uint32(gid))
+	}
+}
+
+// openSpool opens api.spool_dir, creating it (mode 3770: setgid, and
+// sticky so that the group cannot rename tmp/, new/ and bad/; group
+// api.socket_group) when it does not exist. Only files of the users the
+// report socket admits are ingested from it.
+func openSpool(cfg *config.Config, log *slog.Logger) (*spool.Spool, error) {
 	dir := cfg.API.SpoolDir
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("api.spool_dir: %w", err)
 		}
@@ -120,11 +156,15 @@ func openSpool(cfg *config.Config) (*spool.Spool, error) {
 				return nil, fmt.Errorf("api.spool_dir: %w", err)
 			}
 		}
-		if err := os.Chmod(dir, fs.ModeSetgid|0o770); err != nil {
+		if err := os.Chmod(dir, fs.ModeSetgid|fs.ModeSticky|0o770); err != nil {
 			return nil, fmt.Errorf("api.spool_dir: %w", err)
 		}
 	}
-	sp, err := spool.Open(dir, spool.Options{MaxMessage: cfg.HTTP.MaxBodyBytes})
+	uids, gids, err := reporterIDs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := spool.Open(dir, spool.Options{MaxMessage: cfg.HTTP.MaxBodyBytes, Admit: spoolAdmit(uids, gids), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("api.spool_dir: %w", err)
 	}
@@ -132,26 +172,32 @@ func openSpool(cfg *config.Config) (*spool.Spool, error) {
 }
 
 // runSpool ingests the spool now and every api.spool_interval until ctx
-// ends, through the current engine.
+// ends, through the current engine. Entries the spool refuses are logged
+// by it and counted as errors of stage spool_refused.
 func (d *daemon) runSpool(ctx context.Context, sp *spool.Spool, every, timeout time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n, err := sp.Drain(ctx, func(ctx context.Context, r spool.Report) error {
+		st, err := sp.Drain(ctx, func(ctx context.Context, r spool.Report) error {
 			return d.ingestSpooled(ctx, r, timeout)
 		})
+		for range st.Refused {
+			d.met.Error("spool_refused")
+		}
 		if p, perr := sp.Pending(); perr == nil {
 			d.met.SpoolPending(len(p))
 		}
 		if err != nil && ctx.Err() == nil {
 			d.met.Error("spool")
 		}
-		if n > 0 || (err != nil && ctx.Err() == nil) {
+		// The spool logged the refused directory itself.
+		if st.Stored > 0 || (err != nil && ctx.Err() == nil && !errors.Is(err, spool.ErrUnsafe)) {
 			lvl := slog.LevelInfo
 			if err != nil {
 				lvl = slog.LevelWarn
 			}
-			d.log.Log(ctx, lvl, "spooled reports ingested", "spool", sp.Dir(), "reports", n, "err", err)
+			d.log.Log(ctx, lvl, "spooled reports ingested", "spool", sp.Dir(), "reports", st.Stored,
+				"set_aside", st.SetAside, "refused", st.Refused, "err", err)
 		}
 		select {
 		case <-ctx.Done():

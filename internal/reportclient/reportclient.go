@@ -2,8 +2,8 @@
 // report socket (api.socket), and spools it (internal/spool) when the
 // daemon does not take it. It is what the IMAPSieve pipe program of
 // contrib/dovecot runs for every Junk move, so it links only the standard
-// library and the spool: a process starts, reports and exits in a few
-// milliseconds of CPU.
+// library and the spool (and golang.org/x/sys/unix): a process starts,
+// reports and exits in a few milliseconds of CPU.
 package reportclient
 
 import (

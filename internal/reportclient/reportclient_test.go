@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/spool"
 )
 
 const msg = "From: a@example.org\r\nSubject: hi\r\n\r\nbody\r\n"
@@ -159,4 +161,33 @@ func mkSpool(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// A member of the spool's group put a symlink in place of new/ (or of
+// tmp/): the report is not written through it, and the pipe says why.
+func TestSendSpoolSwapped(t *testing.T) {
+	for _, sub := range []string{"tmp", "new"} {
+		t.Run(sub, func(t *testing.T) {
+			dir := mkSpool(t)
+			if _, err := spool.Open(dir, spool.Options{}); err != nil { // the daemon makes tmp/, new/, bad/
+				t.Fatal(err)
+			}
+			elsewhere := t.TempDir()
+			p := filepath.Join(dir, sub)
+			if err := os.Rename(p, p+".orig"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, p); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Socket: filepath.Join(dir, "none.sock"), SpoolDir: dir, Reporter: "bob", Timeout: time.Second}
+			res, err := Send(context.Background(), o, strings.NewReader(msg))
+			if err != nil || res.Status != NotReported || !strings.Contains(res.Detail, "is a symlink, not a directory") {
+				t.Fatalf("Send = %v (%s), %v; want not reported, naming the symlink", res.Status, res.Detail, err)
+			}
+			if n := countFiles(t, elsewhere); n != 0 {
+				t.Errorf("%d files written through the symlink", n)
+			}
+		})
+	}
 }

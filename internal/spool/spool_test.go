@@ -32,15 +32,15 @@ func TestPutDrain(t *testing.T) {
 		t.Errorf("tmp/ not empty: %v", ents)
 	}
 	var got []string
-	n, err := s.Drain(context.Background(), func(_ context.Context, r Report) error {
+	st, err := drain(s, func(_ context.Context, r Report) error {
 		if !bytes.Equal(r.Raw, raw) || r.Kind != "spam" {
 			return fmt.Errorf("read back %+v", r)
 		}
 		got = append(got, r.Reporter)
 		return nil
 	})
-	if err != nil || n != 3 {
-		t.Fatalf("Drain: %d, %v", n, err)
+	if err != nil || st != (DrainStats{Stored: 3}) {
+		t.Fatalf("Drain: %+v, %v", st, err)
 	}
 	if fmt.Sprint(got) != fmt.Sprint([]string{"alice@example.org", "bob with spaces&=%", ""}) {
 		t.Errorf("order or reporters: %q", got)
@@ -59,15 +59,15 @@ func TestDrainKeepsOnFailure(t *testing.T) {
 	}
 	down := errors.New("store down")
 	calls := 0
-	n, err := s.Drain(context.Background(), func(context.Context, Report) error {
+	st, err := drain(s, func(context.Context, Report) error {
 		calls++
 		if calls == 2 {
 			return down
 		}
 		return nil
 	})
-	if !errors.Is(err, down) || n != 1 {
-		t.Fatalf("Drain: %d, %v", n, err)
+	if !errors.Is(err, down) || st.Stored != 1 {
+		t.Fatalf("Drain: %+v, %v", st, err)
 	}
 	if p, _ := s.Pending(); len(p) != 2 {
 		t.Fatalf("pending %d, want 2 (the failed one kept)", len(p))
@@ -82,11 +82,11 @@ func TestDrainSetsAside(t *testing.T) {
 	if _, err := s.Put(Report{Kind: "bogus", Reporter: "a", Raw: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.Drain(context.Background(), func(_ context.Context, r Report) error {
+	st, err := drain(s, func(_ context.Context, r Report) error {
 		return fmt.Errorf("kind %q: %w", r.Kind, ErrReject)
 	})
-	if err != nil || n != 0 {
-		t.Fatalf("Drain: %d, %v", n, err)
+	if err != nil || st != (DrainStats{SetAside: 2}) {
+		t.Fatalf("Drain: %+v, %v", st, err)
 	}
 	bad, _ := os.ReadDir(filepath.Join(s.Dir(), "bad"))
 	if p, _ := s.Pending(); len(p) != 0 || len(bad) != 2 {
@@ -135,8 +135,12 @@ func TestOpenKeepsGroupMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode()&(os.ModePerm|os.ModeSetgid) != 0o770|os.ModeSetgid {
-		t.Errorf("new/ mode %v", fi.Mode())
+	if fi.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeSticky) != 0o770|os.ModeSetgid|os.ModeSticky {
+		t.Errorf("new/ mode %v, want the spool's and sticky", fi.Mode())
+	}
+	// Only Drain writes bad/: no group write.
+	if fi, err := os.Stat(filepath.Join(dir, "bad")); err != nil || fi.Mode()&(os.ModePerm|os.ModeSetgid) != 0o750|os.ModeSetgid {
+		t.Errorf("bad/ mode %v, %v", fi.Mode(), err)
 	}
 	if _, err := Open(filepath.Join(dir, "missing"), Options{}); err == nil {
 		t.Error("missing spool opened")
