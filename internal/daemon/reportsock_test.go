@@ -64,11 +64,7 @@ func TestReportSocketAndSpool(t *testing.T) {
 		<-done
 	}()
 
-	var d net.Dialer
-	c := &api.Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Timeout: 5 * time.Second,
-		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", sock)
-		}}}}
+	c := socketClient(sock)
 	var o api.Outcome
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -220,7 +216,7 @@ func TestSpoolIngestsOnlyAdmittedOwners(t *testing.T) {
 
 	// The forged message reached no campaign; carol's (and the admitted
 	// user's) spooled reports are stored.
-	c := api.NewSocketClient(sock, 5*time.Second)
+	c := socketClient(sock)
 	o, err := c.Report(ctx, forged, store.KindSpam, "forged@example.org")
 	if err != nil || !o.Created || o.Duplicate {
 		t.Errorf("the forged message reported over the socket: %+v, %v; want a new campaign (the spooled forgery was not stored)", o, err)
@@ -271,4 +267,13 @@ func TestSpoolAdmit(t *testing.T) {
 			t.Errorf("%s: uid %d admitted %v, want %v", tc.name, tc.uid, got, tc.want)
 		}
 	}
+}
+
+// socketClient is an API client of the report socket at path.
+func socketClient(path string) *api.Client {
+	var d net.Dialer
+	return &api.Client{BaseURL: "http://nddmilter-report-socket", HTTP: &http.Client{Timeout: 5 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		}}}}
 }

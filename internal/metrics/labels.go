@@ -27,7 +27,7 @@ func LabelValues() map[string]map[string][]string {
 		"nddmilter_errors_total": {"stage": {
 			"check", "timeout", "panic", // a check that failed, timed out or panicked
 			"report", "report-timeout", "report-panic", // a report by mail that failed
-			"store", "reload", "accept", "protocol", "spool", // the daemon's other stages
+			"store", "reload", "accept", "protocol", "spool", "spool_refused", // the daemon's other stages
 		}},
 		"nddmilter_reports_total":            {"kind": {"spam", "ham"}},
 		"nddmilter_overload_total":           {"reason": {"sessions", "connections", "bytes", "api", "http"}},

@@ -81,7 +81,7 @@ func New() *Metrics {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nddmilter_errors_total",
-			Help: "Errors, by stage (check, timeout, panic, store, reload, accept, protocol: a malformed milter packet closed its connection).",
+			Help: "Errors, by stage (check, timeout, panic: a check; report, report-timeout, report-panic: a report by mail; store, reload, accept; protocol: a malformed milter packet closed its connection; spool: the spool could not be read; spool_refused: a spool entry refused).",
 		}, []string{"stage"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nddmilter_failopen_total",
