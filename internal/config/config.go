@@ -67,6 +67,12 @@ type Reports struct {
 	// to a spam report address; their reports count with the reporter
 	// "fbl:NAME". Default none.
 	FeedbackLoops []FeedbackLoop `yaml:"feedback_loops"`
+	// Realm is the site's default mail domain: every reporter id, from
+	// every entry (API, report socket, reports by mail, spool, command
+	// line), is trimmed and lower-cased, and an id ending in "@" + Realm
+	// is the same reporter as the login without it
+	// (campaign.NormalizeReporter). Default "" (none).
+	Realm string `yaml:"realm"`
 }
 
 // FeedbackLoop is one trusted feedback-loop source. A message comes from
@@ -868,16 +874,20 @@ func (r Reports) validate() error {
 	if r.Timeout < Duration(time.Second) {
 		return bad("reports.timeout", "%s is too short: must be at least 1s", r.Timeout)
 	}
+	if r.Realm != "" && !realmName.MatchString(r.Realm) {
+		return bad("reports.realm", "%q is not a domain name, e.g. example.org (or \"\" for none)", r.Realm)
+	}
 	names := map[string]bool{}
 	for i, f := range r.FeedbackLoops {
 		key := fmt.Sprintf("reports.feedback_loops[%d]", i)
 		if !fblName.MatchString(f.Name) {
 			return bad(key+".name", "%q must be 1 to 64 letters, digits, '.', '_' or '-'", f.Name)
 		}
-		if names[f.Name] {
-			return bad(key+".name", "%q is used twice", f.Name)
+		// Reporter ids are lower-cased: BigISP and bigisp are one reporter.
+		if names[strings.ToLower(f.Name)] {
+			return bad(key+".name", "%q is used twice (names are compared in lower case)", f.Name)
 		}
-		names[f.Name] = true
+		names[strings.ToLower(f.Name)] = true
 		if len(f.Networks) == 0 && len(f.AuthUsers) == 0 {
 			return bad(key, "set networks or auth_users: an envelope sender alone is forged at will")
 		}
@@ -904,6 +914,9 @@ func (r Reports) validate() error {
 	}
 	return nil
 }
+
+// realmName is a domain name (letters, digits and hyphens, dot-separated).
+var realmName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
 // fblName is what a feedback loop may be called (its reporter is "fbl:NAME").
 var fblName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

@@ -142,6 +142,10 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"reports.feedback_loops[0].networks"}},
 		{"feedback loop bad name", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: \"my isp\"\n      networks: [192.0.2.1]\n",
 			[]string{"reports.feedback_loops[0].name"}},
+		{"realm with an at sign", "reports:\n  realm: \"@example.org\"\n", []string{"line 2", "reports.realm", "domain name"}},
+		{"realm with a space", "reports:\n  realm: \"example .org\"\n", []string{"reports.realm"}},
+		{"feedback loops differing in case", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: ISP\n      networks: [192.0.2.1]\n    - name: isp\n      networks: [192.0.2.2]\n",
+			[]string{"reports.feedback_loops[1].name", "used twice"}},
 		{"feedback loop without address", "reports:\n  feedback_loops:\n    - name: isp\n      networks: [192.0.2.1]\n",
 			[]string{"reports.feedback_loops", "spam_addresses"}},
 	}
@@ -253,6 +257,19 @@ func TestANDDExactCosine(t *testing.T) {
 		c.ANDD.ExactCosine = tt.v
 		if err := c.Validate(); (err == nil) != tt.ok {
 			t.Errorf("exact_cosine %v: %v", tt.v, err)
+		}
+	}
+}
+
+func TestReportsRealm(t *testing.T) {
+	for _, realm := range []string{"example.org", "Mail.Example.org", "localhost", "xn--bcher-kva.example"} {
+		c, err := Parse([]byte("reports:\n  realm: " + realm + "\n"))
+		if err != nil {
+			t.Errorf("realm %q: %v", realm, err)
+			continue
+		}
+		if c.Reports.Realm != realm {
+			t.Errorf("realm %q parsed as %q", realm, c.Reports.Realm)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
@@ -169,7 +170,7 @@ func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time
 	if err != nil {
 		return fmt.Errorf("%w: %w", spool.ErrReject, err)
 	}
-	if r.Reporter == "" {
+	if strings.TrimSpace(r.Reporter) == "" {
 		return fmt.Errorf("%w: no reporter", spool.ErrReject)
 	}
 	if err := campaign.CheckReporter(r.Reporter); err != nil {

@@ -20,6 +20,12 @@ import (
 // temporary directory, with the embedded lexicon and model.
 func realEngine(t *testing.T) *campaign.Engine {
 	t.Helper()
+	return realEngineWith(t, campaign.Options{})
+}
+
+// realEngineWith is realEngine with engine options.
+func realEngineWith(t *testing.T, opts campaign.Options) *campaign.Engine {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	lex, err := imatchbag.DefaultLexicon()
 	if err != nil {
@@ -34,7 +40,7 @@ func realEngine(t *testing.T) *campaign.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	eng, err := campaign.New(st, lex, model, campaign.Options{}, log)
+	eng, err := campaign.New(st, lex, model, opts, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -300,6 +300,28 @@ func TestReportByMailLoginPerMessage(t *testing.T) {
 	}
 }
 
+// Red-team finding 8 through reports by mail: the SASL login's spellings
+// (case, the realm's domain, white space) are one reporter.
+func TestReportByMailLoginSpellings(t *testing.T) {
+	eng := &recordingEngine{Engine: realEngineWith(t, campaign.Options{ReporterRealm: "example.org"})}
+	h := start(t, eng, reportOpts("mailbox"))
+	s := h.mtaSession("198.51.100.7")
+	for i, login := range []string{"mallory", "Mallory", "MALLORY", "mallory@example.org", "Mallory@Example.ORG"} {
+		mods, _ := sendAuth(t, s, reportMsg([]string{"spam-report@example.org"}, campaignCopy(i+1)), login)
+		if r := headersOf(mods)["X-NDD-Report"]; !strings.Contains(r, "messages=1") {
+			t.Fatalf("report as %s: %q", login, r)
+		}
+	}
+	id := matched(t, eng.Engine, campaignCopy(9))
+	c, err := eng.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpamReporters != 1 {
+		t.Errorf("campaign %d: %d spam reporters, want 1", id, c.SpamReporters)
+	}
+}
+
 // Hostile report messages get an answer, never a hang or a panic.
 func TestReportByMailHostile(t *testing.T) {
 	deep := "Subject: x\r\n\r\nbody"
