@@ -177,6 +177,11 @@ type HTTP struct {
 	// MaxInflight bounds the API checks and reports running at once
 	// (503 beyond). Default 16.
 	MaxInflight int `yaml:"max_inflight"`
+	// AllowedHosts are the host names (no port) under which the API and
+	// the dashboard are served, besides IP address literals, localhost
+	// and the host of Listen: a request naming another host gets 421
+	// (DNS rebinding). Default none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// Dashboard configures the web dashboard under /ui/.
 	Dashboard Dashboard `yaml:"dashboard"`
 }
@@ -340,6 +345,7 @@ func Default() *Config {
 			MaxHeaderBytes:    64 << 10,
 			RequestTimeout:    Duration(30 * time.Second),
 			MaxInflight:       16,
+			AllowedHosts:      []string{},
 			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
 		API: DefaultAPI(),
@@ -662,6 +668,11 @@ func (c *Config) Validate() error {
 	}
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
 		return bad("http.token", "%v", err)
+	}
+	for _, h := range c.HTTP.AllowedHosts {
+		if !realmName.MatchString(strings.TrimSuffix(h, ".")) {
+			return bad("http.allowed_hosts", "%q is not a host name (no port, no scheme), e.g. nddmilter.example.org", h)
+		}
 	}
 	if err := c.HTTP.Dashboard.validate(); err != nil {
 		return err

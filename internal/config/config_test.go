@@ -142,6 +142,8 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"reports.feedback_loops[0].networks"}},
 		{"feedback loop bad name", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: \"my isp\"\n      networks: [192.0.2.1]\n",
 			[]string{"reports.feedback_loops[0].name"}},
+		{"allowed host with a port", "http:\n  allowed_hosts: [\"ndd.example.org:8898\"]\n", []string{"http.allowed_hosts", "host name"}},
+		{"allowed host as a URL", "http:\n  allowed_hosts: [\"https://ndd.example.org\"]\n", []string{"http.allowed_hosts"}},
 		{"realm with an at sign", "reports:\n  realm: \"@example.org\"\n", []string{"line 2", "reports.realm", "domain name"}},
 		{"realm with a space", "reports:\n  realm: \"example .org\"\n", []string{"reports.realm"}},
 		{"feedback loops differing in case", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: ISP\n      networks: [192.0.2.1]\n    - name: isp\n      networks: [192.0.2.2]\n",

@@ -443,10 +443,13 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", d.readyz)
-	mux.Handle("/v1/", d.apiH)
+	// The API and the dashboard answer only the host names they are
+	// reached under (DNS rebinding: api.HostCheck).
+	hosts := api.NewHostCheck(cfg.HTTP.Listen, cfg.HTTP.AllowedHosts)
+	mux.Handle("/v1/", hosts.Handler(d.apiH))
 	if d.dash != nil {
-		mux.Handle(dashboard.Prefix, d.dash)
-		mux.Handle("GET /{$}", http.RedirectHandler(dashboard.Prefix, http.StatusSeeOther))
+		mux.Handle(dashboard.Prefix, hosts.Handler(d.dash))
+		mux.Handle("GET /{$}", hosts.Handler(http.RedirectHandler(dashboard.Prefix, http.StatusSeeOther)))
 	}
 	hln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -589,6 +592,7 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_mode", old.Milter.SocketMode, cfg.Milter.SocketMode},
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
+		{"http.allowed_hosts", fmt.Sprint(old.HTTP.AllowedHosts), fmt.Sprint(cfg.HTTP.AllowedHosts)},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
 		{"api.socket", old.API.Socket, cfg.API.Socket},
 		{"api.socket_mode", old.API.SocketMode, cfg.API.SocketMode},
@@ -609,6 +613,7 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		cfg.Fleet = old.Fleet
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
+	cfg.HTTP.AllowedHosts = old.HTTP.AllowedHosts
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
 	cfg.API.Socket, cfg.API.SocketMode, cfg.API.SocketGroup = old.API.Socket, old.API.SocketMode, old.API.SocketGroup
 	cfg.API.SpoolDir, cfg.API.SpoolInterval = old.API.SpoolDir, old.API.SpoolInterval
