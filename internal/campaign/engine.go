@@ -41,6 +41,7 @@ type Engine struct {
 	cache     *recordCache
 	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
 	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
+	limiter   atomic.Pointer[limiterBox]    // reports per reporter (SetReporterLimiter)
 	senders   store.SenderStore             // nil when the store keeps no sender domains
 }
 
