@@ -25,10 +25,17 @@ func serveSocket(t *testing.T, o SocketOptions) (string, *store.Badger) {
 // serveSocketWith is serveSocket over an engine with options.
 func serveSocketWith(t *testing.T, o SocketOptions, eo campaign.Options) (string, *store.Badger) {
 	t.Helper()
+	eng, st := newEngineWith(t, eo)
+	return serveSocketEngine(t, o, eng), st
+}
+
+// serveSocketEngine serves the report socket handler over eng and returns
+// the socket's path.
+func serveSocketEngine(t *testing.T, o SocketOptions, eng *campaign.Engine) string {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("peer credentials are read on Linux only")
 	}
-	eng, st := newEngineWith(t, eo)
 	path := filepath.Join(t.TempDir(), "report.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -37,7 +44,7 @@ func serveSocketWith(t *testing.T, o SocketOptions, eo campaign.Options) (string
 	srv := &http.Server{Handler: NewSocketHandler(eng, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return path, st
+	return path
 }
 
 func TestReportSocket(t *testing.T) {

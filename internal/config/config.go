@@ -73,6 +73,9 @@ type Reports struct {
 	// is the same reporter as the login without it
 	// (campaign.NormalizeReporter). Default "" (none).
 	Realm string `yaml:"realm"`
+	// ReporterLimit bounds each reporter's reports. Default 100 at once,
+	// then 600 per hour.
+	ReporterLimit ReporterLimit `yaml:"reporter_limit"`
 }
 
 // FeedbackLoop is one trusted feedback-loop source. A message comes from
@@ -177,6 +180,9 @@ type HTTP struct {
 	// MaxInflight bounds the API checks and reports running at once
 	// (503 beyond). Default 16.
 	MaxInflight int `yaml:"max_inflight"`
+	// Tokens are more API tokens, each with a scope (APIToken). Default
+	// none.
+	Tokens []APIToken `yaml:"tokens"`
 	// AllowedHosts are the host names (no port) under which the API and
 	// the dashboard are served, besides IP address literals, localhost
 	// and the host of Listen: a request naming another host gets 421
@@ -345,6 +351,7 @@ func Default() *Config {
 			MaxHeaderBytes:    64 << 10,
 			RequestTimeout:    Duration(30 * time.Second),
 			MaxInflight:       16,
+			Tokens:            []APIToken{},
 			AllowedHosts:      []string{},
 			Dashboard:         Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
@@ -373,6 +380,7 @@ func Default() *Config {
 			MaxAttachments: 20,
 			Timeout:        Duration(10 * time.Second),
 			FeedbackLoops:  []FeedbackLoop{},
+			ReporterLimit:  ReporterLimit{PerHour: campaign.DefaultReporterPerHour, Burst: campaign.DefaultReporterBurst},
 		},
 	}
 }
@@ -669,6 +677,9 @@ func (c *Config) Validate() error {
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
 		return bad("http.token", "%v", err)
 	}
+	if err := validateTokens(c.HTTP.Tokens); err != nil {
+		return err
+	}
 	for _, h := range c.HTTP.AllowedHosts {
 		if !realmName.MatchString(strings.TrimSuffix(h, ".")) {
 			return bad("http.allowed_hosts", "%q is not a host name (no port, no scheme), e.g. nddmilter.example.org", h)
@@ -884,6 +895,9 @@ func (r Reports) validate() error {
 	}
 	if r.Timeout < Duration(time.Second) {
 		return bad("reports.timeout", "%s is too short: must be at least 1s", r.Timeout)
+	}
+	if err := r.ReporterLimit.validate(); err != nil {
+		return err
 	}
 	if r.Realm != "" && !realmName.MatchString(r.Realm) {
 		return bad("reports.realm", "%q is not a domain name, e.g. example.org (or \"\" for none)", r.Realm)
