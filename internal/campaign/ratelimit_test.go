@@ -59,6 +59,10 @@ func TestReporterLimit(t *testing.T) {
 	if _, err := f.eng.Report(f.ctx, copyOf(t, 2, 99), store.KindSpam, "mallory"); !errors.Is(err, ErrRateLimited) {
 		t.Errorf("mallory again: %v, want ErrRateLimited", err)
 	}
+	// The administrator is not limited.
+	if _, err := f.eng.Report(WithoutReporterLimit(f.ctx), copyOf(t, 0, 98), store.KindSpam, "mallory"); err != nil {
+		t.Errorf("the administrator reporting as mallory: %v", err)
+	}
 	// A batch is admitted whole or not at all.
 	f.clock.Add(2 * time.Second)
 	reqs := []ReportRequest{

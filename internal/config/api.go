@@ -150,7 +150,8 @@ func validateTokens(ts []APIToken) error {
 // ReporterLimit bounds the reports of each reporter, whatever entry they
 // come from (reports.reporter_limit): Burst at once, then PerHour per
 // hour; past it a report is refused (API and socket: 429 with
-// Retry-After; by mail: 451; the spool keeps it for later).
+// Retry-After; by mail: 451; the spool keeps it for later). Admin-scope
+// API tokens are not limited.
 type ReporterLimit struct {
 	// PerHour is the sustained rate per reporter; 0 disables the limit.
 	// Default 600.

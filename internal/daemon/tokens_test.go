@@ -21,6 +21,7 @@ const (
 	adminTok  = "admin-token-0123456789abcdef"
 	reportTok = "report-token-0123456789abcdef"
 	readTok   = "read-token-0123456789abcdef"
+	claimTok  = "claim-token-0123456789abcdef"
 )
 
 // apiDo sends a request with a bearer token and returns the status, the
@@ -73,12 +74,17 @@ func TestScopedTokensAndReporterLimit(t *testing.T) {
     - name: monitor
       scope: read
       token_file: %s
+    - name: gateway
+      scope: report
+      reporter: "*"
+      token_file: %s
 reports:
   realm: example.org
   reporter_limit:
     per_hour: 60
     burst: 3
-`, adminTok, writeSecret(t, dir, "webmail.token", reportTok), writeSecret(t, dir, "monitor.token", readTok))
+`, adminTok, writeSecret(t, dir, "webmail.token", reportTok), writeSecret(t, dir, "monitor.token", readTok),
+		writeSecret(t, dir, "gateway.token", claimTok))
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -106,9 +112,10 @@ reports:
 		}
 	}
 	// alice reported once through the webmail token; two more fit her
-	// burst of 3, the next is refused, whatever the spelling.
+	// burst of 3, the next is refused, whatever the spelling, whatever
+	// the report token.
 	for i, who := range []string{"Alice", "alice@example.org", "ALICE"} {
-		status, retry, b := apiDo(t, "POST", base+"/v1/reports?kind=spam&reporter="+url.QueryEscape(who), adminTok, spamBody(10+i))
+		status, retry, b := apiDo(t, "POST", base+"/v1/reports?kind=spam&reporter="+url.QueryEscape(who), claimTok, spamBody(10+i))
 		want := http.StatusOK
 		if i == 2 {
 			want = http.StatusTooManyRequests
@@ -116,6 +123,12 @@ reports:
 		if status != want || (want == http.StatusTooManyRequests && (retry == "" || !strings.Contains(string(b), "reporter_limit"))) {
 			t.Errorf("report %d as %s: %d (Retry-After %q), want %d: %s", i, who, status, retry, want, b)
 		}
+	}
+	if status, _, b := apiDo(t, "POST", base+"/v1/reports?kind=spam", reportTok, spamBody(20)); status != http.StatusTooManyRequests {
+		t.Errorf("the webmail token reporting as alice past her limit: %d: %s", status, b)
+	}
+	if status, _, b := apiDo(t, "POST", base+"/v1/reports?kind=spam&reporter=alice", adminTok, spamBody(21)); status != http.StatusOK {
+		t.Errorf("the administrator reporting as alice: %d: %s, want no limit", status, b)
 	}
 	// The read token logs in to the dashboard read-only.
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
