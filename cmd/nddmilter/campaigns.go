@@ -227,7 +227,8 @@ func newCampaignsShowCmd(gf *globalFlags) *cobra.Command {
 		Long: `Show one campaign: timeline, reports, distinct reporters, sample, signatures
 and state. The store keeps no reporter ids, only a hash of each (the first
 16 hex digits of its SHA-256: printf %s ID | sha256sum | cut -c1-16);
---reporter ID names a reporter among them.`,
+--reporter ID names a reporter among them (ids are counted trimmed and in
+lower case, and without the domain of reports.realm).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := api.ParseID(args[0])
@@ -299,6 +300,9 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 	fmt.Fprintln(w, "  reporters (hash of the id: first 16 hex digits of its SHA-256; kind, first and last report)")
 	named := map[string]string{}
 	for _, n := range names {
+		// Reports are counted under the normalized id (reports.realm
+		// aside: give the id without the realm's domain).
+		named[api.ReporterHash(campaign.NormalizeReporter(n, ""))] = n
 		named[api.ReporterHash(n)] = n
 	}
 	for i, r := range d.Reporters {

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,9 +28,13 @@ const DefaultListLimit = 100
 
 // Options configure the handler. Zero values select the defaults.
 type Options struct {
-	// Token is the bearer token every /v1 request must carry. Empty: the
-	// handler refuses to serve the API (503) rather than serve it open.
+	// Token is the administrator's bearer token (the api-token: every
+	// route). Empty, and no Tokens: the handler refuses to serve the API
+	// (503) rather than serve it open.
 	Token string
+	// Tokens are more bearer tokens, each with its scope (scope.go).
+	// Their secrets must differ from each other's and from Token.
+	Tokens []Token
 	// MaxBody bounds a request body. Default DefaultMaxBody (32 MiB).
 	MaxBody int64
 	// Logger receives one line per failed request. Default: discard.
@@ -69,32 +72,32 @@ const (
 )
 
 type handler struct {
-	eng   *campaign.Engine
-	opts  Options
-	token [32]byte // sha256 of Token, compared in constant time
-	mux   *http.ServeMux
-	slots chan struct{} // MaxInflight (nil: no limit)
+	eng    *campaign.Engine
+	opts   Options
+	tokens []hashedToken // Token (admin) and Tokens
+	mux    *http.ServeMux
+	slots  chan struct{} // MaxInflight (nil: no limit)
 }
 
 // NewHandler returns the /v1 API handler over eng (which holds the store).
 // Mount it at the root of the HTTP listener; it answers only /v1/ paths.
 func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h := newHandler(eng, opts)
-	h.mux.HandleFunc("POST /v1/reports", h.report)
-	h.mux.HandleFunc("POST /v1/check", h.check)
-	h.mux.HandleFunc("GET /v1/campaigns", h.list)
-	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.show)
-	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.series)
-	h.mux.HandleFunc("GET /v1/now", h.now)
-	h.mux.HandleFunc("GET /v1/watch", h.watch)
-	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.delete)
-	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.allow)
-	h.mux.HandleFunc("GET /v1/store/backup", h.backup)
-	h.mux.HandleFunc("GET /v1/store/stats", h.storeStats)
-	h.mux.HandleFunc("GET /v1/store/verify", h.verify)
-	h.mux.HandleFunc("GET /v1/fleet/status", h.fleetStatus)
-	h.mux.HandleFunc("DELETE /v1/fleet/nodes/{node}", h.fleetForget)
-	h.mux.HandleFunc("DELETE /v1/fleet/servers/{server}", h.fleetRemoveServer)
+	h.mux.HandleFunc("POST /v1/reports", h.need(ScopeReport, h.report))
+	h.mux.HandleFunc("POST /v1/check", h.need(ScopeRead, h.check))
+	h.mux.HandleFunc("GET /v1/campaigns", h.need(ScopeRead, h.list))
+	h.mux.HandleFunc("GET /v1/campaigns/{id}", h.need(ScopeRead, h.show))
+	h.mux.HandleFunc("GET /v1/campaigns/{id}/series", h.need(ScopeRead, h.series))
+	h.mux.HandleFunc("GET /v1/now", h.need(ScopeRead, h.now))
+	h.mux.HandleFunc("GET /v1/watch", h.need(ScopeRead, h.watch))
+	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.need(ScopeAdmin, h.delete))
+	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.need(ScopeAdmin, h.allow))
+	h.mux.HandleFunc("GET /v1/store/backup", h.need(ScopeAdmin, h.backup))
+	h.mux.HandleFunc("GET /v1/store/stats", h.need(ScopeRead, h.storeStats))
+	h.mux.HandleFunc("GET /v1/store/verify", h.need(ScopeAdmin, h.verify))
+	h.mux.HandleFunc("GET /v1/fleet/status", h.need(ScopeRead, h.fleetStatus))
+	h.mux.HandleFunc("DELETE /v1/fleet/nodes/{node}", h.need(ScopeAdmin, h.fleetForget))
+	h.mux.HandleFunc("DELETE /v1/fleet/servers/{server}", h.need(ScopeAdmin, h.fleetRemoveServer))
 	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, fmt.Errorf("no such API route: %s %s", r.Method, r.URL.Path))
 	})
@@ -118,7 +121,15 @@ func newHandler(eng *campaign.Engine, opts Options) *handler {
 	if opts.MaxInflight == 0 {
 		opts.MaxInflight = DefaultMaxInflight
 	}
-	h := &handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token)), mux: http.NewServeMux()}
+	h := &handler{eng: eng, opts: opts, mux: http.NewServeMux()}
+	if opts.Token != "" {
+		h.tokens = append(h.tokens, hashedToken{Token: Token{Name: "api-token", Secret: opts.Token, Scope: ScopeAdmin}, sum: sha256.Sum256([]byte(opts.Token))})
+	}
+	for _, t := range opts.Tokens {
+		if t.Secret != "" {
+			h.tokens = append(h.tokens, hashedToken{Token: t, sum: sha256.Sum256([]byte(t.Secret))})
+		}
+	}
 	if opts.MaxInflight > 0 {
 		h.slots = make(chan struct{}, opts.MaxInflight)
 	}
@@ -127,7 +138,7 @@ func newHandler(eng *campaign.Engine, opts Options) *handler {
 
 // ServeHTTP authenticates, bounds the body and dispatches.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
+	if len(h.tokens) == 0 {
 		h.fail(w, r, http.StatusServiceUnavailable,
 			errors.New("the API is disabled: no token configured (set http.token or http.token_file)"))
 		return
@@ -139,14 +150,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusUnauthorized, errors.New("missing bearer token (Authorization: Bearer TOKEN)"))
 		return
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	if subtle.ConstantTimeCompare(got[:], h.token[:]) != 1 {
+	t, ok := authenticate(h.tokens, strings.TrimSpace(tok))
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nddmilter", error="invalid_token"`)
 		h.fail(w, r, http.StatusUnauthorized, errors.New("invalid bearer token"))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, withToken(r, t))
 }
 
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -177,15 +188,34 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// The token's holder may name any reporter (docs/SECURITY.md,
-	// "Reporter identities"), within CheckReporter's bounds.
+	// An admin token's holder, a report token with AnyReporter and the
+	// report socket's callers name the reporter (docs/SECURITY.md,
+	// "Reporter identities"), within CheckReporter's bounds; a report
+	// token with a fixed reporter reports as it only.
 	reporter := r.URL.Query().Get("reporter")
 	if err := campaign.CheckReporter(reporter); err != nil {
 		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("reporter: %w", err))
 		return
 	}
+	if t := tokenOf(r); t != nil && t.Scope == ScopeReport && t.Reporter != AnyReporter {
+		if reporter != "" && h.eng.ReporterID(reporter) != h.eng.ReporterID(t.Reporter) {
+			h.fail(w, r, http.StatusForbidden, fmt.Errorf("token %q reports as %q only, not as %q", t.Name, t.Reporter, reporter))
+			return
+		}
+		reporter = t.Reporter
+	}
+	// The administrator's reports are not bounded by
+	// reports.reporter_limit (it names any reporter anyway, and ingests
+	// corpora through the daemon); report tokens' and the socket's are.
+	admin := false
+	if t := tokenOf(r); t != nil && t.Scope == ScopeAdmin {
+		admin = true
+	}
 	var out campaign.ReportOutcome
 	if !h.bounded(w, r, "report", func(ctx context.Context) (err error) {
+		if admin {
+			ctx = campaign.WithoutReporterLimit(ctx)
+		}
 		out, err = h.eng.Report(ctx, raw, kind, reporter)
 		return err
 	}) {
@@ -204,6 +234,11 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	// accepted and always a dry run).
 	check := h.eng.Evaluate
 	if q := r.URL.Query(); truthy(q.Get("record")) && !truthy(q.Get("dry_run")) {
+		// Counting the match changes the campaign's statistics.
+		if t := tokenOf(r); t != nil && t.Scope != ScopeAdmin {
+			h.fail(w, r, http.StatusForbidden, fmt.Errorf("token %q (scope %s) may not record a check: it needs the admin scope", t.Name, t.Scope))
+			return
+		}
 		check = h.eng.Check
 	}
 	var v campaign.Verdict
@@ -443,6 +478,7 @@ func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f
 			err = ctx.Err()
 		}
 	}
+	var rle *campaign.RateLimitError
 	switch {
 	case err == nil:
 		return true
@@ -451,6 +487,10 @@ func (h *handler) bounded(w http.ResponseWriter, r *http.Request, what string, f
 		h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("%s did not finish within %s (http.request_timeout); a report may still be recorded, retrying it is safe", what, h.opts.RequestTimeout))
 	case errors.Is(err, store.ErrDiskFull):
 		h.fail(w, r, http.StatusInsufficientStorage, err)
+	case errors.As(err, &rle):
+		// One reporter's reports past reports.reporter_limit.
+		w.Header().Set("Retry-After", strconv.Itoa(int((rle.RetryAfter+time.Second-1)/time.Second)))
+		h.fail(w, r, http.StatusTooManyRequests, err)
 	default:
 		h.fail(w, r, http.StatusInternalServerError, err)
 	}

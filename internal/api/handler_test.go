@@ -54,6 +54,12 @@ func newServer(t *testing.T, opts Options) (*httptest.Server, *campaign.Engine, 
 // fresh Badger store.
 func newEngine(tb testing.TB) (*campaign.Engine, *store.Badger) {
 	tb.Helper()
+	return newEngineWith(tb, campaign.Options{})
+}
+
+// newEngineWith is newEngine with engine options.
+func newEngineWith(tb testing.TB, opts campaign.Options) (*campaign.Engine, *store.Badger) {
+	tb.Helper()
 	st, err := store.Open(tb.TempDir(), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -67,7 +73,7 @@ func newEngine(tb testing.TB) (*campaign.Engine, *store.Badger) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng, err := campaign.New(st, lex, mod, campaign.Options{}, nil)
+	eng, err := campaign.New(st, lex, mod, opts, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -433,5 +439,28 @@ func TestReporterIdentity(t *testing.T) {
 	// msgreport.go).
 	if c := list[0]; c.SpamReporters != 2 || c.SpamReports != 2 {
 		t.Errorf("%d spam reporters, %d reports; want 2 (alice, fbl:isp) and 2", c.SpamReporters, c.SpamReports)
+	}
+}
+
+// Red-team finding 8 through the API: the spellings of one account are
+// one reporter (campaign.NormalizeReporter with the engine's realm).
+func TestReporterSpellingsAPI(t *testing.T) {
+	eng, st := newEngineWith(t, campaign.Options{ReporterRealm: "example.org"})
+	srv := httptest.NewServer(NewHandler(eng, Options{Token: testToken}))
+	t.Cleanup(srv.Close)
+	var id float64
+	for i, who := range []string{"mallory", "Mallory", "MALLORY", "mallory%40example.org", "%20Mallory%40Example.ORG%20"} {
+		status, out, raw := do(t, "POST", srv.URL+"/v1/reports?kind=spam&reporter="+who, testToken, spamCopy(t, uint64(i+1)))
+		if status != http.StatusOK {
+			t.Fatalf("report as %s: %d %s", who, status, raw)
+		}
+		id = out["campaign"].(float64)
+	}
+	reps, err := st.Reporters(context.Background(), campaign.CampaignID(id), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Hash != store.ReporterHash("mallory") {
+		t.Errorf("reporters %+v, want mallory once", reps)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
 )
@@ -99,7 +100,7 @@ func (s *socketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The id itself is checked by report (campaign.CheckReporter).
-	if r.URL.Query().Get("reporter") == "" {
+	if strings.TrimSpace(r.URL.Query().Get("reporter")) == "" {
 		h.fail(w, r, http.StatusBadRequest, errors.New("reporter missing: the report socket needs ?reporter=ID (the IMAP user)"))
 		return
 	}

@@ -19,10 +19,23 @@ import (
 // serveSocket serves the report socket handler on a real unix socket.
 func serveSocket(t *testing.T, o SocketOptions) (string, *store.Badger) {
 	t.Helper()
+	return serveSocketWith(t, o, campaign.Options{})
+}
+
+// serveSocketWith is serveSocket over an engine with options.
+func serveSocketWith(t *testing.T, o SocketOptions, eo campaign.Options) (string, *store.Badger) {
+	t.Helper()
+	eng, st := newEngineWith(t, eo)
+	return serveSocketEngine(t, o, eng), st
+}
+
+// serveSocketEngine serves the report socket handler over eng and returns
+// the socket's path.
+func serveSocketEngine(t *testing.T, o SocketOptions, eng *campaign.Engine) string {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("peer credentials are read on Linux only")
 	}
-	eng, st := newEngine(t)
 	path := filepath.Join(t.TempDir(), "report.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -31,7 +44,7 @@ func serveSocket(t *testing.T, o SocketOptions) (string, *store.Badger) {
 	srv := &http.Server{Handler: NewSocketHandler(eng, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return path, st
+	return path
 }
 
 // socketClient is a Client of the report socket at path; timeout bounds
@@ -140,5 +153,33 @@ func TestPeerCred(t *testing.T) {
 	}
 	if _, err := PeerCredOf(&net.TCPConn{}); !errors.Is(err, ErrNoPeerCred) {
 		t.Errorf("tcp connection: %v", err)
+	}
+}
+
+// Red-team finding 8 through the report socket (what Dovecot's pipe
+// uses): the spellings of one IMAP user are one reporter; an id of white
+// space only is no reporter.
+func TestReportSocketReporterSpellings(t *testing.T) {
+	path, st := serveSocketWith(t, SocketOptions{}, campaign.Options{ReporterRealm: "example.org"})
+	c := socketClient(path, 5*time.Second)
+	ctx := context.Background()
+	var id campaign.CampaignID
+	for i, who := range []string{"mallory", "Mallory", "MALLORY", "mallory@example.org", " Mallory@EXAMPLE.org"} {
+		o, err := c.Report(ctx, spamCopy(t, uint64(i+1)), store.KindSpam, who)
+		if err != nil {
+			t.Fatalf("report as %q: %v", who, err)
+		}
+		id = o.Campaign
+	}
+	reps, err := st.Reporters(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Hash != store.ReporterHash("mallory") {
+		t.Errorf("reporters %+v, want mallory once", reps)
+	}
+	var ae *Error
+	if _, err := c.Report(ctx, spamMessage(), store.KindSpam, "   "); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Errorf("white-space reporter: %v, want HTTP 400", err)
 	}
 }

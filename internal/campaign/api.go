@@ -75,6 +75,10 @@ type Options struct {
 	CacheSize int
 	// Clock returns the current time. Default time.Now.
 	Clock func() time.Time
+	// ReporterRealm is the default domain of reporter ids: an id ending
+	// in "@" + ReporterRealm is the same reporter as the id without it
+	// (NormalizeReporter). Default "": none.
+	ReporterRealm string
 }
 
 // Evidence families.

@@ -41,6 +41,7 @@ type Engine struct {
 	cache     *recordCache
 	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
 	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
+	limiter   atomic.Pointer[limiterBox]    // reports per reporter (SetReporterLimiter)
 	senders   store.SenderStore             // nil when the store keeps no sender domains
 }
 
@@ -139,6 +140,14 @@ type candidate struct {
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
 	footerNote string
+	// wholeANDD and wholeQ are the message's whole-message similarities
+	// to the campaign, whether or not they reach a threshold: the
+	// estimated ANDD cosine of its whole sketch with the campaign's
+	// closest kept sketch (or the band estimate), and the q-gram
+	// similarity with its closest q-gram sketch; unset when the message or
+	// the campaign has no such sketch (not measured). They weigh an
+	// allowed campaign against a campaign to act on (exempt.go).
+	wholeANDD, wholeQ measure
 }
 
 // hasFamily reports whether c has evidence of the family.
@@ -263,6 +272,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 					best = est
 				}
 			}
+			c.wholeANDD = measure{best, true}
 			exact := 0.0
 			if !c.hasFamily(FamilyIMatch) && e.opts.ANDDExactCosine > 0 && len(rec.terms) > 0 && len(m.TermHashes()) > 0 &&
 				best >= e.verifiedThreshold() {
@@ -301,6 +311,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 			for i := range rec.qsketches {
 				best = max(best, qgram.EstimateSimilarity(&m.QSketch, &rec.qsketches[i]))
 			}
+			c.wholeQ = measure{best, true}
 			if best >= e.qthresh {
 				var key []byte
 				if len(c.qKeys) > 0 {
@@ -462,15 +473,11 @@ func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOption
 	if len(res.matched) == 0 {
 		return v, nil
 	}
-	var best *candidate
 	for _, c := range res.matched {
 		c.decision = e.policy.decide(c.rec.rec, c.evidence, e.threshold, e.th)
-		if best == nil || c.decision.P > best.decision.P ||
-			(c.decision.P == best.decision.P && len(c.evidence) > len(best.evidence)) {
-			best = c
-		}
 	}
-	best = e.pool(ctx, best, res.matched)
+	best, ex := e.choose(ctx, m, res.matched)
+	v.Exempt = ex
 	for _, c := range res.matched {
 		if c != best {
 			v.OtherCampaigns = append(v.OtherCampaigns, c.rec.rec.ID)

@@ -61,10 +61,21 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // within a batch never merge campaigns, and that not-spam reports are
 // checked for revocation after the whole batch.
 //
+// Reporter ids are normalized first (NormalizeReporter with
+// Options.ReporterRealm): every report of every entry ends here or in
+// ReportStream.Add. Then each reporter's reports are admitted by the
+// reporter limiter, if the engine has one (SetReporterLimiter): a
+// reporter over its bound fails the whole batch, nothing stored, with a
+// *RateLimitError (ErrRateLimited).
+//
 // On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
 // which are applied; reqs[len(outs)] failed and the reports after it were
 // not applied.
 func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	reqs = e.normalizeReports(ctx, reqs)
+	if err := e.admitReports(ctx, reqs); err != nil {
+		return nil, &BatchError{Index: 0, Err: err}
+	}
 	if r := e.replicator(ctx); r != nil {
 		return r.Report(ctx, reqs)
 	}
@@ -675,6 +686,7 @@ func (s *ReportStream) Add(req ReportRequest) error {
 		return s.stopErr()
 	default:
 	}
+	req = s.e.normalizeReports(s.ctx, []ReportRequest{req})[0]
 	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.pool, req))
 	s.seq++
 	if len(s.batch) < s.opts.Batch {

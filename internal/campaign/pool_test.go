@@ -46,7 +46,14 @@ func TestPoolReporters(t *testing.T) {
 			// keys (r1, r2), one through I-Match (r2, r3).
 			a := put(0, m.BandKeys, m.SketchBytes, "r1")
 			put(a, nil, nil, "r2")
-			b := put(0, m.IMatchKeys, m.SketchBytes, "r2")
+			bKeys := m.IMatchKeys
+			if tt.allowed {
+				// The message begins as b (its lead key): the allowed
+				// campaign does not prevail (exempt.go), and b's decision
+				// shows whose reporters it counted.
+				bKeys = append(slices.Clone(bKeys), m.ShortKeys...)
+			}
+			b := put(0, bKeys, m.SketchBytes, "r2")
 			put(b, nil, nil, "r3")
 			if a == b || a == 0 || b == 0 {
 				t.Fatalf("setup: campaigns %d, %d", a, b)

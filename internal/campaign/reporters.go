@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -53,4 +57,69 @@ func CheckReporter(id string) error {
 		}
 	}
 	return nil
+}
+
+// NormalizeReporter returns the canonical form of a reporter id, the one
+// the store hashes, so that the spellings of one account count as one
+// reporter (docs/SECURITY.md, "Reporter identities"):
+//
+//   - surrounding white space is trimmed;
+//   - compatibility characters are folded (Unicode NFKC: fullwidth
+//     letters, ligatures) and letters lower-cased;
+//   - with a realm (the site's default domain, e.g. "example.org"), a
+//     trailing "@" + realm is removed: "Mallory@Example.ORG" and
+//     "mallory" are both "mallory".
+//
+// Every report passes through it once, in Engine.ReportBatch or
+// ReportStream.Add (the API, the report socket, reports by mail, the
+// spool and the command line all end there); a replicated report is
+// applied as its origin normalized it. It is idempotent. The empty id
+// stays the anonymous reporter.
+func NormalizeReporter(id, realm string) string {
+	id = strings.ToLower(norm.NFKC.String(strings.TrimSpace(id)))
+	if realm = normalizeRealm(realm); realm != "" {
+		for {
+			local, ok := strings.CutSuffix(id, "@"+realm)
+			if !ok || local == "" {
+				break
+			}
+			id = local
+		}
+	}
+	return id
+}
+
+// ReporterID is NormalizeReporter with the engine's realm: the id under
+// which a report by id is counted (and whose hash the store keeps).
+func (e *Engine) ReporterID(id string) string { return NormalizeReporter(id, e.opts.ReporterRealm) }
+
+// normalizeRealm is a realm in the form NormalizeReporter compares: trimmed,
+// lower case, without a leading "@".
+func normalizeRealm(realm string) string {
+	return strings.TrimPrefix(strings.ToLower(norm.NFKC.String(strings.TrimSpace(realm))), "@")
+}
+
+// normalizeReports returns reqs with their reporter ids normalized (a
+// copy when one changes), unless ctx applies a replicated event (its ids
+// are the origin's, already normalized: a node must store what the others
+// store whatever its own realm).
+func (e *Engine) normalizeReports(ctx context.Context, reqs []ReportRequest) []ReportRequest {
+	if _, applying := applyingAt(ctx); applying {
+		return reqs
+	}
+	var out []ReportRequest
+	for i, r := range reqs {
+		n := NormalizeReporter(r.Reporter, e.opts.ReporterRealm)
+		if n == r.Reporter {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(reqs)
+		}
+		out[i].Reporter = n
+	}
+	if out == nil {
+		return reqs
+	}
+	return out
 }

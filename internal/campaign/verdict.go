@@ -38,6 +38,10 @@ type Verdict struct {
 	// OtherCampaigns are the other campaigns the message matched (the
 	// verdict is the one with the highest probability).
 	OtherCampaigns []store.CampaignID `json:"other_campaigns,omitempty"`
+	// Exempt is set when the message matched both an allowed or revoked
+	// campaign and an active campaign that acts on it: which one the
+	// verdict follows and why (exempt.go).
+	Exempt *Exempt `json:"exempt,omitempty"`
 	// Cap is set when CheckOptions.MaxAction lowered the policy's action.
 	Cap *Cap `json:"cap,omitempty"`
 	// Deferred is set when the MTA defers (4xx) what the verdict rejects
@@ -81,6 +85,9 @@ func (v *Verdict) Explain() string {
 	b.WriteString(v.Decision.Rule)
 	if v.FooterNote != "" {
 		b.WriteString("; " + v.FooterNote)
+	}
+	if v.Exempt != nil {
+		b.WriteString("; " + v.Exempt.String())
 	}
 	if len(v.OtherCampaigns) > 0 {
 		fmt.Fprintf(&b, "; %d campaigns matched", len(v.OtherCampaigns)+1)

@@ -22,6 +22,8 @@ func TestVerdictExplain(t *testing.T) {
 	if d.Rule != readme {
 		t.Fatalf("decision rule\n %q, want\n %q", d.Rule, readme)
 	}
+	rd := &Decision{Campaign: 2, State: store.StateRevoked, P: 0.9, SpamReporters: 4, HamReporters: 2}
+	rd.Rule = rd.Explain()
 	tests := []struct {
 		name string
 		v    Verdict
@@ -35,6 +37,14 @@ func TestVerdictExplain(t *testing.T) {
 		{"footer only", Verdict{FooterOnly: []FooterOnly{{Campaign: 4, Full: 0.7, Body: 0.2, Threshold: 0.589}}},
 			"accept: campaign 4 matched through the mailing-list footer only (ANDD 0.700 with the footer, 0.200 without it; 0.589 needed)"},
 		{"decision", Verdict{Decision: d}, readme},
+		{"allowed set aside", Verdict{Decision: d, OtherCampaigns: []store.CampaignID{2},
+			Exempt: &Exempt{Campaign: 2, State: store.StateAllowed, Acting: 1, ActingAction: action.Tag,
+				Why: "it is not a near-copy of campaign 2 as a whole (q-grams 0.364 < 0.550)"}},
+			readme + "; campaign 2 is allowed by an administrator but the allow covers its mailing only, and it is not a near-copy of campaign 2 as a whole (q-grams 0.364 < 0.550): campaign 1's tag stands; 2 campaigns matched"},
+		{"revoked followed", Verdict{Decision: rd,
+			Exempt: &Exempt{Campaign: 2, State: store.StateRevoked, Acting: 1, ActingAction: action.Quarantine, Followed: true,
+				Why: "it is a near-copy of campaign 2 as a whole (ANDD 0.970 ≥ 0.808), at least as close as to any campaign to act on"}},
+			"accept: campaign 2 is revoked by not-spam reports (2 not-spam vs 4 spam reporters; p=0.9000 ignored); campaign 1's quarantine set aside: it is a near-copy of campaign 2 as a whole (ANDD 0.970 ≥ 0.808), at least as close as to any campaign to act on"},
 		{"everything", Verdict{Decision: d, FooterNote: "ANDD still 0.900 without the mailing-list footer",
 			OtherCampaigns: []store.CampaignID{7},
 			FooterOnly:     []FooterOnly{{Campaign: 9, Full: 0.6, Why: "no weighted word without it", Threshold: 0.589}},

@@ -67,6 +67,15 @@ type Reports struct {
 	// to a spam report address; their reports count with the reporter
 	// "fbl:NAME". Default none.
 	FeedbackLoops []FeedbackLoop `yaml:"feedback_loops"`
+	// Realm is the site's default mail domain: every reporter id, from
+	// every entry (API, report socket, reports by mail, spool, command
+	// line), is trimmed and lower-cased, and an id ending in "@" + Realm
+	// is the same reporter as the login without it
+	// (campaign.NormalizeReporter). Default "" (none).
+	Realm string `yaml:"realm"`
+	// ReporterLimit bounds each reporter's reports. Default 100 at once,
+	// then 600 per hour.
+	ReporterLimit ReporterLimit `yaml:"reporter_limit"`
 }
 
 // FeedbackLoop is one trusted feedback-loop source. A message comes from
@@ -188,6 +197,14 @@ type HTTP struct {
 	// answer past that age (a client cannot hold one forever by sending a
 	// request before every idle_timeout). Default 10m.
 	MaxConnectionAge Duration `yaml:"max_connection_age"`
+	// Tokens are more API tokens, each with a scope (APIToken). Default
+	// none.
+	Tokens []APIToken `yaml:"tokens"`
+	// AllowedHosts are the host names (no port) under which the API and
+	// the dashboard are served, besides IP address literals, localhost
+	// and the host of Listen: a request naming another host gets 421
+	// (DNS rebinding). Default none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// Dashboard configures the web dashboard under /ui/.
 	Dashboard Dashboard `yaml:"dashboard"`
 }
@@ -355,6 +372,8 @@ func Default() *Config {
 			MaxConnections:           512,
 			MaxConnectionsPerAddress: 64,
 			MaxConnectionAge:         Duration(10 * time.Minute),
+			Tokens:                   []APIToken{},
+			AllowedHosts:             []string{},
 			Dashboard:                Dashboard{Enabled: true, SessionTTL: Duration(12 * time.Hour)},
 		},
 		API: DefaultAPI(),
@@ -382,6 +401,7 @@ func Default() *Config {
 			MaxAttachments: 20,
 			Timeout:        Duration(10 * time.Second),
 			FeedbackLoops:  []FeedbackLoop{},
+			ReporterLimit:  ReporterLimit{PerHour: campaign.DefaultReporterPerHour, Burst: campaign.DefaultReporterBurst},
 		},
 	}
 }
@@ -700,6 +720,12 @@ func (c *Config) Validate() error {
 	if err := CheckToken(c.HTTP.Token); c.HTTP.Token != "" && err != nil {
 		add(bad("http.token", "%v", err))
 	}
+	add(validateTokens(c.HTTP.Tokens))
+	for _, h := range c.HTTP.AllowedHosts {
+		if !realmName.MatchString(strings.TrimSuffix(h, ".")) {
+			add(bad("http.allowed_hosts", "%q is not a host name (no port, no scheme), e.g. nddmilter.example.org", h))
+		}
+	}
 	add(c.HTTP.Dashboard.validate())
 	if c.HTTP.MaxBodyBytes <= 0 {
 		add(bad("http.max_body_bytes", "must be > 0"))
@@ -908,16 +934,23 @@ func (r Reports) validate() error {
 	if r.Timeout < Duration(time.Second) {
 		return bad("reports.timeout", "%s is too short: must be at least 1s", r.Timeout)
 	}
+	if err := r.ReporterLimit.validate(); err != nil {
+		return err
+	}
+	if r.Realm != "" && !realmName.MatchString(r.Realm) {
+		return bad("reports.realm", "%q is not a domain name, e.g. example.org (or \"\" for none)", r.Realm)
+	}
 	names := map[string]bool{}
 	for i, f := range r.FeedbackLoops {
 		key := fmt.Sprintf("reports.feedback_loops[%d]", i)
 		if !fblName.MatchString(f.Name) {
 			return bad(key+".name", "%q must be 1 to 64 letters, digits, '.', '_' or '-'", f.Name)
 		}
-		if names[f.Name] {
-			return bad(key+".name", "%q is used twice", f.Name)
+		// Reporter ids are lower-cased: BigISP and bigisp are one reporter.
+		if names[strings.ToLower(f.Name)] {
+			return bad(key+".name", "%q is used twice (names are compared in lower case)", f.Name)
 		}
-		names[f.Name] = true
+		names[strings.ToLower(f.Name)] = true
 		if len(f.Networks) == 0 && len(f.AuthUsers) == 0 {
 			return bad(key, "set networks or auth_users: an envelope sender alone is forged at will")
 		}
@@ -944,6 +977,9 @@ func (r Reports) validate() error {
 	}
 	return nil
 }
+
+// realmName is a domain name (letters, digits and hyphens, dot-separated).
+var realmName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
 // fblName is what a feedback loop may be called (its reporter is "fbl:NAME").
 var fblName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

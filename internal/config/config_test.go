@@ -143,6 +143,19 @@ func TestBadConfigs(t *testing.T) {
 			[]string{"reports.feedback_loops[0].networks"}},
 		{"feedback loop bad name", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: \"my isp\"\n      networks: [192.0.2.1]\n",
 			[]string{"reports.feedback_loops[0].name"}},
+		{"allowed host with a port", "http:\n  allowed_hosts: [\"ndd.example.org:8898\"]\n", []string{"http.allowed_hosts", "host name"}},
+		{"allowed host as a URL", "http:\n  allowed_hosts: [\"https://ndd.example.org\"]\n", []string{"http.allowed_hosts"}},
+		{"report token without reporter", "http:\n  tokens:\n    - name: webmail\n      scope: report\n      token_file: /etc/t\n", []string{"http.tokens[0].reporter"}},
+		{"read token with a reporter", "http:\n  tokens:\n    - name: ro\n      scope: read\n      reporter: alice\n      token_file: /etc/t\n", []string{"http.tokens[0].reporter"}},
+		{"token bad scope", "http:\n  tokens:\n    - name: x\n      scope: write\n      token_file: /etc/t\n", []string{"http.tokens[0].scope", "report, read, admin"}},
+		{"token named api-token", "http:\n  tokens:\n    - name: API-Token\n      scope: admin\n      token_file: /etc/t\n", []string{"http.tokens[0].name", "used twice"}},
+		{"token without file", "http:\n  tokens:\n    - name: x\n      scope: admin\n", []string{"http.tokens[0].token_file"}},
+		{"reporter limit negative", "reports:\n  reporter_limit:\n    per_hour: -1\n", []string{"reports.reporter_limit.per_hour"}},
+		{"reporter limit no burst", "reports:\n  reporter_limit:\n    burst: 0\n", []string{"reports.reporter_limit.burst"}},
+		{"realm with an at sign", "reports:\n  realm: \"@example.org\"\n", []string{"line 2", "reports.realm", "domain name"}},
+		{"realm with a space", "reports:\n  realm: \"example .org\"\n", []string{"reports.realm"}},
+		{"feedback loops differing in case", "reports:\n  spam_addresses: [r@example.org]\n  feedback_loops:\n    - name: ISP\n      networks: [192.0.2.1]\n    - name: isp\n      networks: [192.0.2.2]\n",
+			[]string{"reports.feedback_loops[1].name", "used twice"}},
 		{"feedback loop without address", "reports:\n  feedback_loops:\n    - name: isp\n      networks: [192.0.2.1]\n",
 			[]string{"reports.feedback_loops", "spam_addresses"}},
 	}
@@ -284,5 +297,18 @@ func TestAllProblems(t *testing.T) {
 				t.Errorf("errors.As(*ValueError) fails on %v", err)
 			}
 		})
+	}
+}
+
+func TestReportsRealm(t *testing.T) {
+	for _, realm := range []string{"example.org", "Mail.Example.org", "localhost", "xn--bcher-kva.example"} {
+		c, err := Parse([]byte("reports:\n  realm: " + realm + "\n"))
+		if err != nil {
+			t.Errorf("realm %q: %v", realm, err)
+			continue
+		}
+		if c.Reports.Realm != realm {
+			t.Errorf("realm %q parsed as %q", realm, c.Reports.Realm)
+		}
 	}
 }

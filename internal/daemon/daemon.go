@@ -187,13 +187,45 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 		log.Info("generated the /v1 API token (set http.token or http.token_file to choose one)",
 			"file", filepath.Join(cfg.Store.Dir, TokenFile))
 	}
-	return api.NewHandler(eng, api.Options{Token: tok, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
+	tokens, err := scopedTokens(cfg, tok)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewHandler(eng, api.Options{Token: tok, Tokens: tokens, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
 		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer}), nil
 }
 
+// scopedTokens reads the tokens of http.tokens; their secrets must differ
+// from each other's and from the api-token admin (one secret, one scope).
+func scopedTokens(cfg *config.Config, admin string) ([]api.Token, error) {
+	seen := map[string]string{}
+	if admin != "" {
+		seen[admin] = "api-token"
+	}
+	out := make([]api.Token, 0, len(cfg.HTTP.Tokens))
+	for i, t := range cfg.HTTP.Tokens {
+		key := fmt.Sprintf("http.tokens[%d]", i)
+		secret, err := t.ReadSecret(key)
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := seen[secret]; ok {
+			return nil, fmt.Errorf("%s (%s): the same secret as %s: give each token its own", key, t.Name, other)
+		}
+		seen[secret] = t.Name
+		scope, err := api.ParseScope(t.Scope)
+		if err != nil {
+			return nil, fmt.Errorf("%s.scope: %w", key, err)
+		}
+		out = append(out, api.Token{Name: t.Name, Secret: secret, Scope: scope, Reporter: t.Reporter})
+	}
+	return out, nil
+}
+
 // dashboardCredentials are the secrets that log in to the dashboard: the
-// API token (administrator) and the configured passwords.
+// API token (administrator), the configured passwords, and the admin and
+// read tokens of http.tokens with their role.
 func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
 	tok, _, err := ResolveAPIToken(cfg, false)
 	if err != nil {
@@ -203,11 +235,24 @@ func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []dashboard.Credential{
+	creds := []dashboard.Credential{
 		{Name: "api-token", Secret: tok, Role: dashboard.RoleAdmin},
 		{Name: "admin-password", Secret: admin, Role: dashboard.RoleAdmin},
 		{Name: "read-password", Secret: read, Role: dashboard.RoleRead},
-	}, nil
+	}
+	tokens, err := scopedTokens(cfg, tok)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		switch t.Scope {
+		case api.ScopeAdmin:
+			creds = append(creds, dashboard.Credential{Name: "token:" + t.Name, Secret: t.Secret, Role: dashboard.RoleAdmin})
+		case api.ScopeRead:
+			creds = append(creds, dashboard.Credential{Name: "token:" + t.Name, Secret: t.Secret, Role: dashboard.RoleRead})
+		}
+	}
+	return creds, nil
 }
 
 // newDashboard builds the dashboard over eng (nil when it is disabled);
@@ -239,6 +284,9 @@ type daemon struct {
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
+	// limiter bounds each reporter's reports (reports.reporter_limit),
+	// across reloads: every engine the daemon builds takes it.
+	limiter *campaign.ReporterLimiter
 }
 
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
@@ -302,7 +350,9 @@ func Run(ctx context.Context, o Options) error {
 			"and would differ from the fleet's state if it rejoined; a host that rejoins starts from an empty store",
 			"store", cfg.Store.Dir, "applied_event", seq)
 	}
-	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm}
+	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm,
+		limiter: campaign.NewReporterLimiter(cfg.Reports.ReporterLimit.Campaign(), nil)}
+	rt.Engine.SetReporterLimiter(d.limiter)
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	if fm != nil {
 		d.met.Registry.MustRegister(fm.node.Collector())
@@ -431,10 +481,13 @@ func (d *daemon) startHTTP() (stop func(), err error) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", d.readyz)
-	mux.Handle("/v1/", d.apiH)
+	// The API and the dashboard answer only the host names they are
+	// reached under (DNS rebinding: api.HostCheck).
+	hosts := api.NewHostCheck(cfg.HTTP.Listen, cfg.HTTP.AllowedHosts)
+	mux.Handle("/v1/", hosts.Handler(d.apiH))
 	if d.dash != nil {
-		mux.Handle(dashboard.Prefix, d.dash)
-		mux.Handle("GET /{$}", http.RedirectHandler(dashboard.Prefix, http.StatusSeeOther))
+		mux.Handle(dashboard.Prefix, hosts.Handler(d.dash))
+		mux.Handle("GET /{$}", hosts.Handler(http.RedirectHandler(dashboard.Prefix, http.StatusSeeOther)))
 	}
 	hln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -564,6 +617,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
+	eng.SetReporterLimiter(d.limiter)
 	h, err := d.newAPIHandler(cfg, eng)
 	if err != nil {
 		fail(err)
@@ -596,6 +650,7 @@ func (d *daemon) reload() {
 		d.sockH.set(sh)
 	}
 	d.eng.Store(eng)
+	d.limiter.SetLimit(cfg.Reports.ReporterLimit.Campaign())
 	if d.dash != nil {
 		d.dash.Update(eng, creds)
 	}
@@ -615,6 +670,7 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		{"milter.socket_mode", old.Milter.SocketMode, cfg.Milter.SocketMode},
 		{"milter.socket_group", old.Milter.SocketGroup, cfg.Milter.SocketGroup},
 		{"http.listen", old.HTTP.Listen, cfg.HTTP.Listen},
+		{"http.allowed_hosts", fmt.Sprint(old.HTTP.AllowedHosts), fmt.Sprint(cfg.HTTP.AllowedHosts)},
 		{"store.dir", old.Store.Dir, cfg.Store.Dir},
 		{"api.socket", old.API.Socket, cfg.API.Socket},
 		{"api.socket_mode", old.API.SocketMode, cfg.API.SocketMode},
@@ -635,6 +691,7 @@ func keepRestartSettings(cfg, old *config.Config, log *slog.Logger) {
 		cfg.Fleet = old.Fleet
 	}
 	cfg.Milter.Listen, cfg.HTTP.Listen, cfg.Store.Dir = old.Milter.Listen, old.HTTP.Listen, old.Store.Dir
+	cfg.HTTP.AllowedHosts = old.HTTP.AllowedHosts
 	cfg.Milter.SocketMode, cfg.Milter.SocketGroup = old.Milter.SocketMode, old.Milter.SocketGroup
 	cfg.API.Socket, cfg.API.SocketMode, cfg.API.SocketGroup = old.API.Socket, old.API.SocketMode, old.API.SocketGroup
 	cfg.API.SpoolDir, cfg.API.SpoolInterval = old.API.SpoolDir, old.API.SpoolInterval

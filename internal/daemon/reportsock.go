@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
@@ -179,7 +180,7 @@ func (d *daemon) runSpool(ctx context.Context, sp *spool.Spool, every, timeout t
 	defer t.Stop()
 	for {
 		st, err := sp.Drain(ctx, func(ctx context.Context, r spool.Report) error {
-			return d.ingestSpooled(ctx, r, timeout)
+			return d.ingestSpooled(ctx, sp, r, timeout)
 		})
 		for range st.Refused {
 			d.met.Error("spool_refused")
@@ -209,13 +210,16 @@ func (d *daemon) runSpool(ctx context.Context, sp *spool.Spool, every, timeout t
 
 // ingestSpooled stores one spooled report. Errors of the store that may
 // pass (disk full, closing) leave it in the spool; any other sets it
-// aside (spool.ErrReject).
-func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time.Duration) error {
+// aside (spool.ErrReject). A report of a reporter over
+// reports.reporter_limit is deferred: spooled again behind the others
+// (taken then as done), so that it neither blocks them nor is lost; when
+// that fails it stays where it is.
+func (d *daemon) ingestSpooled(ctx context.Context, sp *spool.Spool, r spool.Report, timeout time.Duration) error {
 	kind, err := api.ParseKind(r.Kind)
 	if err != nil {
 		return fmt.Errorf("%w: %w", spool.ErrReject, err)
 	}
-	if r.Reporter == "" {
+	if strings.TrimSpace(r.Reporter) == "" {
 		return fmt.Errorf("%w: no reporter", spool.ErrReject)
 	}
 	if err := campaign.CheckReporter(r.Reporter); err != nil {
@@ -228,6 +232,14 @@ func (d *daemon) ingestSpooled(ctx context.Context, r spool.Report, timeout time
 	case err == nil:
 		d.met.Report(kind)
 		d.log.Debug("spooled report", "kind", api.KindName(kind), "campaign", o.Campaign, "duplicate", o.Duplicate, "spooled_at", r.Time)
+		return nil
+	case errors.Is(err, campaign.ErrRateLimited):
+		spooledAt := r.Time
+		r.Time = time.Time{} // now: behind the reports waiting
+		if _, perr := sp.Put(r); perr != nil {
+			return fmt.Errorf("%w (and could not defer it: %w)", err, perr)
+		}
+		d.log.Info("spooled report deferred: its reporter is over reports.reporter_limit", "err", err, "spooled_at", spooledAt)
 		return nil
 	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrDiskFull),
 		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrReadOnly):

@@ -50,7 +50,7 @@ func TestReportSocketAndSpool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(spoolDir, "new", "1.garbage"), []byte("not a report"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: \"\"\napi:\n  socket: %s\n  spool_dir: %s\n  spool_interval: 1s\nstore:\n  dir: %s\n",
+	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: \"\"\napi:\n  socket: %s\n  spool_dir: %s\n  spool_interval: 1s\nstore:\n  dir: %s\nreports:\n  realm: example.org\n",
 		freeAddr(t), sock, spoolDir, storeDir)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -99,6 +99,13 @@ func TestReportSocketAndSpool(t *testing.T) {
 	o2, err := c.Report(ctx, spooled, store.KindSpam, "carol@example.org")
 	if err != nil || !o2.Duplicate || o2.Campaign != o.Campaign {
 		t.Fatalf("carol's report again: %+v %v (her spooled report was not stored?)", o2, err)
+	}
+	// Red-team finding 8: the spool and the socket normalize reporter
+	// ids with reports.realm: " CAROL " is carol@example.org, the same
+	// reporter (her repeat of the same message counts once).
+	o3, err := c.Report(ctx, spooled, store.KindSpam, " CAROL ")
+	if err != nil || !o3.Duplicate || o3.Campaign != o.Campaign {
+		t.Fatalf("report as \" CAROL \": %+v %v, want a duplicate of carol@example.org's", o3, err)
 	}
 }
 

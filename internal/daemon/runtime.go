@@ -89,6 +89,7 @@ func EngineOptions(cfg *config.Config) campaign.Options {
 		ANDDExactCosine: cfg.ANDD.ExactCosine,
 		Policy:          cfg.Policy,
 		Expiry:          cfg.Store.Expiry.D(),
+		ReporterRealm:   cfg.Reports.Realm,
 	}
 }
 

@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,40 +160,115 @@ func match(creds []hashedCred, secret string) (hashedCred, bool) {
 	return best, found
 }
 
-// limiter bounds login attempts per client address and overall.
+// limiter bounds login attempts without letting anyone lock a correct
+// secret out (docs/SECURITY.md, "Dashboard"):
+//
+//   - the secret is always checked (in constant time);
+//   - a wrong secret costs a token of its client address (an IPv6 address
+//     counts by its /64), one of the name typed at login (lower case; ""
+//     when none) and one of all clients together: LoginBurst at once,
+//     then one per LoginInterval (ten times that overall). Once one of
+//     them is spent, wrong secrets get 429 instead of 401;
+//   - a correct secret is admitted whatever wrong attempts others made
+//     from its address or under its name (behind ssh -L or a proxy every
+//     client has the same address), up to its own hard limit: each login
+//     costs a token of its credential at its client address,
+//     LoginHardBurst at once, then one per LoginInterval, which bounds the
+//     sessions one secret mints (they would push the others' out).
+//
+// Secrets are at least config.MinTokenLen characters: guessing is
+// hopeless at any rate the HTTP server answers; the limits keep the audit
+// log and the CPU quiet. Memory is bounded: each table keeps at most
+// maxClients keys, dropping idle ones (whose bucket is full again) first,
+// and starting over when every key is busy (the overall limit holds).
 type limiter struct {
-	mu      sync.Mutex
-	every   time.Duration
-	burst   int
-	clients map[string]*rate.Limiter
-	all     *rate.Limiter
+	mu    sync.Mutex
+	addrs buckets // wrong secrets per client address
+	names buckets // wrong secrets per name typed at login
+	creds buckets // correct secrets per credential and client address
+	all   *rate.Limiter
 }
 
-// maxClients bounds the per-address limiters kept; past it they start
-// again (the overall limit still holds).
+// maxClients bounds the keys of each of the limiter's tables.
 const maxClients = 4096
 
-func newLimiter(every time.Duration, burst int) *limiter {
-	return &limiter{every: every, burst: burst, clients: map[string]*rate.Limiter{},
-		all: rate.NewLimiter(rate.Every(every/10), burst*10)}
+func newLimiter(every time.Duration, burst, hardBurst int) *limiter {
+	return &limiter{
+		addrs: buckets{m: map[string]*rate.Limiter{}, every: every, burst: burst},
+		names: buckets{m: map[string]*rate.Limiter{}, every: every, burst: burst},
+		creds: buckets{m: map[string]*rate.Limiter{}, every: every, burst: hardBurst},
+		all:   rate.NewLimiter(rate.Every(every/10), burst*10),
+	}
 }
 
-func (l *limiter) allow(r *http.Request, now time.Time) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
+// failed counts a wrong secret typed under name from r's client and says
+// whether it is within the limits (false: answer 429).
+func (l *limiter) failed(r *http.Request, name string, now time.Time) bool {
+	addr := clientKey(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.clients[host]
-	if c == nil {
-		if len(l.clients) >= maxClients {
-			clear(l.clients)
-		}
-		c = rate.NewLimiter(rate.Every(l.every), l.burst)
-		l.clients[host] = c
+	a := l.addrs.take(addr, now)
+	n := l.names.take(strings.ToLower(name), now)
+	all := l.all.AllowN(now, 1)
+	return a && n && all
+}
+
+// admitted counts a login with credential cred from r's client and says
+// whether it is within the credential's hard limit there.
+func (l *limiter) admitted(r *http.Request, cred string, now time.Time) bool {
+	key := cred + "\x00" + clientKey(r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.creds.take(key, now)
+}
+
+// clientKey is the client address a request is limited by: its IP
+// address, or the /64 network of an IPv6 one (a host often has a whole
+// /64).
+func clientKey(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
 	}
-	return c.AllowN(now, 1) && l.all.AllowN(now, 1)
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// buckets are token buckets by key, at most maxClients of them.
+type buckets struct {
+	m     map[string]*rate.Limiter
+	every time.Duration
+	burst int
+}
+
+// take takes a token of key's bucket, and says whether there was one.
+func (b *buckets) take(key string, now time.Time) bool {
+	l := b.m[key]
+	if l == nil {
+		if len(b.m) >= maxClients {
+			b.prune(now)
+		}
+		l = rate.NewLimiter(rate.Every(b.every), b.burst)
+		b.m[key] = l
+	}
+	return l.AllowN(now, 1)
+}
+
+// prune drops the buckets that are full again (their key is idle), and
+// every bucket when none is.
+func (b *buckets) prune(now time.Time) {
+	for k, l := range b.m {
+		if l.TokensAt(now) >= float64(b.burst) {
+			delete(b.m, k)
+		}
+	}
+	if len(b.m) >= maxClients {
+		clear(b.m)
+	}
 }
 
 // validCSRF compares a form's token with the session's in constant time.

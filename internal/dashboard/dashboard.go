@@ -13,7 +13,9 @@
 //
 // Changes (POST, admin role, the session's CSRF token in the form, and
 // http.CrossOriginProtection's same-origin check): /ui/campaigns/{id}/allow,
-// /unallow, /delete; /ui/login (rate-limited per client) and /ui/logout.
+// /unallow, /delete; /ui/login (wrong secrets rate-limited per client
+// address and per name, a correct one never locked out by others: auth.go)
+// and /ui/logout.
 // Every change is logged (who, with which credential, from where, what).
 //
 // Every answer carries a strict Content-Security-Policy (no script at
@@ -40,11 +42,12 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultSessionTTL    = 12 * time.Hour
-	DefaultMaxSessions   = 1000
-	DefaultLoginInterval = 2 * time.Second
-	DefaultLoginBurst    = 5
-	DefaultPageSize      = 50
+	DefaultSessionTTL     = 12 * time.Hour
+	DefaultMaxSessions    = 1000
+	DefaultLoginInterval  = 2 * time.Second
+	DefaultLoginBurst     = 5
+	DefaultLoginHardBurst = 20
+	DefaultPageSize       = 50
 )
 
 // maxPage bounds the page number of a listing (its offset costs index
@@ -77,11 +80,17 @@ type Options struct {
 	// did not come over TLS (a TLS-terminating proxy in front). Requests
 	// over TLS always get a Secure cookie.
 	SecureCookie bool
-	// LoginInterval and LoginBurst bound login attempts per client
-	// address: LoginBurst at once, then one per LoginInterval (and ten
-	// times that over all clients). Defaults 2s and 5.
+	// LoginInterval and LoginBurst bound wrong secrets per client address
+	// and per name typed at login: LoginBurst at once, then one per
+	// LoginInterval (and ten times that over all clients); past them a
+	// wrong secret gets 429, a correct one is still admitted. Defaults 2s
+	// and 5.
 	LoginInterval time.Duration
 	LoginBurst    int
+	// LoginHardBurst bounds the logins of one credential from one client
+	// address: LoginHardBurst at once, then one per LoginInterval (429
+	// past it, even with the correct secret). Default 20.
+	LoginHardBurst int
 	// PageSize is the number of campaigns a listing page shows. Default 50.
 	PageSize int
 	// Fleet, if not nil, is shown on the now page: each node, its lag
@@ -212,6 +221,9 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 	if o.LoginBurst <= 0 {
 		o.LoginBurst = DefaultLoginBurst
 	}
+	if o.LoginHardBurst <= 0 {
+		o.LoginHardBurst = DefaultLoginHardBurst
+	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
@@ -226,7 +238,7 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 	h := &Handler{
 		opts:     o,
 		sessions: &sessions{m: map[string]*session{}, max: o.MaxSessions},
-		limit:    newLimiter(o.LoginInterval, o.LoginBurst),
+		limit:    newLimiter(o.LoginInterval, o.LoginBurst, o.LoginHardBurst),
 		cop:      http.NewCrossOriginProtection(),
 		pages:    pages,
 		css:      css,

@@ -289,6 +289,8 @@ func TestSessionExpires(t *testing.T) {
 	}
 }
 
+// Wrong secrets are throttled (429 with Retry-After past the burst); the
+// correct one is still admitted.
 func TestLoginRateLimited(t *testing.T) {
 	f := newFixture(t, Options{LoginBurst: 3, LoginInterval: time.Hour})
 	c := f.client(t)
@@ -297,9 +299,113 @@ func TestLoginRateLimited(t *testing.T) {
 			t.Fatalf("attempt %d: %d", i, resp.StatusCode)
 		}
 	}
-	resp, body := c.post("/ui/login", url.Values{"secret": {adminSecret}})
+	resp, body := c.post("/ui/login", url.Values{"secret": {"wrong-secret-0123456789"}})
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many") || len(resp.Cookies()) != 0 {
-		t.Errorf("fourth attempt: %d, Retry-After %q, cookies %v", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
+		t.Errorf("fourth wrong attempt: %d, Retry-After %q, cookies %v", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
+	}
+	if resp, _ := c.post("/ui/login", url.Values{"secret": {adminSecret}}); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Errorf("correct secret after the wrong ones: %d, cookies %v, want a login", resp.StatusCode, resp.Cookies())
+	}
+}
+
+// Red-team finding 7: behind ssh -L or a proxy every browser has one
+// client address; one client's wrong passwords must not lock the
+// administrator out. Another's flood of wrong secrets (under the same
+// empty name, then under the administrator's name) leaves every one of
+// the administrator's logins admitted.
+func TestLoginNotLockedOutByOthers(t *testing.T) {
+	f := newFixture(t, Options{})
+	attacker := f.client(t)
+	for i := range 60 {
+		name := ""
+		if i%2 == 1 {
+			name = "alice"
+		}
+		resp, _ := attacker.post("/ui/login", url.Values{"name": {name}, "secret": {fmt.Sprintf("guess-%02d-0123456789abcdef", i)}})
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("wrong secret %d: %d", i, resp.StatusCode)
+		}
+	}
+	for i := range 10 {
+		admin := f.client(t)
+		resp, _ := admin.post("/ui/login", url.Values{"name": {"alice"}, "secret": {adminSecret}})
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("administrator's login %d: %d, want admitted", i, resp.StatusCode)
+		}
+		// The attacker goes on between the administrator's logins.
+		attacker.post("/ui/login", url.Values{"secret": {"wrong-secret-0123456789"}})
+	}
+}
+
+// A correct secret has its own hard limit per credential and client
+// address (the sessions it mints would push the others' out); another
+// credential is not held by it.
+func TestLoginHardLimit(t *testing.T) {
+	f := newFixture(t, Options{LoginHardBurst: 4, LoginInterval: time.Hour})
+	for i := range 4 {
+		if resp, _ := f.client(t).post("/ui/login", url.Values{"secret": {readSecret}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("login %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, body := f.client(t).post("/ui/login", url.Values{"secret": {readSecret}})
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many logins") {
+		t.Errorf("fifth login: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp, _ := f.client(t).post("/ui/login", url.Values{"secret": {adminSecret}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the admin password after the read password's limit: %d", resp.StatusCode)
+	}
+}
+
+// The limiter counts wrong secrets per client address (IPv6 by /64) and
+// per name, and keeps a bounded number of keys.
+func TestLimiterKeys(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	req := func(addr string) *http.Request {
+		r := httptest.NewRequest("POST", "/ui/login", nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	l := newLimiter(time.Hour, 2, 3)
+	for i := range 2 {
+		if !l.failed(req("192.0.2.1:1000"), fmt.Sprint("n", i), now) {
+			t.Fatalf("failure %d within the burst throttled", i)
+		}
+	}
+	if l.failed(req("192.0.2.1:1001"), "other", now) {
+		t.Error("third failure from one address not throttled")
+	}
+	// The name's budget: two other addresses under one name.
+	l = newLimiter(time.Hour, 2, 3)
+	l.failed(req("192.0.2.1:1000"), "Alice", now)
+	l.failed(req("192.0.2.2:1000"), "alice", now)
+	if l.failed(req("192.0.2.3:1000"), "ALICE", now) {
+		t.Error("third failure under one name (any case) not throttled")
+	}
+	if !l.failed(req("192.0.2.4:1000"), "bob", now) {
+		t.Error("another name from another address throttled")
+	}
+	// IPv6 counts by /64.
+	l = newLimiter(time.Hour, 2, 3)
+	l.failed(req("[2001:db8:1:2::1]:1000"), "a", now)
+	l.failed(req("[2001:db8:1:2::ffff]:1000"), "b", now)
+	if l.failed(req("[2001:db8:1:2:3::9]:1000"), "c", now) {
+		t.Error("third failure from one /64 not throttled")
+	}
+	if !l.failed(req("[2001:db8:1:3::1]:1000"), "d", now) {
+		t.Error("another /64 throttled")
+	}
+	// Bounded memory: many addresses, each table at most maxClients keys.
+	l = newLimiter(time.Millisecond, 2, 3)
+	for i := range 3 * maxClients {
+		at := now.Add(time.Duration(i) * time.Millisecond / 4)
+		addr := fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255)
+		l.failed(req(addr), fmt.Sprint("n", i), at)
+		l.admitted(req(addr), "api-token", at)
+	}
+	for name, b := range map[string]*buckets{"addresses": &l.addrs, "names": &l.names, "credentials": &l.creds} {
+		if len(b.m) > maxClients {
+			t.Errorf("%s: %d keys, more than %d", name, len(b.m), maxClients)
+		}
 	}
 }
 

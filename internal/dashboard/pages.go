@@ -451,25 +451,33 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, nil, "cross-origin login", err)
 		return
 	}
-	if !h.limit.allow(r, h.opts.Clock()) {
-		h.opts.Logger.Warn("dashboard: login attempts rate-limited", "remote", r.RemoteAddr)
-		w.Header().Set("Retry-After", strconv.Itoa(int(h.opts.LoginInterval/time.Second)+1))
-		page.Error = "Too many login attempts: wait a little and try again."
-		h.render(w, r, nil, http.StatusTooManyRequests, "login", page)
-		return
-	}
 	who := clean(strings.TrimSpace(r.PostFormValue("name")), 64, true)
 	c, ok := match(*h.creds.Load(), r.PostFormValue("secret"))
+	now := h.opts.Clock()
+	retry := strconv.Itoa(int(h.opts.LoginInterval/time.Second) + 1)
 	if !ok {
+		if !h.limit.failed(r, who, now) {
+			h.opts.Logger.Warn("dashboard: login attempts rate-limited", "who", who, "remote", r.RemoteAddr)
+			w.Header().Set("Retry-After", retry)
+			page.Error = "Too many login attempts: wait a little and try again."
+			h.render(w, r, nil, http.StatusTooManyRequests, "login", page)
+			return
+		}
 		h.opts.Logger.Warn("dashboard: login failed", "who", who, "remote", r.RemoteAddr)
 		page.Error = "Wrong password or token."
 		h.render(w, r, nil, http.StatusUnauthorized, "login", page)
 		return
 	}
+	if !h.limit.admitted(r, c.name, now) {
+		h.opts.Logger.Warn("dashboard: logins rate-limited", "who", who, "credential", c.name, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", retry)
+		page.Error = "Too many logins with this secret from here: wait a little and try again."
+		h.render(w, r, nil, http.StatusTooManyRequests, "login", page)
+		return
+	}
 	if who == "" {
 		who = c.name
 	}
-	now := h.opts.Clock()
 	se := &session{id: newToken(), who: who, cred: c.name, secret: c.sum, role: c.role, csrf: newToken(), expires: now.Add(h.opts.SessionTTL)}
 	h.sessions.add(se, now)
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: se.id, Path: Prefix, MaxAge: int(h.opts.SessionTTL / time.Second),

@@ -259,6 +259,11 @@ func (s *session) report(r *reply) bool {
 		log.Warn("report by mail carries no attached message: refused")
 		r.replyCode("550 5.6.0 nddmilter: no message attached to report; forward the message as an attachment")
 		return true
+	case errors.Is(err, campaign.ErrRateLimited):
+		// Deferred, not lost: the MTA tries again later.
+		log.Warn("report by mail deferred: the reporter is over reports.reporter_limit", "err", err)
+		r.replyCode("451 4.7.1 nddmilter: too many reports from you, try again later")
+		return true
 	case err != nil:
 		o.Metrics.Error(stage)
 		log.Error("report by mail failed", "stage", stage, "err", err, "taken", len(mr.Outcomes), "action", st.act.onError.String())

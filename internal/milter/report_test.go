@@ -300,6 +300,50 @@ func TestReportByMailLoginPerMessage(t *testing.T) {
 	}
 }
 
+// Red-team finding 8 through reports by mail: the SASL login's spellings
+// (case, the realm's domain, white space) are one reporter.
+func TestReportByMailLoginSpellings(t *testing.T) {
+	eng := &recordingEngine{Engine: realEngineWith(t, campaign.Options{ReporterRealm: "example.org"})}
+	h := start(t, eng, reportOpts("mailbox"))
+	s := h.mtaSession("198.51.100.7")
+	for i, login := range []string{"mallory", "Mallory", "MALLORY", "mallory@example.org", "Mallory@Example.ORG"} {
+		mods, _ := sendAuth(t, s, reportMsg([]string{"spam-report@example.org"}, campaignCopy(i+1)), login)
+		if r := headersOf(mods)["X-NDD-Report"]; !strings.Contains(r, "messages=1") {
+			t.Fatalf("report as %s: %q", login, r)
+		}
+	}
+	id := matched(t, eng.Engine, campaignCopy(9))
+	c, err := eng.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpamReporters != 1 {
+		t.Errorf("campaign %d: %d spam reporters, want 1", id, c.SpamReporters)
+	}
+}
+
+// Red-team finding 9 through reports by mail: past the reporter's limit
+// (every spelling of the login counting as one), a report message gets
+// 451: the MTA keeps it and tries again later, nothing is lost.
+func TestReportByMailRateLimited(t *testing.T) {
+	e := realEngineWith(t, campaign.Options{ReporterRealm: "example.org"})
+	e.SetReporterLimiter(campaign.NewReporterLimiter(campaign.ReporterLimit{PerHour: 1, Burst: 2}, nil))
+	h := start(t, &recordingEngine{Engine: e}, reportOpts("mailbox"))
+	s := h.mtaSession("198.51.100.7")
+	for i, login := range []string{"mallory", "Mallory@example.org", "MALLORY"} {
+		mods, act := sendAuth(t, s, reportMsg([]string{"spam-report@example.org"}, campaignCopy(i+1)), login)
+		switch {
+		case i < 2 && !strings.Contains(headersOf(mods)["X-NDD-Report"], "messages=1"):
+			t.Fatalf("report %d as %s: %c %v", i, login, act.Code, headersOf(mods))
+		case i == 2 && (act.Code != gomilter.ActReplyCode || act.SMTPCode != 451 || !strings.HasPrefix(act.SMTPText, "4.7.1")):
+			t.Fatalf("report %d as %s: %c %d %q, want 451 4.7.1\nlog:\n%s", i, login, act.Code, act.SMTPCode, act.SMTPText, h.logs.String())
+		}
+	}
+	if !strings.Contains(h.logs.String(), "reporter_limit") {
+		t.Errorf("the deferral is not logged:\n%s", h.logs.String())
+	}
+}
+
 // Hostile report messages get an answer, never a hang or a panic.
 func TestReportByMailHostile(t *testing.T) {
 	deep := "Subject: x\r\n\r\nbody"
