@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
 	"strings"
 	"sync"
@@ -175,6 +176,10 @@ wrong.`,
 				if err != nil {
 					return err
 				}
+				// Over the socket the reporter is the mailbox user: no default.
+				if !cmd.Flags().Changed("reporter") {
+					reporter = ""
+				}
 				sock.kind, sock.reporter, sock.verbose = k, reporter, verbose
 				return sock.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
@@ -287,7 +292,7 @@ wrong.`,
 		},
 	}
 	af.register(cmd)
-	cmd.Flags().StringVar(&reporter, "reporter", "", "who reports (an account or address); each reporter counts once per campaign")
+	cmd.Flags().StringVar(&reporter, "reporter", defaultReporter(), "who reports (an account or address); each reporter counts once per campaign")
 	cmd.Flags().BoolVar(&notSpam, "not-spam", false, "the messages are legitimate (evidence against their campaigns)")
 	cmd.Flags().StringVar(&filesFrom, "files-from", "", "read more paths from FILE, one per line (- for stdin)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print one line per message")
@@ -411,3 +416,13 @@ func (as *apiSink) add(raw []byte, name string) error {
 }
 
 func (as *apiSink) close() error { return nil }
+
+// defaultReporter is the reporter of `nddmilter report` without
+// --reporter: "cli:" and the Unix user running it, so that every report
+// names a reporter (the API refuses one without).
+func defaultReporter() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}

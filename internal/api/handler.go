@@ -204,6 +204,10 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		}
 		reporter = t.Reporter
 	}
+	if strings.TrimSpace(reporter) == "" {
+		h.fail(w, r, http.StatusBadRequest, errors.New("reporter: missing: name who reports (?reporter=ID, an account or address)"))
+		return
+	}
 	// The administrator's reports are not bounded by
 	// reports.reporter_limit (it names any reporter anyway, and ingests
 	// corpora through the daemon); report tokens' and the socket's are.

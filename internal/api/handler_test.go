@@ -220,9 +220,15 @@ func TestARFAndSkipped(t *testing.T) {
 	if status != http.StatusOK || m["arf"] != true || m["created"] != true {
 		t.Fatalf("ARF: %d %s", status, raw)
 	}
-	status, m, raw = do(t, "POST", srv.URL+"/v1/reports", testToken, []byte("Subject: hi\r\n\r\nok\r\n"))
+	status, m, raw = do(t, "POST", srv.URL+"/v1/reports?reporter=isp", testToken, []byte("Subject: hi\r\n\r\nok\r\n"))
 	if status != http.StatusOK || !strings.HasPrefix(m["skipped"].(string), "too short for a signature") {
 		t.Fatalf("short: %d %s", status, raw)
+	}
+	// A report names its reporter: none, or white space, is refused.
+	for _, q := range []string{"", "?kind=spam", "?reporter=%20"} {
+		if status, _, raw := do(t, "POST", srv.URL+"/v1/reports"+q, testToken, spamMessage()); status != http.StatusBadRequest || !strings.Contains(string(raw), "reporter: missing") {
+			t.Errorf("report without a reporter (%q): %d %s, want 400", q, status, raw)
+		}
 	}
 }
 
