@@ -166,7 +166,8 @@ func TestFleetCheckCmd(t *testing.T) {
 		}
 		return p
 	}
-	good := write("good.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), seedFile))
+	nodes := fmt.Sprintf("  nodes: [{name: mx1, key: %s}]\n", pub)
+	good := write("good.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [%s]\n    nkey_seed: %s\n", nodes, srv.ClientURL(), seedFile))
 	out, err = runCmd(t, "fleet", "check", good, "--connect")
 	if err != nil || !strings.Contains(out, "JetStream on") {
 		t.Errorf("good file: %v\n%s", err, out)
@@ -175,7 +176,7 @@ func TestFleetCheckCmd(t *testing.T) {
 	if _, err := runCmd(t, "fleet", "check", standalone); err == nil || !strings.Contains(err.Error(), "fleet.enabled is false") {
 		t.Errorf("standalone: %v", err)
 	}
-	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), filepath.Join(dir, "none.nk")))
+	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [%s]\n    nkey_seed: %s\n", nodes, srv.ClientURL(), filepath.Join(dir, "none.nk")))
 	if _, err := runCmd(t, "fleet", "check", missing); err == nil || !strings.Contains(err.Error(), "nkey_seed") {
 		t.Errorf("missing seed file: %v", err)
 	}

@@ -127,7 +127,14 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	if err != nil {
 		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
 	}
+	signer, err := natsd.ReadUserSeed(fc.Signing())
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("fleet.signing_seed: %w", err)
+	}
 	return fleet.Options{
+		Signer:         signer,
+		Nodes:          FleetNodes(fc),
+		Unsigned:       fleet.UnsignedWindow{Nodes: fc.AcceptUnsigned.Nodes, Until: fc.AcceptUnsigned.End()},
 		Node:           fc.Node,
 		URLs:           client.URLs,
 		NATS:           nopts,
@@ -140,6 +147,16 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 		Logger:         log,
 		Version:        buildinfo.Get().Short(),
 	}, nil
+}
+
+// FleetNodes are the fleet's node keys (fleet.nodes) as the node
+// verifies events with.
+func FleetNodes(fc config.Fleet) []fleet.NodeKey {
+	out := make([]fleet.NodeKey, 0, len(fc.Nodes))
+	for _, n := range fc.Nodes {
+		out = append(out, fleet.NodeKey{Name: n.Name, Key: n.Key, Snapshots: n.Snapshots})
+	}
+	return out
 }
 
 // FleetSettings are what every node of a fleet must share to sign and
@@ -162,6 +179,9 @@ func FleetSettings(cfg *config.Config, v Versions) map[string]string {
 		"store.expiry":       cfg.Store.Expiry.D().String(),
 		"fleet.stream":       cfg.Fleet.Stream,
 		"fleet.replicas":     fmt.Sprint(cfg.Fleet.Replicas),
+		"fleet.nodes":        fleet.NodesDigest(FleetNodes(cfg.Fleet)),
+		"fleet.accept_unsigned": fleet.UnsignedWindow{Nodes: cfg.Fleet.AcceptUnsigned.Nodes,
+			Until: cfg.Fleet.AcceptUnsigned.End()}.String(),
 	}
 }
 

@@ -32,6 +32,7 @@ func TestRunFleetEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr, natsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	seedFile, pub := testSeed(t, dir, "mx1")
 	cfg := fmt.Sprintf(`milter:
   listen: inet:%s
 http:
@@ -44,13 +45,17 @@ store:
 fleet:
   enabled: true
   node: mx1
+  nats:
+    nkey_seed: %s
+  nodes:
+    - {name: mx1, key: %s, snapshots: true}
   embedded:
     enabled: true
     listen: %s
     cluster_listen: "-"
     dir: %s
   replicas: 1
-`, milterAddr, httpAddr, filepath.Join(dir, "store"), natsAddr, filepath.Join(dir, "nats"))
+`, milterAddr, httpAddr, filepath.Join(dir, "store"), seedFile, pub, natsAddr, filepath.Join(dir, "nats"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +84,7 @@ fleet:
 		}
 	}
 	if !strings.Contains(body, "fleet: connected, node mx1") {
-		t.Fatalf("/readyz: %q", body)
+		t.Fatalf("/readyz: %q\n%s", body, tail(logs.String(), 4000))
 	}
 	c := &api.Client{BaseURL: base, Token: "s3cret-0123456789"}
 	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
@@ -113,11 +118,10 @@ fleet:
 			t.Errorf("forget %s: %v, want HTTP %d", tt.node, err, tt.want)
 		}
 	}
-	// Removing a server from the JetStream cluster needs a system user,
-	// which an embedded server without users has not (409, saying so).
+	// A single server has no other server to remove (409, saying so).
 	var ae *api.Error
-	if err := c.FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(err.Error(), "fleet.embedded.users") {
-		t.Errorf("remove-server without users: %v, want HTTP 409 naming fleet.embedded.users", err)
+	if err := c.FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(err.Error(), "not clustered") {
+		t.Errorf("remove-server on a single server: %v, want HTTP 409 saying it is not clustered", err)
 	}
 
 	// The fleet's metrics: connected, applying, nothing queued.
@@ -219,7 +223,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		logs                                           testutil.LockedBuffer
 	}
 	hosts := make([]*host, 4)
-	var users, routes []string
+	var users, nodes, routes []string
 	for i := range hosts {
 		seed, pub, err := natsd.NewUserKey()
 		if err != nil {
@@ -234,6 +238,7 @@ func TestFleetReplaceHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		users = append(users, "      - nkey: "+pub)
+		nodes = append(nodes, fmt.Sprintf("    - {name: %s, key: %s, snapshots: true}", h.name, pub))
 		if i < 3 { // the new host dials the first three; they learn its route
 			routes = append(routes, "      - nats-route://"+h.route)
 		}
@@ -252,6 +257,8 @@ fleet:
   node: %s
   nats:
     nkey_seed: %s
+  nodes:
+%s
   embedded:
     enabled: true
     listen: %s
@@ -262,7 +269,7 @@ fleet:
     users:
 %s
   replicas: 3
-`, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, h.nats, h.route,
+`, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, strings.Join(nodes, "\n"), h.nats, h.route,
 			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"), strings.Join(users, "\n"))
 		if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
@@ -451,4 +458,19 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// testSeed writes a new user nkey seed for node into dir and returns its
+// file and public key.
+func testSeed(t *testing.T, dir, node string) (file, public string) {
+	t.Helper()
+	seed, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(dir, node+".nk")
+	if err := os.WriteFile(file, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, pub
 }

@@ -110,7 +110,9 @@ func (e *event) encode() ([]byte, error) {
 //
 // A JSON event starts with '{'; any other first byte is the version of
 // an envelope, so a node meeting a version newer than its own knows it
-// (and waits for its upgrade) without reading the rest.
+// (and waits for its upgrade) without reading the rest. Every later
+// version keeps the head (version byte, uvarint n, a JSON object whose
+// "v" is that version): bytes without it are malformed, not newer.
 
 // maxBinaryVersion is the largest version an envelope's first byte
 // names: below '{', the first byte of a JSON event.
@@ -164,9 +166,6 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 
 func decodeBinary(b []byte) (*event, error) {
 	v := int(b[0])
-	if v > eventVersion {
-		return &event{V: v}, nil
-	}
 	if v < 3 {
 		return nil, fmt.Errorf("%w: envelope of version %d", errMalformed, v)
 	}
@@ -183,6 +182,18 @@ func decodeBinary(b []byte) (*event, error) {
 	h, err := next("header")
 	if err != nil {
 		return nil, err
+	}
+	if v > eventVersion {
+		// A newer envelope keeps this one's head (the version byte, the
+		// length and a JSON object naming the same version): anything
+		// else is not an event, whatever its first byte.
+		var head struct {
+			V int `json:"v"`
+		}
+		if err := json.Unmarshal(h, &head); err != nil || head.V != v {
+			return nil, fmt.Errorf("%w: first byte %d, but no envelope of that version", errMalformed, v)
+		}
+		return &event{V: v}, nil
 	}
 	var e event
 	if err := json.Unmarshal(h, &e); err != nil {

@@ -81,8 +81,11 @@ func TestDecodeEnvelope(t *testing.T) {
 		wantV   int   // a newer version: decoded to that alone
 		wantErr error // else a malformed envelope
 	}{
-		{"newer version", []byte{eventVersion + 1, 0xff, 0xff}, eventVersion + 1, nil},
-		{"newest possible", []byte{maxBinaryVersion}, maxBinaryVersion, nil},
+		{"newer version", newerEnvelope(eventVersion+1, 0xff, 0xff), eventVersion + 1, nil},
+		{"newest possible", newerEnvelope(maxBinaryVersion), maxBinaryVersion, nil},
+		{"newer version byte without its head", []byte{eventVersion + 1, 0xff, 0xff}, 0, errMalformed},
+		{"a word", []byte("hello"), 0, errMalformed},
+		{"newer head naming another version", append(newerEnvelope(eventVersion + 2)[:0:0], append([]byte{eventVersion + 1}, newerEnvelope(eventVersion + 2)[1:]...)...), 0, errMalformed},
 		{"version 2 has no envelope", append([]byte{2}, good[1:]...), 0, errMalformed},
 		{"no header length", []byte{3}, 0, errMalformed},
 		{"header past the end", []byte{3, 0x7f, '{', '}'}, 0, errMalformed},
@@ -109,6 +112,14 @@ func TestDecodeEnvelope(t *testing.T) {
 	if _, err := (&event{V: maxBinaryVersion + 1}).encode(); err == nil {
 		t.Error("a version beyond the envelope's byte encoded")
 	}
+}
+
+// newerEnvelope is the head of an envelope of version v (what any later
+// version keeps), followed by rest.
+func newerEnvelope(v int, rest ...byte) []byte {
+	head := fmt.Sprintf(`{"v":%d,"t":"future"}`, v)
+	b := append([]byte{byte(v), byte(len(head))}, head...)
+	return append(b, rest...)
 }
 
 // TestReportVersionGate: report events are published as version 3 once

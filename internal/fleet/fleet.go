@@ -28,6 +28,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
@@ -95,6 +96,19 @@ type Options struct {
 	// fleet's median clock before the node stops publishing expiry
 	// decisions (clock.go). Default 1m.
 	MaxClockOffset time.Duration
+	// Signer is this node's nkey (a user seed): it signs every event
+	// the node publishes and the snapshots it stores (sign.go). Required:
+	// Start fails with ErrNoSigner without it, or when Nodes does not
+	// list its public key under Node.
+	Signer nkeys.KeyPair
+	// Nodes are the fleet's nodes and their public keys: events are
+	// applied only when signed by the key listed for the node they name.
+	// Every node must have the same list.
+	Nodes []NodeKey
+	// Unsigned accepts unsigned events of the nodes it names during a
+	// rolling upgrade from a build that did not sign (sign.go). Default:
+	// none.
+	Unsigned UnsignedWindow
 }
 
 func (o Options) withDefaults() Options {
@@ -226,8 +240,14 @@ type Node struct {
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value
 
+	// sign signs the events this node publishes; trust verifies the
+	// stream's (sign.go).
+	sign  *signer
+	trust *trust
+
 	mu        sync.Mutex
-	ready     bool // stream set up
+	rejected  map[string]uint64 // events skipped, by reason (sign.go)
+	ready     bool              // stream set up
 	applied   uint64
 	lastErr   string
 	waiters   map[string]chan applyResult
@@ -266,6 +286,16 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		waiters:     make(map[string]chan applyResult),
 		appliedCh:   make(chan struct{}),
 		hits:        make(map[hitKey]*hitAgg),
+		rejected:    make(map[string]uint64),
+	}
+	if n.trust, err = newTrust(opts.Nodes, opts.Unsigned); err != nil {
+		return nil, err
+	}
+	if n.sign, err = newSigner(opts.Node, opts.Signer); err != nil {
+		return nil, err
+	}
+	if nk, ok := n.trust.keyOf(n.sign.pub); !ok || nk.Name != opts.Node {
+		return nil, fmt.Errorf("%w: its public key %s is not listed for node %s in the fleet's nodes (fleet.nodes)", ErrNoSigner, n.sign.pub, opts.Node)
 	}
 	n.reportV.Store(jsonVersion)
 	n.instance = newInstanceID()

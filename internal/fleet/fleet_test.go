@@ -98,7 +98,10 @@ type testFleet struct {
 }
 
 func nodeOptions(c *testCluster, i int, clk *clock) Options {
+	keys, nodes := testKeys(c.t)
 	return Options{
+		Signer:        keys[i],
+		Nodes:         nodes,
 		Node:          fmt.Sprintf("mx%d", i),
 		URLs:          []string{c.url(i)},
 		HitsEvery:     100 * time.Millisecond,
@@ -464,7 +467,7 @@ func TestEventVersions(t *testing.T) {
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node
-	old := &event{ID: newEventID("old"), Type: evReport, Node: "old", Time: f.clock.Now(),
+	old := &event{ID: newEventID("old"), Type: evReport, Node: "mx0", Time: f.clock.Now(),
 		Reports: []eventReport{{Raw: copyOf(t, 1, 7), Kind: store.KindSpam, Reporter: "v1"}}}
 	data, err := old.encode()
 	if err != nil {
@@ -479,7 +482,7 @@ func TestEventVersions(t *testing.T) {
 	}
 	f.requireEqualHashes("version 1 and 2 events")
 
-	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "new", Time: f.clock.Now()}
+	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "mx0", Time: f.clock.Now()}
 	if data, err = newer.encode(); err != nil {
 		t.Fatal(err)
 	}
@@ -1121,7 +1124,8 @@ func TestNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := nodeOptions(f.cluster, 1, f.clock) // mx1's server,
-	opts.Node = "mx0"                          // mx0's name
+	opts.Node = "mx0"                          // mx0's name and key
+	opts.Signer = nodeOptions(f.cluster, 0, f.clock).Signer
 	twin, err := Start(ctx, eng, st, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -1174,7 +1178,8 @@ func TestStreamSettingsChanged(t *testing.T) {
 	}
 	var logs testutil.LockedBuffer
 	opts := nodeOptions(f.cluster, 2, f.clock)
-	opts.Node, opts.Replicas = "mx9", 1
+	keys, _ := testKeys(t)
+	opts.Node, opts.Signer, opts.Replicas = "mx4", keys[4], 1
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	odd, err := Start(ctx, eng, st, opts)
 	if err != nil {
@@ -1184,15 +1189,15 @@ func TestStreamSettingsChanged(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !odd.isReady() {
 		if time.Now().After(deadline) {
-			t.Fatal("mx9 not ready in 20s")
+			t.Fatal("mx4 not ready in 20s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "this node changes the stream's settings to its own") || !strings.Contains(logs.String(), "to_replicas=1") {
-		t.Errorf("no warning of the change in mx9's log:\n%s", logs.String())
+		t.Errorf("no warning of the change in mx4's log:\n%s", logs.String())
 	}
 	info, ok := f.members[0].node.streamState(ctx)
 	if !ok || info.Config.Replicas != 1 {
-		t.Errorf("stream replicas after mx9 started: %+v", info)
+		t.Errorf("stream replicas after mx4 started: %+v", info)
 	}
 }

@@ -58,7 +58,11 @@ type Status struct {
 	// ConsumerRestarts counts the stream consumers the node recreated
 	// because they stalled (Options.StallAfter) since it started.
 	ConsumerRestarts uint64 `json:"consumer_restarts,omitempty"`
-	Error            string `json:"error,omitempty"`
+	// Rejected counts the events of the stream the node skipped since it
+	// started, by reason (RejectReasons): unsigned, signed by a key not
+	// the fleet's or not the named node's, or unreadable (sign.go).
+	Rejected map[string]uint64 `json:"rejected,omitempty"`
+	Error    string            `json:"error,omitempty"`
 	// Time is when the node took this status (its own clock).
 	Time time.Time `json:"time"`
 	// ClockOffset is how far the node's clock is from the fleet's
@@ -147,6 +151,12 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
 		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.testSkew.Load())).UTC(),
+	}
+	for r, c := range n.rejected {
+		if s.Rejected == nil {
+			s.Rejected = make(map[string]uint64, len(n.rejected))
+		}
+		s.Rejected[r] = c
 	}
 	n.mu.Unlock()
 	if n.clockMeasured.Load() {

@@ -77,6 +77,12 @@ type User struct {
 	PasswordFile string
 	// Role: RoleNode when empty.
 	Role Role
+	// Node is the fleet node a RoleNode nkey belongs to (fleet.nodes):
+	// it may then write only that node's status; Snapshots lets it store
+	// snapshots and purge the stream. Empty: a node user of an older
+	// configuration, allowed every node's subjects.
+	Node      string
+	Snapshots bool
 }
 
 // TLS names PEM files. CA verifies the peer; Cert and Key are this side's

@@ -1,0 +1,218 @@
+package fleet
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/nddmilter/nddmilter/internal/store"
+)
+
+// testKeyCount is how many node keys the tests make (mx0 … mx4).
+const testKeyCount = 5
+
+var (
+	testKeysOnce sync.Once
+	testKeyPairs []nkeys.KeyPair
+	testNodeList []NodeKey
+)
+
+// testKeys are the nkeys of the test nodes mx0 … mx4 and the fleet's list
+// of them (every one stores snapshots).
+func testKeys(t testing.TB) ([]nkeys.KeyPair, []NodeKey) {
+	t.Helper()
+	testKeysOnce.Do(func() {
+		for i := range testKeyCount {
+			kp, err := nkeys.CreateUser()
+			if err != nil {
+				panic(err)
+			}
+			pub, _ := kp.PublicKey()
+			testKeyPairs = append(testKeyPairs, kp)
+			testNodeList = append(testNodeList, NodeKey{Name: fmt.Sprintf("mx%d", i), Key: pub, Snapshots: true})
+		}
+	})
+	return testKeyPairs, testNodeList
+}
+
+// rawPublisher publishes messages to a test fleet's stream as any client
+// of the NATS servers could.
+type rawPublisher struct {
+	t       *testing.T
+	js      jetstream.JetStream
+	subject string
+}
+
+func newRawPublisher(t *testing.T, url string) *rawPublisher {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawPublisher{t: t, js: js, subject: Options{}.withDefaults().subject()}
+}
+
+// publish publishes data with header h (nil: none) and returns its
+// stream sequence.
+func (p *rawPublisher) publish(h nats.Header, data []byte) uint64 {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ack, err := p.js.PublishMsg(ctx, &nats.Msg{Subject: p.subject, Header: h, Data: data})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// signedAs signs data as node with key kp (which may not be node's).
+func signedAs(t testing.TB, node string, kp nkeys.KeyPair, subject, id string, data []byte) nats.Header {
+	t.Helper()
+	s, err := newSigner(node, kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.header(subject, id, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestForgedEvents: a client of the NATS servers, or a node publishing in
+// another's name, cannot change any node's state: unsigned events, events
+// signed by a key that is not the fleet's, by another node's key, with a
+// signature that does not match, and unreadable events are skipped on
+// every node alike, counted by reason, and the stream goes on.
+func TestForgedEvents(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	a := f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.converge()
+	keys, _ := testKeys(t)
+	stranger, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newRawPublisher(t, f.cluster.url(1))
+	subj := p.subject
+	encode := func(e *event) []byte { return mustEncode(t, e) }
+	now := f.clock.Now()
+	allow := func(node string) *event {
+		return &event{ID: newEventID(node), V: jsonVersion, Type: evState, Node: node, Time: now, Campaign: a.Campaign, State: store.StateAllowed}
+	}
+	expire := &event{ID: newEventID("mx0"), V: jsonVersion, Type: evExpire, Node: "mx0", Time: now, Cutoff: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
+	newer := []byte(`{"v":99}`)
+
+	type forged struct {
+		name, reason string
+		h            nats.Header
+		data         []byte
+	}
+	var cases []forged
+	add := func(name, reason string, h nats.Header, data []byte) {
+		cases = append(cases, forged{name, reason, h, data})
+	}
+	ev := allow("mx0")
+	add("unsigned state", RejectUnsigned, nil, encode(ev))
+	add("unsigned expire in 2100", RejectUnsigned, nil, encode(expire))
+	add("unsigned newer version", RejectUnsigned, nil, newer)
+	add("unsigned garbage", RejectUnsigned, nil, []byte("hello"))
+	ev = allow("mx0")
+	add("a stranger's key", RejectUnknownKey, signedAs(t, "mx0", stranger, subj, ev.ID, encode(ev)), encode(ev))
+	ev = allow("mx0")
+	add("mx1's key naming mx0 in the header", RejectWrongNode, signedAs(t, "mx0", keys[1], subj, ev.ID, encode(ev)), encode(ev))
+	ev = allow("mx0")
+	add("mx1's key, mx0 in the event", RejectWrongNode, signedAs(t, "mx1", keys[1], subj, ev.ID, encode(ev)), encode(ev))
+	ev = allow("mx0")
+	h := signedAs(t, "mx0", keys[0], subj, ev.ID, encode(ev))
+	ev.Campaign++ // the payload changed after signing
+	add("payload changed", RejectBadSignature, h, encode(ev))
+	ev = allow("mx0")
+	h = signedAs(t, "mx0", keys[0], subj, ev.ID, encode(ev))
+	h.Set(hdrSig, base64.RawURLEncoding.EncodeToString([]byte("not a signature")))
+	add("signature garbled", RejectBadSignature, h, encode(ev))
+	ev = allow("mx0")
+	h = signedAs(t, "mx0", keys[0], "OTHER.events", ev.ID, encode(ev))
+	add("signed for another subject", RejectBadSignature, h, encode(ev))
+	add("a node's key signs garbage", RejectMalformed, signedAs(t, "mx2", keys[2], subj, "x", []byte("hello")), []byte("hello"))
+
+	want := map[string]uint64{}
+	var last uint64
+	for _, c := range cases {
+		h := c.h
+		if h != nil && h.Get(nats.MsgIdHdr) == "" {
+			h.Set(nats.MsgIdHdr, "x")
+		}
+		last = p.publish(h, c.data)
+		want[c.reason]++
+	}
+	// The stream goes on after them: a real report applies everywhere.
+	b := f.report(2, copyOf(t, 1, 2), store.KindSpam, "bob")
+	if b.Campaign == 0 || b.Replication != "replicated" {
+		t.Fatalf("report after the forged events: %+v", b)
+	}
+	f.requireEqualHashes("forged events")
+	for i, m := range f.members {
+		s := m.node.Status(ctx, false)
+		if s.Applied <= last || s.Error != "" {
+			t.Fatalf("mx%d stopped at the forged events: %+v", i, s)
+		}
+		for r, n := range want {
+			if s.Rejected[r] != n {
+				t.Errorf("mx%d rejected %v, want %v", i, s.Rejected, want)
+				break
+			}
+		}
+		c, err := m.st.Get(ctx, a.Campaign)
+		if err != nil || c.State != store.StateActive {
+			t.Errorf("mx%d: campaign %d after forged events: %+v %v", i, a.Campaign, c, err)
+		}
+	}
+}
+
+// TestStartNeedsSigner: a node without a signing key, or whose key the
+// fleet's list does not give for its name, does not start.
+func TestStartNeedsSigner(t *testing.T) {
+	keys, nodes := testKeys(t)
+	st, err := store.Open("", store.Options{InMemory: true, Expiry: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"no signer", Options{Node: "mx0", Nodes: nodes}},
+		{"not listed", Options{Node: "mx0", Signer: keys[0]}},
+		{"another node's key", Options{Node: "mx0", Signer: keys[1], Nodes: nodes}},
+		{"a public key", Options{Node: "mx0", Signer: publicOnly(t, keys[0]), Nodes: nodes}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Start(context.Background(), nil, st, tc.o); err == nil {
+				t.Fatal("started")
+			}
+		})
+	}
+}
+
+func publicOnly(t *testing.T, kp nkeys.KeyPair) nkeys.KeyPair {
+	pub, _ := kp.PublicKey()
+	p, err := nkeys.FromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
