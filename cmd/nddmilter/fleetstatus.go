@@ -130,6 +130,8 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 		switch {
 		case s.Silent:
 			nats = "silent"
+		case s.Halted != nil:
+			nats = "HALTED"
 		case !s.Connected:
 			nats = "unreachable"
 		case !s.Ready:

@@ -38,7 +38,7 @@ func (d dashboardFleet) Fleet(ctx context.Context) (dashboard.Fleet, error) {
 	st, err := d.f.node.Peers(ctx)
 	var out dashboard.Fleet
 	for _, s := range st {
-		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent && s.Halted == nil, Silent: s.Silent, LastSeen: s.Time,
 			Applied: s.Applied, Lag: s.Lag, Outbox: s.Outbox, StateHash: s.StateHash, StateSeq: s.StateHashSeq,
 			Error: s.Error, Version: s.Version, ClockOffset: s.ClockOffset}
 		if s.Node == d.f.node.Name() {
@@ -301,10 +301,15 @@ type apiError struct{ err, kind error }
 func (e apiError) Error() string   { return e.err.Error() }
 func (e apiError) Unwrap() []error { return []error{e.err, e.kind} }
 
-// readiness is the fleet's line of /readyz (never a reason to be unready:
-// checks do not depend on NATS).
-func (f *fleetMember) readiness(ctx context.Context) string {
+// readiness is the fleet's line of /readyz. NATS being unreachable is
+// never a reason to be unready (checks do not depend on it); a node
+// halted at an event of a newer version is (ok false): its state no
+// longer follows the fleet's until it is upgraded.
+func (f *fleetMember) readiness(ctx context.Context) (line string, ok bool) {
 	s := f.node.Status(ctx, false)
+	if s.Halted != nil {
+		return fmt.Sprintf("fleet: node %s %s; applied %d, lag %d: upgrade this node (docs/FLEET.md, failure modes)", s.Node, s.Halted, s.Applied, s.Lag), false
+	}
 	state := "connected"
 	switch {
 	case !s.Connected:
@@ -314,14 +319,14 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	case s.StreamUnreachable:
 		state = "stream unreachable (its server is cut off from the stream's quorum: reports queue, checks go on)"
 	}
-	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
+	line = fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
 	if s.Error != "" {
 		line += ", last error: " + s.Error
 	}
 	for _, w := range f.warnings() {
 		line += ", " + w
 	}
-	return line
+	return line, true
 }
 
 // close stops the node (publishing its last hit counts) and then the

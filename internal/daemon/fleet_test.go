@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/fleet"
@@ -173,6 +176,44 @@ fleet:
 	}
 	if s := firstNode(t, c, ctx); s != "mx1" {
 		t.Errorf("after the reloads: fleet status of %q", s)
+	}
+
+	// An event of a newer version, signed by a node of the fleet, halts
+	// applying, and the node is no longer ready, saying why.
+	kp, err := natsd.ReadUserSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsd.ClientOptions{URLs: []string{"nats://" + natsAddr}, NkeySeed: seedFile}.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf(`{"v":%d}`, fleet.EventVersion+1)
+	newer := append([]byte{byte(fleet.EventVersion + 1), byte(len(head))}, head...)
+	h, err := fleet.SignEvent(kp, "mx1", "NDDMILTER.events", "newer-1", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: "NDDMILTER.events", Header: h, Data: newer}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		code, body := httpGet(t, base+"/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "halted: event") && strings.Contains(body, "needs an upgrade") {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("/readyz after an event of a newer version: %d %q", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, met = httpGet(t, base+"/metrics"); !strings.Contains(met, `nddmilter_fleet_halted{node="mx1"} 1`) {
+		t.Errorf("/metrics: not halted")
 	}
 }
 

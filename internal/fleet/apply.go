@@ -301,6 +301,7 @@ func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr e
 	var w chan applyResult
 	n.mu.Lock()
 	n.rejected[reason]++
+	n.halted = nil
 	n.applied = in.seq
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
@@ -344,7 +345,13 @@ func (n *Node) applyEvent(seq uint64, ev *event) error {
 	}
 	if ev.V > eventVersion {
 		// Applying it partly, or skipping it, would make this node's
-		// state differ from the upgraded nodes': wait for the upgrade.
+		// state differ from the upgraded nodes': wait for the upgrade,
+		// halted, and say so (Status.Halted: /readyz, fleet status, the
+		// nddmilter_fleet_halted metric). It is signed by a node of the
+		// fleet (applyMsg), so a node of a newer build published it.
+		n.mu.Lock()
+		n.halted = &Halt{Seq: seq, Version: ev.V}
+		n.mu.Unlock()
 		return fmt.Errorf("fleet: event %d: %w (version %d, this node applies up to %d)", seq, ErrNewerEvent, ev.V, eventVersion)
 	}
 	// Not n.ctx: an event is applied whole even while the node stops.
@@ -386,6 +393,7 @@ func (n *Node) applyEvent(seq uint64, ev *event) error {
 	}
 	res.seq, res.err = seq, err
 	n.mu.Lock()
+	n.halted = nil // an event after a halt: the event was taken out of the stream
 	n.applied = seq
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})

@@ -247,6 +247,7 @@ type Node struct {
 
 	mu        sync.Mutex
 	rejected  map[string]uint64 // events skipped, by reason (sign.go)
+	halted    *Halt             // applying stopped at an event of a newer version
 	ready     bool              // stream set up
 	applied   uint64
 	lastErr   string

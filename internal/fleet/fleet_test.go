@@ -494,13 +494,42 @@ func TestEventVersions(t *testing.T) {
 	for _, m := range f.members {
 		for {
 			s := m.node.Status(ctx, false)
-			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") {
+			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") && s.Halted != nil {
+				if *s.Halted != (Halt{Seq: seq, Version: eventVersion + 1}) {
+					t.Fatalf("%s halted at %+v, want event %d", s.Node, s.Halted, seq)
+				}
 				break
 			}
 			if s.Applied >= seq || time.Now().After(deadline) {
 				t.Fatalf("%s after an event of a newer version: %+v", s.Node, s)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The halt is not silent: fleet status says so instead of converged.
+	nodes, err := n.Fleet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("halted: event %d of version %d needs an upgrade", seq, eventVersion+1)
+	if c := Compare(nodes); c.Converged || !strings.Contains(c.Summary(), "HALTED") || !strings.Contains(c.Summary(), want) {
+		t.Fatalf("comparison of halted nodes: %+v %q", c, c.Summary())
+	}
+	// Recovery when no build will apply it: the event taken out of the
+	// stream (an admin's nats stream rmm), the nodes go on.
+	js := newRawPublisher(t, f.cluster.url(2)).js
+	s, err := js.Stream(ctx, n.opts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	o = f.report(2, copyOf(t, 2, 9), store.KindSpam, "after")
+	f.requireEqualHashes("after the newer event was taken out")
+	for _, m := range f.members {
+		if s := m.node.Status(ctx, false); s.Halted != nil || s.Applied <= seq {
+			t.Fatalf("%s after the newer event was taken out: %+v", s.Node, s)
 		}
 	}
 }

@@ -277,3 +277,14 @@ func (w UnsignedWindow) String() string {
 	slices.Sort(nodes)
 	return strings.Join(nodes, ",") + " until " + w.Until.UTC().Format(time.RFC3339)
 }
+
+// SignEvent returns the headers a node signing with kp as node attaches
+// to data published to subject with msgID: what every node of the fleet
+// verifies (for tests and tools that publish as a node).
+func SignEvent(kp nkeys.KeyPair, node, subject, msgID string, data []byte) (nats.Header, error) {
+	s, err := newSigner(node, kp)
+	if err != nil {
+		return nil, err
+	}
+	return s.header(subject, msgID, data)
+}

@@ -62,7 +62,12 @@ type Status struct {
 	// started, by reason (RejectReasons): unsigned, signed by a key not
 	// the fleet's or not the named node's, or unreadable (sign.go).
 	Rejected map[string]uint64 `json:"rejected,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	// Halted is set while the node stopped applying the stream at an
+	// event of a newer version than it applies, signed by a node of the
+	// fleet: it checks from a state that no longer follows the fleet's
+	// until it is upgraded (or the event is taken out of the stream).
+	Halted *Halt  `json:"halted,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Time is when the node took this status (its own clock).
 	Time time.Time `json:"time"`
 	// ClockOffset is how far the node's clock is from the fleet's
@@ -85,6 +90,18 @@ type Status struct {
 	// or retired: Forget removes it), and what the status says is only
 	// as of Time.
 	Silent bool `json:"silent,omitempty"`
+}
+
+// Halt is where a node stopped applying the stream: the event and its
+// version.
+type Halt struct {
+	Seq     uint64 `json:"seq"`
+	Version int    `json:"version"`
+}
+
+// String says what the halt is and what to do.
+func (h Halt) String() string {
+	return fmt.Sprintf("halted: event %d of version %d needs an upgrade (this build applies up to %d)", h.Seq, h.Version, eventVersion)
 }
 
 // Replica is one copy of the stream, on one NATS server.
@@ -151,6 +168,10 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
 		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.testSkew.Load())).UTC(),
+	}
+	if n.halted != nil {
+		h := *n.halted
+		s.Halted = &h
 	}
 	for r, c := range n.rejected {
 		if s.Rejected == nil {
