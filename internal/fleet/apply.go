@@ -417,6 +417,9 @@ func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *
 	reqs := make([]campaign.ReportRequest, len(ev.Reports))
 	for i, r := range ev.Reports {
 		reqs[i] = campaign.ReportRequest{Evidence: r.Evidence, Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		if r.ReporterHash != "" {
+			reqs[i].Reporter, reqs[i].ReporterHashed = r.ReporterHash, true
+		}
 		if r.Evidence == nil && r.Raw == nil {
 			reqs[i].Raw = []byte{} // a report of nothing: skipped, as on every node
 		}

@@ -26,13 +26,19 @@ const (
 // every node signed. Version 3 is a version 2 report event in a binary
 // envelope (encodeBinary): the evidence as bytes instead of base64 in
 // the JSON, a quarter fewer bytes in the stream and less to decode.
-// Every version is still applied.
+// Version 4 is version 3 with each report's reporter as the hash the
+// store keeps of it (store.ReporterHashHex), never the id: reporter ids
+// stay on the node that took the report. Every version is still applied.
 const (
 	// eventVersion is the newest version this node applies, and the one
 	// it publishes report events in once every live node of the fleet
 	// applies it (Node.reportVersion): during an upgrade, the nodes of
-	// the new build publish version 2 until the last node is upgraded.
-	eventVersion = 3
+	// the new build publish an older version until the last node is
+	// upgraded.
+	eventVersion = 4
+	// hashedVersion is the first version whose reports carry reporter
+	// hashes instead of ids.
+	hashedVersion = 4
 	// jsonVersion is the version of the events published as JSON: the
 	// other events, and report events before the whole fleet applies
 	// eventVersion.
@@ -69,7 +75,22 @@ type eventReport struct {
 	Evidence []byte     `json:"e,omitempty"`
 	Raw      []byte     `json:"m,omitempty"`
 	Kind     store.Kind `json:"k"`
-	Reporter string     `json:"u,omitempty"`
+	// Reporter is the reporter's id (versions up to 3), ReporterHash
+	// the hash the store keeps of it (version 4 on).
+	Reporter     string `json:"u,omitempty"`
+	ReporterHash string `json:"uh,omitempty"`
+}
+
+// hashReporters replaces the reports' reporter ids by their hashes
+// (version 4 on).
+func (e *event) hashReporters() {
+	for i := range e.Reports {
+		r := &e.Reports[i]
+		if r.ReporterHash == "" {
+			r.ReporterHash = store.ReporterHashHex(r.Reporter)
+		}
+		r.Reporter = ""
+	}
 }
 
 // idempotent reports whether applying e twice has the effect of applying
