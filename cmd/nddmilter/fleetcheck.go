@@ -54,10 +54,7 @@ func (c fleetCheck) run(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("fleet.embedded: %w", err)
 		}
 		o := c.Embedded
-		auth := "no authentication (loopback only)"
-		if len(o.Users) > 0 {
-			auth = fmt.Sprintf("%d users", len(o.Users))
-		}
+		auth := fmt.Sprintf("%d users", len(o.Users))
 		fmt.Fprintf(w, "embedded server: OK (listen %s, cluster %s, %d routes, %s, client TLS %v, route TLS %v)\n",
 			orDefault(o.Listen, natsd.DefaultListen), orDefault(o.ClusterListen, natsd.DefaultClusterListen),
 			len(o.Routes), auth, o.TLS.Enabled(), o.ClusterTLS.Enabled())

@@ -79,7 +79,16 @@ func TestFleetCheck(t *testing.T) {
 func TestFleetCheckSettings(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js")})
+	seed, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(dir, "admin.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js"),
+		Users: []natsd.User{{Nkey: pub, Role: natsd.RoleAdmin}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +96,7 @@ func TestFleetCheckSettings(t *testing.T) {
 	if err := srv.WaitJetStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	client := natsd.ClientOptions{URLs: []string{srv.ClientURL()}}
+	client := natsd.ClientOptions{URLs: []string{srv.ClientURL()}, NkeySeed: seedFile}
 	check := func(node string, settings map[string]string) (string, error) {
 		var out bytes.Buffer
 		err := fleetCheck{Client: client, Stream: "NDDMILTER", Connect: true, Node: node, Settings: settings}.run(ctx, &out)

@@ -34,14 +34,14 @@ type FleetUser struct {
 	Nkey         string `yaml:"nkey"`
 	User         string `yaml:"user"`
 	PasswordFile string `yaml:"password_file"`
-	// Role: node (default; publishes events) or read (reads the stream,
-	// cannot publish).
+	// Role: node (default; publishes events; the keys of fleet.nodes are
+	// node users by themselves, with narrower permissions), read (reads
+	// the stream, cannot publish) or admin (anything: repairs).
 	Role string `yaml:"role"`
 }
 
 // FleetServerSecurity are fleet.embedded's security keys: who may connect
-// and how connections are protected. With no users the embedded server
-// listens on loopback only (natsd refuses otherwise).
+// (besides the keys of fleet.nodes) and how connections are protected.
 type FleetServerSecurity struct {
 	Users []FleetUser `yaml:"users"`
 	// TLS of client connections, ClusterTLS of routes (mutual TLS: ca,
@@ -79,7 +79,7 @@ func (s FleetServerSecurity) Validate(prefix string) error {
 		case u.Nkey != "" && u.PasswordFile != "":
 			return bad(k+".password_file", "an nkey user has no password")
 		}
-		if err := oneOf(k+".role", u.Role, "", string(natsd.RoleNode), string(natsd.RoleRead)); err != nil {
+		if err := oneOf(k+".role", u.Role, "", string(natsd.RoleNode), string(natsd.RoleRead), string(natsd.RoleAdmin)); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,8 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 		{"neither", FleetServerSecurity{Users: []FleetUser{{Role: "node"}}}, "fleet.embedded.users[0]"},
 		{"seed not public key", FleetServerSecurity{Users: []FleetUser{{Nkey: "SUAM"}}}, "fleet.embedded.users[0].nkey"},
 		{"no password", FleetServerSecurity{Users: []FleetUser{{Nkey: pub}, {User: "a"}}}, "fleet.embedded.users[1].password_file"},
-		{"bad role", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "admin"}}}, "fleet.embedded.users[0].role"},
+		{"bad role", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "root"}}}, "fleet.embedded.users[0].role"},
+		{"admin", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "admin"}}}, ""},
 		{"tls without key", FleetServerSecurity{TLS: FleetTLS{Cert: "c"}}, "fleet.embedded.tls"},
 		{"tls verify without ca", FleetServerSecurity{TLS: FleetTLS{Cert: "c", Key: "k", Verify: true}}, "fleet.embedded.tls.verify"},
 		{"cluster tls without ca", FleetServerSecurity{ClusterTLS: FleetTLS{Cert: "c", Key: "k"}}, "fleet.embedded.cluster_tls"},
@@ -73,11 +74,11 @@ func TestFleetExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.Fleet
-	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 4 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
+	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 1 || len(f.Nodes) != 3 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
 		t.Errorf("fleet section: %+v", f)
 	}
 	o := f.Server(c.Store.Dir)
-	if len(o.Users) != 4 || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
+	if len(o.Users) != 4 || o.Users[0].Node != "mx1" || !o.Users[0].Snapshots || o.Users[1].Snapshots || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
 		t.Errorf("embedded server options: %+v", o)
 	}
 }

@@ -264,7 +264,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		logs                                           testutil.LockedBuffer
 	}
 	hosts := make([]*host, 4)
-	var users, nodes, routes []string
+	var nodes, routes []string
 	for i := range hosts {
 		seed, pub, err := natsd.NewUserKey()
 		if err != nil {
@@ -278,8 +278,9 @@ func TestFleetReplaceHost(t *testing.T) {
 		if err := os.WriteFile(h.seedFile, seed, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		users = append(users, "      - nkey: "+pub)
-		nodes = append(nodes, fmt.Sprintf("    - {name: %s, key: %s, snapshots: true}", h.name, pub))
+		// mx1 alone stores snapshots: the others' NATS users may write
+		// only their own status (natsd.Permissions).
+		nodes = append(nodes, fmt.Sprintf("    - {name: %s, key: %s, snapshots: %v}", h.name, pub, i == 0))
 		if i < 3 { // the new host dials the first three; they learn its route
 			routes = append(routes, "      - nats-route://"+h.route)
 		}
@@ -307,11 +308,9 @@ fleet:
     dir: %s
     routes:
 %s
-    users:
-%s
   replicas: 3
 `, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, strings.Join(nodes, "\n"), h.nats, h.route,
-			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"), strings.Join(users, "\n"))
+			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"))
 		if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -371,16 +371,7 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	// Nodes configured with other replicas or expiry rewrite the stream's
-	// settings at each start: say so (fleet status names the nodes that
-	// differ, settings.go).
-	if old, err := n.js.Stream(ctx, n.opts.Stream); err == nil {
-		if c := old.CachedInfo().Config; c.Replicas != n.opts.Replicas || c.MaxAge != n.opts.MaxAge {
-			n.log.Warn("fleet: this node changes the stream's settings to its own (fleet.replicas, and the age limit from store.expiry); nodes configured otherwise change them back when they start",
-				"stream", n.opts.Stream, "replicas", c.Replicas, "to_replicas", n.opts.Replicas, "max_age", c.MaxAge, "to_max_age", n.opts.MaxAge)
-		}
-	}
-	s, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:       n.opts.Stream,
 		Subjects:   []string{n.opts.subject()},
 		Replicas:   n.opts.Replicas,
@@ -389,20 +380,55 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 		Duplicates: 10 * time.Minute,
 		Retention:  jetstream.LimitsPolicy,
 		Discard:    jetstream.DiscardOld,
-	})
-	if err != nil {
+	}
+	objCfg := jetstream.ObjectStoreConfig{Bucket: n.opts.snapshotBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage}
+	kvCfg := jetstream.KeyValueConfig{Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage, TTL: n.opts.ForgetAfter}
+	// Nodes configured with other replicas or expiry rewrite the stream's
+	// settings at each start: say so (fleet status names the nodes that
+	// differ, settings.go). Only a node that stores snapshots may change
+	// them (its NATS user may, natsd.Permissions); the others create what
+	// does not exist yet.
+	old, err := n.js.Stream(ctx, n.opts.Stream)
+	if err == nil {
+		if c := old.CachedInfo().Config; c.Replicas != n.opts.Replicas || c.MaxAge != n.opts.MaxAge {
+			if n.admin() {
+				n.log.Warn("fleet: this node changes the stream's settings to its own (fleet.replicas, and the age limit from store.expiry); nodes configured otherwise change them back when they start",
+					"stream", n.opts.Stream, "replicas", c.Replicas, "to_replicas", n.opts.Replicas, "max_age", c.MaxAge, "to_max_age", n.opts.MaxAge)
+			} else {
+				n.log.Warn("fleet: the stream's settings differ from this node's (fleet.replicas, the age limit from store.expiry); only a node with snapshots: true in fleet.nodes sets them",
+					"stream", n.opts.Stream, "replicas", c.Replicas, "node_replicas", n.opts.Replicas, "max_age", c.MaxAge, "node_max_age", n.opts.MaxAge)
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("fleet: stream %s: %w", n.opts.Stream, err)
 	}
-	if _, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: n.opts.snapshotBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
-	}); err != nil {
-		return fmt.Errorf("fleet: snapshot bucket: %w", err)
+	var s jetstream.Stream
+	if n.admin() {
+		s, err = n.js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			_, err = n.js.CreateOrUpdateObjectStore(ctx, objCfg)
+		}
+		if err == nil {
+			_, err = n.js.CreateOrUpdateKeyValue(ctx, kvCfg)
+		}
+	} else {
+		s = old
+		if old == nil {
+			s, err = n.js.CreateStream(ctx, cfg)
+		}
+		if err == nil {
+			if _, err = n.js.ObjectStore(ctx, objCfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				_, err = n.js.CreateObjectStore(ctx, objCfg)
+			}
+		}
+		if err == nil {
+			if _, err = n.js.KeyValue(ctx, kvCfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				_, err = n.js.CreateKeyValue(ctx, kvCfg)
+			}
+		}
 	}
-	if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
-		TTL: n.opts.ForgetAfter,
-	}); err != nil {
-		return fmt.Errorf("fleet: status bucket: %w", err)
+	if err != nil {
+		return fmt.Errorf("fleet: stream %s and its buckets: %w", n.opts.Stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -425,6 +451,14 @@ func (n *Node) SetEngine(eng *campaign.Engine) {
 }
 
 func (n *Node) engine() *campaign.Engine { return n.eng.Load() }
+
+// admin reports whether this node stores snapshots (fleet.nodes): it
+// sets the stream's settings, purges it after a snapshot and forgets
+// retired nodes; its NATS user may (natsd.Permissions).
+func (n *Node) admin() bool {
+	nk, ok := n.trust.keyOf(n.sign.pub)
+	return ok && nk.Snapshots
+}
 
 func (n *Node) isReady() bool {
 	n.mu.Lock()

@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -215,4 +218,60 @@ func publicOnly(t *testing.T, kp nkeys.KeyPair) nkeys.KeyPair {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestSnapshotSigned: a new node restores a snapshot only when a node of
+// fleet.nodes that stores snapshots signed it: not one stored by another
+// client, nor one whose content changed under a valid signature, nor one
+// signed by a node without snapshots: true.
+func TestSnapshotSigned(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.converge()
+	if _, _, err := f.members[0].node.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := nodeOptions(f.cluster, 2, f.clock)
+	if ok, err := Bootstrap(ctx, t.TempDir(), storeOptions(), opts); err != nil || !ok {
+		t.Fatalf("bootstrap from a signed snapshot: %v %v", ok, err)
+	}
+	// Signed by a node that does not store snapshots (in this list).
+	notSnap := slices.Clone(opts.Nodes)
+	notSnap[0].Snapshots = false
+	o := opts
+	o.Nodes = notSnap
+	if _, err := Bootstrap(ctx, t.TempDir(), storeOptions(), o); !errors.Is(err, ErrSnapshotUntrusted) {
+		t.Errorf("bootstrap from a snapshot of a node without snapshots: %v", err)
+	}
+
+	js := newRawPublisher(t, f.cluster.url(1)).js
+	obs, err := js.ObjectStore(ctx, opts.withDefaults().snapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, snapshotName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := obs.GetBytes(ctx, snapshotName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another content under the signed metadata.
+	other := append(slices.Clone(good), 0)
+	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotName, Metadata: info.Metadata}, bytes.NewReader(other)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if ok, err := Bootstrap(ctx, dir, storeOptions(), opts); !errors.Is(err, ErrSnapshotUntrusted) || ok {
+		t.Errorf("bootstrap from a changed snapshot: %v %v", ok, err)
+	}
+	// Unsigned.
+	if _, err := obs.PutBytes(ctx, snapshotName, good); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Bootstrap(ctx, t.TempDir(), storeOptions(), opts); !errors.Is(err, ErrSnapshotUntrusted) || ok {
+		t.Errorf("bootstrap from an unsigned snapshot: %v %v", ok, err)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
 // Status is one node's view of its fleet membership.
@@ -389,16 +391,9 @@ func ReadStatuses(ctx context.Context, js jetstream.JetStream, stream string) ([
 	return out, nil
 }
 
-// kvKey makes a node name a valid key of the status bucket.
-func kvKey(node string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
-		}
-		return '_'
-	}, node)
-}
+// kvKey makes a node name a valid key of the status bucket (the one its
+// NATS user may write, natsd.Permissions).
+func kvKey(node string) string { return natsd.StatusKey(node) }
 
 // maintLoop publishes the node's status and stores snapshots when due.
 func (n *Node) maintLoop() {
@@ -439,7 +434,7 @@ func (n *Node) maintLoop() {
 		}
 		cancel()
 		n.updateReportVersion()
-		if n.snapshotDue(n.ctx) {
+		if n.admin() && n.snapshotDue(n.ctx) {
 			if _, _, err := n.Snapshot(n.ctx); err != nil {
 				n.log.Warn("fleet: snapshot", "err", err)
 			}
@@ -495,6 +490,10 @@ var (
 	ErrNodeAlive = errors.New("fleet: the node still publishes its status")
 )
 
+// ErrNotAdmin: the request needs a node with snapshots: true in
+// fleet.nodes (its NATS user may write every node's status).
+var ErrNotAdmin = errors.New("fleet: not a node that stores snapshots")
+
 // forgetTries bounds Forget's reads of a status that changed under it.
 const forgetTries = 5
 
@@ -509,6 +508,9 @@ func (n *Node) Forget(ctx context.Context, node string) error {
 	}
 	if !n.isReady() || !n.nc.IsConnected() {
 		return fmt.Errorf("fleet: forget %s: not connected to the fleet's NATS servers", node)
+	}
+	if !n.admin() {
+		return fmt.Errorf("%w: forget %s: only a node with snapshots: true in fleet.nodes may remove another node's status", ErrNotAdmin, node)
 	}
 	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
 	if err != nil {
