@@ -181,6 +181,10 @@ func TestFleetCheckCmd(t *testing.T) {
 	if err != nil || !strings.Contains(out, "JetStream on") {
 		t.Errorf("good file: %v\n%s", err, out)
 	}
+	plain := write("plain.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [nats://192.0.2.9:4222]\n    nkey_seed: %s\n", nodes, seedFile))
+	if out, err := runCmd(t, "fleet", "check", plain); err != nil || !strings.Contains(out, "warning: fleet.nats.urls nats://192.0.2.9:4222 is not loopback and not TLS") {
+		t.Errorf("plaintext URL beyond loopback: %v\n%s", err, out)
+	}
 	standalone := write("standalone.yaml", "  enabled: false\n")
 	if _, err := runCmd(t, "fleet", "check", standalone); err == nil || !strings.Contains(err.Error(), "fleet.enabled is false") {
 		t.Errorf("standalone: %v", err)

@@ -76,6 +76,9 @@ const bootstrapTimeout = 60 * time.Second
 func startFleetServer(cfg *config.Config, log *slog.Logger) (*fleetMember, error) {
 	f := &fleetMember{log: log}
 	fc := cfg.Fleet
+	for _, w := range fc.PlaintextWarnings() {
+		log.Warn("fleet: " + w)
+	}
 	if fc.Embedded.Enabled {
 		o := fc.Server(cfg.Store.Dir)
 		o.Logger = log.With("component", "natsd")

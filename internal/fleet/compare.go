@@ -41,6 +41,9 @@ type Comparison struct {
 	// event of a newer version (Status.Halted), as "mx1 (halted: …)":
 	// equal hashes then mean nothing, the fleet is not converged.
 	Halted []string
+	// Unread are the nodes whose status could not be read (Status.Unread):
+	// not compared, and the fleet is not called converged.
+	Unread []string
 }
 
 // Divergence is a stream sequence after which nodes hold different
@@ -115,6 +118,10 @@ func Compare(nodes []Status) Comparison {
 	bySeq := map[uint64]map[string][]string{} // seq → hash → nodes
 	var at []uint64                           // each live node's hash sequence (0: none)
 	for _, s := range nodes {
+		if s.Unread != "" {
+			c.Unread = append(c.Unread, s.Node)
+			continue
+		}
 		if s.Silent {
 			continue
 		}
@@ -157,7 +164,7 @@ func Compare(nodes []Status) Comparison {
 		})
 		c.Diverged = append(c.Diverged, d)
 	}
-	c.Converged = c.Live > 1 && c.Hashed == c.Live && c.Seqs == 1 && len(c.Diverged) == 0 && len(c.Halted) == 0
+	c.Converged = c.Live > 1 && c.Hashed == c.Live && c.Seqs == 1 && len(c.Diverged) == 0 && len(c.Halted) == 0 && len(c.Unread) == 0
 	return c
 }
 
@@ -165,6 +172,14 @@ func Compare(nodes []Status) Comparison {
 // not comparable yet, or diverged; "" with fewer than two live nodes
 // hashed.
 func (c Comparison) Summary() string {
+	line := c.summary()
+	if len(c.Unread) > 0 {
+		line = strings.TrimPrefix(line+"; ", "; ") + fmt.Sprintf("not compared: the status of %s could not be read", strings.Join(c.Unread, ", "))
+	}
+	return line
+}
+
+func (c Comparison) summary() string {
 	switch {
 	case len(c.Halted) > 0:
 		return fmt.Sprintf("HALTED: %s: these nodes apply no events (reports are taken but protect no host through them) until upgraded to a build that applies that version; %s",

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,5 +274,33 @@ func TestSnapshotSigned(t *testing.T) {
 	}
 	if ok, err := Bootstrap(ctx, t.TempDir(), storeOptions(), opts); !errors.Is(err, ErrSnapshotUntrusted) || ok {
 		t.Errorf("bootstrap from an unsigned snapshot: %v %v", ok, err)
+	}
+}
+
+// TestUnreadStatus: a node whose status cannot be read is listed, with
+// why, instead of being left out; the fleet is then not called converged.
+func TestUnreadStatus(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.converge()
+	n := f.members[0].node
+	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "mx9", []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := n.Fleet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(nodes, func(s Status) bool { return s.Node == "mx9" })
+	if i < 0 || nodes[i].Unread == "" {
+		t.Fatalf("the unreadable status is not listed: %+v", nodes)
+	}
+	if c := Compare(nodes); c.Converged || !strings.Contains(c.Summary(), "the status of mx9 could not be read") {
+		t.Errorf("comparison: %+v %q", c, c.Summary())
 	}
 }

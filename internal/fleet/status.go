@@ -86,6 +86,13 @@ type Status struct {
 	// Settings are what the node signs and applies reports with
 	// (Options.Settings); SettingsDiffer compares them.
 	Settings map[string]string `json:"settings,omitempty"`
+	// Unread is set, with the error, on the row of a node whose status
+	// the reading node could not read (a timeout, a server that does not
+	// answer): nothing else of the row is known. PeersUnread is set on
+	// the reading node's own status when it could not list the others':
+	// the list is then this node alone.
+	Unread      string `json:"unread,omitempty"`
+	PeersUnread string `json:"peers_unread,omitempty"`
 	// Silent is set on another node's status older than SilentAfter (by
 	// the time NATS stored it, so whatever the nodes' clocks say): that
 	// node stopped publishing it (stopped, crashed, cut off from NATS,
@@ -260,14 +267,16 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		return out, nil
 	}
 	keys, err := n.statusKeys(ctx)
+	if err == nil {
+		_, err = n.js.KeyValue(ctx, n.opts.nodesBucket())
+	}
 	if err != nil {
+		out[0].PeersUnread = err.Error()
 		return out, err
 	}
-	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
-	if err != nil {
-		return out, fmt.Errorf("fleet: status bucket: %w", err)
-	}
+	kv, _ := n.js.KeyValue(ctx, n.opts.nodesBucket())
 	var errs []error
+	var unread []Status // rows of the nodes whose status was not read
 	// out[i]'s clock minus the bucket's server's, and when NATS stored
 	// it (out[0], this node, is filled from its last stored status).
 	skews, created := []time.Duration{0}, []time.Time{{}}
@@ -279,10 +288,14 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("fleet: status of %s: %w", k, err))
+			if k != kvKey(n.opts.Node) {
+				unread = append(unread, Status{Node: k, Unread: err.Error()})
+			}
 			continue
 		}
 		var s Status
-		if json.Unmarshal(e.Value(), &s) != nil {
+		if err := json.Unmarshal(e.Value(), &s); err != nil {
+			unread = append(unread, Status{Node: k, Unread: "not a status: " + err.Error()})
 			continue
 		}
 		if k == kvKey(n.opts.Node) {
@@ -323,6 +336,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 	} else {
 		out[0].ClockOffset = 0
 	}
+	out = append(out, unread...)
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
 	return out, errors.Join(errs...)
 }
@@ -378,10 +392,12 @@ func ReadStatuses(ctx context.Context, js jetstream.JetStream, stream string) ([
 			continue
 		}
 		if err != nil {
-			return out, fmt.Errorf("fleet: status of %s: %w", k, err)
+			out = append(out, Status{Node: k, Unread: err.Error()})
+			continue
 		}
 		var s Status
-		if json.Unmarshal(e.Value(), &s) != nil {
+		if err := json.Unmarshal(e.Value(), &s); err != nil {
+			out = append(out, Status{Node: k, Unread: "not a status: " + err.Error()})
 			continue
 		}
 		s.Silent = time.Since(e.Created()) > o.SilentAfter()
