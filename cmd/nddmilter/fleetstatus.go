@@ -123,7 +123,7 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tVERSION\tERROR")
 	live, silent := 0, 0
-	var unread []string // nodes whose status was not read
+	var unread []string             // nodes whose status was not read
 	builds := map[string][]string{} // build → its live nodes
 	maxEvents := 0
 	for _, s := range nodes {

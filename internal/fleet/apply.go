@@ -310,6 +310,9 @@ func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr e
 		delete(n.waiters, ev.ID)
 	}
 	n.mu.Unlock()
+	if ev != nil {
+		n.prov.applied(n.engine(), ev.ID)
+	}
 	if w != nil { // this node's own event: its key is not the fleet's
 		w <- applyResult{seq: in.seq, err: fmt.Errorf("%w: %s", ErrRejected, reason)}
 	}
@@ -392,6 +395,7 @@ func (n *Node) applyEvent(seq uint64, ev *event) error {
 		}
 	}
 	res.seq, res.err = seq, err
+	n.prov.applied(n.engine(), ev.ID) // in the store now: no longer provisional
 	n.mu.Lock()
 	n.halted = nil // an event after a halt: the event was taken out of the stream
 	n.applied = seq

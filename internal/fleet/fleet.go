@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -240,6 +241,9 @@ type Node struct {
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value
 
+	// prov holds the reports queued while the stream is unreachable,
+	// which protect this host until applied (provisional.go).
+	prov *provisional
 	// sign signs the events this node publishes; trust verifies the
 	// stream's (sign.go).
 	sign  *signer
@@ -302,6 +306,16 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 	n.instance = newInstanceID()
 	n.SetSettings(opts.Settings)
 	n.eng.Store(eng)
+	// Reports queued before a restart protect this host again at once.
+	n.prov = newProvisional(n.log)
+	if items, _, err := st.OutboxList(ctx, math.MaxInt); err == nil {
+		for _, it := range items {
+			if ev, err := decodeEvent(it.Data); err == nil {
+				n.prov.add(eng, ev)
+			}
+		}
+	}
+	eng.SetProvisional(n.prov)
 	n.nc, err = connect(opts, n.log)
 	if err != nil {
 		return nil, err
@@ -447,6 +461,7 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 // takes the writes of (the daemon's reload builds a new engine).
 func (n *Node) SetEngine(eng *campaign.Engine) {
 	eng.SetReplicator(n)
+	eng.SetProvisional(n.prov)
 	n.eng.Store(eng)
 }
 
@@ -518,6 +533,7 @@ func (n *Node) Close() error {
 		<-done
 	}
 	n.nc.Close()
+	n.prov.close()
 	return nil
 }
 

@@ -161,6 +161,7 @@ func (n *Node) publishEvent(ctx context.Context, ev *event, wait bool) (ch chan 
 		n.queued++
 		n.mu.Unlock()
 		n.log.Warn("fleet: event queued", "type", ev.Type, "reports", len(ev.Reports), "err", err)
+		n.prov.add(n.engine(), ev) // protects this host until applied
 		return nil, 0, true, nil
 	}
 	if err := n.st.OutboxDelete(ctx, oid); err != nil {

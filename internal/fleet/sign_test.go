@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -302,5 +304,49 @@ func TestUnreadStatus(t *testing.T) {
 	}
 	if c := Compare(nodes); c.Converged || !strings.Contains(c.Summary(), "the status of mx9 could not be read") {
 		t.Errorf("comparison: %+v %q", c, c.Summary())
+	}
+}
+
+// TestQueuedReportProtects: reports queued while NATS is down protect
+// the host that took them at once (a provisional verdict), without
+// touching its store (its state hash is unchanged); once the stream
+// orders them they are campaigns like any other, on every node.
+func TestQueuedReportProtects(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.report(0, copyOf(t, 0, 1), store.KindSpam, "alice")
+	f.converge()
+	m := f.members[1]
+	before, err := m.st.StateHash(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cluster.shutdown()
+	for i, who := range []string{"quinn", "rita"} {
+		if o := f.report(1, copyOf(t, 2, uint64(5+i)), store.KindSpam, who); o.Replication != campaign.Queued {
+			t.Fatalf("report with NATS down: %+v", o)
+		}
+	}
+	v := f.check(1, base(2))
+	if !v.Provisional || v.Action == action.Accept || v.Campaign != 0 {
+		t.Fatalf("check on the host that queued the reports: %+v", v)
+	}
+	if v := f.check(0, base(2)); v.Provisional || v.Campaign != 0 {
+		t.Fatalf("check on another host: %+v", v)
+	}
+	if h, err := m.st.StateHash(ctx); err != nil || h != before {
+		t.Fatalf("state hash changed by provisional reports: %s → %s %v", before, h, err)
+	}
+	for i := range 3 {
+		f.cluster.start(i)
+	}
+	f.requireEqualHashes("NATS back")
+	for i := range 3 {
+		if v := f.check(i, base(2)); v.Provisional || v.Campaign == 0 || v.Action == action.Accept {
+			t.Fatalf("mx%d after the queued reports were applied: %+v", i, v)
+		}
+	}
+	if n := m.node.prov.len(); n != 0 {
+		t.Errorf("%d events still provisional once applied", n)
 	}
 }
