@@ -39,10 +39,11 @@ type Engine struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache
-	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
-	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
-	limiter   atomic.Pointer[limiterBox]    // reports per reporter (SetReporterLimiter)
-	senders   store.SenderStore             // nil when the store keeps no sender domains
+	pipe      *pipeline.Pipeline             // parse, analyze and sign in one pass
+	repl      atomic.Pointer[replicatorBox]  // fleet mode (SetReplicator)
+	prov      atomic.Pointer[provisionalBox] // a fleet node's queued reports (SetProvisional)
+	limiter   atomic.Pointer[limiterBox]     // reports per reporter (SetReporterLimiter)
+	senders   store.SenderStore              // nil when the store keeps no sender domains
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -424,6 +425,11 @@ func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOpti
 func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
 	v, err := e.verdict(ctx, m, o)
 	v.Rule = v.Explain()
+	if err == nil && v.Campaign == 0 {
+		if pv := e.provisional(ctx, m, o, v); pv.Provisional {
+			return pv, nil
+		}
+	}
 	if err != nil || !record {
 		return v, err
 	}

@@ -33,6 +33,9 @@ type ReportRequest struct {
 	Evidence []byte
 	Kind     store.Kind
 	Reporter string
+	// ReporterHashed: Reporter is the hash the store keeps of the id
+	// (store.ReporterHashHex), as a fleet's events carry it.
+	ReporterHashed bool
 }
 
 // batchStore is implemented by stores that apply many reports in one
@@ -195,6 +198,9 @@ func (e *Engine) apply(ctx context.Context, pool *errgroup.Group, jobs []*job) (
 				return nil
 			}
 			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter)
+			if preps[i] != nil {
+				preps[i].in.ReporterHashed = j.req.ReporterHashed
+			}
 			return nil
 		})
 	}

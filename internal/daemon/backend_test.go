@@ -85,7 +85,8 @@ func TestOpenBackendFleetStore(t *testing.T) {
 		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a lower monthly payment. ", 6), false)
 	fleetCfg := func(t *testing.T, dir string) string {
 		p := filepath.Join(t.TempDir(), "nddmilter.yaml")
-		cfg := "store:\n  dir: " + dir + "\nfleet:\n  enabled: true\n  node: mx1\n  nats:\n    urls: [nats://127.0.0.1:1]\n"
+		seed, pub := testSeed(t, t.TempDir(), "mx1")
+		cfg := "store:\n  dir: " + dir + "\nfleet:\n  enabled: true\n  node: mx1\n  nodes: [{name: mx1, key: " + pub + "}]\n  nats:\n    urls: [nats://127.0.0.1:1]\n    nkey_seed: " + seed + "\n"
 		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -550,10 +550,17 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	fmt.Fprintln(w, "ready")
-	if d.fleet != nil {
-		fmt.Fprintln(w, d.fleet.readiness(sctx))
+	if d.fleet == nil {
+		fmt.Fprintln(w, "ready")
+		return
 	}
+	line, ok := d.fleet.readiness(sctx)
+	if !ok {
+		http.Error(w, line, http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+	fmt.Fprintln(w, line)
 }
 
 // ErrCloseTimeout says the store did not close in time: the process exits

@@ -38,7 +38,7 @@ func (d dashboardFleet) Fleet(ctx context.Context) (dashboard.Fleet, error) {
 	st, err := d.f.node.Peers(ctx)
 	var out dashboard.Fleet
 	for _, s := range st {
-		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent && s.Halted == nil, Silent: s.Silent, LastSeen: s.Time,
 			Applied: s.Applied, Lag: s.Lag, Outbox: s.Outbox, StateHash: s.StateHash, StateSeq: s.StateHashSeq,
 			Error: s.Error, Version: s.Version, ClockOffset: s.ClockOffset}
 		if s.Node == d.f.node.Name() {
@@ -76,6 +76,9 @@ const bootstrapTimeout = 60 * time.Second
 func startFleetServer(cfg *config.Config, log *slog.Logger) (*fleetMember, error) {
 	f := &fleetMember{log: log}
 	fc := cfg.Fleet
+	for _, w := range fc.PlaintextWarnings() {
+		log.Warn("fleet: " + w)
+	}
 	if fc.Embedded.Enabled {
 		o := fc.Server(cfg.Store.Dir)
 		o.Logger = log.With("component", "natsd")
@@ -127,7 +130,14 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	if err != nil {
 		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
 	}
+	signer, err := natsd.ReadUserSeed(fc.Signing())
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("fleet.signing_seed: %w", err)
+	}
 	return fleet.Options{
+		Signer:         signer,
+		Nodes:          FleetNodes(fc),
+		Unsigned:       fleet.UnsignedWindow{Nodes: fc.AcceptUnsigned.Nodes, Until: fc.AcceptUnsigned.End()},
 		Node:           fc.Node,
 		URLs:           client.URLs,
 		NATS:           nopts,
@@ -140,6 +150,16 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 		Logger:         log,
 		Version:        buildinfo.Get().Short(),
 	}, nil
+}
+
+// FleetNodes are the fleet's node keys (fleet.nodes) as the node
+// verifies events with.
+func FleetNodes(fc config.Fleet) []fleet.NodeKey {
+	out := make([]fleet.NodeKey, 0, len(fc.Nodes))
+	for _, n := range fc.Nodes {
+		out = append(out, fleet.NodeKey{Name: n.Name, Key: n.Key, Snapshots: n.Snapshots})
+	}
+	return out
 }
 
 // FleetSettings are what every node of a fleet must share to sign and
@@ -162,6 +182,9 @@ func FleetSettings(cfg *config.Config, v Versions) map[string]string {
 		"store.expiry":       cfg.Store.Expiry.D().String(),
 		"fleet.stream":       cfg.Fleet.Stream,
 		"fleet.replicas":     fmt.Sprint(cfg.Fleet.Replicas),
+		"fleet.nodes":        fleet.NodesDigest(FleetNodes(cfg.Fleet)),
+		"fleet.accept_unsigned": fleet.UnsignedWindow{Nodes: cfg.Fleet.AcceptUnsigned.Nodes,
+			Until: cfg.Fleet.AcceptUnsigned.End()}.String(),
 	}
 }
 
@@ -281,10 +304,15 @@ type apiError struct{ err, kind error }
 func (e apiError) Error() string   { return e.err.Error() }
 func (e apiError) Unwrap() []error { return []error{e.err, e.kind} }
 
-// readiness is the fleet's line of /readyz (never a reason to be unready:
-// checks do not depend on NATS).
-func (f *fleetMember) readiness(ctx context.Context) string {
+// readiness is the fleet's line of /readyz. NATS being unreachable is
+// never a reason to be unready (checks do not depend on it); a node
+// halted at an event of a newer version is (ok false): its state no
+// longer follows the fleet's until it is upgraded.
+func (f *fleetMember) readiness(ctx context.Context) (line string, ok bool) {
 	s := f.node.Status(ctx, false)
+	if s.Halted != nil {
+		return fmt.Sprintf("fleet: node %s %s; applied %d, lag %d: upgrade this node (docs/FLEET.md, failure modes)", s.Node, s.Halted, s.Applied, s.Lag), false
+	}
 	state := "connected"
 	switch {
 	case !s.Connected:
@@ -294,14 +322,14 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	case s.StreamUnreachable:
 		state = "stream unreachable (its server is cut off from the stream's quorum: reports queue, checks go on)"
 	}
-	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
+	line = fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
 	if s.Error != "" {
 		line += ", last error: " + s.Error
 	}
 	for _, w := range f.warnings() {
 		line += ", " + w
 	}
-	return line
+	return line, true
 }
 
 // close stops the node (publishing its last hit counts) and then the

@@ -98,7 +98,10 @@ type testFleet struct {
 }
 
 func nodeOptions(c *testCluster, i int, clk *clock) Options {
+	keys, nodes := testKeys(c.t)
 	return Options{
+		Signer:        keys[i],
+		Nodes:         nodes,
 		Node:          fmt.Sprintf("mx%d", i),
 		URLs:          []string{c.url(i)},
 		HitsEvery:     100 * time.Millisecond,
@@ -464,7 +467,7 @@ func TestEventVersions(t *testing.T) {
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node
-	old := &event{ID: newEventID("old"), Type: evReport, Node: "old", Time: f.clock.Now(),
+	old := &event{ID: newEventID("old"), Type: evReport, Node: "mx0", Time: f.clock.Now(),
 		Reports: []eventReport{{Raw: copyOf(t, 1, 7), Kind: store.KindSpam, Reporter: "v1"}}}
 	data, err := old.encode()
 	if err != nil {
@@ -479,7 +482,7 @@ func TestEventVersions(t *testing.T) {
 	}
 	f.requireEqualHashes("version 1 and 2 events")
 
-	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "new", Time: f.clock.Now()}
+	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "mx0", Time: f.clock.Now()}
 	if data, err = newer.encode(); err != nil {
 		t.Fatal(err)
 	}
@@ -491,13 +494,42 @@ func TestEventVersions(t *testing.T) {
 	for _, m := range f.members {
 		for {
 			s := m.node.Status(ctx, false)
-			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") {
+			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") && s.Halted != nil {
+				if *s.Halted != (Halt{Seq: seq, Version: eventVersion + 1}) {
+					t.Fatalf("%s halted at %+v, want event %d", s.Node, s.Halted, seq)
+				}
 				break
 			}
 			if s.Applied >= seq || time.Now().After(deadline) {
 				t.Fatalf("%s after an event of a newer version: %+v", s.Node, s)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The halt is not silent: fleet status says so instead of converged.
+	nodes, err := n.Fleet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("halted: event %d of version %d needs an upgrade", seq, eventVersion+1)
+	if c := Compare(nodes); c.Converged || !strings.Contains(c.Summary(), "HALTED") || !strings.Contains(c.Summary(), want) {
+		t.Fatalf("comparison of halted nodes: %+v %q", c, c.Summary())
+	}
+	// Recovery when no build will apply it: the event taken out of the
+	// stream (an admin's nats stream rmm), the nodes go on.
+	js := newRawPublisher(t, f.cluster.url(2)).js
+	s, err := js.Stream(ctx, n.opts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	o = f.report(2, copyOf(t, 2, 9), store.KindSpam, "after")
+	f.requireEqualHashes("after the newer event was taken out")
+	for _, m := range f.members {
+		if s := m.node.Status(ctx, false); s.Halted != nil || s.Applied <= seq {
+			t.Fatalf("%s after the newer event was taken out: %+v", s.Node, s)
 		}
 	}
 }
@@ -1121,7 +1153,8 @@ func TestNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := nodeOptions(f.cluster, 1, f.clock) // mx1's server,
-	opts.Node = "mx0"                          // mx0's name
+	opts.Node = "mx0"                          // mx0's name and key
+	opts.Signer = nodeOptions(f.cluster, 0, f.clock).Signer
 	twin, err := Start(ctx, eng, st, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -1174,7 +1207,8 @@ func TestStreamSettingsChanged(t *testing.T) {
 	}
 	var logs testutil.LockedBuffer
 	opts := nodeOptions(f.cluster, 2, f.clock)
-	opts.Node, opts.Replicas = "mx9", 1
+	keys, _ := testKeys(t)
+	opts.Node, opts.Signer, opts.Replicas = "mx4", keys[4], 1
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	odd, err := Start(ctx, eng, st, opts)
 	if err != nil {
@@ -1184,15 +1218,15 @@ func TestStreamSettingsChanged(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !odd.isReady() {
 		if time.Now().After(deadline) {
-			t.Fatal("mx9 not ready in 20s")
+			t.Fatal("mx4 not ready in 20s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "this node changes the stream's settings to its own") || !strings.Contains(logs.String(), "to_replicas=1") {
-		t.Errorf("no warning of the change in mx9's log:\n%s", logs.String())
+		t.Errorf("no warning of the change in mx4's log:\n%s", logs.String())
 	}
 	info, ok := f.members[0].node.streamState(ctx)
 	if !ok || info.Config.Replicas != 1 {
-		t.Errorf("stream replicas after mx9 started: %+v", info)
+		t.Errorf("stream replicas after mx4 started: %+v", info)
 	}
 }

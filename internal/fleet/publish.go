@@ -161,6 +161,7 @@ func (n *Node) publishEvent(ctx context.Context, ev *event, wait bool) (ch chan 
 		n.queued++
 		n.mu.Unlock()
 		n.log.Warn("fleet: event queued", "type", ev.Type, "reports", len(ev.Reports), "err", err)
+		n.prov.add(n.engine(), ev) // protects this host until applied
 		return nil, 0, true, nil
 	}
 	if err := n.st.OutboxDelete(ctx, oid); err != nil {
@@ -211,7 +212,11 @@ func (n *Node) publishNow(ctx context.Context, id string, data []byte) (uint64, 
 	}
 	pctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
-	ack, err := n.js.Publish(pctx, n.opts.subject(), data, jetstream.WithMsgID(id))
+	h, err := n.sign.header(n.opts.subject(), id, data)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := n.js.PublishMsg(pctx, &nats.Msg{Subject: n.opts.subject(), Header: h, Data: data}, jetstream.WithMsgID(id))
 	if err != nil {
 		if ctx.Err() == nil && n.ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,6 +37,11 @@ func reporterHash(reporter string) uint64 {
 func validateReport(in *ReportInput) error {
 	if in.Kind != KindSpam && in.Kind != KindHam {
 		return fmt.Errorf("report: unknown kind %d", in.Kind)
+	}
+	if in.ReporterHashed {
+		if _, err := strconv.ParseUint(in.Reporter, 16, 64); err != nil || len(in.Reporter) != 16 {
+			return fmt.Errorf("report: reporter hash %q: want 16 hex digits", in.Reporter)
+		}
 	}
 	if len(in.Keys) > MaxReportKeys {
 		return fmt.Errorf("report: %d keys, at most %d allowed", len(in.Keys), MaxReportKeys)
@@ -440,7 +446,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		}
 	}
 	// Reporter.
-	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
+	rk := reporterKey(dst.ID, in.Kind, in.reporterKey())
 	first, last := in.Time, in.Time
 	// A campaign created by this report has no entries yet: skip the
 	// reads (misses that would search every level of the tree).

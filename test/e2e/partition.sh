@@ -81,6 +81,15 @@ heal() { ip -n "${NS}br" link set "b$1" up; }
 # clients) and routes to the others on the bridge -------------------------------
 head -c 24 /dev/urandom | base64 >"$T/route.pw"
 chmod 600 "$T/route.pw"
+# Each node its key (its NATS user, the signer of its events); mx0 stores
+# the snapshots.
+FLEET_NODES=
+for i in 0 1 2; do
+	pub=$("$NDD" fleet nkey --seed "$T/mx$i.nk") || die "nddmilter fleet nkey failed"
+	snap=false; [ "$i" = 0 ] && snap=true
+	FLEET_NODES="$FLEET_NODES    - {name: mx$i, key: $pub, snapshots: $snap}
+"
+done
 for i in 0 1 2; do
 	cat >"$T/ndd$i.yaml" <<EOF
 milter:
@@ -93,7 +102,10 @@ store:
 fleet:
   enabled: true
   node: mx$i
-  embedded:
+  nats:
+    nkey_seed: $T/mx$i.nk
+  nodes:
+$FLEET_NODES  embedded:
     enabled: true
     listen: 127.0.0.1:4222
     cluster_listen: $NET.1$i:6222
