@@ -62,8 +62,22 @@ func (n *Node) Snapshot(ctx context.Context) (seq uint64, size uint64, err error
 		return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", err)
 	}
 	meta["key"], meta["sig"] = n.sign.pub, base64.RawURLEncoding.EncodeToString(sig)
-	if err := obs.UpdateMeta(ctx, snapshotName, jetstream.ObjectMeta{Name: snapshotName, Metadata: meta}); err != nil {
-		return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", err)
+	// A clustered bucket may answer the update from a replica that has
+	// not seen the Put yet ("cannot update meta for a deleted object"):
+	// try again, a few times.
+	for try := 0; ; try++ {
+		err = obs.UpdateMeta(ctx, snapshotName, jetstream.ObjectMeta{Name: snapshotName, Metadata: meta})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrUpdateMetaDeleted) || try == 20 {
+			return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	n.mu.Lock()
 	n.snapSeq = seq
