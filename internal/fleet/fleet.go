@@ -237,6 +237,8 @@ type Node struct {
 	// without trying until a publish of the outbox is acknowledged, or,
 	// with nothing queued, a query started later finds a leader.
 	pubDownAt atomic.Int64
+	// qlog keeps an outage's queued events to a few log lines.
+	qlog queueLog
 	// divergence names the events after which this node's state hash
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value

@@ -160,7 +160,7 @@ func (n *Node) publishEvent(ctx context.Context, ev *event, wait bool) (ch chan 
 		delete(n.waiters, ev.ID)
 		n.queued++
 		n.mu.Unlock()
-		n.log.Warn("fleet: event queued", "type", ev.Type, "reports", len(ev.Reports), "err", err)
+		n.qlog.queued(n.log, ev.Type, len(ev.Reports), err, time.Now())
 		n.prov.add(n.engine(), ev) // protects this host until applied
 		return nil, 0, true, nil
 	}
@@ -262,8 +262,12 @@ func (n *Node) outboxLoop() {
 func (n *Node) drainOutbox() error {
 	for n.ctx.Err() == nil {
 		items, _, err := n.st.OutboxList(n.ctx, 256)
-		if err != nil || len(items) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(items) == 0 {
+			n.qlog.drained(n.log, time.Now())
+			return nil
 		}
 		for _, it := range items {
 			ev, err := decodeEvent(it.Data)
