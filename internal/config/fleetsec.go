@@ -57,9 +57,10 @@ type FleetServerSecurity struct {
 	// MaxStoreBytes bounds JetStream's disk use; 0: the server's default
 	// (a share of the free disk).
 	MaxStoreBytes int64 `yaml:"max_store_bytes"`
-	// MaxPayloadBytes bounds one NATS message, so one report event: a
-	// report's message travels in it (base64, a third larger). 0: the
-	// server's default, 1 MiB. At most 64 MiB.
+	// MaxPayloadBytes bounds one NATS message, so one event: a report
+	// event holds its reports' evidence (a few KB each, never the
+	// messages), batched up to this bound. 0: the server's default, 1 MiB.
+	// At most 64 MiB.
 	MaxPayloadBytes int64 `yaml:"max_payload_bytes"`
 }
 
