@@ -260,7 +260,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 				// (Badger writes new log files through memory maps):
 				// serve what is there read-only, refuse writes.
 				roErr = fmt.Errorf("%w; opened read-only: restart once space is freed: %w", err, ErrReadOnly)
-				opts.Logger.Error("store: disk nearly full at start: opening read-only, reports are refused; mail checks go on", "err", err)
+				opts.Logger.Warn("store: disk nearly full at start: opening read-only; reports are refused until a restart with free space, mail checks go on", "err", err)
 				opts.ReadOnly = true
 			}
 		}
@@ -268,6 +268,12 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if opts.ReadOnly && !opts.InMemory {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("no store to open read-only: %w", err)
+		}
+		// Write-ahead logs left by a crash or by a Close on a full disk
+		// are replayed in memory by the read-only open once trimmed to
+		// their entries: no space needed.
+		if err := trimWALs(dir, opts.Logger); err != nil {
+			opts.Logger.Warn("store: write-ahead logs not trimmed for the read-only open", "dir", dir, "err", err)
 		}
 	}
 	db, err := badger.Open(badgerOptions(dir, opts))
@@ -329,6 +335,14 @@ func Open(dir string, opts Options) (*Badger, error) {
 
 // Close flushes buffered hits, stops the background loops and closes the
 // database. It is safe to call more than once.
+//
+// Closing writes: Badger flushes its memtables to new table files
+// through memory maps, and a page of such a file that gets no disk block
+// kills the process with SIGBUS. So when the store's filesystem has less
+// free space than that flush may need (closeRoom), Close writes nothing:
+// it syncs the write-ahead logs, which hold every acknowledged write and
+// are replayed by the next Open (read-only too), leaves the database to
+// the end of the process, and returns an error wrapping ErrDiskFull.
 func (b *Badger) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
@@ -336,6 +350,16 @@ func (b *Badger) Close() error {
 		b.bgCancel()
 		b.wg.Wait()
 		if !b.opts.ReadOnly {
+			if rerr := b.closeRoom(); rerr != nil {
+				err = rerr
+				if serr := syncWALs(b.dir); serr != nil {
+					err = errors.Join(err, serr)
+				}
+				b.log.Warn("store: disk full at close: memtables not flushed; "+
+					"the write-ahead log holds every acknowledged write and is replayed at the next start "+
+					"(buffered hit counts are dropped)", "dir", b.dir, "err", rerr)
+				return
+			}
 			if ferr := b.flushHits(); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
@@ -356,6 +380,34 @@ func (b *Badger) Close() error {
 		}
 	})
 	return err
+}
+
+// closeSlack is free space Close keeps beyond the write-ahead logs'
+// size: the last writes (hits, counters, the id sequence), the tables'
+// indexes and filters, the manifest, filesystem metadata.
+const closeSlack = 4 << 20
+
+// closeRoom returns nil when the store's filesystem has room for Close's
+// writes: the memtables flushed as tables (about the size of their
+// write-ahead logs), and the reserve below which the disk guard refuses
+// writes (store.min_free_bytes: compactions the flush may start write
+// tables too). Otherwise an error wrapping ErrDiskFull. Unknown free
+// space (no guard, statfs failing) allows the close.
+func (b *Badger) closeRoom() error {
+	if b.disk == nil || b.opts.InMemory {
+		return nil
+	}
+	free, err := b.disk.free(b.dir)
+	if err != nil {
+		return nil
+	}
+	wal := walBytes(b.dir)
+	need := max(b.disk.min, wal+wal/4+closeSlack)
+	if free >= need {
+		return nil
+	}
+	return fmt.Errorf("%w (%s: %d bytes free, a clean close needs %d): memtables left in the write-ahead log for the next start",
+		ErrDiskFull, b.dir, free, need)
 }
 
 func (b *Badger) now() time.Time { return b.opts.Now() }
