@@ -255,7 +255,15 @@ func Open(dir string, opts Options) (*Badger, error) {
 	var roErr error
 	if !opts.ReadOnly && disk != nil {
 		if _, err := os.Stat(dir); err == nil {
-			if err := disk.check(); err != nil {
+			err := disk.check()
+			if free, ok := disk.freeNow(); err == nil && ok {
+				// A read-write open replays the write-ahead logs left by
+				// a crash or a Close on a full disk and flushes them.
+				if need := walFlushNeed(dir); free < need {
+					err = fmt.Errorf("%w (%s: %d bytes free, replaying the write-ahead log needs %d)", ErrDiskFull, dir, free, need)
+				}
+			}
+			if err != nil {
 				// Opening read-write could already fault on a full disk
 				// (Badger writes new log files through memory maps):
 				// serve what is there read-only, refuse writes.
@@ -328,6 +336,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.startIndexFilter()
 	if !opts.ReadOnly {
+		disk.startWAL()
 		b.startLoops()
 	}
 	return b, nil
@@ -388,21 +397,20 @@ func (b *Badger) Close() error {
 const closeSlack = 4 << 20
 
 // closeRoom returns nil when the store's filesystem has room for Close's
-// writes: the memtables flushed as tables (about the size of their
-// write-ahead logs), and the reserve below which the disk guard refuses
-// writes (store.min_free_bytes: compactions the flush may start write
-// tables too). Otherwise an error wrapping ErrDiskFull. Unknown free
-// space (no guard, statfs failing) allows the close.
+// writes: the memtables flushed as tables (walFlushNeed), and the
+// reserve below which the disk guard refuses writes
+// (store.min_free_bytes: compactions the flush may start write tables
+// too). Otherwise an error wrapping ErrDiskFull. Unknown free space (no
+// guard, statfs failing) allows the close.
 func (b *Badger) closeRoom() error {
-	if b.disk == nil || b.opts.InMemory {
+	if b.opts.InMemory {
 		return nil
 	}
-	free, err := b.disk.free(b.dir)
-	if err != nil {
+	free, ok := b.disk.freeNow()
+	if !ok {
 		return nil
 	}
-	wal := walBytes(b.dir)
-	need := max(b.disk.min, wal+wal/4+closeSlack)
+	need := max(b.disk.min, walFlushNeed(b.dir))
 	if free >= need {
 		return nil
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package store
 
 import (
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -108,7 +111,7 @@ func TestFullDiskCloseAndRestart(t *testing.T) {
 	}
 	for _, end := range []string{"close", "kill"} {
 		t.Run(end, func(t *testing.T) {
-			mnt := mountTmpfs(t, 48<<20)
+			mnt := mountTmpfs(t, 96<<20)
 			dir := filepath.Join(mnt, "store")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDiskFull$", "-test.count=1")
 			cmd.Env = append(os.Environ(), diskFullHelperEnv+"="+dir)
@@ -342,5 +345,45 @@ func TestTrimWAL(t *testing.T) {
 		if lookupOne(t, ro, fmt.Sprintf("kill-%d", i)) == 0 {
 			t.Fatalf("after trimming: acknowledged report %d missing", i)
 		}
+	}
+}
+
+// Badger's write-ahead log is preallocated: with the disk filled by
+// another process after the guard last measured it (here, a guard that
+// sees plenty of space), writes go on into the log, not a SIGBUS.
+func TestWALPreallocated(t *testing.T) {
+	if os.Getenv(diskFullHelperEnv) != "" {
+		t.Skip("in the helper")
+	}
+	mnt := mountTmpfs(t, 96<<20)
+	dir := filepath.Join(mnt, "store")
+	var blind atomic.Bool
+	blind.Store(true)
+	opts := Options{MinFreeBytes: diskFullMin, FreeSpace: func(d string) (int64, error) {
+		if blind.Load() {
+			return 1 << 40, nil
+		}
+		return freeSpace(d)
+	}}
+	s := openTest(t, dir, opts)
+	mustReport(t, s, killReport(0))
+	wals, _ := filepath.Glob(filepath.Join(dir, "*"+walExt))
+	if len(wals) != 1 {
+		t.Fatalf("write-ahead logs %v, want one", wals)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(wals[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 < walPreallocBytes {
+		t.Fatalf("write-ahead log %s: %d bytes allocated, want %d", wals[0], st.Blocks*512, walPreallocBytes)
+	}
+	fillDisk(t, filepath.Join(mnt, "filler"))
+	for i := 1; i < 2000; i++ {
+		mustReport(t, s, killReport(i))
+	}
+	blind.Store(false)
+	if err := s.Close(); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Close on the full disk: %v, want ErrDiskFull", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Badger's write-ahead log (the .mem files of its memtables) as Badger
@@ -275,30 +274,95 @@ func trimWAL(path string, log *slog.Logger) (bool, error) {
 	return true, nil
 }
 
-// walBytes returns the disk space the store's write-ahead logs take (their
-// allocated blocks: the logs are sparse): about what flushing their
-// memtables to tables writes.
-func walBytes(dir string) int64 {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
+// walFlushNeed returns the free space flushing the memtables of the
+// store's write-ahead logs takes: their entries written as tables (a
+// table holds about what its log holds, with an index and a filter),
+// plus closeSlack; 0 without logs.
+func walFlushNeed(dir string) int64 {
+	paths, err := filepath.Glob(filepath.Join(dir, "*"+walExt))
+	if err != nil || len(paths) == 0 {
 		return 0
 	}
 	var n int64
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), walExt) {
-			continue
-		}
-		fi, err := e.Info()
+	for _, p := range paths {
+		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
-		} else {
-			n += fi.Size()
+		if fi, err := f.Stat(); err == nil {
+			end, err := walValidEnd(f, fi.Size())
+			if err != nil {
+				end = fi.Size()
+			}
+			n += end
+		}
+		f.Close()
+	}
+	return n + n/4 + closeSlack
+}
+
+// walPreallocBytes is how much of a write-ahead log is preallocated:
+// Badger starts a new memtable (and log) once its log reaches the
+// memtable size, so a log holds at most that plus one transaction (at
+// most 15% of the memtable size: Badger's batch limit). The rest of the
+// file (created at twice the memtable size) stays sparse.
+const walPreallocBytes = memTableSize + memTableSize/4
+
+// walPrealloc preallocates Badger's write-ahead logs as Badger starts
+// them (%05d.mem, each id one more than the last), so that writing into
+// their memory maps never needs a new disk block.
+type walPrealloc struct {
+	dir  string
+	log  *slog.Logger
+	next int  // the id of the next log to preallocate
+	off  bool // the filesystem cannot
+}
+
+// newWALPrealloc starts at the newest log of dir (Badger's active one
+// after a read-write open).
+func newWALPrealloc(dir string, log *slog.Logger) *walPrealloc {
+	p := &walPrealloc{dir: dir, log: log}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+walExt))
+	for _, path := range paths {
+		if id, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(path), walExt)); err == nil && id > p.next {
+			p.next = id
 		}
 	}
-	return n
+	return p
+}
+
+// run preallocates the logs started since the last run (the next one,
+// or the one after it: a write rotates Badger's memtable at most once).
+// An error (ENOSPC) leaves the log to the next run.
+func (p *walPrealloc) run() error {
+	if p == nil || p.off {
+		return nil
+	}
+	for {
+		id := p.next
+		f, err := os.OpenFile(filepath.Join(p.dir, fmt.Sprintf("%05d%s", id, walExt)), os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			id++
+			f, err = os.OpenFile(filepath.Join(p.dir, fmt.Sprintf("%05d%s", id, walExt)), os.O_RDWR, 0)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("open write-ahead log: %w", err)
+		}
+		err = preallocate(f, walPreallocBytes)
+		f.Close()
+		switch {
+		case errors.Is(err, errUnsupported):
+			p.off = true
+			p.log.Info("store: this filesystem cannot preallocate the write-ahead log", "dir", p.dir)
+			return nil
+		case err != nil:
+			return fmt.Errorf("preallocate write-ahead log %05d%s: %w", id, walExt, err)
+		}
+		p.next = id + 1
+	}
 }
 
 // syncWALs fsyncs the store's write-ahead logs (their pages written
