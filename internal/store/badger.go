@@ -97,8 +97,11 @@ type Options struct {
 	Logger *slog.Logger
 	// MinFreeBytes is the free space the store's filesystem must keep:
 	// below it writes fail with ErrDiskFull (reads go on) until space
-	// returns, and Open opens the store read-only. Default
-	// DefaultMinFreeBytes (256 MiB); negative turns the guard off.
+	// returns, Open opens the store read-only (also without room to
+	// replay the write-ahead logs it finds), and Close leaves the
+	// memtables in the write-ahead log instead of flushing them. Default
+	// DefaultMinFreeBytes (256 MiB); negative turns the guard (and the
+	// write-ahead log's preallocation) off.
 	MinFreeBytes int64
 	// HourRetention is how long the hourly series of campaigns and the
 	// hourly totals are kept. Default 7 days; at least 25 hours (the day

@@ -17,11 +17,12 @@ var ErrDiskFull = errors.New("store: disk nearly full, write refused (reports ar
 // DefaultMinFreeBytes is the default free-space reserve of the store's
 // filesystem (Options.MinFreeBytes). Badger writes its write-ahead log and
 // new tables through memory maps of files created sparse at full size
-// (the log at twice the memtable size, 64 MiB here; tables at their size,
-// a memtable flush is up to 32 MiB; compactions write their new tables
-// before deleting the old ones). A page of such a file that cannot get a
-// disk block when it is first written kills the process with SIGBUS, so
-// writes must stop while that much is still free.
+// (the log at twice the memtable size, 64 MiB here, of which the guard
+// preallocates what Badger can use; tables at their size, a memtable
+// flush is up to 32 MiB; compactions write their new tables before
+// deleting the old ones). A page of such a file that cannot get a disk
+// block when it is first written kills the process with SIGBUS, so
+// writes (and Close's flush) must stop while that much is still free.
 const DefaultMinFreeBytes = 256 << 20
 
 // diskCheckInterval is how long state (the metrics) trusts a free-space
