@@ -354,7 +354,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 // free space than that flush may need (closeRoom), Close writes nothing:
 // it syncs the write-ahead logs, which hold every acknowledged write and
 // are replayed by the next Open (read-only too), leaves the database to
-// the end of the process, and returns an error wrapping ErrDiskFull.
+// the end of the process (its directory lock too: this process cannot
+// open the store again), and returns an error wrapping ErrDiskFull.
 func (b *Badger) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
