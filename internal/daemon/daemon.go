@@ -24,6 +24,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Options configure Run. The zero value runs the embedded default
@@ -339,7 +340,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer func() {
-		if err := closeWithin(rt.Close, cfg.Milter.ShutdownTimeout.D()); err != nil {
+		switch err := closeWithin(rt.Close, cfg.Milter.ShutdownTimeout.D()); {
+		case errors.Is(err, store.ErrDiskFull):
+			// Nothing lost: the store left its write-ahead log for the
+			// next start rather than write on a full disk (it said so).
+		case err != nil:
 			log.Error("close store", "store", cfg.Store.Dir, "err", err)
 		}
 	}()
