@@ -153,7 +153,7 @@ func newEvalCmd(gf *globalFlags) *cobra.Command {
 of the spam is reported and every other message is checked; ground-truth
 near-duplicates are pairs with cosine ≥ 0.9 over unique terms. Prints the
 near-duplicate recall, spam and ham flagged and the utility for K bagged
-lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/METHODS.md), and the
+lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/design/methods.md), and the
 daemon's engine over a real Badger store.
 
 Fetch the corpus first: scripts/fetch-corpus.sh.

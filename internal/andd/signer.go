@@ -274,7 +274,7 @@ func (s *Signer) WeighTerms(doc *mime.Document, t *mime.Terms) Vector {
 
 // BandKeys returns the keys under which the store indexes a sketch; two
 // sketches above the model's similarity threshold share at least one key
-// with high probability (see docs/ANDD.md for the recall table).
+// with high probability (docs/design/andd.md gives the collision probability).
 //
 // Key i is: SketchVersion, 'A', byte(i), then the r bits of band i packed
 // little-endian into ⌈r/8⌉ bytes. An empty sketch, or one of another size

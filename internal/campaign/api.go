@@ -42,7 +42,7 @@ type Options struct {
 	// when it is set, and campaigns that keep none are not held to it.
 	// Default 0: off. On the SpamAssassin corpus it flags no less ham than
 	// the default engine (none) and misses misspelled copies, whose words
-	// are other terms (docs/METHODS.md).
+	// are other terms (docs/design/methods.md).
 	ANDDExactCosine float64
 	// ANDDVerifiedThreshold is the estimated cosine from which a candidate
 	// found through band keys is a match when its exact cosine reaches
@@ -52,13 +52,13 @@ type Options struct {
 	// Short configures the short-message keys (shortsig.Options defaults):
 	// digests of images and attachments, links and text units of messages
 	// too short for I-Match and ANDD, and the leading text of any message
-	// (docs/DESIGN.md, "Short-message keys").
+	// (docs/design/shortkeys.md).
 	Short shortsig.Options
 	// DisableShort turns the short-message family off.
 	DisableShort bool
 	// QGram configures the q-gram family (qgram.SketchOptions defaults):
 	// min-hash sketches of a message's character q-grams, which copies
-	// with misspelled words keep (docs/DESIGN.md, "q-gram evidence").
+	// with misspelled words keep (docs/design/qgram.md).
 	QGram qgram.SketchOptions
 	// DisableQGram turns the q-gram family off.
 	DisableQGram bool

@@ -55,7 +55,7 @@ func listMessage(subject, body, footer string) []byte {
 var listLine = regexp.MustCompile(`(?m)^(\S+) mailing list$|listinfo/([\w.-]+)`)
 
 // TestEngineListFooter reproduces the false positives of the SpamAssassin
-// corpus (docs/POLICY.md, "Mailing-list footers"): a short spam relayed by
+// corpus (docs/design/footer.md): a short spam relayed by
 // a mailing list is reported, and a short legitimate post to the same list
 // shares mostly the list's footer with it. The post must be accepted, and
 // say why; copies of the spam must still be caught.

@@ -9,7 +9,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// The merge rule (docs/SECURITY.md, "What one reporter can do").
+// The merge rule (docs/design/merge.md).
 //
 // A report is one vote. Whatever it matched, it counts on exactly one
 // campaign, the one it matched best, and it may extend that campaign (add

@@ -95,7 +95,7 @@ type Policy struct {
 	// and an ANDD match measure the same closeness of texts: the larger of
 	// the two confidences counts, not both. Defaults 0.92 and 0.95: the
 	// threshold sits above what ham reaches against reported spam
-	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a
+	// (docs/design/qgram.md), so a q-gram match alone tags a
 	// copy of a campaign with one reporter; like an ANDD match alone, it
 	// never does more than tag, and with I-Match it adds no more than ANDD
 	// does.

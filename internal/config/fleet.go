@@ -181,6 +181,15 @@ func (f Fleet) validate() error {
 		if err := f.Embedded.Validate("fleet.embedded"); err != nil {
 			return err
 		}
+		// With nats.urls empty the node connects to its own server, over
+		// TLS when that server has it: without a CA it cannot verify the
+		// server's certificate and never connects.
+		if len(f.NATS.URLs) == 0 && f.Embedded.TLS.Cert != "" && f.NATS.TLS.CA == "" {
+			return bad("fleet.nats.tls.ca", "empty while fleet.embedded.tls serves TLS: the node connects to its own server over TLS and needs the CA that signed its certificate")
+		}
+		if len(f.NATS.URLs) == 0 && f.Embedded.TLS.Verify && (f.NATS.TLS.Cert == "" || f.NATS.TLS.Key == "") {
+			return bad("fleet.nats.tls.cert", "empty while fleet.embedded.tls.verify requires client certificates: the node connecting to its own server needs cert and key")
+		}
 		single := f.Embedded.ClusterListen == "-"
 		if !single && len(f.Embedded.Routes) == 0 {
 			// The server refuses to start JetStream in a cluster of none.

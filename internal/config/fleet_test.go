@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"regexp"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
@@ -61,5 +64,60 @@ func TestFleetValidate(t *testing.T) {
 	c.Store.Dir = "/var/lib/nddmilter/store"
 	if o := c.Fleet.Server(c.Store.Dir); o.Dir != "/var/lib/nddmilter/nats" {
 		t.Errorf("embedded dir %q", o.Dir)
+	}
+}
+
+// TestFleetEmbeddedTLS: a node whose own embedded server serves TLS needs
+// the CA (and, with verify, a client certificate) to connect to it; the
+// daemon would otherwise never connect (issue #34: the documented example
+// lacked fleet.nats.tls.ca, and every node refused its own server).
+func TestFleetEmbeddedTLS(t *testing.T) {
+	_, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "fleet: {enabled: true, nodes: [{name: mx1, key: " + pub + "}], nats: {nkey_seed: s%s}, " +
+		"embedded: {enabled: true, routes: [nats-route://mx2:6222], tls: {cert: c.pem, key: c.key%s}}}"
+	for _, tc := range []struct{ name, nats, server, key string }{
+		{"no CA", "", "", "fleet.nats.tls.ca"},
+		{"CA", ", tls: {ca: ca.pem}", "", ""},
+		{"verify without a client certificate", ", tls: {ca: ca.pem}", ", ca: ca.pem, verify: true", "fleet.nats.tls.cert"},
+		{"verify with one", ", tls: {ca: ca.pem, cert: c.pem, key: c.key}", ", ca: ca.pem, verify: true", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(fmt.Appendf(nil, base, tc.nats, tc.server))
+			var ve *ValueError
+			switch {
+			case tc.key == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.key != "" && (!errors.As(err, &ve) || ve.Key != tc.key):
+				t.Fatalf("error %v, want one for %s", err, tc.key)
+			}
+		})
+	}
+}
+
+// TestFleetPageExamples: every fleet example of docs/FLEET.md is a valid
+// configuration once its elided keys (UAB…) are real ones.
+func TestFleetPageExamples(t *testing.T) {
+	b, err := os.ReadFile("../../docs/FLEET.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(b, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("%d yaml examples in FLEET.md, want the two setups", len(blocks))
+	}
+	for i, blk := range blocks {
+		y := regexp.MustCompile(`U[A-Z]{2}…`).ReplaceAllStringFunc(string(blk[1]), func(string) string {
+			_, pub, err := natsd.NewUserKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pub
+		})
+		if _, err := Parse([]byte(y)); err != nil {
+			t.Errorf("example %d of FLEET.md: %v\n%s", i+1, err, y)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // little else, and the footer's words and hosts can then carry most of
 // the ANDD weight of both: the ANDD cosine says "near-duplicate" when only
 // the footer is common, and an I-Match signature can hash the footer's
-// words alone (docs/POLICY.md, "ANDD evidence and mailing-list footers").
+// words alone (docs/design/footer.md).
 // The signatures are left as they are (they are a wire format): Sign
 // locates the footer (messageFooter), leaves out the I-Match signatures
 // that are the footer's alone (dropFooterIMatch), and computes on demand

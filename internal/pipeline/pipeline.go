@@ -24,8 +24,8 @@
 //	keys := andd.BandKeys(sk)
 //
 // (tested beside the code; the I-Match part through Signer.SignSorted,
-// Analyze's terms being sorted), at a lower cost: see docs/LEXICON.md and
-// docs/ANDD.md for the figures and the commands that measure them.
+// Analyze's terms being sorted), at a lower cost: see docs/RESULTS.md for the figures and the
+// commands that measure them.
 package pipeline
 
 import (

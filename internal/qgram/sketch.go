@@ -83,7 +83,7 @@ type SketchOptions struct {
 // DefaultEngineThreshold is the default SketchOptions.Threshold. It is
 // lower than the paper's td: a copy of a spam with a third of its words
 // misspelled keeps about three quarters of its q-grams, and ham shares
-// fewer with any reported spam (docs/DESIGN.md, "q-gram evidence").
+// fewer with any reported spam (docs/design/qgram.md).
 const DefaultEngineThreshold = 0.55
 
 func (o SketchOptions) withDefaults() SketchOptions {

@@ -47,7 +47,7 @@ type FlaggedHam struct {
 	Rule   string `json:"rule"`
 }
 
-// RunReporters is the protocol of docs/POLICY.md sect. 5: every spam message
+// RunReporters is the protocol of docs/design/methods.md: every spam message
 // of the corpus is reported by Reporters users (all spam by the first user,
 // then by the second, ...) into a fresh Badger store, then every message is
 // checked (Evaluate: no hit is counted).

@@ -176,7 +176,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	if a := r.Accuracy; a != nil {
 		fmt.Fprintln(w, "## Near-duplicate detection on the SpamAssassin public corpus")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Protocol of Kolcz & Chowdhury, *Lexicon randomization for near-duplicate detection with I-Match* (sect. 6.3, 6.4, 7.2): subject and body text, words of at least 4 letters with at most one digit, unique terms; messages with fewer than 5 unique terms and trivial duplicates are left out of the spam; near-duplicates are pairs with cosine ≥ 0.9 over unique terms (eq. 2). The I-Match and ANDD rows use signatures in memory, as do the seed methods' rows (docs/METHODS.md): SpotSigs' exact matcher over the checked messages' spot signatures (stopwords included), and a PPJoin+ exact cosine join of the reported and checked messages' unique terms (at 0.90 it is the ground truth itself); the engine rows report the spam through `campaign.Engine.Report` into a fresh Badger store and check every other message with the engine (`Evaluate`, the verdict of `Check` without counting hits), where any action other than accept counts as flagged. The paper's own figures on its Honeypot-spam data (Table 2): recall 0.66 with the original lexicon, 0.72 / 0.76 / 0.80 with 2 / 5 / 10 bagged lexicons, no false positives.")
+		fmt.Fprintln(w, "Protocol of Kolcz & Chowdhury, *Lexicon randomization for near-duplicate detection with I-Match* (sect. 6.3, 6.4, 7.2); [design/methods.md](design/methods.md) describes it and each row. Near-duplicates are pairs with cosine ≥ 0.9 over unique terms; an engine row counts any action other than accept as flagged. The paper's own figures on its Honeypot-spam data (Table 2): recall 0.66 with the original lexicon, 0.72 / 0.76 / 0.80 with 2 / 5 / 10 bagged lexicons, no false positives.")
 		fmt.Fprintln(w)
 		a.WriteMarkdown(w)
 		fmt.Fprintln(w)
@@ -205,7 +205,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The comparison with rspamd's fuzzy storage on the same corpus and protocol is in [PEERS.md](PEERS.md).")
+	fmt.Fprintln(w, "`scripts/peers/compare.sh` measures rspamd's fuzzy_check and Pyzor against nddmilter on the same corpus and prints its own tables ([design/methods.md](design/methods.md#peers)).")
 	fmt.Fprintln(w)
 	if s := r.Speed; s != nil {
 		fmt.Fprintln(w, "## Speed and scale")
