@@ -166,9 +166,16 @@ func withoutFooterAt(doc *mime.Document, i int) *mime.Document {
 		}
 		out.URLs = append(out.URLs, u)
 	}
+	if len(doc.Hosts) == 0 || len(out.URLs) == 0 {
+		return out
+	}
+	lower := make([]string, len(out.URLs)) // each URL lower-cased once, not once per host
+	for i, u := range out.URLs {
+		lower[i] = strings.ToLower(u)
+	}
 	for _, h := range doc.Hosts {
-		for _, u := range out.URLs {
-			if strings.Contains(strings.ToLower(u), h) {
+		for _, u := range lower {
+			if strings.Contains(u, h) {
 				out.Hosts = append(out.Hosts, h)
 				break
 			}
