@@ -253,8 +253,23 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	if m.FooterAt >= 0 {
 		m.footless = m.withoutFooter()
 	}
+	var df []int32 // the document frequencies of terms.Sorted, when shareDF
+	if p.shareDF {
+		dp, _ := p.dfs.Get().(*[]int32)
+		if dp == nil {
+			dp = new([]int32)
+		}
+		defer p.dfs.Put(dp)
+		df = *dp
+		defer func() { *dp = df[:0] }()
+	}
 	if p.imatch != nil {
-		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
+		var res imatchbag.Result
+		if p.shareDF {
+			res, df = p.imatch.SignSortedDF(terms.Sorted, df)
+		} else {
+			res = p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
+		}
 		m.IMatch, m.SignerReason = res.Signatures, res.Reason
 		if res.Unique != 0 {
 			m.Unique = res.Unique
@@ -266,7 +281,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	var sk andd.Sketch
 	var bandKeys [][]byte
 	if p.andd != nil && len(terms.Sorted) >= p.opts.ANDDMinTerms {
-		sk = p.andd.SketchTerms(doc, terms)
+		sk = p.andd.SketchTermsDF(doc, terms, df) // df nil unless shareDF
 		if !sk.IsEmpty() {
 			bandKeys = p.andd.BandKeys(sk)
 		}
