@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unicode/utf8"
 )
 
 // The q-gram evidence family of the campaign engine. A message's text
@@ -145,20 +146,32 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 		sk.Min[i] = emptyBin
 	}
 	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
+	// At most MaxRunes characters kept, and 8 × MaxRunes looked at: a
+	// text of white space alone is not read to its end.
 	read, seen := 0, 0
+	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
 	distinct := uint32(0)
 	for _, t := range texts {
-		for _, r := range t {
-			// At most MaxRunes characters kept, and 8 × MaxRunes looked
-			// at: a text of white space alone is not read to its end.
-			if read == s.opts.MaxRunes || seen == 8*s.opts.MaxRunes {
-				break
-			}
+		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
 			seen++
-			if drop(r) {
-				continue
+			var r rune
+			if c := t[i]; c < utf8.RuneSelf {
+				// ASCII: one table look-up for drop and toLower.
+				i++
+				l := asciiNormal[c]
+				if l == 0 {
+					continue
+				}
+				r = rune(l)
+			} else {
+				var size int
+				r, size = utf8.DecodeRuneInString(t[i:])
+				i += size
+				if drop(r) {
+					continue
+				}
+				r = toLower(r)
 			}
-			r = toLower(r)
 			read++
 			k := prev
 			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
@@ -191,6 +204,18 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	sk.Size = distinct
 	return sk, true
 }
+
+// asciiNormal holds, for each ASCII character, the character the normal
+// form keeps (lower-cased), or 0 when it drops it (see drop; NUL is
+// dropped).
+var asciiNormal = func() (t [utf8.RuneSelf]byte) {
+	for c := range rune(utf8.RuneSelf) {
+		if !drop(c) {
+			t[c] = byte(toLower(c))
+		}
+	}
+	return t
+}()
 
 // sketchHash hashes a q-gram of a sketch: its first three code points
 // (21 bits each, packed into one word: first3), multiplied by an odd constant,
