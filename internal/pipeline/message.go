@@ -68,9 +68,9 @@ type Message struct {
 	// Skip is set when the message has no usable signature.
 	Skip Skip
 
-	keys     [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
-	p        *Pipeline
-	doc      *mime.Document // for Body
+	keys [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
+	p    *Pipeline
+	doc  *mime.Document // for Body
 	// footless is doc without its footer (withoutFooterAt, with doc's
 	// parts and list), set by sign when FooterAt ≥ 0: the short keys and
 	// Body share it.
