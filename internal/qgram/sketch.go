@@ -151,51 +151,70 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	read, seen := 0, 0
 	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
 	distinct := uint32(0)
+	// add counts the q-gram ending in r (k: the characters before it)
+	// and keeps its hash's minimum in its bin.
+	add := func(k uint64, r rune) {
+		h := sketchHash(k, r)
+		if h == 0 {
+			h = 1 // 0 marks a free slot
+		}
+		j := h & mask
+		for table[j] != 0 && table[j] != h {
+			j = (j + 1) & mask
+		}
+		if table[j] == h {
+			return
+		}
+		table[j] = h
+		distinct++
+		bin, v := h>>(64-7), uint32(h)
+		if v == emptyBin {
+			v--
+		}
+		sk.Min[bin] = min(sk.Min[bin], v)
+	}
 	for _, t := range texts {
 		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
-			seen++
-			var r rune
-			if c := t[i]; c < utf8.RuneSelf {
-				// ASCII: one table look-up for drop and toLower.
-				i++
-				l := asciiNormal[c]
-				if l == 0 {
-					continue
+			if t[i] < utf8.RuneSelf {
+				// A run of ASCII, one byte a character, read through one
+				// table (dropped, or lower-cased), up to the bounds.
+				end := min(len(t), i+maxSeen-seen)
+				start := i
+				for ; i < end; i++ {
+					c := t[i]
+					if c >= utf8.RuneSelf {
+						break
+					}
+					l := asciiNormal[c]
+					if l == 0 {
+						continue
+					}
+					if read == maxRead {
+						break
+					}
+					read++
+					k := prev
+					prev = (prev<<21 | uint64(l)) & (1<<63 - 1)
+					if read >= SketchQ {
+						add(k, rune(l))
+					}
 				}
-				r = rune(l)
-			} else {
-				var size int
-				r, size = utf8.DecodeRuneInString(t[i:])
-				i += size
-				if drop(r) {
-					continue
-				}
-				r = toLower(r)
+				seen += i - start
+				continue
 			}
+			seen++
+			r, size := utf8.DecodeRuneInString(t[i:])
+			i += size
+			if drop(r) {
+				continue
+			}
+			r = toLower(r)
 			read++
 			k := prev
 			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
-			if read < SketchQ {
-				continue
+			if read >= SketchQ {
+				add(k, r)
 			}
-			h := sketchHash(k, r)
-			if h == 0 {
-				h = 1 // 0 marks a free slot
-			}
-			j := h & mask
-			for table[j] != 0 && table[j] != h {
-				j = (j + 1) & mask
-			}
-			if table[j] == h {
-				continue
-			}
-			table[j] = h
-			distinct++
-			bin, v := h>>(64-7), uint32(h)
-			if v == emptyBin {
-				v--
-			}
-			sk.Min[bin] = min(sk.Min[bin], v)
 		}
 	}
 	if int(distinct) < s.opts.MinGrams {
