@@ -216,7 +216,7 @@ func (s *Signer) SketchTerms(doc *mime.Document, t *mime.Terms) Sketch {
 // SketchTermsDF is SketchTerms with the document frequencies of the terms
 // given: df[i] is that of t.Sorted[i], as the Signer's DocFreq (see
 // DocFreq) reports it, 0 for an unseen term. It saves a look-up per term
-// when the caller already has them (imatchbag.Signer.SignDF reads them in
+// when the caller already has them (imatchbag.Signer.SignSortedDF reads them in
 // the look-up of the I-Match lexicon classes). A df of another length
 // than t.Sorted is ignored.
 func (s *Signer) SketchTermsDF(doc *mime.Document, t *mime.Terms, df []int32) Sketch {
