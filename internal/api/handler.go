@@ -294,7 +294,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq := ListQuery{Since: since, Sort: sort, Limit: limit, Offset: offset}
-	cs, err := h.eng.List(r.Context(), lq.Query(h.opts.Clock()))
+	cs, err := h.eng.Reader.List(r.Context(), lq.Query(h.opts.Clock()))
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -314,7 +314,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	ws, err := h.eng.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: limit, Offset: offset})
+	ws, err := h.eng.Reader.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: limit, Offset: offset})
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -340,7 +340,7 @@ func (h *handler) now(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := h.eng.Now(r.Context(), nq)
+	v, err := h.eng.Reader.Now(r.Context(), nq)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -353,7 +353,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hs, err := h.eng.Series(r.Context(), id)
+	hs, err := h.eng.Reader.Series(r.Context(), id)
 	if err != nil {
 		h.failStore(w, r, err)
 		return
@@ -361,7 +361,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, NewHours(hs))
 }
 
-func (h *handler) id(w http.ResponseWriter, r *http.Request) (campaign.CampaignID, bool) {
+func (h *handler) id(w http.ResponseWriter, r *http.Request) (store.CampaignID, bool) {
 	id, err := ParseID(r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
@@ -388,7 +388,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := h.eng.Get(r.Context(), id); err != nil {
+	if _, err := h.eng.Reader.Get(r.Context(), id); err != nil {
 		h.failStore(w, r, err) // names the campaign
 		return
 	}
@@ -396,7 +396,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 		h.failStore(w, r, fmt.Errorf("delete campaign %d: %w", id, err))
 		return
 	}
-	h.reply(w, http.StatusOK, map[string]campaign.CampaignID{"deleted": id})
+	h.reply(w, http.StatusOK, map[string]store.CampaignID{"deleted": id})
 }
 
 func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
@@ -415,7 +415,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 
 // failStore answers 404 for an unknown campaign, 500 otherwise.
 func (h *handler) failStore(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, campaign.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}

@@ -72,7 +72,7 @@ func TestTokenScopes(t *testing.T) {
 	// Nothing the refused requests asked for happened: the campaign is
 	// still there (allowed by the admin at the end), and its reporters
 	// are seed, alice (twice, once) and bob; never mallory nor carol.
-	reps, err := st.Reporters(context.Background(), campaign.CampaignID(id), 0)
+	reps, err := st.Reporters(context.Background(), store.CampaignID(id), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,9 @@ type Engine struct {
 	prov      atomic.Pointer[provisionalBox] // a fleet node's queued reports (SetProvisional)
 	limiter   atomic.Pointer[limiterBox]     // reports per reporter (SetReporterLimiter)
 	senders   store.SenderStore              // nil when the store keeps no sender domains
+
+	// Reader is the read model over the same store.
+	Reader *Reader
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -91,6 +94,7 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		log:     log,
 		now:     opts.Clock,
 	}
+	e.Reader = newReader(st, e.policy, im.Options().K+1, opts.Clock, log)
 	if opts.CacheTTL > 0 {
 		e.cache = newRecordCache(opts.CacheSize, opts.CacheTTL)
 	}

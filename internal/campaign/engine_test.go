@@ -706,7 +706,7 @@ func TestEngineReportBatchError(t *testing.T) {
 // action, says so in the rule, and the campaign counts the action taken.
 func TestEngineCheckWithCap(t *testing.T) {
 	f := newFixture(t, Options{})
-	var id CampaignID
+	var id store.CampaignID
 	for i, r := range []string{"alice", "bob", "carol", "dave", "erin"} {
 		id = f.report(t, copyOf(t, 0, uint64(10+i)), store.KindSpam, r).Campaign
 	}
@@ -736,7 +736,7 @@ func TestEngineCheckWithCap(t *testing.T) {
 			t.Errorf("%s: rule %q", tt.name, v.Rule)
 		}
 	}
-	c, err := f.eng.Get(f.ctx, id)
+	c, err := f.eng.Reader.Get(f.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

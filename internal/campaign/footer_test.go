@@ -120,7 +120,7 @@ func TestEngineListFooter(t *testing.T) {
 
 			// Before the footer check, the post matched the campaign
 			// through ANDD alone and was tagged.
-			c, err := f.eng.Get(f.ctx, id)
+			c, err := f.eng.Reader.Get(f.ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -419,7 +419,7 @@ func TestReportBatchListFooter(t *testing.T) {
 	if one.eng.andd == nil {
 		t.Skip("no ANDD model")
 	}
-	var want []CampaignID
+	var want []store.CampaignID
 	for _, r := range reqs {
 		want = append(want, one.report(t, r.Raw, r.Kind, r.Reporter).Campaign)
 	}
@@ -428,7 +428,7 @@ func TestReportBatchListFooter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []CampaignID
+	var got []store.CampaignID
 	for _, o := range outs {
 		got = append(got, o.Campaign)
 	}

@@ -151,11 +151,11 @@ func TestReportStreamMatchesReportBatch(t *testing.T) {
 				t.Errorf("the corpus no longer exercises every outcome")
 			}
 			// The stores end identical.
-			a, err := ref.eng.List(ref.ctx, Query{})
+			a, err := ref.eng.Reader.List(ref.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := par.eng.List(par.ctx, Query{})
+			b, err := par.eng.Reader.List(par.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,11 +259,11 @@ func TestReportEvidenceMatchesRaw(t *testing.T) {
 				}
 				t.Fatalf("%d outcomes from evidence, %d from raw messages", len(got), len(want))
 			}
-			a, err := ref.eng.List(ref.ctx, Query{})
+			a, err := ref.eng.Reader.List(ref.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := ev.eng.List(ev.ctx, Query{})
+			b, err := ev.eng.Reader.List(ev.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}

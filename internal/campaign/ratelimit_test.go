@@ -36,7 +36,7 @@ func TestReporterLimit(t *testing.T) {
 	if limited != 7 {
 		t.Errorf("%d reports limited, want 7", limited)
 	}
-	cs, err := f.eng.List(f.ctx, Query{})
+	cs, err := f.eng.Reader.List(f.ctx, store.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

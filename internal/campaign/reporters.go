@@ -22,12 +22,11 @@ type reporterLister interface {
 
 // Reporters lists the distinct reporters of campaign id as the store keeps
 // them (hashes of their ids, store.ReporterHash), at most limit (0: all).
-func (e *Engine) Reporters(ctx context.Context, id CampaignID, limit int) ([]store.Reporter, error) {
-	rl, ok := e.st.(reporterLister)
-	if !ok {
+func (r *Reader) Reporters(ctx context.Context, id store.CampaignID, limit int) ([]store.Reporter, error) {
+	if r.reporters == nil {
 		return nil, nil
 	}
-	rs, err := rl.Reporters(ctx, id, limit)
+	rs, err := r.reporters.Reporters(ctx, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, err)
 	}

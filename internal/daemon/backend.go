@@ -20,14 +20,14 @@ import (
 // Backend is where report, check and campaigns act: the store directly
 // (Local), or a running daemon's API (Remote).
 type Backend interface {
-	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
+	Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, q api.ListQuery) ([]api.Summary, error)
 	// Watch returns a page of the false-positive watch.
 	Watch(ctx context.Context, limit, offset int) ([]api.Watched, error)
-	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
-	Delete(ctx context.Context, id campaign.CampaignID) error
-	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
+	Get(ctx context.Context, id store.CampaignID) (api.Detail, error)
+	Delete(ctx context.Context, id store.CampaignID) error
+	Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error)
 	Close() error
 }
 
@@ -41,7 +41,7 @@ func NewLocal(rt *Runtime) *Local { return &Local{rt: rt} }
 func (l *Local) Runtime() *Runtime { return l.rt }
 
 // Report reports one message.
-func (l *Local) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
+func (l *Local) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
 	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
 }
@@ -57,7 +57,7 @@ func (l *Local) Check(ctx context.Context, raw []byte, record bool) (campaign.Ve
 
 // List lists a page of campaigns.
 func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error) {
-	cs, err := l.rt.Engine.List(ctx, q.Query(time.Now()))
+	cs, err := l.rt.Engine.Reader.List(ctx, q.Query(time.Now()))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error
 
 // Watch returns a page of the false-positive watch.
 func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, error) {
-	ws, err := l.rt.Engine.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: limit, Offset: offset})
+	ws, err := l.rt.Engine.Reader.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: limit, Offset: offset})
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +82,13 @@ func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, er
 }
 
 // Get returns one campaign in detail.
-func (l *Local) Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error) {
+func (l *Local) Get(ctx context.Context, id store.CampaignID) (api.Detail, error) {
 	return api.GetDetail(ctx, l.rt.Engine, id)
 }
 
 // Delete deletes a campaign.
-func (l *Local) Delete(ctx context.Context, id campaign.CampaignID) error {
-	if _, err := l.rt.Engine.Get(ctx, id); err != nil {
+func (l *Local) Delete(ctx context.Context, id store.CampaignID) error {
+	if _, err := l.rt.Engine.Reader.Get(ctx, id); err != nil {
 		return err // names the campaign already
 	}
 	if err := l.rt.Engine.Delete(ctx, id); err != nil {
@@ -98,7 +98,7 @@ func (l *Local) Delete(ctx context.Context, id campaign.CampaignID) error {
 }
 
 // Allow marks a campaign allowed (undo: active again).
-func (l *Local) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error) {
+func (l *Local) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
 	c, err := l.rt.Engine.Allow(ctx, id, !undo)
 	if err != nil {
 		return api.Summary{}, err // names the campaign already

@@ -128,7 +128,7 @@ func TestRealEngineEndToEnd(t *testing.T) {
 		!strings.HasSuffix(verdict, "reject capped to tag by milter.overrides abuse@example.org") {
 		t.Fatalf("copy to the abuse desk: %c, X-NDD-Verdict %q", act.Code, verdict)
 	}
-	c, err := eng.Get(ctx, id)
+	c, err := eng.Reader.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func TestReportByMailLoginPerMessage(t *testing.T) {
 		t.Fatalf("bob: %q", r)
 	}
 	id := matched(t, eng.Engine, campaignCopy(5))
-	c, err := eng.Get(context.Background(), id)
+	c, err := eng.Reader.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestReportByMailLoginSpellings(t *testing.T) {
 		}
 	}
 	id := matched(t, eng.Engine, campaignCopy(9))
-	c, err := eng.Get(context.Background(), id)
+	c, err := eng.Reader.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	tmpl := v.templates(o.Latency + o.Reports + 1)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		oc, err := nodes[0].eng.Report(ctx, tmpl[0], campaign.KindSpam, "warmup")
+		oc, err := nodes[0].eng.Report(ctx, tmpl[0], store.KindSpam, "warmup")
 		if err == nil && oc.Replication == campaign.Replicated {
 			// Measured from when every node applies the stream.
 			seq, _ := store.EventOf(oc.Campaign)
@@ -273,7 +273,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	for i := 0; i < o.Latency; i++ {
 		from := i % 3
 		start := time.Now()
-		oc, err := nodes[from].eng.Report(ctx, tmpl[1+i], campaign.KindSpam, "lat")
+		oc, err := nodes[from].eng.Report(ctx, tmpl[1+i], store.KindSpam, "lat")
 		if err != nil {
 			return err
 		}
@@ -327,7 +327,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 			for b := g * o.Batch; b < len(reqs); b += 3 * o.Senders * o.Batch {
 				batch := make([]campaign.ReportRequest, 0, o.Batch)
 				for _, raw := range reqs[b:min(b+o.Batch, len(reqs))] {
-					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: campaign.KindSpam, Reporter: fmt.Sprint("tp", w)})
+					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: store.KindSpam, Reporter: fmt.Sprint("tp", w)})
 				}
 				outs, err := nodes[w].eng.ReportBatch(ctx, batch)
 				if err != nil {
