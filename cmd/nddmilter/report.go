@@ -357,7 +357,7 @@ type reportSink interface {
 func newReportSink(ctx context.Context, be backend, kind store.Kind, reporter string, batch int,
 	onResult func(name string, o api.Outcome, err error)) reportSink {
 	if l, ok := be.(localBackend); ok {
-		return newStreamSink(ctx, l.rt.Engine, kind, reporter, batch, onResult)
+		return newStreamSink(ctx, l.rt.Engine.Ingester, kind, reporter, batch, onResult)
 	}
 	return &apiSink{ctx: ctx, be: be, kind: kind, reporter: reporter, onResult: onResult}
 }
@@ -374,10 +374,10 @@ type streamSink struct {
 	seq   int
 }
 
-func newStreamSink(ctx context.Context, eng *campaign.Engine, kind store.Kind, reporter string, batch int,
+func newStreamSink(ctx context.Context, ing *campaign.Ingester, kind store.Kind, reporter string, batch int,
 	onResult func(name string, o api.Outcome, err error)) *streamSink {
 	ss := &streamSink{kind: kind, rep: reporter, names: map[int]string{}}
-	ss.s = eng.NewReportStream(ctx, campaign.StreamOptions{Batch: batch}, func(r campaign.StreamResult) {
+	ss.s = ing.NewReportStream(ctx, campaign.StreamOptions{Batch: batch}, func(r campaign.StreamResult) {
 		ss.mu.Lock()
 		name := ss.names[r.Seq]
 		delete(ss.names, r.Seq)

@@ -314,25 +314,25 @@ type Reporter struct {
 // ReporterHash is the Reporter.Hash of a reporter id.
 func ReporterHash(id string) string { return fmt.Sprintf("%016x", store.ReporterHash(id)) }
 
-// GetDetail reads a campaign and its timeline through eng, and shows what
-// eng's policy would do with an exact copy.
-func GetDetail(ctx context.Context, eng *campaign.Engine, id store.CampaignID) (Detail, error) {
-	c, err := eng.Reader.Get(ctx, id)
+// GetDetail reads a campaign and its timeline through the read model r,
+// and shows what its policy would do with an exact copy.
+func GetDetail(ctx context.Context, r *campaign.Reader, id store.CampaignID) (Detail, error) {
+	c, err := r.Get(ctx, id)
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	days, err := eng.Reader.Timeline(ctx, id)
+	days, err := r.Timeline(ctx, id)
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: eng.Policy().Reputation(c)}
-	dec := eng.Reader.ExactCopy(c)
+	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: r.Policy().Reputation(c)}
+	dec := r.ExactCopy(c)
 	d.Decision, d.DecisionRule = dec.Action, dec.Rule
 	d.SignatureKeys = make([]string, len(c.Keys))
 	for i, k := range c.Keys {
 		d.SignatureKeys[i] = hex.EncodeToString(k)
 	}
-	hours, err := eng.Reader.Series(ctx, id)
+	hours, err := r.Series(ctx, id)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -341,7 +341,7 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id store.CampaignID) (
 	for i, dc := range days {
 		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
 	}
-	reps, err := eng.Reader.Reporters(ctx, id, MaxDetailReporters)
+	reps, err := r.Reporters(ctx, id, MaxDetailReporters)
 	if err != nil {
 		return Detail{}, err
 	}

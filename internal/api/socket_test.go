@@ -41,7 +41,7 @@ func serveSocketEngine(t *testing.T, o SocketOptions, eng *campaign.Engine) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewSocketHandler(eng, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: NewSocketHandler(eng.Ingester, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return path

@@ -16,8 +16,8 @@ import (
 // line. It never writes. It is safe for concurrent use.
 type Reader struct {
 	st        store.Store
-	senders   store.SenderStore // nil when the store keeps no sender domains
-	reporters reporterLister    // nil when the store lists no reporters
+	senders   store.SenderStore    // nil when the store keeps no sender domains
+	reporters store.ReporterLister // nil when the store lists no reporters
 	policy    Policy
 	bags      int // I-Match bags of an exact copy (ExactCopy)
 	now       func() time.Time
@@ -57,27 +57,6 @@ func (r *Reader) Timeline(ctx context.Context, id store.CampaignID) ([]store.Day
 		return nil, fmt.Errorf("campaign %d timeline: %w", id, err)
 	}
 	return days, nil
-}
-
-// Allow marks campaign id allowed (never acted on) or, with allow false,
-// active again, and returns its updated record. An unknown campaign gives
-// an error wrapping ErrNotFound and changes nothing.
-func (e *Engine) Allow(ctx context.Context, id store.CampaignID, allow bool) (*store.Campaign, error) {
-	if _, err := e.Reader.Get(ctx, id); err != nil {
-		return nil, err
-	}
-	state := store.StateAllowed
-	if !allow {
-		state = store.StateActive
-	}
-	if err := e.SetState(ctx, id, state); err != nil {
-		return nil, fmt.Errorf("set state of campaign %d: %w", id, err)
-	}
-	c, err := e.Reader.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // ExactCopy is what the policy would do with an exact copy of campaign c
@@ -218,13 +197,4 @@ func fill[T any](in []T, from, to time.Time, hour func(T) time.Time, zero func(t
 		}
 	}
 	return out
-}
-
-// newReader returns the read model over st; bags is the number of I-Match
-// bags an exact copy matches.
-func newReader(st store.Store, policy Policy, bags int, now func() time.Time, log *slog.Logger) *Reader {
-	r := &Reader{st: st, policy: policy, bags: bags, now: now, log: log}
-	r.senders, _ = st.(store.SenderStore)
-	r.reporters, _ = st.(reporterLister)
-	return r
 }

@@ -85,7 +85,7 @@ func TestQueryAllow(t *testing.T) {
 		{false, store.StateActive, false},
 	}
 	for _, tt := range tests {
-		c, err := f.eng.Allow(f.ctx, id, tt.allow)
+		c, err := f.eng.Ingester.Allow(f.ctx, id, tt.allow)
 		if err != nil || c.ID != id || c.State != tt.state {
 			t.Fatalf("Allow(%v): %+v %v", tt.allow, c, err)
 		}
@@ -94,7 +94,7 @@ func TestQueryAllow(t *testing.T) {
 			t.Errorf("after Allow(%v): %+v", tt.allow, v)
 		}
 	}
-	if _, err := f.eng.Allow(f.ctx, 999, true); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.eng.Ingester.Allow(f.ctx, 999, true); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Allow(999): %v, want ErrNotFound", err)
 	}
 }

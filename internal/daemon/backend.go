@@ -42,7 +42,7 @@ func (l *Local) Runtime() *Runtime { return l.rt }
 
 // Report reports one message.
 func (l *Local) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
-	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
+	o, err := l.rt.Engine.Ingester.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
 }
 
@@ -50,9 +50,9 @@ func (l *Local) Report(ctx context.Context, raw []byte, kind store.Kind, reporte
 // milter counts it.
 func (l *Local) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
 	if record {
-		return l.rt.Engine.Check(ctx, raw)
+		return l.rt.Engine.Checker.Check(ctx, raw)
 	}
-	return l.rt.Engine.Evaluate(ctx, raw)
+	return l.rt.Engine.Checker.Evaluate(ctx, raw)
 }
 
 // List lists a page of campaigns.
@@ -83,7 +83,7 @@ func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, er
 
 // Get returns one campaign in detail.
 func (l *Local) Get(ctx context.Context, id store.CampaignID) (api.Detail, error) {
-	return api.GetDetail(ctx, l.rt.Engine, id)
+	return api.GetDetail(ctx, l.rt.Engine.Reader, id)
 }
 
 // Delete deletes a campaign.
@@ -91,7 +91,7 @@ func (l *Local) Delete(ctx context.Context, id store.CampaignID) error {
 	if _, err := l.rt.Engine.Reader.Get(ctx, id); err != nil {
 		return err // names the campaign already
 	}
-	if err := l.rt.Engine.Delete(ctx, id); err != nil {
+	if err := l.rt.Engine.Ingester.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete campaign %d: %w", id, err)
 	}
 	return nil
@@ -99,7 +99,7 @@ func (l *Local) Delete(ctx context.Context, id store.CampaignID) error {
 
 // Allow marks a campaign allowed (undo: active again).
 func (l *Local) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
-	c, err := l.rt.Engine.Allow(ctx, id, !undo)
+	c, err := l.rt.Engine.Ingester.Allow(ctx, id, !undo)
 	if err != nil {
 		return api.Summary{}, err // names the campaign already
 	}
@@ -166,12 +166,12 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
 	if err == nil {
 		if cfg.Fleet.Enabled {
-			rt.Engine.SetReplicator(offlineFleet{})
+			offline(rt.Engine, offlineFleet{})
 		} else if seq, err := rt.Store.Applied(ctx); err == nil && seq > 0 {
 			// A fleet node's store opened with a standalone configuration
 			// (the daemon stopped, --config forgotten): a write would make
 			// it differ from the fleet's state.
-			rt.Engine.SetReplicator(offlineFleet{err: fmt.Errorf("%w (it applied the fleet's events up to %d)", ErrFleetStore, seq)})
+			offline(rt.Engine, offlineFleet{err: fmt.Errorf("%w (it applied the fleet's events up to %d)", ErrFleetStore, seq)})
 		}
 		return NewLocal(rt), nil
 	}

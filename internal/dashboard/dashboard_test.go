@@ -58,7 +58,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		o.Credentials = testCreds
 	}
 	o.Logger = slog.New(slog.NewTextHandler(f.log, nil))
-	f.h, err = New(f.eng, o)
+	f.h, err = New(f.eng.Reader, f.eng.Ingester, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 // report reports message raw as spam by reporter and returns its campaign.
 func (f *fixture) report(t *testing.T, raw []byte, kind store.Kind, reporter string) store.CampaignID {
 	t.Helper()
-	out, err := f.eng.Report(context.Background(), raw, kind, reporter)
+	out, err := f.eng.Ingester.Report(context.Background(), raw, kind, reporter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestUpdateEndsSessions(t *testing.T) {
 	admin, reader := f.client(t), f.client(t)
 	admin.login("", adminSecret)
 	reader.login("", readSecret)
-	f.h.Update(f.eng, testCreds[:1])
+	f.h.Update(f.eng.Reader, f.eng.Ingester, testCreds[:1])
 	if resp, _ := admin.get("/ui/"); resp.StatusCode != http.StatusOK {
 		t.Errorf("admin after update: %d", resp.StatusCode)
 	}
@@ -527,7 +527,7 @@ func TestPagesShowCampaigns(t *testing.T) {
 	spam := f.report(t, campaignMessage(t, 10, 0, "Luxury watches", "w@spam.example", ""), store.KindSpam, "r1")
 	f.report(t, campaignMessage(t, 10, 1, "Luxury watches", "w@spam.example", ""), store.KindSpam, "r2")
 	for i := range 3 {
-		if _, err := f.eng.Check(ctx, campaignMessage(t, 10, 10+i, "Luxury watches", "w@spam.example", "")); err != nil {
+		if _, err := f.eng.Checker.Check(ctx, campaignMessage(t, 10, 10+i, "Luxury watches", "w@spam.example", "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -789,13 +789,13 @@ func TestWatchShowsHamSenders(t *testing.T) {
 	ctx := context.Background()
 	id := f.report(t, campaignMessage(t, 20, 0, "Spring sale", "deals@mail.shop.example", ""), store.KindSpam, "r1")
 	for i := range 3 {
-		if v, err := f.eng.Check(ctx, campaignMessage(t, 20, 10+i, "Spring sale", "deals@mail.shop.example", "")); err != nil || v.Campaign != id {
+		if v, err := f.eng.Checker.Check(ctx, campaignMessage(t, 20, 10+i, "Spring sale", "deals@mail.shop.example", "")); err != nil || v.Campaign != id {
 			t.Fatalf("copy %d: %+v %v", i, v, err)
 		}
 	}
 	for i := range 25 {
 		raw := fmt.Appendf(nil, "From: orders@shop.example\r\nSubject: Order %d\r\n\r\nYour order %d has shipped.\r\n", i, i)
-		if v, err := f.eng.Check(ctx, raw); err != nil || v.Campaign != 0 {
+		if v, err := f.eng.Checker.Check(ctx, raw); err != nil || v.Campaign != 0 {
 			t.Fatalf("ham %d: %+v %v", i, v, err)
 		}
 	}

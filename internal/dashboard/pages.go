@@ -63,7 +63,7 @@ type row struct {
 	Verdict, Rule               string
 }
 
-func newRow(eng *campaign.Engine, c *store.Campaign) row {
+func newRow(eng *engine, c *store.Campaign) row {
 	d := eng.Reader.ExactCopy(c)
 	return row{
 		ID: c.ID, State: stateName(c.State),
@@ -308,7 +308,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 	d := campaignPage{
 		base: h.base(se, fmt.Sprintf("Campaign %d", id), ""), row: newRow(eng, c),
 		Subject: clean(c.SampleSubject, detailSubjectRunes, true), From: clean(c.SampleFrom, fromRunes, true),
-		Text: clean(c.SampleText, textRunes, false), Reputation: eng.Policy().Reputation(c),
+		Text: clean(c.SampleText, textRunes, false), Reputation: eng.Reader.Policy().Reputation(c),
 		Families: campaign.KeyFamilies(c.Keys), Keys: len(c.Keys), Sketches: len(c.Sketches),
 		MergedFrom: c.MergedFrom, Allowed: c.State == store.StateAllowed,
 	}
@@ -412,10 +412,10 @@ func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *sessi
 		var err error
 		switch do {
 		case "allow", "unallow":
-			_, err = eng.Allow(r.Context(), id, do == "allow")
+			_, err = eng.Ingester.Allow(r.Context(), id, do == "allow")
 		case "delete":
 			if _, err = eng.Reader.Get(r.Context(), id); err == nil {
-				err = eng.Delete(r.Context(), id)
+				err = eng.Ingester.Delete(r.Context(), id)
 			}
 		}
 		args := []any{"who", se.who, "credential", se.cred, "role", se.role.String(), "remote", r.RemoteAddr, "change", do, "campaign", uint64(id)}

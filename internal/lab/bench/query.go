@@ -113,7 +113,7 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 			if top == 0 {
 				return 0, errors.New("no ranked campaign to show")
 			}
-			d, err := api.GetDetail(ctx, eng, top)
+			d, err := api.GetDetail(ctx, eng.Reader, top)
 			return len(d.Hours), err
 		}},
 		{"false-positive watch", func() (int, error) {
