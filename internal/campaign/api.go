@@ -3,16 +3,21 @@
 // campaigns, decides with a cost-weighted policy whether to accept, tag,
 // quarantine or reject (a Verdict with its factors), and ingests junk and
 // not-junk reports into campaigns, one report, a batch or a stream on the
-// same path. The milter, the CLI and the HTTP API all call the same Engine.
+// same path. An Engine is three parts by job over one store: the
+// Checker (the milter's, and the checks of the CLI and the HTTP API), the
+// Ingester (reports and administrative changes) and the Reader (the read
+// model of the API, the dashboard and the CLI).
 //
-// A checked message goes Engine.CheckWith → check (pipeline.Sign, then
+// A checked message goes Checker.CheckWith → check (pipeline.Sign, then
 // decide: match looks its keys up in the store, Policy.decide picks the
 // action, store.RecordHit counts it, or store.RecordCheck a message that
-// matched nothing); a report goes Engine.Report → ReportBatch → apply
-// (pipeline.SignReport, prepare, store.ReportBatch). Campaign statistics
-// (query.go: List, Get, Timeline, Series, Now, FalsePositiveWatch, Stats)
-// are read from the store's indexes and counters, the one code path of the
-// API, the command line and the dashboard.
+// matched nothing); a report goes Ingester.Report → ReportBatch → apply
+// (pipeline.SignReport, prepare, store.ReportBatch), or, in a fleet, to
+// the Ingester's Writer, and back through Ingester.ApplyReports when the
+// fleet's stream orders it. Campaign statistics (Reader: List, Get,
+// Timeline, Series, Now, FalsePositiveWatch, Stats) are read from the
+// store's indexes and counters, the one code path of the API, the command
+// line and the dashboard.
 package campaign
 
 import (
@@ -68,7 +73,7 @@ type Options struct {
 	Expiry time.Duration
 	// CacheTTL is how long a decoded campaign record is reused by Check
 	// before it is read again from the store (reports and administrative
-	// changes made through the Engine invalidate it at once). Default 2s;
+	// changes made through the Ingester invalidate it at once). Default 2s;
 	// negative disables the cache.
 	CacheTTL time.Duration
 	// CacheSize bounds the number of cached campaign records. Default 4096.

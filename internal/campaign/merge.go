@@ -228,7 +228,7 @@ func mergeCandidates(matched []*candidate, report *andd.Sketch) []mergeCandidate
 // applyPlan makes the store input of a prepared report follow its plan:
 // the store joins plan.Target, merges only plan.Merge, and leaves keys
 // owned by other campaigns with their owner (store.ReportInput.Vetted).
-func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candidate) {
+func (e *Ingester) applyPlan(p *preparedReport, plan reportPlan, matched []*candidate) {
 	p.in.Vetted, p.in.Target, p.in.MayMerge = true, plan.Target, plan.Merge
 	p.plan = plan
 	switch {

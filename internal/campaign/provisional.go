@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nddmilter/nddmilter/internal/pipeline"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Provisional reports. A fleet node that takes a report while the
@@ -27,7 +26,7 @@ type provisionalBox struct{ p Provisional }
 
 // SetProvisional makes p the provisional reports Check consults (nil:
 // none).
-func (e *Engine) SetProvisional(p Provisional) {
+func (e *Checker) SetProvisional(p Provisional) {
 	if p == nil {
 		e.prov.Store(nil)
 		return
@@ -35,25 +34,15 @@ func (e *Engine) SetProvisional(p Provisional) {
 	e.prov.Store(&provisionalBox{p})
 }
 
-// Sibling returns an engine with e's signers, options and policy over
-// another store, without a replicator or provisional reports: where a
-// fleet node keeps its provisional reports (an in-memory store).
-func (e *Engine) Sibling(st store.Store) *Engine {
-	s := &Engine{st: st, imatch: e.imatch, andd: e.andd, threshold: e.threshold, qthresh: e.qthresh,
-		opts: e.opts, policy: e.policy, th: e.th, log: e.log, now: e.now, pipe: e.pipe}
-	s.senders, _ = st.(store.SenderStore)
-	return s
-}
-
 // DecideSigned is the verdict of an already-signed message, without
 // recording it (Evaluate of a pipeline.Message).
-func (e *Engine) DecideSigned(ctx context.Context, m *pipeline.Message, o CheckOptions) (Verdict, error) {
+func (e *Checker) DecideSigned(ctx context.Context, m *pipeline.Message, o CheckOptions) (Verdict, error) {
 	return e.decide(ctx, m, false, o)
 }
 
 // provisional replaces v, a verdict without a campaign, by the
 // provisional reports' verdict when one matches.
-func (e *Engine) provisional(ctx context.Context, m *pipeline.Message, o CheckOptions, v Verdict) Verdict {
+func (e *Checker) provisional(ctx context.Context, m *pipeline.Message, o CheckOptions, v Verdict) Verdict {
 	b := e.prov.Load()
 	if b == nil || v.Campaign != 0 || v.Skip != nil || v.Failed != "" {
 		return v

@@ -20,14 +20,14 @@ import (
 // Backend is where report, check and campaigns act: the store directly
 // (Local), or a running daemon's API (Remote).
 type Backend interface {
-	Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error)
+	Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error)
 	Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error)
 	List(ctx context.Context, q api.ListQuery) ([]api.Summary, error)
 	// Watch returns a page of the false-positive watch.
 	Watch(ctx context.Context, limit, offset int) ([]api.Watched, error)
-	Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error)
-	Delete(ctx context.Context, id campaign.CampaignID) error
-	Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error)
+	Get(ctx context.Context, id store.CampaignID) (api.Detail, error)
+	Delete(ctx context.Context, id store.CampaignID) error
+	Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error)
 	Close() error
 }
 
@@ -41,8 +41,8 @@ func NewLocal(rt *Runtime) *Local { return &Local{rt: rt} }
 func (l *Local) Runtime() *Runtime { return l.rt }
 
 // Report reports one message.
-func (l *Local) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (api.Outcome, error) {
-	o, err := l.rt.Engine.Report(ctx, raw, kind, reporter)
+func (l *Local) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (api.Outcome, error) {
+	o, err := l.rt.Engine.Ingester.Report(ctx, raw, kind, reporter)
 	return api.NewOutcome(kind, o), err
 }
 
@@ -50,14 +50,14 @@ func (l *Local) Report(ctx context.Context, raw []byte, kind campaign.Kind, repo
 // milter counts it.
 func (l *Local) Check(ctx context.Context, raw []byte, record bool) (campaign.Verdict, error) {
 	if record {
-		return l.rt.Engine.Check(ctx, raw)
+		return l.rt.Engine.Checker.Check(ctx, raw)
 	}
-	return l.rt.Engine.Evaluate(ctx, raw)
+	return l.rt.Engine.Checker.Evaluate(ctx, raw)
 }
 
 // List lists a page of campaigns.
 func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error) {
-	cs, err := l.rt.Engine.List(ctx, q.Query(time.Now()))
+	cs, err := l.rt.Engine.Reader.List(ctx, q.Query(time.Now()))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (l *Local) List(ctx context.Context, q api.ListQuery) ([]api.Summary, error
 
 // Watch returns a page of the false-positive watch.
 func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, error) {
-	ws, err := l.rt.Engine.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: limit, Offset: offset})
+	ws, err := l.rt.Engine.Reader.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: limit, Offset: offset})
 	if err != nil {
 		return nil, err
 	}
@@ -82,24 +82,24 @@ func (l *Local) Watch(ctx context.Context, limit, offset int) ([]api.Watched, er
 }
 
 // Get returns one campaign in detail.
-func (l *Local) Get(ctx context.Context, id campaign.CampaignID) (api.Detail, error) {
-	return api.GetDetail(ctx, l.rt.Engine, id)
+func (l *Local) Get(ctx context.Context, id store.CampaignID) (api.Detail, error) {
+	return api.GetDetail(ctx, l.rt.Engine.Reader, id)
 }
 
 // Delete deletes a campaign.
-func (l *Local) Delete(ctx context.Context, id campaign.CampaignID) error {
-	if _, err := l.rt.Engine.Get(ctx, id); err != nil {
+func (l *Local) Delete(ctx context.Context, id store.CampaignID) error {
+	if _, err := l.rt.Engine.Reader.Get(ctx, id); err != nil {
 		return err // names the campaign already
 	}
-	if err := l.rt.Engine.Delete(ctx, id); err != nil {
+	if err := l.rt.Engine.Ingester.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete campaign %d: %w", id, err)
 	}
 	return nil
 }
 
 // Allow marks a campaign allowed (undo: active again).
-func (l *Local) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (api.Summary, error) {
-	c, err := l.rt.Engine.Allow(ctx, id, !undo)
+func (l *Local) Allow(ctx context.Context, id store.CampaignID, undo bool) (api.Summary, error) {
+	c, err := l.rt.Engine.Ingester.Allow(ctx, id, !undo)
 	if err != nil {
 		return api.Summary{}, err // names the campaign already
 	}
@@ -166,12 +166,12 @@ func OpenBackend(ctx context.Context, o BackendOptions) (Backend, error) {
 	rt, err := OpenRuntime(cfg, NewLogger(cfg, o.LogOutput))
 	if err == nil {
 		if cfg.Fleet.Enabled {
-			rt.Engine.SetReplicator(offlineFleet{})
+			offline(rt.Engine, offlineFleet{})
 		} else if seq, err := rt.Store.Applied(ctx); err == nil && seq > 0 {
 			// A fleet node's store opened with a standalone configuration
 			// (the daemon stopped, --config forgotten): a write would make
 			// it differ from the fleet's state.
-			rt.Engine.SetReplicator(offlineFleet{err: fmt.Errorf("%w (it applied the fleet's events up to %d)", ErrFleetStore, seq)})
+			offline(rt.Engine, offlineFleet{err: fmt.Errorf("%w (it applied the fleet's events up to %d)", ErrFleetStore, seq)})
 		}
 		return NewLocal(rt), nil
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
 	"github.com/nddmilter/nddmilter/internal/store"
 	"github.com/nddmilter/nddmilter/internal/testutil"
@@ -110,7 +109,7 @@ func TestOpenBackendFleetStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := be0.Report(ctx, raw, campaign.KindSpam, "bob")
+			first, err := be0.Report(ctx, raw, store.KindSpam, "bob")
 			if err != nil || first.Campaign == 0 {
 				t.Fatalf("first report: %+v %v", first, err)
 			}
@@ -138,7 +137,7 @@ func TestOpenBackendFleetStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer be.Close()
-			_, err = be.Report(ctx, raw, campaign.KindSpam, "alice")
+			_, err = be.Report(ctx, raw, store.KindSpam, "alice")
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("report: %v, want %v", err, tt.want)
 			}

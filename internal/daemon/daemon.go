@@ -116,6 +116,27 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 	return o
 }
 
+// milterEngine is what the milter calls: the engine's Checker, and its
+// Ingester for the reports sent by mail (milter.Reporter).
+type milterEngine struct {
+	check  *campaign.Checker
+	ingest *campaign.Ingester
+}
+
+func newMilterEngine(eng *campaign.Engine) milterEngine {
+	return milterEngine{check: eng.Checker, ingest: eng.Ingester}
+}
+
+// CheckWith is the Checker's (milter.Checker).
+func (m milterEngine) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
+	return m.check.CheckWith(ctx, raw, o)
+}
+
+// ReportAttached is the Ingester's (milter.Reporter).
+func (m milterEngine) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, max int) (campaign.MailReport, error) {
+	return m.ingest.ReportAttached(ctx, raw, kind, reporter, max)
+}
+
 // tagThreshold is the campaign-spam probability above which the policy
 // acts (the upper end of its accept range), X-Spam-Status's required=.
 func tagThreshold(cfg *config.Config) float64 {
@@ -266,7 +287,7 @@ func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.Flee
 	if err != nil {
 		return nil, err
 	}
-	return dashboard.New(eng, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet,
+	return dashboard.New(eng.Reader, eng.Ingester, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet,
 		SessionTTL: cfg.HTTP.Dashboard.SessionTTL.D(), SecureCookie: cfg.HTTP.Dashboard.SecureCookie})
 }
 
@@ -279,9 +300,9 @@ type daemon struct {
 	met     *metrics.Metrics
 	srv     *milter.Server
 	apiH    *apiSwitch
-	sockH   *apiSwitch                      // the report socket's handler (api.socket)
-	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
-	dash    *dashboard.Handler              // nil when disabled
+	sockH   *apiSwitch                        // the report socket's handler (api.socket)
+	ingest  atomic.Pointer[campaign.Ingester] // the current engine's, for the spool's goroutine
+	dash    *dashboard.Handler                // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
@@ -357,15 +378,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm,
 		limiter: campaign.NewReporterLimiter(cfg.Reports.ReporterLimit.Campaign(), nil)}
-	rt.Engine.SetReporterLimiter(d.limiter)
+	rt.Engine.Ingester.SetReporterLimiter(d.limiter)
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	if fm != nil {
 		d.met.Registry.MustRegister(fm.node.Collector())
 	}
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
-	d.eng.Store(rt.Engine)
-	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
+	d.ingest.Store(rt.Engine.Ingester)
+	d.srv, err = milter.New(newMilterEngine(rt.Engine), milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
 	}
@@ -398,7 +419,7 @@ func Run(ctx context.Context, o Options) error {
 		defer stop()
 	}
 	if cfg.API.Socket != "" {
-		sh, err := newSocketHandler(cfg, rt.Engine, log)
+		sh, err := newSocketHandler(cfg, rt.Engine.Ingester, log)
 		if err != nil {
 			ln.Close()
 			return err
@@ -629,7 +650,7 @@ func (d *daemon) reload() {
 		fail(err)
 		return
 	}
-	eng.SetReporterLimiter(d.limiter)
+	eng.Ingester.SetReporterLimiter(d.limiter)
 	h, err := d.newAPIHandler(cfg, eng)
 	if err != nil {
 		fail(err)
@@ -637,7 +658,7 @@ func (d *daemon) reload() {
 	}
 	var sh http.Handler
 	if cfg.API.Socket != "" {
-		if sh, err = newSocketHandler(cfg, eng, log); err != nil {
+		if sh, err = newSocketHandler(cfg, eng.Ingester, log); err != nil {
 			fail(err)
 			return
 		}
@@ -650,10 +671,10 @@ func (d *daemon) reload() {
 		}
 	}
 	if d.fleet != nil {
-		d.fleet.node.SetEngine(eng)
+		wireFleet(eng, d.fleet.node)
 		d.fleet.node.SetSettings(FleetSettings(cfg, vers))
 	}
-	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
+	if err := d.srv.Update(newMilterEngine(eng), milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
@@ -661,10 +682,10 @@ func (d *daemon) reload() {
 	if sh != nil {
 		d.sockH.set(sh)
 	}
-	d.eng.Store(eng)
+	d.ingest.Store(eng.Ingester)
 	d.limiter.SetLimit(cfg.Reports.ReporterLimit.Campaign())
 	if d.dash != nil {
-		d.dash.Update(eng, creds)
+		d.dash.Update(eng.Reader, eng.Ingester, creds)
 	}
 	d.cfg = cfg
 	d.rt.Engine = eng

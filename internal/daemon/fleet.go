@@ -199,6 +199,9 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 	}
 	opts.Settings = FleetSettings(cfg, rt.Versions)
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if err == nil {
+		wireFleet(rt.Engine, f.node)
+	}
 	if !errors.Is(err, fleet.ErrBehind) {
 		return rt, err
 	}
@@ -230,7 +233,22 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 		}
 	}
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if err == nil {
+		wireFleet(rt.Engine, f.node)
+	}
 	return rt, err
+}
+
+// wireFleet makes node the write target of eng (the daemon's choice,
+// made when it wires an engine): eng's Ingester hands its writes to the
+// node, which publishes them and applies the fleet's stream through eng;
+// eng's Checker counts its hits through the node and consults the
+// node's provisional reports.
+func wireFleet(eng *campaign.Engine, node *fleet.Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }
 
 // expireLoop publishes an expiry decision every store.expire_interval
@@ -244,7 +262,7 @@ func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt fu
 			return
 		case <-t.C:
 		}
-		if _, err := rt().Engine.Expire(ctx); err != nil {
+		if _, err := rt().Engine.Ingester.Expire(ctx); err != nil {
 			f.log.Warn("fleet: expiry decision not published", "err", err)
 		}
 	}
@@ -386,8 +404,8 @@ var ErrFleetOffline = errors.New("this store belongs to a fleet node (fleet.enab
 var ErrFleetStore = errors.New("this store holds a fleet node's campaign state but the configuration is standalone (fleet.enabled false): " +
 	"pass the node's configuration (--config) and go through its running daemon, or --api; a change made in the store alone would make it differ from the fleet's")
 
-// offlineFleet is the replicator of an engine over a fleet node's store
-// opened without its daemon: it refuses writes (with ErrFleetOffline, or
+// offlineFleet is the write target (campaign.Writer, campaign.HitCounter)
+// of an engine over a fleet node's store opened without its daemon: it refuses writes (with ErrFleetOffline, or
 // err) and drops hits, so that the store never diverges from the fleet's.
 type offlineFleet struct{ err error }
 
@@ -407,3 +425,9 @@ func (f offlineFleet) SetState(context.Context, store.CampaignID, store.State) e
 func (f offlineFleet) Delete(context.Context, store.CampaignID) error { return f.refuse() }
 func (f offlineFleet) Expire(context.Context, time.Time) error        { return f.refuse() }
 func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)    {}
+
+// offline makes f the write target of eng.
+func offline(eng *campaign.Engine, f offlineFleet) {
+	eng.Ingester.SetWriter(f)
+	eng.Checker.SetHitCounter(f)
+}

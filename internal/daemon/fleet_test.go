@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"net/http"
 	"os"
@@ -92,7 +93,7 @@ fleet:
 	c := &api.Client{BaseURL: base, Token: "s3cret-0123456789"}
 	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
 		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
-	o, err := c.Report(ctx, raw, campaign.KindSpam, "alice")
+	o, err := c.Report(ctx, raw, store.KindSpam, "alice")
 	if err != nil || o.Replication != campaign.Replicated || !o.Created {
 		t.Fatalf("report: %+v %v", o, err)
 	}
@@ -376,10 +377,10 @@ fleet:
 	// created once the servers elected a meta leader), and returns its
 	// campaign as h checks it (a report's answer may name none: replicated
 	// but not applied within the node's apply timeout, on a busy machine).
-	report := func(h *host, raw []byte, who string) campaign.CampaignID {
+	report := func(h *host, raw []byte, who string) store.CampaignID {
 		t.Helper()
 		for {
-			o, err := client(h).Report(ctx, raw, campaign.KindSpam, who)
+			o, err := client(h).Report(ctx, raw, store.KindSpam, who)
 			if err == nil && o.Replication == campaign.Replicated {
 				break
 			}

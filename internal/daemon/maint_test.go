@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
@@ -82,7 +81,7 @@ func TestOnlineMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		if _, err := be.Report(ctx, spamText(i), campaign.KindSpam, fmt.Sprint("r", i)); err != nil {
+		if _, err := be.Report(ctx, spamText(i), store.KindSpam, fmt.Sprint("r", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +104,7 @@ func TestOnlineMaintenance(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := be.Report(ctx, spamText(i), campaign.KindSpam, "late"); err != nil {
+			if _, err := be.Report(ctx, spamText(i), store.KindSpam, "late"); err != nil {
 				fed <- err
 				return
 			}

@@ -191,7 +191,7 @@ var files embed.FS
 // on reload; sessions whose credential still holds stay logged in.
 type Handler struct {
 	opts     Options
-	eng      atomic.Pointer[campaign.Engine]
+	eng      atomic.Pointer[engine]
 	creds    atomic.Pointer[[]hashedCred]
 	sessions *sessions
 	limit    *limiter
@@ -201,8 +201,16 @@ type Handler struct {
 	mux      *http.ServeMux
 }
 
-// New returns the dashboard over eng. Mount it at Prefix.
-func New(eng *campaign.Engine, o Options) (*Handler, error) {
+// engine is what the dashboard works on: the campaign engine's read
+// model, and its ingester for an administrator's allow and delete.
+type engine struct {
+	Reader   *campaign.Reader
+	Ingester *campaign.Ingester
+}
+
+// New returns the dashboard over the read model r, with ing taking the
+// administrators' changes. Mount it at Prefix.
+func New(r *campaign.Reader, ing *campaign.Ingester, o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -244,16 +252,17 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 		css:      css,
 		mux:      http.NewServeMux(),
 	}
-	h.Update(eng, o.Credentials)
+	h.Update(r, ing, o.Credentials)
 	h.routes()
 	return h, nil
 }
 
-// Update serves eng from now on and accepts creds for new logins; the
-// sessions of credentials no longer accepted (or with another role) end.
-func (h *Handler) Update(eng *campaign.Engine, creds []Credential) {
+// Update serves r and ing from now on and accepts creds for new logins;
+// the sessions of credentials no longer accepted (or with another role)
+// end.
+func (h *Handler) Update(r *campaign.Reader, ing *campaign.Ingester, creds []Credential) {
 	hc := hashCreds(creds)
-	h.eng.Store(eng)
+	h.eng.Store(&engine{Reader: r, Ingester: ing})
 	h.creds.Store(&hc)
 	h.sessions.keep(hc)
 }

@@ -360,22 +360,20 @@ func (n *Node) applyEvent(seq uint64, ev *event) error {
 	// Not n.ctx: an event is applied whole even while the node stops.
 	// Report events apply in rounds (applyReports), the others in one
 	// transaction or idempotently.
-	ctx := campaign.Applying(context.Background(), ev.Time)
-	if ev.Type != evReport {
-		ctx = store.WithApplied(ctx, seq)
-	}
+	ctx := context.Background()
+	o := campaign.ApplyOptions{Seq: seq, Time: ev.Time}
 	var res applyResult
 	switch ev.Type {
 	case evReport:
-		res, err = n.applyReports(ctx, seq, ev, resume)
+		res, err = n.applyReports(ctx, o, ev, resume)
 	case evState:
-		err = n.engine().SetState(ctx, ev.Campaign, ev.State)
+		err = n.engine().Ingester.ApplyState(ctx, o, ev.Campaign, ev.State)
 	case evDelete:
-		err = n.engine().Delete(ctx, ev.Campaign)
+		err = n.engine().Ingester.ApplyDelete(ctx, o, ev.Campaign)
 	case evExpire:
-		_, err = n.engine().ExpireBefore(ctx, ev.Cutoff)
+		_, err = n.engine().Ingester.ApplyExpiry(ctx, o, ev.Cutoff)
 	case evHits:
-		err = n.engine().ApplyHits(ctx, ev.Hits)
+		err = n.engine().Ingester.ApplyHits(ctx, o, ev.Hits)
 	default:
 		n.log.Warn("fleet: skipping an event of unknown type", "seq", seq, "type", ev.Type)
 	}
@@ -417,7 +415,8 @@ func (n *Node) applyEvent(seq uint64, ev *event) error {
 // (resume: where it stopped) with the result of an uninterrupted run. A
 // report that fails (the same way on every node) is left out and the
 // rest applied.
-func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *store.Progress) (applyResult, error) {
+func (n *Node) applyReports(ctx context.Context, applied campaign.ApplyOptions, ev *event, resume *store.Progress) (applyResult, error) {
+	seq := applied.Seq
 	reqs := make([]campaign.ReportRequest, len(ev.Reports))
 	for i, r := range ev.Reports {
 		reqs[i] = campaign.ReportRequest{Evidence: r.Evidence, Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
@@ -433,11 +432,11 @@ func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *
 		round.Progress = *resume
 		n.log.Info("fleet: resuming a report event applied in part", "seq", seq, "step", resume.Step, "of", len(reqs))
 	}
-	ctx = store.WithRound(ctx, round)
+	applied.Round = round
 	res := applyResult{outs: make([]campaign.ReportOutcome, len(reqs)), errs: make([]error, len(reqs))}
 	for step := round.Step; step < len(reqs); {
 		round.Step = step
-		got, err := n.engine().ReportBatch(ctx, reqs[step:])
+		got, err := n.engine().Ingester.ApplyReports(ctx, applied, reqs[step:])
 		copy(res.outs[step:], got)
 		step += len(got)
 		if err == nil {

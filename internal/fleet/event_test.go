@@ -259,7 +259,7 @@ func TestReporterIDsHashed(t *testing.T) {
 	// The same reporter by id (an event of version 3, a node not yet
 	// upgraded) joins as the same reporter on every node.
 	old := &event{ID: newEventID("mx1"), V: 3, Type: evReport, Node: "mx0", Time: f.clock.Now()}
-	evs, err := n.engine().Evidence(ctx, []campaign.ReportRequest{{Raw: copyOf(t, 0, 2), Kind: store.KindSpam}})
+	evs, err := n.engine().Ingester.Evidence(ctx, []campaign.ReportRequest{{Raw: copyOf(t, 0, 2), Kind: store.KindSpam}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -271,7 +271,9 @@ type Node struct {
 }
 
 // Start connects the node and starts applying the stream from the store's
-// applied sequence, and sets itself as eng's replicator. NATS being down
+// applied sequence through eng. The caller makes the node eng's Writer
+// and HitCounter, and gives its Checker the node's Provisional reports
+// (the daemon does when it wires the engine). NATS being down
 // is not an error: the node keeps trying, checks answer from the local
 // store and reports queue in the outbox. The caller closes the node
 // (Close) before the store.
@@ -317,7 +319,6 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 			}
 		}
 	}
-	eng.SetProvisional(n.prov)
 	n.nc, err = connect(opts, n.log)
 	if err != nil {
 		return nil, err
@@ -337,7 +338,6 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		}
 		n.log.Warn("fleet: stream not reachable yet, reports queue locally", "err", err)
 	}
-	eng.SetReplicator(n)
 	n.wg.Add(6)
 	go n.batchLoop()
 	go n.applyLoop()
@@ -459,13 +459,19 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	return nil
 }
 
-// SetEngine makes eng the engine the node applies the stream through and
-// takes the writes of (the daemon's reload builds a new engine).
+// SetEngine makes eng the engine the node applies the stream through,
+// signs its reports' evidence with and keeps its provisional reports
+// with (the daemon's reload builds a new engine). The daemon also gives
+// eng's Ingester the node as its Writer, and its Checker the node as its
+// HitCounter and the node's provisional reports (Provisional).
 func (n *Node) SetEngine(eng *campaign.Engine) {
-	eng.SetReplicator(n)
-	eng.SetProvisional(n.prov)
 	n.eng.Store(eng)
 }
+
+// Provisional is the node's queued reports, which protect this host
+// until the fleet's stream orders them (provisional.go): the engine's
+// Checker consults them (campaign.Checker.SetProvisional).
+func (n *Node) Provisional() campaign.Provisional { return n.prov }
 
 func (n *Node) engine() *campaign.Engine { return n.eng.Load() }
 

@@ -135,7 +135,16 @@ func (f *testFleet) startMember(i int, dir string) *member {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	wire(eng, node)
 	return &member{dir: dir, st: st, eng: eng, node: node}
+}
+
+// wire makes node eng's write target, as the daemon does.
+func wire(eng *campaign.Engine, node *Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }
 
 func (m *member) stop() {
@@ -177,7 +186,7 @@ func newTestFleet(t *testing.T) *testFleet {
 
 func (f *testFleet) report(i int, raw []byte, kind store.Kind, who string) campaign.ReportOutcome {
 	f.t.Helper()
-	o, err := f.members[i].eng.Report(context.Background(), raw, kind, who)
+	o, err := f.members[i].eng.Ingester.Report(context.Background(), raw, kind, who)
 	if err != nil {
 		f.t.Fatalf("report on mx%d: %v", i, err)
 	}
@@ -186,7 +195,7 @@ func (f *testFleet) report(i int, raw []byte, kind store.Kind, who string) campa
 
 func (f *testFleet) check(i int, raw []byte) campaign.Verdict {
 	f.t.Helper()
-	v, err := f.members[i].eng.Check(context.Background(), raw)
+	v, err := f.members[i].eng.Checker.Check(context.Background(), raw)
 	if err != nil {
 		f.t.Fatalf("check on mx%d: %v", i, err)
 	}
@@ -292,7 +301,7 @@ func TestFleet(t *testing.T) {
 				{Raw: copyOf(t, 1, uint64(10+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("w", i)},
 				{Raw: copyOf(t, 2, uint64(20+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("l", i)},
 			}
-			outs, err := f.members[i].eng.ReportBatch(ctx, reqs)
+			outs, err := f.members[i].eng.Ingester.ReportBatch(ctx, reqs)
 			if err != nil || len(outs) != 2 {
 				t.Errorf("batch on mx%d: %v %v", i, outs, err)
 			}
@@ -319,13 +328,13 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	// Allow on one node, delete on another.
-	if err := f.members[0].eng.SetState(ctx, watch, store.StateAllowed); err != nil {
+	if err := f.members[0].eng.Ingester.SetState(ctx, watch, store.StateAllowed); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.members[1].eng.Delete(ctx, lose); err != nil {
+	if err := f.members[1].eng.Ingester.Delete(ctx, lose); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.members[2].eng.Delete(ctx, lose); !errors.Is(err, store.ErrNotFound) {
+	if err := f.members[2].eng.Ingester.Delete(ctx, lose); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete of a deleted campaign: %v", err)
 	}
 	// Hits counted on every node add up everywhere.
@@ -351,7 +360,7 @@ func TestFleet(t *testing.T) {
 	f.clock.Add(20 * 24 * time.Hour)
 	late := f.report(2, base(2), store.KindSpam, "late")
 	f.clock.Add(15 * 24 * time.Hour)
-	if _, err := f.members[1].eng.Expire(ctx); err != nil {
+	if _, err := f.members[1].eng.Ingester.Expire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.requireEqualHashes("expiry")
@@ -687,7 +696,7 @@ func TestConcurrentReportsShareEvents(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			outs[i], errs[i] = n.eng.Report(ctx, msgs[i], store.KindSpam, fmt.Sprintf("user%d", i))
+			outs[i], errs[i] = n.eng.Ingester.Report(ctx, msgs[i], store.KindSpam, fmt.Sprintf("user%d", i))
 		}()
 	}
 	close(start)
@@ -735,7 +744,7 @@ func TestBatcherQueues(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = f.members[0].eng.Report(ctx, copyOf(t, i%len(texts), uint64(200+i)), store.KindSpam, fmt.Sprintf("q%d", i))
+			outs[i], errs[i] = f.members[0].eng.Ingester.Report(ctx, copyOf(t, i%len(texts), uint64(200+i)), store.KindSpam, fmt.Sprintf("q%d", i))
 		}()
 	}
 	wg.Wait()
@@ -752,7 +761,7 @@ func TestBatcherQueues(t *testing.T) {
 	// still go to the outbox.
 	m := f.members[2]
 	m.node.Close()
-	o, err := m.eng.Report(ctx, copyOf(t, 0, 300), store.KindSpam, "late")
+	o, err := m.eng.Ingester.Report(ctx, copyOf(t, 0, 300), store.KindSpam, "late")
 	if err != nil || o.Replication != campaign.Queued {
 		t.Fatalf("report through a closed node: %+v %v", o, err)
 	}
@@ -1159,6 +1168,7 @@ func TestNameClash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wire(eng, twin)
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -1181,7 +1191,7 @@ func TestNameClash(t *testing.T) {
 		t.Errorf("mx1 warns of a clash: %q", w)
 	}
 	// A report through the twin reaches every node.
-	out, err := twin.engine().Report(ctx, copyOf(t, 2, 50), store.KindSpam, "erin")
+	out, err := twin.engine().Ingester.Report(ctx, copyOf(t, 2, 50), store.KindSpam, "erin")
 	if err != nil || out.Campaign == 0 {
 		t.Fatalf("report through the twin: %+v %v", out, err)
 	}
@@ -1214,6 +1224,7 @@ func TestStreamSettingsChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wire(eng, odd)
 	defer odd.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for !odd.isReady() {

@@ -93,7 +93,7 @@ func FuzzApplyEvent(f *testing.F) {
 		f.Add(mustEncode(f, e))
 	}
 	// Version 3 envelopes of real evidence, whole and cut short.
-	evs, err := offlineNode(f, time.Now).engine().Evidence(context.Background(),
+	evs, err := offlineNode(f, time.Now).engine().Ingester.Evidence(context.Background(),
 		[]campaign.ReportRequest{{Raw: copyOf(f, 2, 4), Kind: store.KindSpam}, {Raw: base(0), Kind: store.KindHam}})
 	if err != nil {
 		f.Fatal(err)

@@ -91,7 +91,7 @@ func (p *provisional) rebuild(base *campaign.Engine) {
 		p.log.Warn("fleet: provisional reports", "err", err)
 		return
 	}
-	eng := base.Sibling(st)
+	eng := campaign.Sibling(base, st)
 	var reqs []campaign.ReportRequest
 	for _, id := range p.order {
 		for _, r := range p.events[id] {
@@ -104,7 +104,7 @@ func (p *provisional) rebuild(base *campaign.Engine) {
 	}
 	// One at a time: a report that fails leaves the others in.
 	for _, r := range reqs {
-		if _, err := eng.ReportBatch(context.Background(), []campaign.ReportRequest{r}); err != nil {
+		if _, err := eng.Ingester.ReportBatch(context.Background(), []campaign.ReportRequest{r}); err != nil {
 			p.log.Debug("fleet: a provisional report not taken", "err", err)
 		}
 	}
@@ -118,7 +118,7 @@ func (p *provisional) Verdict(ctx context.Context, m *pipeline.Message, o campai
 	if p.eng == nil {
 		return campaign.Verdict{}, false
 	}
-	v, err := p.eng.DecideSigned(ctx, m, o)
+	v, err := p.eng.Checker.DecideSigned(ctx, m, o)
 	if err != nil || v.Campaign == 0 {
 		return campaign.Verdict{}, false
 	}

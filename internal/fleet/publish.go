@@ -32,12 +32,12 @@ const eventBudget = 0.75
 // campaign yet). The reports are signed here, once (every node ingests
 // their evidence), then handed to the batcher, which carries them in as
 // few events as fit in NATS messages, shared with the reports of
-// concurrent calls (batch.go). It implements campaign.Replicator.
+// concurrent calls (batch.go). It implements campaign.Writer.
 func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
 	limit := n.eventLimit()
 	// A report that cannot be signed, or is too large for an event, stops
 	// the batch there (a *campaign.BatchError).
-	evs, stopErr := n.engine().Evidence(ctx, reqs)
+	evs, stopErr := n.engine().Ingester.Evidence(ctx, reqs)
 	reports := make([]eventReport, 0, len(evs))
 	sizes := make([]int64, 0, len(evs))
 	for j, e := range evs {
@@ -73,7 +73,7 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 }
 
 // SetState publishes a campaign's new state and waits for its local
-// application. It implements campaign.Replicator.
+// application. It implements campaign.Writer.
 func (n *Node) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
 	ev := n.newEvent(evState)
 	ev.Campaign, ev.State = id, s
@@ -81,7 +81,7 @@ func (n *Node) SetState(ctx context.Context, id store.CampaignID, s store.State)
 }
 
 // Delete publishes a campaign's deletion and waits for its local
-// application. It implements campaign.Replicator.
+// application. It implements campaign.Writer.
 func (n *Node) Delete(ctx context.Context, id store.CampaignID) error {
 	ev := n.newEvent(evDelete)
 	ev.Campaign = id

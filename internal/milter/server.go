@@ -31,7 +31,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/metrics"
 )
 
-// Checker decides on a raw message; *campaign.Engine implements it. The
+// Checker decides on a raw message; *campaign.Checker implements it. The
 // options carry the cap of the message's recipients (Options.Overrides),
 // which the checker applies and explains in the verdict's rule.
 type Checker interface {

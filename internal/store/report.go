@@ -196,7 +196,7 @@ func prefetchReports(w *wtx, ins []ReportInput) error {
 	return w.prefetchIndex(pre)
 }
 
-// reportRound is ReportBatch in a round of a report event (WithRound):
+// reportRound is ReportBatch in a round of a report event (ForRound):
 // it finishes the merge the event began, if any, or else commits one
 // transaction of reports — or, when the first report needs to merge a
 // campaign too large for one transaction, merges it in several

@@ -55,7 +55,7 @@ func applyRounds(ctx context.Context, s *Badger, seq uint64, p Progress, ins []R
 		p = Progress{Seq: seq, Partial: true}
 	}
 	r := &Round{Progress: p, Total: len(ins)}
-	rctx := WithRound(ctx, r)
+	rw := s.ForRound(r)
 	rounds := 0
 	for r.Partial {
 		rounds++
@@ -67,7 +67,7 @@ func applyRounds(ctx context.Context, s *Badger, seq uint64, p Progress, ins []R
 		for i := range rest {
 			r.Next[i] = r.Step + i + 1
 		}
-		if _, err := s.ReportBatch(rctx, rest); err != nil && !errors.Is(err, ErrRoundAgain) {
+		if _, err := rw.ReportBatch(ctx, rest); err != nil && !errors.Is(err, ErrRoundAgain) {
 			return rounds, err
 		}
 	}

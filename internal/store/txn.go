@@ -33,7 +33,7 @@ type wtx struct {
 	// fw adds index keys to the index filter before the commit.
 	fw filterWriter
 	// applied is the fleet stream event whose effect this transaction
-	// writes (nil: none, see WithApplied); newIDs counts the campaign ids
+	// writes (nil: none, see ForEvent); newIDs counts the campaign ids
 	// made from it so far, in this and the event's earlier transactions.
 	applied *appliedMark
 	newIDs  int

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/fleet"
@@ -226,6 +227,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		wireFleet(n.eng, n.node)
 	}
 	// The stream is ready once a first report is replicated.
 	v, err := newVocab()
@@ -235,7 +237,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	tmpl := v.templates(o.Latency + o.Reports + 1)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		oc, err := nodes[0].eng.Report(ctx, tmpl[0], campaign.KindSpam, "warmup")
+		oc, err := nodes[0].eng.Ingester.Report(ctx, tmpl[0], store.KindSpam, "warmup")
 		if err == nil && oc.Replication == campaign.Replicated {
 			// Measured from when every node applies the stream.
 			seq, _ := store.EventOf(oc.Campaign)
@@ -273,7 +275,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	for i := 0; i < o.Latency; i++ {
 		from := i % 3
 		start := time.Now()
-		oc, err := nodes[from].eng.Report(ctx, tmpl[1+i], campaign.KindSpam, "lat")
+		oc, err := nodes[from].eng.Ingester.Report(ctx, tmpl[1+i], store.KindSpam, "lat")
 		if err != nil {
 			return err
 		}
@@ -327,9 +329,9 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 			for b := g * o.Batch; b < len(reqs); b += 3 * o.Senders * o.Batch {
 				batch := make([]campaign.ReportRequest, 0, o.Batch)
 				for _, raw := range reqs[b:min(b+o.Batch, len(reqs))] {
-					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: campaign.KindSpam, Reporter: fmt.Sprint("tp", w)})
+					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: store.KindSpam, Reporter: fmt.Sprint("tp", w)})
 				}
-				outs, err := nodes[w].eng.ReportBatch(ctx, batch)
+				outs, err := nodes[w].eng.Ingester.ReportBatch(ctx, batch)
 				if err != nil {
 					errs[g] = err
 					return
@@ -500,6 +502,7 @@ func catchUp(ctx context.Context, out io.Writer, dir, url string, keys *benchKey
 	if err != nil {
 		return err
 	}
+	wireFleet(eng, node)
 	defer node.Close()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -564,7 +567,7 @@ func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g i
 			var lat []time.Duration
 			for i := w; time.Now().Before(stop); i++ {
 				t := time.Now()
-				if _, err := eng.Check(ctx, msgs[i%len(msgs)]); err != nil {
+				if _, err := eng.Checker.Check(ctx, msgs[i%len(msgs)]); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
@@ -625,4 +628,14 @@ func (k *benchKeys) nats(name string) []nats.Option {
 	kp := k.kp[name]
 	pub, _ := kp.PublicKey()
 	return []nats.Option{nats.Nkey(pub, kp.Sign)}
+}
+
+// wireFleet makes node the write target of eng, as the daemon wires a
+// fleet node's engine: eng's Ingester hands its writes to the node, its
+// Checker counts hits through it and consults its provisional reports.
+func wireFleet(eng *campaign.Engine, node *fleet.Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }

@@ -90,7 +90,7 @@ func fillMilterStore(ctx context.Context, cfg *config.Config, log *slog.Logger, 
 			if err != nil {
 				return err
 			}
-			if _, err := rt.Engine.Report(ctx, m.raw(), store.KindSpam, user+"@example.org"); err != nil {
+			if _, err := rt.Engine.Ingester.Report(ctx, m.raw(), store.KindSpam, user+"@example.org"); err != nil {
 				return fmt.Errorf("bench milter: report: %w", err)
 			}
 		}

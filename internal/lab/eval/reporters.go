@@ -85,7 +85,7 @@ func RunReporters(ctx context.Context, c *Corpus, opts ReportersOptions) (*Repor
 			if c.Docs[i].Class != Spam {
 				continue
 			}
-			if _, err := eng.Report(ctx, c.Docs[i].Raw, store.KindSpam, fmt.Sprintf("u%d@eval.example", r+1)); err != nil {
+			if _, err := eng.Ingester.Report(ctx, c.Docs[i].Raw, store.KindSpam, fmt.Sprintf("u%d@eval.example", r+1)); err != nil {
 				return nil, fmt.Errorf("report %s: %w", c.Docs[i].Path, err)
 			}
 		}
@@ -95,7 +95,7 @@ func RunReporters(ctx context.Context, c *Corpus, opts ReportersOptions) (*Repor
 	var mu sync.Mutex
 	var firstErr error
 	parallel(len(c.Docs), ao.Workers, func(i int) {
-		v, err := eng.Evaluate(ctx, c.Docs[i].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[i].Raw)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {
