@@ -202,3 +202,7 @@ func idHash(id string) [8]byte {
 
 // userHash is the 8-byte hash of a mailbox user in a job's id.
 func userHash(u string) [8]byte { return idHash(strings.ToLower(u)) }
+
+// DefaultMaxRcpts is the default of Options.MaxRcpts: the recipients kept
+// per entry.
+const DefaultMaxRcpts = 100

@@ -59,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.MaxRcpts <= 0 {
-		o.MaxRcpts = 100
+		o.MaxRcpts = DefaultMaxRcpts
 	}
 	if o.MaxEvidence <= 0 {
 		o.MaxEvidence = 64 << 10

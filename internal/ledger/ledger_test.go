@@ -147,7 +147,7 @@ func TestHostileDeliveries(t *testing.T) {
 		l.Record(c.d)
 	}
 	l.Record(Delivery{MessageID: "big@c", Evidence: make([]byte, 101)}) // evidence over the bound
-	l.Record(Delivery{MessageID: "none@c"})                              // no evidence
+	l.Record(Delivery{MessageID: "none@c"})                             // no evidence
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
