@@ -49,10 +49,10 @@ type session struct {
 	// set); kept, the evidence the ledger keeps if the message passes.
 	ledgerRcpts []string
 	kept        kept
-	subject   string   // the first Subject (for milter.subject_tag)
-	subjects  int      // Subject headers seen
-	spamFlags int      // X-Spam-Flag headers seen
-	spamStats int      // X-Spam-Status headers seen
+	subject     string // the first Subject (for milter.subject_tag)
+	subjects    int    // Subject headers seen
+	spamFlags   int    // X-Spam-Flag headers seen
+	spamStats   int    // X-Spam-Status headers seen
 	// Reports by mail (report.go): the SASL login (macro {auth_authen})
 	// and the recipients that are spam or ham report addresses, or not.
 	auth                            string
