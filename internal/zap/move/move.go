@@ -142,3 +142,6 @@ func ParseMessageID(v string) string {
 
 // ErrConfig is wrapped by the backends' errors about their settings.
 var ErrConfig = errors.New("zap backend: configuration")
+
+// String is the outcome's name.
+func (o Outcome) String() string { return string(o) }
