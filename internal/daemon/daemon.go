@@ -239,6 +239,7 @@ type daemon struct {
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
+	zap     *zapper      // nil when zero-hour purge is off
 }
 
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
@@ -310,7 +311,11 @@ func Run(ctx context.Context, o Options) error {
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
 	d.eng.Store(rt.Engine)
-	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
+	if err := d.startZap(cfg); err != nil {
+		return err
+	}
+	defer d.stopZap() // after the milter drained, before the store closes
+	d.srv, err = milter.New(rt.Engine, d.milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
 	}
@@ -559,6 +564,7 @@ func (d *daemon) reload() {
 		return
 	}
 	keepRestartSettings(cfg, old, log)
+	keepZapSettings(cfg, old, log)
 	eng, vers, err := buildEngine(cfg, d.rt.Store, log)
 	if err != nil {
 		fail(err)
@@ -587,7 +593,7 @@ func (d *daemon) reload() {
 		d.fleet.node.SetEngine(eng)
 		d.fleet.node.SetSettings(FleetSettings(cfg, vers))
 	}
-	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
+	if err := d.srv.Update(eng, d.milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
