@@ -24,6 +24,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -130,6 +131,12 @@ func newMilterEngine(eng *campaign.Engine) milterEngine {
 // CheckWith is the Checker's (milter.Checker).
 func (m milterEngine) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
 	return m.check.CheckWith(ctx, raw, o)
+}
+
+// CheckEvidence is the Checker's (milter.EvidenceChecker: the delivery
+// ledger of zero-hour purge).
+func (m milterEngine) CheckEvidence(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, *pipeline.Message, error) {
+	return m.check.CheckEvidence(ctx, raw, o)
 }
 
 // ReportAttached is the Ingester's (milter.Reporter).
@@ -309,6 +316,8 @@ type daemon struct {
 	// limiter bounds each reporter's reports (reports.reporter_limit),
 	// across reloads: every engine the daemon builds takes it.
 	limiter *campaign.ReporterLimiter
+	zap     *zapper                         // nil when zero-hour purge is off
+	eng     atomic.Pointer[campaign.Engine] // the current engine, for zap's purger
 }
 
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
@@ -386,7 +395,12 @@ func Run(ctx context.Context, o Options) error {
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
 	d.ingest.Store(rt.Engine.Ingester)
-	d.srv, err = milter.New(newMilterEngine(rt.Engine), milterOptions(cfg, log, d.met))
+	d.eng.Store(rt.Engine)
+	if err := d.startZap(cfg); err != nil {
+		return err
+	}
+	defer d.stopZap() // after the milter drained, before the store closes
+	d.srv, err = milter.New(newMilterEngine(rt.Engine), d.milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
 	}
@@ -645,6 +659,7 @@ func (d *daemon) reload() {
 		return
 	}
 	keepRestartSettings(cfg, old, log)
+	keepZapSettings(cfg, old, log)
 	eng, vers, err := buildEngine(cfg, d.rt.Store, log)
 	if err != nil {
 		fail(err)
@@ -674,7 +689,7 @@ func (d *daemon) reload() {
 		wireFleet(eng, d.fleet.node)
 		d.fleet.node.SetSettings(FleetSettings(cfg, vers))
 	}
-	if err := d.srv.Update(newMilterEngine(eng), milterOptions(cfg, log, met)); err != nil {
+	if err := d.srv.Update(newMilterEngine(eng), d.milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
@@ -683,6 +698,7 @@ func (d *daemon) reload() {
 		d.sockH.set(sh)
 	}
 	d.ingest.Store(eng.Ingester)
+	d.eng.Store(eng)
 	d.limiter.SetLimit(cfg.Reports.ReporterLimit.Campaign())
 	if d.dash != nil {
 		d.dash.Update(eng.Reader, eng.Ingester, creds)
