@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 )
 
@@ -27,8 +26,7 @@ func newFleetStatusCmd(gf *globalFlags) *cobra.Command {
 		Short: "Each node of the fleet: applied sequence, lag, outbox, state hash (equal on converged nodes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+			c, err := fleetAPI(gf, af, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -100,8 +98,7 @@ refused. With an external NATS cluster, use the NATS CLI instead.`,
 // argument through the daemon's API, and prints done with it.
 func fleetAdmin(gf *globalFlags, af *apiFlags, req func(*api.Client, context.Context, string) error, done string) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-			APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+		c, err := fleetAPI(gf, af, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}

@@ -256,7 +256,7 @@ wrong.`,
 			}
 			// Reports go to the store in batches: one transaction and one
 			// fsync for many reports (each report stays atomic).
-			sink := newReportSink(cmd.Context(), be, kind, reporter, max(batch, 1), onResult)
+			sink := be.newReportSink(cmd.Context(), kind, reporter, max(batch, 1), onResult)
 			walkErr := mailbox.Walk(cmd.Context(), paths, opts, func(m mailbox.Message) error {
 				mu.Lock()
 				sum.Read++
@@ -352,14 +352,6 @@ type reportSink interface {
 	add(raw []byte, name string) error
 	// close reports what is pending and waits for the results.
 	close() error
-}
-
-func newReportSink(ctx context.Context, be backend, kind store.Kind, reporter string, batch int,
-	onResult func(name string, o api.Outcome, err error)) reportSink {
-	if l, ok := be.(localBackend); ok {
-		return newStreamSink(ctx, l.rt.Engine.Ingester, kind, reporter, batch, onResult)
-	}
-	return &apiSink{ctx: ctx, be: be, kind: kind, reporter: reporter, onResult: onResult}
 }
 
 // streamSink reports to the local store through a campaign.ReportStream:

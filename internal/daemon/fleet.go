@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -363,32 +362,6 @@ func (f *fleetMember) close() {
 			f.log.Warn("fleet: embedded server shutdown", "err", err)
 		}
 	}
-}
-
-// ErrNoDaemon: a command that goes through the running daemon's API
-// found none.
-var ErrNoDaemon = errors.New("no running nddmilter daemon")
-
-// FleetAPI returns the client of the API of the daemon that runs this
-// configuration's fleet node: o.APIURL, else the daemon holding the store
-// (fleet status is the running node's).
-func FleetAPI(o BackendOptions) (*api.Client, error) {
-	if o.APIURL != "" {
-		return &api.Client{BaseURL: o.APIURL, Token: o.Token}, nil
-	}
-	if o.LogOutput == nil {
-		o.LogOutput = io.Discard
-	}
-	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
-	if err != nil {
-		return nil, err
-	}
-	if findAPIURL(cfg) == "" {
-		return nil, fmt.Errorf("%w: no daemon runs on store %s (it recorded no %s, and nothing listens at http.listen %q); "+
-			"the fleet commands ask the running daemon: start it (nddmilter serve --config FILE), "+
-			"or name its API (--api URL --token TOKEN)", ErrNoDaemon, cfg.Store.Dir, AddressFile, cfg.HTTP.Listen)
-	}
-	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
 }
 
 // ErrFleetOffline is returned by writes of a command-line tool that opened

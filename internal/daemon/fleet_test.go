@@ -228,21 +228,6 @@ func firstNode(t *testing.T, c *api.Client, ctx context.Context) string {
 	return nodes[0].Node
 }
 
-// The fleet commands with no daemon running say so (ErrNoDaemon), not
-// that the store is held.
-func TestFleetAPINoDaemon(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "nddmilter.yaml")
-	cfg := fmt.Sprintf("http:\n  listen: %s\nstore:\n  dir: %s\n", freeAddr(t), filepath.Join(dir, "store"))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := FleetAPI(BackendOptions{ConfigPath: cfgPath})
-	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "nddmilter serve") {
-		t.Fatalf("FleetAPI with no daemon: %v", err)
-	}
-}
-
 // TestFleetReplaceHost: three daemons with embedded servers and nkey
 // users form a fleet; one host is retired for good and a fourth takes its
 // place; `fleet remove-server` (its API) through a remaining daemon
