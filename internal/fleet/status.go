@@ -267,14 +267,14 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		return out, nil
 	}
 	keys, err := n.statusKeys(ctx)
+	var kv jetstream.KeyValue
 	if err == nil {
-		_, err = n.js.KeyValue(ctx, n.opts.nodesBucket())
+		kv, err = n.js.KeyValue(ctx, n.opts.nodesBucket())
 	}
 	if err != nil {
 		out[0].PeersUnread = err.Error()
 		return out, err
 	}
-	kv, _ := n.js.KeyValue(ctx, n.opts.nodesBucket())
 	var errs []error
 	var unread []Status // rows of the nodes whose status was not read
 	// out[i]'s clock minus the bucket's server's, and when NATS stored
