@@ -182,4 +182,3 @@ func (w *wtx) appendKeys(id CampaignID, count int64, keys [][]byte, fresh bool) 
 
 // keyChunksEntries is how many entries listing n new keys writes.
 func keyChunksEntries(n int) int { return (n + maxChunkKeys - 1) / maxChunkKeys }
-

@@ -897,9 +897,9 @@ func TestVerifyRepair(t *testing.T) {
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, e := range []struct{ k, v []byte }{
 			{keyChunkKey(778, 0), encodeKeyChunk([][]byte{[]byte("orphan")})},
-			{keyChunkKey(a, 0), encodeKeyChunk([][]byte{[]byte("a")})},                     // "b" dangling in the index
-			{keyChunkKey(a, 5), encodeKeyChunk([][]byte{[]byte("a")})},                     // listed twice
-			{keyChunkKey(a, 6), []byte{keyChunkV1, 0xff}},                                  // malformed
+			{keyChunkKey(a, 0), encodeKeyChunk([][]byte{[]byte("a")})},                   // "b" dangling in the index
+			{keyChunkKey(a, 5), encodeKeyChunk([][]byte{[]byte("a")})},                   // listed twice
+			{keyChunkKey(a, 6), []byte{keyChunkV1, 0xff}},                                // malformed
 			{keyChunkKey(a, 7), encodeKeyChunk([][]byte{[]byte("new"), []byte("new2")})}, // unlisted in the index
 			{reporterKey(779, KindSpam, 1), encodeReporter(t0, t0)},
 			{dayKey(779, 5), dayCounts{1, 1, 1}.encode()},
