@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/bits"
+	"runtime"
 	"sync"
 )
 
@@ -36,10 +37,35 @@ type keyTable struct {
 
 // tableShard is one shard of a keyTable.
 type tableShard struct {
-	mu    sync.RWMutex
-	bits  uint8  // the shard has 1<<bits slots
-	n     int    // entries
-	slots []slot // zero: empty
+	mu     sync.RWMutex
+	bits   uint8  // the shard has 1<<bits slots
+	mapped bool   // slots are mapped memory (allocSlots)
+	n      int    // entries
+	slots  []slot // zero: empty
+}
+
+// alloc gives the shard 1<<bits empty slots.
+func (s *tableShard) alloc(bits uint8) {
+	s.bits = bits
+	s.slots, s.mapped = allocSlots(1 << bits)
+}
+
+// release frees the slots of s, which no one may use any more.
+func (s *tableShard) release() {
+	if s.mapped {
+		freeSlots(s.slots)
+	}
+	s.slots, s.mapped = nil, false
+}
+
+// release frees the table's slots once the table is unreachable.
+func (t *keyTable) releaseWhenUnreachable() {
+	shards := t.shards
+	runtime.AddCleanup(t, func(shards []tableShard) {
+		for i := range shards {
+			shards[i].release()
+		}
+	}, shards)
 }
 
 // slot is one entry, packed in three 32-bit words: the campaign id's low
@@ -108,9 +134,9 @@ func newKeyTable(k0, k1 uint64, n int) *keyTable {
 	shards = max(shards, minShards)
 	t := &keyTable{k0: k0, k1: k1, shards: make([]tableShard, shards)}
 	for i := range t.shards {
-		t.shards[i].bits = uint8(b)
-		t.shards[i].slots = make([]slot, 1<<b)
+		t.shards[i].alloc(uint8(b))
 	}
+	t.releaseWhenUnreachable()
 	return t
 }
 
@@ -331,13 +357,19 @@ func (s *tableShard) remove(q uint64, id CampaignID) {
 // grow doubles the shard: each entry's home gains the remainder's top
 // bit.
 func (s *tableShard) grow() {
-	old, oldBits := s.slots, s.bits
+	old, oldBits, oldMapped := s.slots, s.bits, s.mapped
 	if oldBits >= maxShardBits {
 		panic("store: key index shard full") // 2^40 slots: unreachable
 	}
-	s.bits++
-	s.slots = make([]slot, len(old)*2)
+	s.alloc(oldBits + 1)
 	s.n = 0
+	defer func() {
+		// No reader holds the old slots: they are read under the
+		// shard's lock, which the caller holds exclusively.
+		if oldMapped {
+			freeSlots(old)
+		}
+	}()
 	mask := uint64(len(old) - 1)
 	for p, e := range old {
 		if e.empty() {
