@@ -53,6 +53,11 @@ func (b *Badger) writeCheckpoint() error {
 		return nil
 	}
 	path := filepath.Join(b.dir, checkpointFile)
+	// No key list changes while the token, the version and the table are
+	// taken (a write that commits later makes the checkpoint stale, and
+	// unused).
+	b.keys.mu.Lock()
+	defer b.keys.mu.Unlock()
 	t := b.keys.table()
 	if b.keys.broken.Load() || t == nil {
 		os.Remove(path)
