@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -117,6 +116,7 @@ func (b *Badger) openKeyIndex() error {
 		if err == nil {
 			b.keys.tbl.Store(t)
 			b.keys.loaded, b.keys.took = "checkpoint", time.Since(t0)
+			b.logKeyIndex()
 			return nil
 		}
 		if !errors.Is(err, errNoCheckpoint) {
@@ -129,17 +129,28 @@ func (b *Badger) openKeyIndex() error {
 	}
 	b.keys.tbl.Store(t)
 	b.keys.loaded, b.keys.took = "rebuilt", time.Since(t0)
-	if b.keys.took > time.Second {
-		b.log.Info("store: key index rebuilt from the key lists", "keys", t.len(), "took", b.keys.took.Round(time.Millisecond))
-	}
+	b.logKeyIndex()
 	return nil
 }
 
-// KeyIndexInfo tells how the key index was made when the store opened
+// logKeyIndex says how the key index was made, for a store of some size.
+func (b *Badger) logKeyIndex() {
+	how, took, keys, size := b.keyIndexInfo()
+	if keys < 100000 {
+		return
+	}
+	msg := "store: key index loaded from the checkpoint"
+	if how == "rebuilt" {
+		msg = "store: key index rebuilt from the key lists"
+	}
+	b.log.Info(msg, "keys", keys, "MiB", size>>20, "took", took.Round(time.Millisecond))
+}
+
+// keyIndexInfo tells how the key index was made when the store opened
 // ("checkpoint": loaded from the checkpoint of the last clean close;
 // "rebuilt": from the key lists), how long that took, its entries and
 // the bytes its slots take.
-func (b *Badger) KeyIndexInfo() (how string, took time.Duration, keys int, bytes int64) {
+func (b *Badger) keyIndexInfo() (how string, took time.Duration, keys int, bytes int64) {
 	t := b.keys.table()
 	return b.keys.loaded, b.keys.took, t.len(), t.bytes()
 }
@@ -379,16 +390,6 @@ func verifyListed(txn *badger.Txn, id CampaignID, keys [][]byte, found []bool) e
 		if err := it.Item().Value(match); err != nil {
 			return fmt.Errorf("key list of campaign %d: %w", id, err)
 		}
-	}
-	return nil
-}
-
-// WaitIndexFilter returns at once: the key index is complete when Open
-// returns (KeyIndexInfo tells how it was made). It is kept for callers
-// that waited for the index filter of earlier versions.
-func (b *Badger) WaitIndexFilter(ctx context.Context) error {
-	if b.isClosed() {
-		return ErrClosed
 	}
 	return nil
 }

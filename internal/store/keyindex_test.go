@@ -165,7 +165,7 @@ func TestKeyIndexCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if how, _, _, _ := s.KeyIndexInfo(); how != want {
+		if how, _, _, _ := s.keyIndexInfo(); how != want {
 			t.Errorf("key index %s, want %s", how, want)
 		}
 		lookups(s)
@@ -184,7 +184,7 @@ func TestKeyIndexCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if how, _, _, _ := c.KeyIndexInfo(); how != "rebuilt" {
+	if how, _, _, _ := c.keyIndexInfo(); how != "rebuilt" {
 		t.Errorf("crashed copy: key index %s, want rebuilt", how)
 	}
 	if id := lookupOne(t, c, "extra"); id != ids[3] {

@@ -180,8 +180,6 @@ func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out 
 	if err != nil {
 		return nil, err
 	}
-	how, took, keys, bytes := rt.Store.KeyIndexInfo()
-	fmt.Fprintf(out, "key index       %s in %v (%d keys, %.1f MiB of slots)\n", how, took.Round(time.Millisecond), keys, float64(bytes)/(1<<20))
 	srv, err := milter.New(rt.Engine, milter.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		rt.Close()
