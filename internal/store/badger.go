@@ -214,7 +214,7 @@ type Badger struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	filter    *indexFilter    // of the index keys (filter.go)
+	keys      keyIndex        // of the signature keys (keyindex.go)
 	bgCtx     context.Context // cancelled by Close: stops background work
 	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
@@ -336,8 +336,11 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err := b.loadHamTable(); err != nil {
 		b.log.Warn("store: ham senders not loaded; counting them afresh", "err", err)
 	}
+	if err := b.openKeyIndex(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
-	b.startIndexFilter()
 	if !opts.ReadOnly {
 		disk.startWAL()
 		b.startLoops()
@@ -388,6 +391,13 @@ func (b *Badger) Close() error {
 			b.seq = nil
 		}
 		b.seqMu.Unlock()
+		if !b.opts.ReadOnly && err == nil {
+			// The store's last write: the key index of this state, for
+			// the next Open.
+			if cerr := b.writeCheckpoint(); cerr != nil {
+				b.log.Warn("store: key index checkpoint not written; the next start rebuilds the index", "err", cerr)
+			}
+		}
 		if cerr := b.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close badger: %w", cerr))
 		}

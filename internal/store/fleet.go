@@ -360,8 +360,9 @@ var replicated = []byte{pfxCampaign, pfxIndex, pfxKeyList, pfxReporter, pfxDay}
 // records, index, key lists, reporters and daily counters. Nodes that
 // applied the same events have the same hash. Key lists are hashed as
 // schema 2 stored them (one 'x' entry per key, in key order), whatever
-// their chunks: a node migrated from schema 2 and one that was not have
-// the same hash when they hold the same keys.
+// their chunks, and the index as schema 3 stored it (one 'k' entry per
+// key, hashIndex): nodes of every schema have the same hash when they
+// hold the same keys.
 func (b *Badger) StateHash(ctx context.Context) (string, error) {
 	h, _, err := b.StateHashAt(ctx)
 	return h, err
@@ -399,6 +400,12 @@ func (b *Badger) StateHashAt(ctx context.Context) (string, Progress, error) {
 		for _, pfx := range replicated {
 			if pfx == pfxKeyList {
 				if err := hashKeyLists(ctx, txn, h); err != nil {
+					return err
+				}
+				continue
+			}
+			if pfx == pfxIndex {
+				if err := hashIndex(ctx, txn, h); err != nil {
 					return err
 				}
 				continue

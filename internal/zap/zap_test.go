@@ -316,7 +316,9 @@ func (c engCampaigns) Get(ctx context.Context, id store.CampaignID) (*store.Camp
 	return c.e.Reader.Get(ctx, id)
 }
 
-func (c engCampaigns) ExactCopy(cp *store.Campaign) campaign.Decision { return c.e.Reader.ExactCopy(cp) }
+func (c engCampaigns) ExactCopy(cp *store.Campaign) campaign.Decision {
+	return c.e.Reader.ExactCopy(cp)
+}
 
 func (c engCampaigns) MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error) {
 	return c.e.Checker.MatchEvidence(ctx, ev)

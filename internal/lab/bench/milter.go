@@ -180,14 +180,6 @@ func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out 
 	if err != nil {
 		return nil, err
 	}
-	// Measure the steady state: the store's index filter is built in the
-	// background at open (a scan of every key), not while mail flows.
-	t := time.Now()
-	if err := rt.Store.WaitIndexFilter(ctx); err != nil {
-		rt.Close()
-		return nil, err
-	}
-	fmt.Fprintf(out, "index filter    built in %v\n", time.Since(t).Round(time.Millisecond))
 	srv, err := milter.New(rt.Engine.Checker, milter.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		rt.Close()
