@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -132,6 +133,9 @@ type Purger struct {
 	lim *rate.Limiter
 	log *slog.Logger
 
+	// mu orders the changes of the campaigns' purge state: a scan's,
+	// and an undo by hand from the API.
+	mu       sync.Mutex
 	lastScan time.Time
 }
 
