@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -62,5 +63,17 @@ func TestPurgeReport(t *testing.T) {
 	}
 	if none, err := l.Purge(10, -1); err != nil || none.Total != 0 || none.Mark.Triggered != (time.Time{}) {
 		t.Errorf("a campaign without jobs: %+v, %v", none, err)
+	}
+}
+
+// A second process (here: a second open) finds the ledger locked.
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir, Options{})
+	if l, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
 }
