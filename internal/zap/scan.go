@@ -22,17 +22,28 @@ func (p *Purger) hot(c *store.Campaign) (bool, action.Action) {
 
 // Scan looks at the campaigns that changed since the last scan and at
 // those triggered before: a campaign that reached the trigger makes the
-// ledger be matched again (all of it), one that left it gets its moves
+// ledger be matched again (all of it), as does one triggered that grew
+// (at most every RematchInterval), and the first scan after a start
+// while one is triggered; one that left the trigger gets its moves
 // undone. While some campaign is triggered, the entries recorded since
 // the last scan are matched too (copies accepted while it escalated).
 func (p *Purger) Scan(ctx context.Context) error {
+	first := p.lastScan.IsZero()
 	escalated, triggered, err := p.scanMarks(ctx)
 	if err != nil {
 		return err
 	}
+	now := p.o.Clock()
+	gap := max(p.o.RematchInterval, 10*p.fullTook)
 	switch {
-	case escalated:
-		return p.rematch(ctx, ledger.Key{})
+	case escalated, triggered && first, triggered && p.grown && now.Sub(p.lastFull) >= gap:
+		// A campaign reached the trigger; or, after a start, one was
+		// there already; or one there grew: the whole ledger.
+		p.grown, p.lastFull = false, now
+		t0 := time.Now()
+		err := p.rematch(ctx, ledger.Key{})
+		p.fullTook = time.Since(t0)
+		return err
 	case triggered:
 		cur, err := p.l.Cursor()
 		if err != nil {
@@ -102,8 +113,14 @@ func (p *Purger) scanMarks(ctx context.Context) (escalated, triggered bool, err 
 			}
 			marks[uint64(c.ID)] = m
 			p.log.Info("zap: campaign whose purge was undone left the trigger: purged again if it reaches it anew", "campaign", c.ID)
+		case hot && !m.Triggered.IsZero():
+			if g, ok := p.seen[c.ID]; ok && g != growthOf(c) {
+				p.grown = true
+			}
+			p.seen[c.ID] = growthOf(c)
 		case hot && m.Triggered.IsZero():
 			escalated = true
+			p.seen[c.ID] = growthOf(c)
 			m.Triggered, m.Action = now, a.String()
 			if err := p.l.SetMark(uint64(c.ID), m); err != nil {
 				return false, false, err
@@ -111,6 +128,7 @@ func (p *Purger) scanMarks(ctx context.Context) (escalated, triggered bool, err 
 			marks[uint64(c.ID)] = m
 			p.log.Info("zap: campaign reached the trigger", "campaign", c.ID, "action", a.String(), "trigger", p.o.Trigger.String())
 		case !hot && !m.Triggered.IsZero():
+			delete(p.seen, c.ID)
 			if err := p.undoCampaign(ctx, c, a, m, now); err != nil {
 				return false, false, err
 			}
