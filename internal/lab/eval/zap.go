@@ -255,7 +255,7 @@ func runZap(ctx context.Context, o ZapOptions, copies []zapCopy, purge bool) (Za
 	if purge {
 		// The model of the mailboxes spaces the moves at Rate; the
 		// purger's own limiter, which waits in real time, is let loose.
-		um, _ := zap.ParseUserMap(zap.MapLocalPart)
+		um, _ := zap.ParseUserMap("local-part")
 		p, err = zap.New(l, zapCampaigns{eng}, box, zap.Options{Clock: clk.now, Rate: 1e9, UserMap: um, Logger: quiet})
 		if err != nil {
 			return run, cost, err
