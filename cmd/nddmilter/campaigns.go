@@ -42,14 +42,15 @@ func (af *apiFlags) tokenOrEnv() string {
 func newCampaignsCmd(gf *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "campaigns",
-		Short: "List, inspect, delete or allow known campaigns",
+		Short: "List, inspect, delete or allow known campaigns; show and undo what zero-hour purge took back",
 		Long: `Statistics and administration of the campaigns in the store.
 
 While 'nddmilter serve' runs it holds the store; these commands then go
 through its HTTP API (--api URL --token TOKEN, or env NDDMILTER_API and
 NDDMILTER_API_TOKEN).`,
 	}
-	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsWatchCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf))
+	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsWatchCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf),
+		newCampaignsPurgesCmd(gf), newCampaignsUndoPurgeCmd(gf))
 	return cmd
 }
 

@@ -14,6 +14,8 @@
 //	GET    /v1/now?sort=hour|day&limit=N&offset=M&hours=24 → Now (campaigns ranked by recent volume with sparklines, totals per hour, store counts)
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
+//	GET    /v1/campaigns/{id}/purge[?limit=N]     → Purge: what zero-hour purge took back (404 when zap is off)
+//	POST   /v1/campaigns/{id}/purge/undo          → UndoneAnswer: move it back, without allowing the campaign
 //	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
 //	GET    /v1/store/stats                        → StoreStats
 //	GET    /v1/store/verify                       → VerifyAnswer (read-only)

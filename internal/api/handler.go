@@ -54,6 +54,9 @@ type Options struct {
 	// Store, if not nil, is served under /v1/store (backup, stats,
 	// verify); otherwise those routes answer 404.
 	Store Maintainer
+	// Purges, if not nil, is zero-hour purge, served under
+	// /v1/campaigns/{id}/purge; otherwise those routes answer 404.
+	Purges Purges
 	// FleetStatus, if not nil, is served as GET /v1/fleet/status;
 	// otherwise that route answers 404.
 	FleetStatus FleetStatusFunc
@@ -98,6 +101,8 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/watch", h.need(ScopeRead, h.watch))
 	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.need(ScopeAdmin, h.delete))
 	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.need(ScopeAdmin, h.allow))
+	h.mux.HandleFunc("GET /v1/campaigns/{id}/purge", h.need(ScopeRead, h.purge))
+	h.mux.HandleFunc("POST /v1/campaigns/{id}/purge/undo", h.need(ScopeAdmin, h.undoPurge))
 	h.mux.HandleFunc("GET /v1/store/backup", h.need(ScopeAdmin, h.backup))
 	h.mux.HandleFunc("GET /v1/store/stats", h.need(ScopeRead, h.storeStats))
 	h.mux.HandleFunc("GET /v1/store/verify", h.need(ScopeAdmin, h.verify))

@@ -29,6 +29,17 @@ var labOnlyAllowed = map[string]string{
 	// (internal/lab/anddtrain). The daemon weighs through a Signer.
 	"internal/andd.NewFeatureExtractor":    "the seam of learning the model",
 	"internal/andd.FeatureExtractor.Terms": "the seam of learning the model",
+	// The zero-hour purge scenario (nddlab eval zap) runs the real
+	// engine, ledger and purger on a simulated clock, one step at a time
+	// (the daemon runs them on the wall clock, in their own loops).
+	"internal/campaign.Options.Clock":       "the seam of the simulated clock",
+	"internal/store.Options.Now":            "the seam of the simulated clock",
+	"internal/ledger.Options.Clock":         "the seam of the simulated clock",
+	"internal/zap.Options.Clock":            "the seam of the simulated clock",
+	"internal/ledger.Options.FlushInterval": "the seam of the simulated clock: the scenario writes the batches",
+	"internal/ledger.Ledger.Flush":          "the seam of the simulated clock: the scenario writes the batches",
+	"internal/zap.Purger.Scan":              "the seam of the simulated clock: the purger's steps",
+	"internal/zap.Purger.Work":              "the seam of the simulated clock: the purger's steps",
 }
 
 // labOnlyDebt reads testdata/lab-only-exports.txt: the identifiers

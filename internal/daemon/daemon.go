@@ -207,7 +207,7 @@ type apiFleet struct {
 	removeServer api.FleetRemoveServerFunc
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fl apiFleet) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fl apiFleet, purges api.Purges) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, Tokens: tokens, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
-		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer}), nil
+		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer, Purges: purges}), nil
 }
 
 // scopedTokens reads the tokens of http.tokens; their secrets must differ
@@ -286,7 +286,7 @@ func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
 
 // newDashboard builds the dashboard over eng (nil when it is disabled);
 // fleet, when not nil, shows the fleet's nodes on the now page.
-func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.FleetStatus, log *slog.Logger) (*dashboard.Handler, error) {
+func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.FleetStatus, purges dashboard.Purges, log *slog.Logger) (*dashboard.Handler, error) {
 	if !cfg.HTTP.Dashboard.Enabled {
 		return nil, nil
 	}
@@ -294,7 +294,7 @@ func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.Flee
 	if err != nil {
 		return nil, err
 	}
-	return dashboard.New(eng.Reader, eng.Ingester, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet,
+	return dashboard.New(eng.Reader, eng.Ingester, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet, Purges: purges,
 		SessionTTL: cfg.HTTP.Dashboard.SessionTTL.D(), SecureCookie: cfg.HTTP.Dashboard.SecureCookie})
 }
 
@@ -327,7 +327,7 @@ func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.H
 	if d.fleet != nil {
 		fl = apiFleet{status: d.fleet.status, forget: d.fleet.forget, removeServer: d.fleet.removeServer}
 	}
-	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fl)
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fl, d.apiPurges())
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in
@@ -420,7 +420,7 @@ func Run(ctx context.Context, o Options) error {
 	if fm != nil {
 		fleetView = dashboardFleet{fm}
 	}
-	if d.dash, err = newDashboard(cfg, rt.Engine, fleetView, log); err != nil {
+	if d.dash, err = newDashboard(cfg, rt.Engine, fleetView, d.dashboardPurges(), log); err != nil {
 		ln.Close()
 		return err
 	}

@@ -8,8 +8,10 @@ import (
 	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/ledger"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
@@ -25,6 +27,7 @@ import (
 // campaigns and runs the jobs. Its settings change only on restart.
 type zapper struct {
 	ledger *ledger.Ledger
+	purger *zap.Purger
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -107,7 +110,7 @@ func (d *daemon) startZap(cfg *config.Config) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d.zap = &zapper{ledger: l, cancel: cancel}
+	d.zap = &zapper{ledger: l, purger: p, cancel: cancel}
 	d.zap.done.Add(1)
 	go func() {
 		defer d.zap.done.Done()
@@ -153,4 +156,56 @@ func keepZapSettings(cfg, old *config.Config, log *slog.Logger) {
 		log.Warn("setting changes only on restart", "key", "zap")
 		cfg.Zap = old.Zap
 	}
+}
+
+// zapPurges is what the purge took back, per campaign, and its undo by
+// hand, as the API and the dashboard serve them.
+type zapPurges struct {
+	d *daemon
+	p *zap.Purger
+}
+
+// known fails with store.ErrNotFound when neither the store nor the
+// ledger knows campaign id.
+func (z zapPurges) known(ctx context.Context, id store.CampaignID, p ledger.Purge) error {
+	if p.Total > 0 || p.Mark != (ledger.Mark{}) {
+		return nil
+	}
+	_, err := z.d.eng.Load().Reader.Get(ctx, id)
+	return err // names the campaign
+}
+
+func (z zapPurges) Purge(ctx context.Context, id store.CampaignID, limit int) (ledger.Purge, error) {
+	p, err := z.p.Purge(uint64(id), limit)
+	if err != nil {
+		return p, err
+	}
+	return p, z.known(ctx, id, p)
+}
+
+func (z zapPurges) UndoPurge(ctx context.Context, id store.CampaignID, who string) (int, error) {
+	p, err := z.p.Purge(uint64(id), 0)
+	if err != nil {
+		return 0, err
+	}
+	if err := z.known(ctx, id, p); err != nil {
+		return 0, err
+	}
+	return z.p.UndoPurge(ctx, uint64(id), who)
+}
+
+// apiPurges is the purge for the API (nil when zap is off).
+func (d *daemon) apiPurges() api.Purges {
+	if d.zap == nil {
+		return nil
+	}
+	return zapPurges{d: d, p: d.zap.purger}
+}
+
+// dashboardPurges is the purge for the dashboard (nil when zap is off).
+func (d *daemon) dashboardPurges() dashboard.Purges {
+	if d.zap == nil {
+		return nil
+	}
+	return zapPurges{d: d, p: d.zap.purger}
 }

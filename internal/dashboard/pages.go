@@ -265,6 +265,8 @@ type campaignPage struct {
 	Reporters           []reporterRow
 	MoreReporters       bool
 	Allowed             bool
+	// Purge is what zero-hour purge took back (nil when it is off).
+	Purge *purgeView
 }
 
 func (h *Handler) id(w http.ResponseWriter, r *http.Request, se *session) (store.CampaignID, bool) {
@@ -362,6 +364,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 	for _, rp := range reps {
 		d.Reporters = append(d.Reporters, reporterRow{Kind: kindName(rp.Kind), Hash: shortHash(rp.Hash), First: rp.First, Last: rp.Last})
 	}
+	d.Purge = h.purgeSection(ctx, id)
 	h.render(w, r, se, http.StatusOK, "campaign", d)
 }
 
@@ -370,6 +373,8 @@ var changes = map[string]struct{ verb, done string }{
 	"allow":   {"Allow", "allowed: its copies are never acted on"},
 	"unallow": {"Undo allow", "active again: the policy decides"},
 	"delete":  {"Delete", "deleted"},
+	"undo-purge": {"Undo the purge of", "had its purge undone: the copies it moved go back where they were, " +
+		"and none moves again while it stays at the trigger"},
 }
 
 type confirmPage struct {
@@ -386,7 +391,11 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, se *session) {
 	do := r.URL.Query().Get("do")
 	ch, known := changes[do]
 	if !known {
-		h.fail(w, r, se, http.StatusBadRequest, "Unknown change: want allow, unallow or delete.")
+		h.fail(w, r, se, http.StatusBadRequest, "Unknown change: want allow, unallow, delete or undo-purge.")
+		return
+	}
+	if do == "undo-purge" && h.opts.Purges == nil {
+		h.fail(w, r, se, http.StatusNotFound, "Zero-hour purge is off.")
 		return
 	}
 	if se.role < RoleAdmin {
@@ -401,7 +410,8 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, se *session) {
 		row: newRow(h.eng.Load(), c), Do: do, Verb: ch.verb})
 }
 
-// act returns the handler of one change (allow, unallow or delete).
+// act returns the handler of one change (allow, unallow, delete or
+// undo-purge).
 func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *session) {
 	return func(w http.ResponseWriter, r *http.Request, se *session) {
 		id, ok := h.id(w, r, se)
@@ -410,6 +420,7 @@ func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *sessi
 		}
 		eng := h.eng.Load()
 		var err error
+		n := 0
 		switch do {
 		case "allow", "unallow":
 			_, err = eng.Ingester.Allow(r.Context(), id, do == "allow")
@@ -417,8 +428,19 @@ func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *sessi
 			if _, err = eng.Reader.Get(r.Context(), id); err == nil {
 				err = eng.Ingester.Delete(r.Context(), id)
 			}
+		case "undo-purge":
+			if h.opts.Purges == nil {
+				h.fail(w, r, se, http.StatusNotFound, "Zero-hour purge is off.")
+				return
+			}
+			if _, err = eng.Reader.Get(r.Context(), id); err == nil {
+				n, err = h.opts.Purges.UndoPurge(r.Context(), id, "dashboard user "+se.who)
+			}
 		}
 		args := []any{"who", se.who, "credential", se.cred, "role", se.role.String(), "remote", r.RemoteAddr, "change", do, "campaign", uint64(id)}
+		if do == "undo-purge" && err == nil {
+			args = append(args, "undo_jobs", n)
+		}
 		if err != nil {
 			h.opts.Logger.Warn("dashboard: change failed", append(args, "err", err)...)
 			h.failStore(w, r, se, id, err)

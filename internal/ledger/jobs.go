@@ -351,7 +351,14 @@ type Mark struct {
 	Triggered time.Time `json:"triggered,omitzero"`
 	Undone    time.Time `json:"undone,omitzero"`
 	Action    string    `json:"action,omitempty"` // the verdict for its copies at the last change
+	// HeldBy names the administrator who undid the campaign's purge by
+	// hand ("" when nobody did): its copies are not purged again until
+	// it leaves the trigger and reaches it anew.
+	HeldBy string `json:"held_by,omitempty"`
 }
+
+// Held reports whether an administrator undid the campaign's purge.
+func (m Mark) Held() bool { return m.HeldBy != "" }
 
 func markKey(c uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'c'}, c) }
 
@@ -365,6 +372,25 @@ func (l *Ledger) SetMark(c uint64, m Mark) error {
 		return fmt.Errorf("ledger: mark campaign %d: %w", c, err)
 	}
 	return nil
+}
+
+// GetMark returns campaign c's purge state (zero without one).
+func (l *Ledger) GetMark(c uint64) (Mark, error) {
+	var m Mark
+	err := l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(markKey(c))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &m) })
+	})
+	if err != nil {
+		return Mark{}, fmt.Errorf("ledger: mark of campaign %d: %w", c, err)
+	}
+	return m, nil
 }
 
 // Marks returns the purge state of every campaign that has one.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -88,6 +89,18 @@ func (o Options) withDefaults() Options {
 // ErrClosed is returned by the methods of a closed Ledger.
 var ErrClosed = errors.New("ledger: closed")
 
+// ErrLocked is wrapped by the error of Open when another process has the
+// ledger open (Badger allows one process at a time): most likely the
+// running daemon.
+var ErrLocked = errors.New("ledger is locked by another process")
+
+// isLockError tells whether err is Badger's failure to take the directory
+// lock (Badger formats the flock error into its message).
+func isLockError(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
+		strings.Contains(err.Error(), "Cannot acquire directory lock")
+}
+
 // Ledger is the delivery ledger. It is safe for concurrent use.
 type Ledger struct {
 	db   *badger.DB
@@ -137,6 +150,9 @@ func Open(dir string, o Options) (*Ledger, error) {
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("open ledger %s: %w (%v)", dir, ErrLocked, err)
+		}
 		return nil, fmt.Errorf("open ledger %s: %w", dir, err)
 	}
 	l := &Ledger{db: db, opts: o, log: o.Logger, queue: make(chan pending, o.QueueLen), stop: make(chan struct{})}

@@ -22,14 +22,48 @@ func (p *Purger) hot(c *store.Campaign) (bool, action.Action) {
 
 // Scan looks at the campaigns that changed since the last scan and at
 // those triggered before: a campaign that reached the trigger makes the
-// ledger be matched again (all of it), one that left it gets its moves
+// ledger be matched again (all of it), as does one triggered that grew
+// (at most every RematchInterval), and the first scan after a start
+// while one is triggered; one that left the trigger gets its moves
 // undone. While some campaign is triggered, the entries recorded since
 // the last scan are matched too (copies accepted while it escalated).
 func (p *Purger) Scan(ctx context.Context) error {
+	first := p.lastScan.IsZero()
+	escalated, triggered, err := p.scanMarks(ctx)
+	if err != nil {
+		return err
+	}
+	now := p.o.Clock()
+	gap := max(p.o.RematchInterval, 10*p.fullTook)
+	switch {
+	case escalated, triggered && first, triggered && p.grown && now.Sub(p.lastFull) >= gap:
+		// A campaign reached the trigger; or, after a start, one was
+		// there already; or one there grew: the whole ledger.
+		p.grown, p.lastFull = false, now
+		t0 := time.Now()
+		err := p.rematch(ctx, ledger.Key{})
+		p.fullTook = time.Since(t0)
+		return err
+	case triggered:
+		cur, err := p.l.Cursor()
+		if err != nil {
+			return err
+		}
+		return p.rematch(ctx, cur)
+	}
+	return nil
+}
+
+// scanMarks updates the purge state of the campaigns that changed since
+// the last scan and of those triggered or held before; it says whether
+// one escalated and whether any is triggered.
+func (p *Purger) scanMarks(ctx context.Context) (escalated, triggered bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := p.o.Clock()
 	marks, err := p.l.Marks()
 	if err != nil {
-		return err
+		return false, false, err
 	}
 	seen := map[store.CampaignID]bool{}
 	var cs []store.Campaign
@@ -40,7 +74,7 @@ func (p *Purger) Scan(ctx context.Context) error {
 	for off := 0; ; off += store.MaxListLimit {
 		page, err := p.c.List(ctx, store.Query{Since: since, Sort: store.SortRecent, Limit: store.MaxListLimit, Offset: off})
 		if err != nil {
-			return fmt.Errorf("zap: list campaigns: %w", err)
+			return false, false, fmt.Errorf("zap: list campaigns: %w", err)
 		}
 		cs = append(cs, page...)
 		if len(page) < store.MaxListLimit {
@@ -48,7 +82,7 @@ func (p *Purger) Scan(ctx context.Context) error {
 		}
 	}
 	for id, m := range marks {
-		if m.Triggered.IsZero() || slices.ContainsFunc(cs, func(c store.Campaign) bool { return uint64(c.ID) == id }) {
+		if (m.Triggered.IsZero() && !m.Held()) || slices.ContainsFunc(cs, func(c store.Campaign) bool { return uint64(c.ID) == id }) {
 			continue
 		}
 		c, err := p.c.Get(ctx, store.CampaignID(id))
@@ -56,11 +90,10 @@ func (p *Purger) Scan(ctx context.Context) error {
 			continue // expired or merged: what was moved stays
 		}
 		if err != nil {
-			return err
+			return false, false, err
 		}
 		cs = append(cs, *c)
 	}
-	escalated, triggered := false, false
 	for i := range cs {
 		c := &cs[i]
 		if seen[c.ID] {
@@ -70,17 +103,34 @@ func (p *Purger) Scan(ctx context.Context) error {
 		hot, a := p.hot(c)
 		m := marks[uint64(c.ID)]
 		switch {
+		case hot && m.Held():
+			// Undone by hand: not purged again until it leaves the
+			// trigger and reaches it anew.
+		case !hot && m.Held():
+			m.HeldBy = ""
+			if err := p.l.SetMark(uint64(c.ID), m); err != nil {
+				return false, false, err
+			}
+			marks[uint64(c.ID)] = m
+			p.log.Info("zap: campaign whose purge was undone left the trigger: purged again if it reaches it anew", "campaign", c.ID)
+		case hot && !m.Triggered.IsZero():
+			if g, ok := p.seen[c.ID]; ok && g != growthOf(c) {
+				p.grown = true
+			}
+			p.seen[c.ID] = growthOf(c)
 		case hot && m.Triggered.IsZero():
 			escalated = true
+			p.seen[c.ID] = growthOf(c)
 			m.Triggered, m.Action = now, a.String()
 			if err := p.l.SetMark(uint64(c.ID), m); err != nil {
-				return err
+				return false, false, err
 			}
 			marks[uint64(c.ID)] = m
 			p.log.Info("zap: campaign reached the trigger", "campaign", c.ID, "action", a.String(), "trigger", p.o.Trigger.String())
 		case !hot && !m.Triggered.IsZero():
+			delete(p.seen, c.ID)
 			if err := p.undoCampaign(ctx, c, a, m, now); err != nil {
-				return err
+				return false, false, err
 			}
 			delete(marks, uint64(c.ID))
 		}
@@ -89,17 +139,7 @@ func (p *Purger) Scan(ctx context.Context) error {
 		triggered = triggered || !m.Triggered.IsZero()
 	}
 	p.lastScan = now
-	switch {
-	case escalated:
-		return p.rematch(ctx, ledger.Key{})
-	case triggered:
-		cur, err := p.l.Cursor()
-		if err != nil {
-			return err
-		}
-		return p.rematch(ctx, cur)
-	}
-	return nil
+	return escalated, triggered, nil
 }
 
 // undoCampaign moves back what the campaign's jobs moved, and marks it
@@ -131,20 +171,22 @@ func stateName(s store.State) string {
 // Undo queues the moving back of what campaign c's jobs moved (each once)
 // and returns how many undo jobs it made.
 func (p *Purger) Undo(ctx context.Context, c uint64) (int, error) {
-	jobs, err := p.l.CampaignJobs(c)
+	return undoJobs(p.l, c, p.o.Clock())
+}
+
+// undoJobs queues the moving back of what campaign c's move jobs moved
+// (each once) and returns how many undo jobs it made.
+func undoJobs(l *ledger.Ledger, c uint64, now time.Time) (int, error) {
+	jobs, err := l.CampaignJobs(c)
 	if err != nil {
 		return 0, err
 	}
-	now := p.o.Clock()
 	n := 0
 	for _, j := range jobs {
 		if j.Kind != ledger.Move || j.Outcome != ledger.Moved {
 			continue
 		}
-		u := ledger.Job{ID: ledger.MakeJobID(ledger.Undo, j.Entry, j.User), Kind: ledger.Undo, Entry: j.Entry, Campaign: c,
-			User: j.User, Rcpt: j.Rcpt, MessageID: j.MessageID, Delivered: j.Delivered, Created: now, Next: now,
-			From: j.From, To: j.To, Of: j.ID}
-		switch err := p.l.AddJob(u); {
+		switch err := l.AddJob(undoOf(j, now)); {
 		case errors.Is(err, ledger.ErrJobExists):
 		case err != nil:
 			return n, err
@@ -153,6 +195,13 @@ func (p *Purger) Undo(ctx context.Context, c uint64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// undoOf is the undo job of a move job that moved.
+func undoOf(j ledger.Job, now time.Time) ledger.Job {
+	return ledger.Job{ID: ledger.MakeJobID(ledger.Undo, j.Entry, j.User), Kind: ledger.Undo, Entry: j.Entry, Campaign: j.Campaign,
+		User: j.User, Rcpt: j.Rcpt, MessageID: j.MessageID, Delivered: j.Delivered, Created: now, Next: now,
+		From: j.From, To: j.To, Of: j.ID}
 }
 
 // rematch matches the entries after from against the campaigns as they
@@ -195,17 +244,8 @@ func (p *Purger) rematch(ctx context.Context, from ledger.Key) error {
 
 // jobs makes the move jobs of an entry that matched campaign c.
 func (p *Purger) jobs(ctx context.Context, e ledger.Entry, c uint64) error {
-	marks, err := p.l.Marks()
-	if err != nil {
-		return err
-	}
-	if m := marks[c]; m.Triggered.IsZero() {
-		// A campaign below the trigger whose copy matches at it (or one
-		// the scan has not seen yet): it is triggered now.
-		m.Triggered = p.o.Clock()
-		if err := p.l.SetMark(c, m); err != nil {
-			return err
-		}
+	if ok, err := p.markTriggered(c); !ok || err != nil {
+		return err // its purge was undone by hand
 	}
 	ambiguous, err := p.ambiguous(ctx, e)
 	if err != nil {
@@ -245,6 +285,28 @@ func (p *Purger) jobs(ctx context.Context, e ledger.Entry, c uint64) error {
 		p.log.Warn("zap: recipients beyond the ledger's bound are not purged", "entry", e.Key.String(), "campaign", c, "left", n)
 	}
 	return nil
+}
+
+// markTriggered marks campaign c triggered when it is not (a campaign
+// below the trigger whose copy matches at it, or one the scan has not
+// seen yet), and says whether its copies are purged: not when its purge
+// was undone by hand.
+func (p *Purger) markTriggered(c uint64) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, err := p.l.GetMark(c)
+	switch {
+	case err != nil:
+		return false, err
+	case m.Held():
+		return false, nil
+	case m.Triggered.IsZero():
+		m.Triggered = p.o.Clock()
+		if err := p.l.SetMark(c, m); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // ambiguous finds the recipients of e to whom another entry with the

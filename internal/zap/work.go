@@ -42,9 +42,14 @@ func (p *Purger) run(ctx context.Context, j ledger.Job) (bool, error) {
 	now := p.o.Clock()
 	j.Attempts++
 	var res move.Result
-	var err error
+	mark, err := p.l.GetMark(j.Campaign)
+	if err != nil {
+		return false, err
+	}
 	switch {
-	case j.Kind == ledger.Move && !p.triggered(j.Campaign):
+	case j.Kind == ledger.Move && mark.Held():
+		res = move.Result{Outcome: move.Skipped, Reason: "the purge was undone by " + mark.HeldBy}
+	case j.Kind == ledger.Move && mark.Triggered.IsZero():
 		res = move.Result{Outcome: move.Skipped, Reason: "the campaign left the trigger"}
 	case p.o.Mode == ModeLog:
 		res = move.Result{Outcome: ledger.Logged}
@@ -73,7 +78,17 @@ func (p *Purger) run(ctx context.Context, j ledger.Job) (bool, error) {
 		j.From = res.From
 		j.To = ledger.Location{Mailbox: res.To.Mailbox, Validity: res.To.Validity, UID: res.To.UID}
 	}
-	return true, p.finish(j)
+	if err := p.finish(j); err != nil {
+		return true, err
+	}
+	if j.Kind == ledger.Move && j.Outcome == ledger.Moved && !p.triggered(j.Campaign) {
+		// The campaign was allowed, revoked or its purge undone while
+		// the move ran: the undo made then did not know of this one.
+		if err := p.l.AddJob(undoOf(j, p.o.Clock())); err != nil && !errors.Is(err, ledger.ErrJobExists) {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // finish stores a finished job, logs it and counts it.
@@ -121,9 +136,6 @@ func (p *Purger) backoff(n int) time.Duration {
 
 // triggered reports whether campaign c's copies are purged now.
 func (p *Purger) triggered(c uint64) bool {
-	marks, err := p.l.Marks()
-	if err != nil {
-		return false
-	}
-	return !marks[c].Triggered.IsZero()
+	m, err := p.l.GetMark(c)
+	return err == nil && !m.Triggered.IsZero() && !m.Held()
 }

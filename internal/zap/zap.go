@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -69,6 +70,12 @@ type Options struct {
 	// ScanInterval is how often campaigns are looked at and due jobs
 	// run. Default 2 s.
 	ScanInterval time.Duration
+	// RematchInterval is the least time between two matches of the whole
+	// ledger made because a triggered campaign grew (new reporters or
+	// signatures: copies that matched it below the trigger, or not at
+	// all, may match now); at least ten times the last one's duration.
+	// Default 1 min.
+	RematchInterval time.Duration
 	// MinBackoff and MaxBackoff bound the wait before a retry (doubling
 	// from MinBackoff). Defaults 5 s and 10 min.
 	MinBackoff, MaxBackoff time.Duration
@@ -104,6 +111,9 @@ func (o Options) withDefaults() Options {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 2 * time.Second
 	}
+	if o.RematchInterval <= 0 {
+		o.RematchInterval = 10 * time.Second
+	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 5 * time.Second
 	}
@@ -132,7 +142,29 @@ type Purger struct {
 	lim *rate.Limiter
 	log *slog.Logger
 
+	// mu orders the changes of the campaigns' purge state: a scan's,
+	// and an undo by hand from the API.
+	mu       sync.Mutex
 	lastScan time.Time
+	// grown: a triggered campaign changed (new reporters, signatures)
+	// since the ledger was last matched whole: copies that matched it
+	// below the trigger, or not at all, may match now. seen is each
+	// triggered campaign's growth at that match; lastFull when it was and
+	// fullTook how long it took (the next waits at least ten times that).
+	grown    bool
+	seen     map[store.CampaignID]growth
+	lastFull time.Time
+	fullTook time.Duration
+}
+
+// growth is what makes a campaign match more copies, or more strongly.
+type growth struct {
+	spamReporters int64
+	evidence      int
+}
+
+func growthOf(c *store.Campaign) growth {
+	return growth{spamReporters: c.SpamReporters, evidence: len(c.Keys) + len(c.Sketches)}
 }
 
 // New returns a purger over the ledger, the campaigns and a backend.
@@ -147,7 +179,8 @@ func New(l *ledger.Ledger, c Campaigns, m move.Mover, o Options) (*Purger, error
 	if o.Trigger < action.Tag {
 		return nil, fmt.Errorf("zap: trigger %s: want tag, quarantine or reject", o.Trigger)
 	}
-	return &Purger{l: l, c: c, m: m, o: o, lim: rate.NewLimiter(rate.Limit(o.Rate), 1), log: o.Logger}, nil
+	return &Purger{l: l, c: c, m: m, o: o, lim: rate.NewLimiter(rate.Limit(o.Rate), 1), log: o.Logger,
+		seen: map[store.CampaignID]growth{}}, nil
 }
 
 // Run scans and works every ScanInterval until ctx ends.

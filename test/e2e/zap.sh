@@ -14,7 +14,11 @@
 #   c) the administrator allows the campaign: the moved copies return to
 #      INBOX; the reporters' own Junk moves stay;
 #   d) Dovecot stopped while a second campaign escalates: the purge jobs
-#      wait and complete once it is back.
+#      wait and complete once it is back;
+#   e) the daemon restarted with the IMAP backend (Dovecot's master user):
+#      a third campaign's unread copies move to Junk; `campaigns purges`
+#      (through the daemon's API) counts them; `campaigns undo-purge`
+#      moves them back and the campaign stays active.
 # Installs dovecot-imapd, dovecot-lmtpd, dovecot-sieve, postfix and swaks
 # when missing (root). Bounded in time; prints "N passed, N failed".
 # Environment: NDD_E2E_TIMEOUT (seconds, default 300), NDD_E2E_KEEP.
@@ -117,6 +121,8 @@ USERS="u1 u2 u3 u4 u5 u6 u7 u8 u9 u10"
 for u in $USERS; do
 	echo "$u:{PLAIN}pw-$u:$VMAIL_UID:$VMAIL_GID::$T/mail/$u::" >>"$DC/users"
 done
+MASTER_PW=e2e-master-$RANDOM$RANDOM$RANDOM
+echo "ndd-master:{PLAIN}$MASTER_PW" >"$DC/masters"
 cat >"$DC/dovecot.conf" <<EOF
 base_dir = $DC/run
 state_dir = $DC/state
@@ -128,9 +134,16 @@ ssl = no
 disable_plaintext_auth = no
 auth_mechanisms = plain
 auth_username_format = %Ln
+auth_master_user_separator = *
 first_valid_uid = $VMAIL_UID
 last_valid_uid = $VMAIL_UID
 mail_location = maildir:~/Maildir
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN $DC/masters
+  master = yes
+  result_success = continue
+}
 passdb {
   driver = passwd-file
   args = scheme=PLAIN $DC/users
@@ -417,3 +430,66 @@ for u in u3 u4 u5 u6 u7 u8; do
 	wait_has 60 $u Junk "second-$u@invest.example" || { ok=; fail "(d) $u's second copy not moved after Dovecot is back"; }
 done
 [ -n "$ok" ] && pass "(d) Dovecot back: the jobs completed, the six unread copies are in Junk"
+
+# (e) the IMAP backend: the daemon restarted with zap.imap (Dovecot's master
+# user), a third campaign escalates; campaigns purges shows what it moved,
+# campaigns undo-purge moves it back without allowing the campaign.
+stop_daemon
+printf '%s\n' "$MASTER_PW" >"$T/imap-master.pass"
+chmod 600 "$T/imap-master.pass"
+sed -n '/^zap:/q;p' "$T/nddmilter.yaml" >"$T/nddmilter-imap.yaml"
+cat >>"$T/nddmilter-imap.yaml" <<EOF
+zap:
+  user_map: local-part
+  imap:
+    addr: 127.0.0.1:$IMAP_PORT
+    tls: none
+    master_user: ndd-master
+    password_file: $T/imap-master.pass
+EOF
+"$T/nddmilter" serve --config "$T/nddmilter-imap.yaml" >>"$T/nddmilter.log" 2>&1 &
+NDD_PID=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+grep -q 'zero-hour purge on.*imap 127.0.0.1' "$T/nddmilter.log" && pass "(e) nddmilter restarted, zero-hour purge on (imap, master user)" ||
+	fail "(e) zap not on over IMAP"
+THIRD_TEXT="Your parcel could not be delivered because the customs fee was not paid.
+To schedule a new delivery date please confirm your address and pay the
+outstanding amount of two dollars within forty eight hours, otherwise the
+parcel will be returned to the sender. Track your shipment online with the
+reference code printed below and choose a convenient delivery window. Our
+courier service thanks you for your patience and cooperation."
+for i in 1 2 3 4 5 6 7 8 9; do
+	send $((60 + i)) "$THIRD_TEXT" u$i "third-u$i@invest.example" "Parcel delivery notice" || fail "(e) send to u$i"
+done
+for i in 1 2 3 4 5 6 7 8 9; do wait_has 20 u$i INBOX "third-u$i@invest.example" || fail "(e) u$i's third copy not delivered"; done
+for i in 1 2 3 4 5; do
+	printf 'From: offers@invest.example\nTo: u%s@example.org\nSubject: Parcel delivery notice\nMessage-ID: <third-report-%s@invest.example>\n\n%s\n' \
+		$i $i "$(copy_of "$THIRD_TEXT" $((80 + i)))" >"$T/third-$i.eml"
+	"$T/nddmilter" report --socket "$T/run/report.sock" --reporter "t$i" --kind spam <"$T/third-$i.eml" >>"$T/report.log" 2>&1 ||
+		fail "(e) report over the socket"
+done
+ok=1
+for i in 1 2 3 4 5 6 7 8 9; do
+	wait_has 30 u$i Junk "third-u$i@invest.example" && ! has u$i INBOX "third-u$i@invest.example" || { ok=; fail "(e) u$i's third copy not moved over IMAP"; }
+done
+[ -n "$ok" ] && pass "(e) over IMAP with the master user, the nine unread copies of the third campaign are in Junk"
+ID3=$(grep -o '"msg":"zap: campaign reached the trigger","campaign":[0-9]*' "$T/nddmilter.log" | tail -1 | grep -o '[0-9]*$')
+out=$(NDDMILTER_API_TOKEN=$TOKEN "$T/nddmilter" --config "$T/nddmilter-imap.yaml" campaigns purges "${ID3:-0}" 2>"$T/purges.log")
+if echo "$out" | grep -qE "to Junk +9 jobs: 9 moved" && grep -q "using its API" "$T/purges.log"; then
+	pass "(e) campaigns purges $ID3, through the daemon's API: $(echo "$out" | grep 'to Junk' | sed 's/^ *//')"
+else
+	fail "(e) campaigns purges ${ID3:-none}: $out $(cat "$T/purges.log")"
+fi
+out=$(NDDMILTER_API_TOKEN=$TOKEN "$T/nddmilter" --config "$T/nddmilter-imap.yaml" campaigns undo-purge "${ID3:-0}" 2>>"$T/purges.log")
+echo "$out" | grep -q "purge undone, 9 copies to move back (now)" && pass "(e) $out" || fail "(e) campaigns undo-purge: $out"
+ok=1
+for i in 1 2 3 4 5 6 7 8 9; do
+	wait_has 30 u$i INBOX "third-u$i@invest.example" && ! has u$i Junk "third-u$i@invest.example" || { ok=; fail "(e) u$i's third copy not back in INBOX"; }
+done
+[ -n "$ok" ] && pass "(e) undo-purge: the nine moved copies are back in INBOX"
+# (The master user's IMAP moves run contrib/dovecot's IMAPSieve rules as
+# the users' own: the moves back out of Junk count as not-spam reports,
+# which may revoke the campaign. It is never allowed by the undo.)
+state=$(api "http://127.0.0.1:$HTTP_PORT/v1/campaigns/${ID3:-0}" | grep -o '"state": "[a-z]*"')
+[ -n "$state" ] && [ "$state" != '"state": "allowed"' ] &&
+	pass "(e) the undo did not allow the campaign ($state)" || fail "(e) the campaign after the undo: ${state:-unknown}"

@@ -20,6 +20,7 @@ type Results struct {
 	Padding     *PaddingResult     `json:"padding,omitempty"`
 	Reporters   *ReportersResult   `json:"reporters,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
+	Zap         *ZapResult         `json:"zap,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
 
@@ -100,6 +101,12 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w)
 		r.Speed.WriteMarkdown(w)
 	}
+	if r.Zap != nil {
+		fmt.Fprintln(w, "## Zero-hour purge")
+		fmt.Fprintln(w)
+		r.Zap.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	for _, p := range r.Plots {
 		fmt.Fprintln(w, "plot:", p)
 	}
@@ -165,6 +172,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddlab eval adversarial          # robustness per randomization kind")
 	fmt.Fprintln(w, "./nddlab eval reporters            # every spam reported by 3 users, every message checked")
 	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
+	fmt.Fprintln(w, "./nddlab eval zap                  # zero-hour purge: a campaign's copies left in INBOX without and with it")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
 	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil {
@@ -207,6 +215,12 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "`scripts/peers/compare.sh` measures rspamd's fuzzy_check and Pyzor against nddmilter on the same corpus and prints its own tables ([design/methods.md](design/methods.md#peers)).")
 	fmt.Fprintln(w)
+	if z := r.Zap; z != nil {
+		fmt.Fprintln(w, "## Zero-hour purge")
+		fmt.Fprintln(w)
+		z.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	if s := r.Speed; s != nil {
 		fmt.Fprintln(w, "## Speed and scale")
 		fmt.Fprintln(w)
