@@ -11,21 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/ledger"
 )
-
-// openPurges opens the delivery ledger of the configuration, or the API
-// of --api, or the API of the daemon holding the ledger.
-func openPurges(cmd *cobra.Command, gf *globalFlags, af *apiFlags) (daemon.PurgeBackend, error) {
-	return daemon.OpenPurges(cmd.Context(), daemon.BackendOptions{
-		ConfigPath: gf.config,
-		StoreDir:   gf.store,
-		APIURL:     af.url,
-		Token:      af.tokenOrEnv(),
-		LogOutput:  cmd.ErrOrStderr(),
-	})
-}
 
 func newCampaignsPurgesCmd(gf *globalFlags) *cobra.Command {
 	var (
@@ -178,7 +165,7 @@ moves back are queued in the ledger and run when it starts.`,
 				return err
 			}
 			defer pb.Close()
-			_, local := pb.(daemon.LocalPurges)
+			_, local := pb.(localPurges)
 			failed := 0
 			for _, id := range ids {
 				a, err := pb.UndoPurge(cmd.Context(), id)

@@ -1,4 +1,4 @@
-package daemon
+package main
 
 import (
 	"context"
@@ -8,16 +8,19 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/ledger"
 	"github.com/nddmilter/nddmilter/internal/store"
 	"github.com/nddmilter/nddmilter/internal/zap"
 )
 
-// PurgeBackend is where `campaigns purges` and `campaigns undo-purge`
+// purgeBackend is where `campaigns purges` and `campaigns undo-purge`
 // act: the delivery ledger itself while no daemon has it open, or the
 // running daemon's API.
-type PurgeBackend interface {
+type purgeBackend interface {
 	// Purge returns what zero-hour purge took back of campaign id, with
 	// its latest limit jobs (negative: the most).
 	Purge(ctx context.Context, id store.CampaignID, limit int) (api.Purge, error)
@@ -27,13 +30,13 @@ type PurgeBackend interface {
 	Close() error
 }
 
-// LocalPurges works on the ledger while the daemon is stopped: an undo
+// localPurges works on the ledger while the daemon is stopped: an undo
 // queues its jobs, which the daemon runs when it starts.
-type LocalPurges struct{ l *ledger.Ledger }
+type localPurges struct{ l *ledger.Ledger }
 
 // Purge reads campaign id's purge from the ledger; a campaign the ledger
 // knows nothing of is store.ErrNotFound.
-func (p LocalPurges) Purge(ctx context.Context, id store.CampaignID, limit int) (api.Purge, error) {
+func (p localPurges) Purge(ctx context.Context, id store.CampaignID, limit int) (api.Purge, error) {
 	if limit < 0 {
 		limit = api.MaxPurgeJobs
 	}
@@ -44,7 +47,7 @@ func (p LocalPurges) Purge(ctx context.Context, id store.CampaignID, limit int) 
 	return api.NewPurge(pu), nil
 }
 
-func (p LocalPurges) known(id store.CampaignID, limit int) (ledger.Purge, error) {
+func (p localPurges) known(id store.CampaignID, limit int) (ledger.Purge, error) {
 	pu, err := p.l.Purge(uint64(id), limit)
 	if err != nil {
 		return pu, err
@@ -56,7 +59,7 @@ func (p LocalPurges) known(id store.CampaignID, limit int) (ledger.Purge, error)
 }
 
 // UndoPurge queues the moving back of what campaign id's purge moved.
-func (p LocalPurges) UndoPurge(ctx context.Context, id store.CampaignID) (api.UndoneAnswer, error) {
+func (p localPurges) UndoPurge(ctx context.Context, id store.CampaignID) (api.UndoneAnswer, error) {
 	if _, err := p.known(id, 0); err != nil {
 		return api.UndoneAnswer{}, err
 	}
@@ -66,34 +69,32 @@ func (p LocalPurges) UndoPurge(ctx context.Context, id store.CampaignID) (api.Un
 }
 
 // Close closes the ledger.
-func (p LocalPurges) Close() error { return p.l.Close() }
+func (p localPurges) Close() error { return p.l.Close() }
 
-// RemotePurges goes through a running daemon's API.
-type RemotePurges struct{ *api.Client }
+// remotePurges goes through a running daemon's API.
+type remotePurges struct{ *api.Client }
 
 // Close does nothing.
-func (RemotePurges) Close() error { return nil }
+func (remotePurges) Close() error { return nil }
 
-// ErrZapOff is wrapped by OpenPurges's error when the configuration names
+// errZapOff is wrapped by openPurges's error when the configuration names
 // no zap backend (and no API URL is given).
-var ErrZapOff = errors.New("zero-hour purge is off: the configuration names no zap backend (docs/ZAP.md)")
+var errZapOff = errors.New("zero-hour purge is off: the configuration names no zap backend (docs/ZAP.md)")
 
-// OpenPurges opens the delivery ledger of the configuration, or, when
-// the running daemon holds it (or o.APIURL is set), that daemon's API as
-// OpenBackend finds it. o.Create is ignored.
-func OpenPurges(ctx context.Context, o BackendOptions) (PurgeBackend, error) {
-	if o.APIURL != "" {
-		return RemotePurges{&api.Client{BaseURL: o.APIURL, Token: o.Token}}, nil
+// openPurges opens the delivery ledger of the configuration, or the API
+// of --api, or, when the running daemon holds the ledger, that daemon's
+// API as openBackend finds it.
+func openPurges(cmd *cobra.Command, gf *globalFlags, af *apiFlags) (purgeBackend, error) {
+	if af.url != "" {
+		return remotePurges{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, nil
 	}
-	if o.LogOutput == nil {
-		o.LogOutput = os.Stderr
-	}
-	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
+	stderr := cmd.ErrOrStderr()
+	cfg, err := loadConfig(gf)
 	if err != nil {
 		return nil, err
 	}
 	if !cfg.Zap.Enabled() {
-		return nil, fmt.Errorf("%w (configuration: %s)", ErrZapOff, configName(o.ConfigPath))
+		return nil, fmt.Errorf("%w (configuration: %s)", errZapOff, configName(gf.config))
 	}
 	dir := cfg.Zap.LedgerDir(cfg.Store.Dir)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -101,25 +102,25 @@ func OpenPurges(ctx context.Context, o BackendOptions) (PurgeBackend, error) {
 	}
 	// Root on the package's ledger (owned by nddmilter) goes through the
 	// running daemon's API, never into the ledger itself.
-	ownerErr := checkStoreOwner(dir, os.Geteuid(), fileOwner)
+	ownerErr := daemon.CheckStoreOwner(dir)
 	if ownerErr == nil {
 		// No eviction while the command runs: it only reads, or queues
 		// undo jobs.
 		l, err := ledger.Open(dir, ledger.Options{Window: cfg.Zap.Window.D(), MaxBytes: cfg.Zap.MaxBytes,
-			EvictInterval: 24 * time.Hour, Logger: NewLogger(cfg, o.LogOutput)})
+			EvictInterval: 24 * time.Hour, Logger: daemon.NewLogger(cfg, stderr)})
 		if err == nil {
-			return LocalPurges{l}, nil
+			return localPurges{l}, nil
 		}
 		if !errors.Is(err, ledger.ErrLocked) {
 			return nil, err
 		}
 		ownerErr = err
-	} else if RunningAPIURL(cfg.Store.Dir) == "" {
+	} else if daemon.RunningAPIURL(cfg.Store.Dir) == "" {
 		return nil, ownerErr
 	}
-	c, err := daemonAPI(cfg, o, ownerErr)
+	c, err := daemonAPI(cfg, af, stderr, ownerErr)
 	if err != nil {
 		return nil, err
 	}
-	return RemotePurges{c}, nil
+	return remotePurges{c}, nil
 }

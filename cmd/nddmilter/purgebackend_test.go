@@ -1,4 +1,4 @@
-package daemon
+package main
 
 import (
 	"context"
@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/nddmilter/nddmilter/internal/api"
+	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -30,8 +33,9 @@ func TestZapPurgesServed(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startDaemon(t, Options{ConfigPath: cfgPath, StoreDir: storeDir})
-	be, err := OpenBackend(ctx, BackendOptions{ConfigPath: cfgPath, LogOutput: io.Discard})
+	startDaemon(t, daemon.Options{ConfigPath: cfgPath, StoreDir: storeDir})
+	gf := &globalFlags{config: cfgPath}
+	be, err := openBackend(ctx, gf, &apiFlags{}, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +44,15 @@ func TestZapPurgesServed(t *testing.T) {
 		t.Fatalf("report: %+v, %v", out, err)
 	}
 	var notice strings.Builder
-	pb, err := OpenPurges(ctx, BackendOptions{ConfigPath: cfgPath, LogOutput: &notice})
+	cmd := &cobra.Command{}
+	cmd.SetContext(ctx)
+	cmd.SetErr(&notice)
+	pb, err := openPurges(cmd, gf, &apiFlags{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pb.Close()
-	if _, ok := pb.(RemotePurges); !ok || !strings.Contains(notice.String(), "using its API") {
+	if _, ok := pb.(remotePurges); !ok || !strings.Contains(notice.String(), "using its API") {
 		t.Fatalf("purges of a held ledger: %T %q", pb, notice.String())
 	}
 	p, err := pb.Purge(ctx, out.Campaign, 10)
