@@ -17,8 +17,8 @@ import (
 const cliPage = "docs/CLI.md"
 
 // writeMarkdown writes one Markdown page of every available command, from
-// the commands' own help: the description, the usage line and the flags
-// of each. The global flags are listed once, under the root command.
+// the commands' own help: the short description, the usage line and the
+// flags of each. The global flags are listed once, under the root command.
 // cobra's completion subcommands (one per shell) are left out: `nddmilter
 // completion SHELL --help` documents them.
 func writeMarkdown(w io.Writer, root *cobra.Command) error {
@@ -26,7 +26,7 @@ func writeMarkdown(w io.Writer, root *cobra.Command) error {
 	b.WriteString("# Command-line reference\n\n")
 	b.WriteString("Generated from the commands' help by `go run -tags gendocs ./cmd/nddmilter gendocs --markdown " + cliPage + "`; ")
 	b.WriteString("edit the help in cmd/nddmilter, not this page. ")
-	b.WriteString("The man pages (`man nddmilter-report`) hold the same text.\n")
+	b.WriteString("Each command's `--help` and its man page (`man nddmilter-report`) hold its full description.\n")
 	shared := sharedFlags(root)
 	if len(shared) > 0 {
 		b.WriteString("\nThe commands that may reach a running daemon also take these flags, not repeated below:\n\n")
@@ -57,12 +57,11 @@ func writeMarkdown(w io.Writer, root *cobra.Command) error {
 // writeCommand writes one command's section.
 func writeCommand(b *bytes.Buffer, c *cobra.Command, isRoot bool, shared map[string]*pflag.Flag) {
 	fmt.Fprintf(b, "\n## %s\n\n", c.CommandPath())
-	text := strings.TrimSpace(c.Long)
-	if text == "" {
-		text = strings.TrimSpace(c.Short)
-		if text != "" && !strings.HasSuffix(text, ".") {
-			text += "."
-		}
+	// One line each: the page is an index of the commands and their
+	// flags; `--help` and the man pages hold the long descriptions.
+	text := strings.TrimSpace(c.Short)
+	if text != "" && !strings.HasSuffix(text, ".") {
+		text += "."
 	}
 	if text != "" {
 		b.WriteString(text + "\n\n")
