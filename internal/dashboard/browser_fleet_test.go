@@ -16,6 +16,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // TestBrowserFleet runs three daemons forming a fleet (embedded JetStream
@@ -32,11 +33,12 @@ func TestBrowserFleet(t *testing.T) {
 	shots := screenshotDir(t)
 
 	dir := t.TempDir()
-	type host struct{ name, http, nats, route, seed string }
+	type host struct{ name, http, nats, route, milter, seed string }
 	hosts := make([]*host, 3)
 	var routes, nodes []string
+	addrs := testutil.FreeAddrs(t, 4*len(hosts))
 	for i := range hosts {
-		hosts[i] = &host{name: fmt.Sprintf("mx%d", i+1), http: freeAddr(t), nats: freeAddr(t), route: freeAddr(t)}
+		hosts[i] = &host{name: fmt.Sprintf("mx%d", i+1), http: addrs[4*i], nats: addrs[4*i+1], route: addrs[4*i+2], milter: addrs[4*i+3]}
 		routes = append(routes, "      - nats-route://"+hosts[i].route)
 		seed, pub, err := natsd.NewUserKey()
 		if err != nil {
@@ -71,7 +73,7 @@ fleet:
     routes:
 %s
   replicas: 3
-`, freeAddr(t), h.http, browserToken, filepath.Join(dir, h.name, "store"), h.name, h.seed, strings.Join(nodes, "\n"), h.nats, h.route,
+`, h.milter, h.http, browserToken, filepath.Join(dir, h.name, "store"), h.name, h.seed, strings.Join(nodes, "\n"), h.nats, h.route,
 			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"))
 		path := filepath.Join(dir, h.name+".yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/dashboard"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // The browser test's environment:
@@ -92,16 +92,6 @@ func runSteps(t *testing.T, bctx context.Context, what string, steps ...chromedp
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // api calls the daemon's /v1 API and decodes its JSON answer into out.
 func api(t *testing.T, base, method, path string, body []byte, out any) int {
 	t.Helper()
@@ -145,10 +135,11 @@ func TestBrowser(t *testing.T) {
 
 	// The daemon, as an administrator runs it.
 	dir := t.TempDir()
-	httpAddr := freeAddr(t)
+	addrs := testutil.FreeAddrs(t, 2)
+	httpAddr := addrs[0]
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: %s\n  dashboard:\n    read_password: read-only-password-0123\nstore:\n  dir: %s\n",
-		freeAddr(t), httpAddr, browserToken, filepath.Join(dir, "store"))
+		addrs[1], httpAddr, browserToken, filepath.Join(dir, "store"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

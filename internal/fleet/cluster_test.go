@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // testCluster is a JetStream cluster of embedded servers on loopback.
@@ -22,12 +24,7 @@ type testCluster struct {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testutil.FreePorts(t, 1)[0]
 }
 
 // startCluster starts n clustered JetStream servers (n == 1: a single

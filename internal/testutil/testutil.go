@@ -4,7 +4,12 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
 	"sync"
+	"testing"
 )
 
 // LockedBuffer is a bytes.Buffer safe for concurrent use: a log sink that
@@ -25,4 +30,47 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// FreeAddrs returns n distinct loopback TCP addresses that are free now,
+// for servers a test configures and starts later. The ports are drawn
+// below Linux's default ephemeral range (32768–60999), so the kernel does
+// not hand them to another process's outgoing connection or port-0
+// listener in between, and every listener is held until all n are chosen,
+// so two picks never collide.
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	const lo, hi = 20000, 32768
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for tries := 0; len(held) < n; tries++ {
+		if tries == 1000*n {
+			t.Fatalf("testutil: no %d free loopback ports in %d–%d", n, lo, hi-1)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+		if err != nil {
+			continue
+		}
+		held = append(held, l)
+	}
+	addrs := make([]string, n)
+	for i, l := range held {
+		addrs[i] = l.Addr().String()
+	}
+	return addrs
+}
+
+// FreePorts is FreeAddrs' ports.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i, a := range FreeAddrs(t, n) {
+		_, p, _ := net.SplitHostPort(a)
+		ports[i], _ = strconv.Atoi(p)
+	}
+	return ports
 }

@@ -20,25 +20,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // freePorts returns n free loopback ports.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var ps []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ps
+	return testutil.FreePorts(t, n)
 }
 
 // withFreePorts calls start with n loopback ports picked free. Another

@@ -21,6 +21,8 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // Credentials of the server.
@@ -78,7 +80,8 @@ func Start(t testing.TB, users ...string) *Server {
 	write(t, filepath.Join(dir, "users"), ub.String())
 	write(t, filepath.Join(dir, "masters"), fmt.Sprintf("%s:{PLAIN}%s\n", MasterUser, MasterPassword))
 	s := &Server{t: t, Dir: dir, conf: filepath.Join(dir, "dovecot.conf")}
-	imapPort, httpPort := freePort(t), freePort(t)
+	ports := testutil.FreePorts(t, 2)
+	imapPort, httpPort := ports[0], ports[1]
 	s.IMAPAddr = fmt.Sprintf("127.0.0.1:%d", imapPort)
 	s.HTTPURL = fmt.Sprintf("http://127.0.0.1:%d/doveadm/v1", httpPort)
 	write(t, s.conf, fmt.Sprintf(`base_dir = %[1]s/run
@@ -148,16 +151,6 @@ func write(t testing.TB, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Start starts the server again after Stop.
