@@ -129,7 +129,7 @@ func messageFooter(doc *mime.Document) int {
 		return -1
 	}
 	foot := doc.Text[at:]
-	if doc.List != "" && strings.Contains(strings.ToLower(foot), doc.List) {
+	if doc.List != "" && containsLower(foot, doc.List) {
 		return at
 	}
 	first, _, _ := strings.Cut(foot, "\n")
@@ -137,6 +137,33 @@ func messageFooter(doc *mime.Document) int {
 		return at
 	}
 	return -1
+}
+
+// containsLower reports whether strings.ToLower(s) contains sub, without
+// lower-casing an ASCII s into a copy.
+func containsLower(s, sub string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Contains(strings.ToLower(s), sub)
+		}
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lowerASCII(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // withoutFooter returns a copy of doc without its footer (see

@@ -168,3 +168,17 @@ func TestBagsWithinMatchesReference(t *testing.T) {
 	}
 	t.Logf("%d term subsets checked, %d with signatures of their own", checked, dropped)
 }
+
+// TestContainsLower checks containsLower against strings.ToLower and
+// strings.Contains.
+func TestContainsLower(t *testing.T) {
+	subs := []string{"", "users", "users-list", "k", "i̇", "ß", "straße"}
+	texts := []string{"", "Users mailing list", "USERS", "use", "Users-List@lists", "\u212a", "K", "İstanbul", "STRASSE", "Straße users", "xusersx"}
+	for _, s := range texts {
+		for _, sub := range subs {
+			if got, want := containsLower(s, sub), strings.Contains(strings.ToLower(s), sub); got != want {
+				t.Errorf("containsLower(%q, %q) = %v, want %v", s, sub, got, want)
+			}
+		}
+	}
+}
