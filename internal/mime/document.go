@@ -24,9 +24,8 @@
 //     HTML alternative (or the last, richest one), falling back to the next
 //     when it has no text. Text hidden in an unseen alternative, in
 //     attachments or in non-text parts does not reach the signatures.
-//   - HTML is reduced to its visible text with the tokenizer of
-//     golang.org/x/net/html, ported to read the text in place
-//     (htmltoken.go): script, style, title, template, noscript and elements
+//   - HTML is reduced to its visible text with the golang.org/x/net/html
+//     tokenizer: script, style, title, template, noscript and elements
 //     hidden by style (display:none, visibility:hidden, opacity:0, font-size
 //     0 or below 2px, zero height/width with overflow:hidden) or by the
 //     hidden attribute are dropped; inline tags and comments never split a
