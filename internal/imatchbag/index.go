@@ -120,15 +120,26 @@ func (x *lexIndex) findAt(t string, j uint64) uint64 {
 
 // prefix8 is the first 8 bytes of s, little-endian, zero-padded.
 func prefix8(s string) uint64 {
-	if len(s) >= 8 {
+	n := len(s)
+	switch {
+	case n >= 8:
+		_ = s[7]
 		return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	case n >= 4:
+		// Two overlapping 4-byte loads: the bytes both hold land on the
+		// same bits.
+		t := s[n-4:]
+		_, _ = s[3], t[3]
+		lo := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+		hi := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24
+		return lo | hi<<(8*(n-4))
+	case n >= 2:
+		return uint64(s[0]) | uint64(s[1])<<8 | (uint64(s[n-2])|uint64(s[n-1])<<8)<<(8*(n-2))
+	case n == 1:
+		return uint64(s[0])
 	}
-	var w uint64
-	for i := 0; i < len(s); i++ {
-		w |= uint64(s[i]) << (8 * i)
-	}
-	return w
+	return 0
 }
 
 // lexHash is a fast string hash for the index (no wire format): 8 bytes
@@ -137,16 +148,10 @@ func lexHash(s string) uint64 {
 	const m = 0x9fb21c651e98df25
 	h := uint64(len(s)) * 0x9e3779b97f4a7c15
 	for len(s) >= 8 {
-		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		h = (h ^ w) * m
+		h = (h ^ prefix8(s)) * m
 		h ^= h >> 32
 		s = s[8:]
 	}
-	var w uint64
-	for i := 0; i < len(s); i++ {
-		w |= uint64(s[i]) << (8 * i)
-	}
-	h = (h ^ w) * m
+	h = (h ^ prefix8(s)) * m
 	return h ^ h>>29
 }

@@ -261,6 +261,68 @@ func (s *Signer) SignSortedDF(terms []string, df []int32) (Result, []int32) {
 	return s.sign(terms, sc, &perBag, res, true), df
 }
 
+// BagsWithin returns the bags (bit b for bag b) whose signature of the
+// sorted unique terms (SignSorted's) exists and hashes only terms whose
+// index i in terms has in(i) true: the signatures a subset of the terms
+// makes alone. It selects the terms as SignSorted does, without hashing
+// them.
+func (s *Signer) BagsWithin(terms []string, in func(i int) bool) uint64 {
+	if len(terms) < s.opts.MinUnique {
+		return 0
+	}
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
+	at := slices.Grow(sc.at[:0], len(terms))[:len(terms)]
+	sc.at = at
+	s.index.findAll(terms, at)
+	for i, k := range at {
+		if k == 0 {
+			continue
+		}
+		sl := &s.index.slots[k-1]
+		if sl.pmask != 0 {
+			sc.prim = append(sc.prim, hit{idx: int32(i), rank: -1, mask: sl.pmask})
+		}
+		if sl.smask != 0 {
+			sc.sec = append(sc.sec, hit{idx: int32(i), rank: sl.srank, mask: sl.smask})
+		}
+	}
+	need := s.need(len(terms))
+	secSorted := false
+	var out uint64
+	for b := 0; b <= s.opts.K; b++ {
+		bit := uint32(1) << b
+		n, within := 0, true
+		for _, h := range sc.prim {
+			if h.mask&bit != 0 {
+				n++
+				within = within && in(int(h.idx))
+			}
+		}
+		if n < need {
+			// As sign: the terms of B by rank fill the selection.
+			if !secSorted {
+				slices.SortFunc(sc.sec, func(a, b hit) int { return int(a.rank - b.rank) })
+				secSorted = true
+			}
+			for _, h := range sc.sec {
+				if n >= need {
+					break
+				}
+				if h.mask&bit != 0 {
+					n++
+					within = within && in(int(h.idx))
+				}
+			}
+		}
+		if n >= need && within {
+			out |= 1 << b
+		}
+	}
+	return out
+}
+
 // sign completes Sign once the primary hits of the sorted unique terms
 // are in sc.prim and counted in perBag, and, when secDone, the secondary
 // hits in sc.sec (in term order).

@@ -385,3 +385,38 @@ func TestSignSortedDF(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefix8MatchesReference checks prefix8 and lexHash against their
+// byte-by-byte definitions at every length up to 24.
+func TestPrefix8MatchesReference(t *testing.T) {
+	ref8 := func(s string) uint64 {
+		var w uint64
+		for i := 0; i < len(s) && i < 8; i++ {
+			w |= uint64(s[i]) << (8 * i)
+		}
+		return w
+	}
+	refHash := func(s string) uint64 {
+		const m = 0x9fb21c651e98df25
+		h := uint64(len(s)) * 0x9e3779b97f4a7c15
+		for len(s) >= 8 {
+			h = (h ^ ref8(s)) * m
+			h ^= h >> 32
+			s = s[8:]
+		}
+		h = (h ^ ref8(s)) * m
+		return h ^ h>>29
+	}
+	const src = "\x01\x80abcdefghijklmnopqrstuvwxyz\xff"
+	for n := 0; n <= 24; n++ {
+		for off := 0; off+n <= len(src); off++ {
+			s := src[off : off+n]
+			if got, want := prefix8(s), ref8(s); got != want {
+				t.Fatalf("prefix8(%q) = %#x, want %#x", s, got, want)
+			}
+			if got, want := lexHash(s), refHash(s); got != want {
+				t.Fatalf("lexHash(%q) = %#x, want %#x", s, got, want)
+			}
+		}
+	}
+}

@@ -48,6 +48,14 @@ type TermStats struct {
 // over Tokenize(doc, opts) give, without building the token list. A nil doc
 // has no terms.
 func Analyze(doc *Document, opts TokenOptions) *Terms {
+	return AnalyzeReuse(doc, opts, nil)
+}
+
+// AnalyzeReuse is Analyze that writes the statistics into the memory of
+// stats (which it overwrites; nil allocates): a caller that is done with
+// a document's statistics before it analyzes the next one passes the
+// previous Terms.Stats[:0] back. Terms.Sorted is always new.
+func AnalyzeReuse(doc *Document, opts TokenOptions, stats []TermStats) *Terms {
 	o := opts.withDefaults()
 	out := &Terms{Options: o}
 	if doc == nil {
@@ -69,7 +77,11 @@ func Analyze(doc *Document, opts TokenOptions) *Terms {
 	ts.finish()
 	perm := ts.order()
 	out.Sorted = make([]string, len(perm))
-	out.Stats = make([]TermStats, len(perm))
+	if cap(stats) >= len(perm) {
+		out.Stats = stats[:len(perm)]
+	} else {
+		out.Stats = make([]TermStats, len(perm))
+	}
 	for i, p := range perm {
 		out.Sorted[i] = ts.terms[p]
 		out.Stats[i] = an.stats[p]

@@ -113,3 +113,21 @@ func TestAnalyzeSamples(t *testing.T) {
 	d := &Document{Subject: "PREFIXED words", Text: b.String()}
 	checkAnalyze(t, d, Tokenize(d, TokenOptions{}), TokenOptions{})
 }
+
+// TestAnalyzeReuse checks that AnalyzeReuse gives Analyze's terms and
+// statistics whatever the memory it is given holds.
+func TestAnalyzeReuse(t *testing.T) {
+	var stats []TermStats
+	for _, f := range []string{"html.eml", "plain.eml", "obfuscated-spam.eml", "windows-1251.eml", "plain.eml"} {
+		doc := Parse(readSample(t, f), Options{})
+		want := Analyze(doc, TokenOptions{})
+		for i := range stats[:cap(stats)] {
+			stats[:cap(stats)][i] = TermStats{TF: -1, First: -1, InSubject: true}
+		}
+		got := AnalyzeReuse(doc, TokenOptions{}, stats)
+		if !slices.Equal(got.Sorted, want.Sorted) || !slices.Equal(got.Stats, want.Stats) || got.Tokens != want.Tokens {
+			t.Fatalf("%s: AnalyzeReuse differs from Analyze", f)
+		}
+		stats = got.Stats[:0]
+	}
+}

@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -83,9 +84,15 @@ func isASCIIName(cs string) bool {
 // by U+FFFD. Each fallback records a warning naming what (e.g. "text/plain
 // part"). The result may alias b.
 func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
+	return p.decodeCharsetASCII(b, cs, what, isASCII(b))
+}
+
+// decodeCharsetASCII is decodeCharset for b known to be all ASCII or
+// not.
+func (p *parser) decodeCharsetASCII(b []byte, cs, what string, ascii bool) []byte {
 	switch {
 	case cs == "" || isASCIIName(cs):
-		if isASCII(b) || utf8.Valid(b) {
+		if ascii || utf8.Valid(b) {
 			return b
 		}
 		guess := guessSingleByte(b)
@@ -97,9 +104,9 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 		} else {
 			p.warn("8-bit bytes in " + cs + " " + what + ": decoded as " + guess)
 		}
-		return p.decodeCharset(b, guess, what)
+		return p.decodeCharsetASCII(b, guess, what, false)
 	case isUTF8Name(cs):
-		if isASCII(b) || utf8.Valid(b) {
+		if ascii || utf8.Valid(b) {
 			return b
 		}
 		p.warn("invalid UTF-8 in " + what + ": replaced")
@@ -115,19 +122,24 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 		out, _ := charmap.Windows1252.NewDecoder().Bytes(b)
 		return out
 	}
-	if isASCII(b) && asciiCompatible(cs) {
+	if ascii && asciiCompatible(cs) {
 		return b
 	}
 	if cm, ok := enc.(*charmap.Charmap); ok {
 		// Single-byte charsets: a table lookup per byte, no transformer.
 		out := p.csbuf[:0]
 		asciiOK := asciiCompatible(cs)
-		for _, c := range b {
-			if c < utf8.RuneSelf && asciiOK {
-				out = append(out, c)
-				continue
+		for len(b) > 0 {
+			if asciiOK {
+				// Runs of ASCII are copied as they are.
+				n := asciiPrefix(b)
+				out = append(out, b[:n]...)
+				if b = b[n:]; len(b) == 0 {
+					break
+				}
 			}
-			out = utf8.AppendRune(out, cm.DecodeByte(c))
+			out = utf8.AppendRune(out, cm.DecodeByte(b[0]))
+			b = b[1:]
 		}
 		p.csbuf = out
 		return out
@@ -145,21 +157,32 @@ func (p *parser) decodeCharset(b []byte, cs, what string) []byte {
 }
 
 func isASCII(b []byte) bool {
-	// 8 bytes at a time.
+	return asciiPrefix(b) == len(b)
+}
+
+// asciiPrefix returns the length of the longest prefix of b without a
+// byte ≥ 0x80. It reads 32 bytes, then 8 bytes at a time.
+func asciiPrefix(b []byte) int {
+	const high = 0x8080808080808080
 	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		v := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
-		if v&0x8080808080808080 != 0 {
-			return false
+	for ; len(b)-i >= 32; i += 32 {
+		w := b[i : i+32 : i+32]
+		if (binary.LittleEndian.Uint64(w)|binary.LittleEndian.Uint64(w[8:])|
+			binary.LittleEndian.Uint64(w[16:])|binary.LittleEndian.Uint64(w[24:]))&high != 0 {
+			break
+		}
+	}
+	for ; len(b)-i >= 8; i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&high != 0 {
+			break
 		}
 	}
 	for ; i < len(b); i++ {
 		if b[i] >= 0x80 {
-			return false
+			return i
 		}
 	}
-	return true
+	return i
 }
 
 // asciiCompatible reports whether ASCII bytes stand for themselves in cs.

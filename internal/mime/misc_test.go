@@ -172,3 +172,23 @@ func TestHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestASCIIPrefix checks asciiPrefix against a byte loop at every length
+// and position of the first high byte.
+func TestASCIIPrefix(t *testing.T) {
+	for n := 0; n < 80; n++ {
+		for at := 0; at <= n; at++ {
+			b := bytes.Repeat([]byte{'a'}, n)
+			if at < n {
+				b[at] = 0x80 + byte(at)
+			}
+			want := bytes.IndexFunc(b, func(r rune) bool { return r >= 0x80 })
+			if want < 0 {
+				want = n
+			}
+			if got := asciiPrefix(b); got != want {
+				t.Fatalf("asciiPrefix of %d bytes with a high byte at %d = %d", n, at, got)
+			}
+		}
+	}
+}

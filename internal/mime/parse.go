@@ -333,10 +333,11 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		p.charset = cs
 	}
 	isHTML := mt.typ == "text/html"
-	if isHTML && cs == "" && !isASCII(data) {
+	ascii := isASCII(data)
+	if isHTML && cs == "" && !ascii {
 		cs = metaCharset(data)
 	}
-	txt := p.decodeCharset(data, cs, what)
+	txt := p.decodeCharsetASCII(data, cs, what, ascii)
 	if isHTML {
 		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)

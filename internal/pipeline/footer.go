@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -130,7 +129,7 @@ func messageFooter(doc *mime.Document) int {
 		return -1
 	}
 	foot := doc.Text[at:]
-	if doc.List != "" && strings.Contains(strings.ToLower(foot), doc.List) {
+	if doc.List != "" && containsLower(foot, doc.List) {
 		return at
 	}
 	first, _, _ := strings.Cut(foot, "\n")
@@ -138,6 +137,33 @@ func messageFooter(doc *mime.Document) int {
 		return at
 	}
 	return -1
+}
+
+// containsLower reports whether strings.ToLower(s) contains sub, without
+// lower-casing an ASCII s into a copy.
+func containsLower(s, sub string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Contains(strings.ToLower(s), sub)
+		}
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lowerASCII(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // withoutFooter returns a copy of doc without its footer (see
@@ -189,45 +215,43 @@ func withoutFooterAt(doc *mime.Document, i int) *mime.Document {
 // (the text from footerAt), and how many were dropped. When no word
 // outside the footer is in a lexicon, the signature of that lexicon
 // hashes the footer's words only and is shared by every post to the list.
-// It signs the message's words again with each word that is not in the
-// footer replaced by a word of no lexicon (the same number of words, so
-// the same minimum of lexicon words per signature): a signature that
-// comes out the same hashed no word of the message's own. The message's
-// other signatures, and every signature of a message without a footer,
-// are kept. Signatures are a wire format: they are not changed, only not
-// used.
+// A signature is dropped when every word it hashes is a word of the
+// footer (imatchbag.Signer.BagsWithin): it is then the signature the
+// footer's words make alone among as many words, the others replaced by
+// words of no lexicon (the same number of words, so the same minimum of
+// lexicon words per signature). The message's other signatures, every
+// signature of a message all of whose words are the footer's, and every
+// signature of a message without a footer, are kept. Signatures are a
+// wire format: they are not changed, only not used.
 func (p *Pipeline) dropFooterIMatch(doc *mime.Document, footerAt int, terms []string, sigs []imatchbag.Signature) ([]imatchbag.Signature, int) {
-	foot := mime.Analyze(&mime.Document{Text: doc.Text[footerAt:]}, p.opts.Tokens).Sorted
-	// The footer's words, in order, after n placeholders: "\x00" is not a
-	// word (tokens have no control characters), so it is in no lexicon,
-	// and it sorts first.
-	// Both lists are sorted: one merge finds the footer's words among
-	// terms, written after the placeholders.
-	masked := make([]string, len(terms))
-	k := len(terms)
-	for i, j := len(terms)-1, len(foot)-1; i >= 0; i-- {
-		for j >= 0 && foot[j] > terms[i] {
-			j--
-		}
-		if j >= 0 && foot[j] == terms[i] {
-			k--
-			masked[k] = terms[i]
+	foot := mime.UniqueTermsOf(&mime.Document{Text: doc.Text[footerAt:]}, p.opts.Tokens)
+	// Both lists are sorted: one merge marks the footer's words among
+	// terms.
+	in := make([]bool, len(terms))
+	k := 0
+	for i, j := 0, 0; i < len(terms) && j < len(foot); {
+		switch {
+		case foot[j] < terms[i]:
+			j++
+		case foot[j] > terms[i]:
+			i++
+		default:
+			in[i] = true
+			k++
+			i++
+			j++
 		}
 	}
-	n := k // the words not in the footer
-	if n == 0 {
+	if k == len(terms) {
 		return sigs, 0 // every word is the footer's: the signatures are the message's too
 	}
-	for i := range n {
-		masked[i] = "\x00"
-	}
-	same := p.imatch.SignSorted(masked).Signatures
-	if len(same) == 0 {
+	bags := p.imatch.BagsWithin(terms, func(i int) bool { return in[i] })
+	if bags == 0 {
 		return sigs, 0
 	}
 	kept := sigs[:0:0]
 	for _, sig := range sigs {
-		if !slices.Contains(same, sig) {
+		if bags&(1<<sig.Bag) == 0 {
 			kept = append(kept, sig)
 		}
 	}

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
@@ -93,4 +95,90 @@ func FuzzFooterStart(f *testing.F) {
 		}
 		withoutFooter(&mime.Document{Text: s, URLs: []string{s}, Hosts: []string{s}})
 	})
+}
+
+// maskedBags is the plain version of BagsWithin that dropFooterIMatch
+// relies on: the bags whose signature of terms is also the signature of
+// terms with every word i not in[i] replaced by "\x00" (a word of no
+// lexicon, sorting first).
+func maskedBags(im *imatchbag.Signer, terms []string, in []bool) uint64 {
+	masked := make([]string, 0, len(terms))
+	var inside []string
+	for i, t := range terms {
+		if in[i] {
+			inside = append(inside, t)
+		} else {
+			masked = append(masked, "\x00")
+		}
+	}
+	masked = append(masked, inside...)
+	same := im.SignSorted(masked).Signatures
+	var bags uint64
+	for _, sig := range im.SignSorted(terms).Signatures {
+		if slices.Contains(same, sig) {
+			bags |= 1 << sig.Bag
+		}
+	}
+	return bags
+}
+
+// TestBagsWithinMatchesReference checks imatchbag's BagsWithin, on which
+// dropFooterIMatch relies, against maskedBags on every corpus message
+// with signatures: the words of its footer, when it has one, and random
+// subsets of its words (from a tenth to all of them).
+func TestBagsWithinMatchesReference(t *testing.T) {
+	msgs, names, _ := loadCorpus(t)
+	im, _, _ := signers(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	checked, dropped := 0, 0
+	for n, raw := range msgs {
+		doc := mime.Parse(raw, mime.Options{})
+		terms := mime.Analyze(doc, mime.TokenOptions{}).Sorted
+		if len(im.SignSorted(terms).Signatures) == 0 {
+			continue
+		}
+		var masks [][]bool
+		if at := messageFooter(doc); at >= 0 {
+			foot := mime.UniqueTermsOf(&mime.Document{Text: doc.Text[at:]}, mime.TokenOptions{})
+			in := make([]bool, len(terms))
+			for i, t := range terms {
+				_, in[i] = slices.BinarySearch(foot, t)
+			}
+			masks = append(masks, in)
+		}
+		for range 3 {
+			p := 0.1 + 0.9*rng.Float64()
+			in := make([]bool, len(terms))
+			for i := range in {
+				in[i] = rng.Float64() < p
+			}
+			masks = append(masks, in)
+		}
+		for _, in := range masks {
+			want := maskedBags(im, terms, in)
+			got := im.BagsWithin(terms, func(i int) bool { return in[i] })
+			if got != want {
+				t.Fatalf("%s: BagsWithin = %#x, masked signatures say %#x", names[n], got, want)
+			}
+			checked++
+			if got != 0 {
+				dropped++
+			}
+		}
+	}
+	t.Logf("%d term subsets checked, %d with signatures of their own", checked, dropped)
+}
+
+// TestContainsLower checks containsLower against strings.ToLower and
+// strings.Contains.
+func TestContainsLower(t *testing.T) {
+	subs := []string{"", "users", "users-list", "k", "i̇", "ß", "straße"}
+	texts := []string{"", "Users mailing list", "USERS", "use", "Users-List@lists", "\u212a", "K", "İstanbul", "STRASSE", "Straße users", "xusersx"}
+	for _, s := range texts {
+		for _, sub := range subs {
+			if got, want := containsLower(s, sub), strings.Contains(strings.ToLower(s), sub); got != want {
+				t.Errorf("containsLower(%q, %q) = %v, want %v", s, sub, got, want)
+			}
+		}
+	}
 }

@@ -241,7 +241,19 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	if err := stageErr(ctx, "parse"); err != nil {
 		return nil, err
 	}
-	terms := mime.Analyze(doc, p.opts.Tokens)
+	// The statistics are used only below: their memory is reused from
+	// message to message.
+	sp, _ := p.stats.Get().(*[]mime.TermStats)
+	if sp == nil {
+		sp = new([]mime.TermStats)
+	}
+	terms := mime.AnalyzeReuse(doc, p.opts.Tokens, *sp)
+	defer func() {
+		if cap(terms.Stats) <= maxPooledStats {
+			*sp = terms.Stats[:0]
+			p.stats.Put(sp)
+		}
+	}()
 	if err := stageErr(ctx, "analyze"); err != nil {
 		return nil, err
 	}
@@ -314,8 +326,11 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	}
 	// One slice for all keys: the store lookup takes them in one call.
 	m.keys = make([][]byte, 0, len(m.IMatch)+len(m.ShortKeys)+len(m.BandKeys)+len(m.QKeys)+len(m.ShortLookup))
+	kb := make([]byte, 0, len(m.IMatch)*imatchbag.KeyLen) // the I-Match keys in one array
 	for _, sig := range m.IMatch {
-		m.keys = append(m.keys, sig.Key())
+		start := len(kb)
+		kb = sig.AppendKey(kb)
+		m.keys = append(m.keys, kb[start:len(kb):len(kb)])
 	}
 	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
 	m.keys = append(m.keys, m.ShortKeys...)

@@ -83,7 +83,13 @@ type Pipeline struct {
 	// recycles their buffers.
 	shareDF bool
 	dfs     sync.Pool // *[]int32
+	// stats recycles the memory of the term statistics of Sign
+	// (mime.AnalyzeReuse).
+	stats sync.Pool // *[]mime.TermStats
 }
+
+// maxPooledStats bounds the term statistics kept for reuse, in terms.
+const maxPooledStats = 1 << 14
 
 // ErrNoSigner is returned by New without any signer.
 var ErrNoSigner = errors.New("pipeline: no I-Match signer and no ANDD signer")
