@@ -72,17 +72,14 @@ func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
 	}
 	for _, row := range r.Rows {
 		if len(row.FalsePositives) > 0 {
-			fmt.Fprintf(w, "\nHam flagged by %q:", row.Name)
-			for i, p := range row.FalsePositives {
-				if i == 12 {
-					fmt.Fprintf(w, " and %d more (--json lists them all)", len(row.FalsePositives)-i)
-					break
-				}
+			fmt.Fprintf(w, "\nHam flagged by %q: %d messages, e.g.", row.Name, len(row.FalsePositives))
+			for i, p := range row.FalsePositives[:min(3, len(row.FalsePositives))] {
 				if i > 0 {
 					fmt.Fprint(w, ",")
 				}
 				fmt.Fprintf(w, " `%s` (%d of %d seeds)", rel(r.Corpus, p.Path), p.Seeds, r.Seeds)
 			}
+			fmt.Fprint(w, " (--json lists them all)")
 			fmt.Fprintln(w, ".")
 		}
 	}
@@ -173,17 +170,14 @@ func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if len(r.FalsePos) > 0 {
-		fmt.Fprint(w, "\nHam flagged with that store:")
-		for i, p := range r.FalsePos {
-			if i == 12 {
-				fmt.Fprintf(w, " and %d more (--json lists them all)", len(r.FalsePos)-i)
-				break
-			}
+		fmt.Fprintf(w, "\nHam flagged with that store: %d messages, e.g.", len(r.FalsePos))
+		for i, p := range r.FalsePos[:min(3, len(r.FalsePos))] {
 			if i > 0 {
 				fmt.Fprint(w, ",")
 			}
 			fmt.Fprintf(w, " `%s`", rel(r.Corpus, p))
 		}
+		fmt.Fprint(w, " (--json lists them all)")
 		fmt.Fprintln(w, ".")
 	}
 }

@@ -384,9 +384,23 @@ func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| `%s` | ran %s, max resident memory %.0f MiB |\n", cmd, c.Elapsed, float64(c.MaxRSS)/(1<<20))
 		for _, l := range c.Lines {
+			if markdownOmits(l[0]) {
+				continue
+			}
 			fmt.Fprintf(w, "| · %s | %s |\n", strings.ReplaceAll(l[0], "|", "/"), strings.ReplaceAll(l[1], "|", "/"))
 		}
 	}
+}
+
+// markdownOmits reports the benchmark lines RESULTS.md leaves out: the
+// temporary store's path, the noise probe and the cache warm-up say
+// nothing about the product (--json keeps them).
+func markdownOmits(line string) bool {
+	switch line {
+	case "store", "noise probe", "warm-up":
+		return true
+	}
+	return false
 }
 
 func fmtPoints(pts []LatencyPoint) string {
