@@ -538,7 +538,7 @@ the signature of the original lexicon, and the K+1 signatures.`,
 				fmt.Fprintf(w, "no signature of the original lexicon: %s\n", r.Reason)
 			}
 			for _, sig := range r.Signatures {
-				fmt.Fprintf(w, "bag %2d  %x\n", sig.Bag, sig.Key())
+				fmt.Fprintf(w, "bag %2d  %x\n", sig.Bag, sig.AppendKey(nil))
 			}
 			return nil
 		},

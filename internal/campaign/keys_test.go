@@ -10,7 +10,7 @@ import (
 )
 
 func TestKeyFamilies(t *testing.T) {
-	im := imatchbag.Signature{Bag: 1}.Key()
+	im := imatchbag.Signature{Bag: 1}.AppendKey(nil)
 	band := []byte{andd.SketchVersion, 'A', 3, 0xff}
 	lead := make([]byte, shortsig.KeyLen)
 	lead[0], lead[1], lead[2] = shortsig.Version, shortsig.Family, byte(shortsig.KindLead)

@@ -92,17 +92,17 @@ type Signature struct {
 	Hash    [16]byte
 }
 
-// Key returns the signature's wire form, used as the store's index key:
+// AppendKey appends the signature's wire form, the store's index key, to b:
 //
 //	byte 0      SignatureVersion
 //	byte 1      'I' (FamilyIMatch)
 //	bytes 2-5   lexicon ID, big-endian
 //	byte 6      bag (0 = original lexicon)
 //	bytes 7-22  hash
-func (s Signature) Key() []byte {
-	k := make([]byte, KeyLen)
-	s.putKey(k)
-	return k
+func (s Signature) AppendKey(b []byte) []byte {
+	b = append(b, make([]byte, KeyLen)...)
+	s.putKey(b[len(b)-KeyLen:])
+	return b
 }
 
 func (s Signature) putKey(k []byte) {
@@ -113,14 +113,7 @@ func (s Signature) putKey(k []byte) {
 	copy(k[7:], s.Hash[:])
 }
 
-// AppendKey appends the signature's wire form to b.
-func (s Signature) AppendKey(b []byte) []byte {
-	b = append(b, make([]byte, KeyLen)...)
-	s.putKey(b[len(b)-KeyLen:])
-	return b
-}
-
-// ParseKey decodes the output of Key.
+// ParseKey decodes the output of AppendKey.
 func ParseKey(k []byte) (Signature, error) {
 	if len(k) != KeyLen {
 		return Signature{}, fmt.Errorf("imatchbag: key of %d bytes, want %d", len(k), KeyLen)

@@ -51,7 +51,7 @@ func goldenOf(s *Signer, name string, terms []string) goldenEntry {
 	r := s.Sign(terms)
 	e := goldenEntry{Name: name, Unique: r.Unique, Terms: r.Terms, Reason: r.Reason, Keys: []string{}}
 	for _, sig := range r.Signatures {
-		e.Keys = append(e.Keys, hex.EncodeToString(sig.Key()))
+		e.Keys = append(e.Keys, hex.EncodeToString(sig.AppendKey(nil)))
 	}
 	return e
 }

@@ -207,7 +207,7 @@ func TestOptionsErrors(t *testing.T) {
 func TestKey(t *testing.T) {
 	sig := Signature{Lexicon: 0x01020304, Bag: 7}
 	copy(sig.Hash[:], "0123456789abcdef")
-	k := sig.Key()
+	k := sig.AppendKey(nil)
 	if got := hex.EncodeToString(k); got != "0149"+"01020304"+"07"+hex.EncodeToString([]byte("0123456789abcdef")) {
 		t.Errorf("key %s", got)
 	}

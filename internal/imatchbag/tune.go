@@ -195,7 +195,7 @@ func Tune(docs [][]string, opts TuneOptions) (*TuneReport, error) {
 			}
 			signed++
 			for _, sig := range r.Signatures {
-				k := string(sig.Key())
+				k := string(sig.AppendKey(nil))
 				byKey[k] = append(byKey[k], i)
 			}
 			for pi, p := range tunePerturbations {
@@ -260,7 +260,7 @@ func tuneShort(s *Signer, eval [][]string, vocab []string, opts TuneOptions) (si
 			kept++
 		}
 		for _, sig := range r.Signatures {
-			k := string(sig.Key())
+			k := string(sig.AppendKey(nil))
 			byKey[k] = append(byKey[k], i)
 		}
 	}
@@ -293,7 +293,7 @@ func falsePairs(s *Signer, docs [][]string) (signed float64, pairs, plain, dissi
 		}
 		n++
 		for _, sig := range r.Signatures {
-			k := string(sig.Key())
+			k := string(sig.AppendKey(nil))
 			byKey[k] = append(byKey[k], i)
 		}
 	}

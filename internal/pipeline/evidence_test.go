@@ -127,7 +127,7 @@ func goldenMessage() *Message {
 	return &Message{
 		ARF: true, Subject: "Offer", From: "a@example.com", MessageID: "id@x", Excerpt: "Buy now",
 		Warnings: []string{"w"}, Unique: 42, SignerReason: "", FooterAt: -1,
-		IMatch: []imatchbag.Signature{sig}, IMatchKeys: [][]byte{sig.Key()},
+		IMatch: []imatchbag.Signature{sig}, IMatchKeys: [][]byte{sig.AppendKey(nil)},
 		ShortKeys: [][]byte{{1, 'S', 7}}, ShortLookup: [][]byte{{1, 'S', 8}},
 	}
 }

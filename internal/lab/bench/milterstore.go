@@ -150,7 +150,7 @@ func (k *syntheticKeys) campaign() [][]byte {
 	for b := range keys {
 		sig := imatchbag.Signature{Lexicon: k.lexicon, Bag: uint8(b)}
 		rand.Read(sig.Hash[:])
-		keys[b] = sig.Key()
+		keys[b] = sig.AppendKey(nil)
 	}
 	return keys
 }

@@ -229,7 +229,7 @@ func RunAccuracy(ctx context.Context, c *Corpus, opts AccuracyOptions) (*Accurac
 		keys := make([][]string, len(c.Docs))
 		parallel(len(c.Docs), opts.Workers, func(i int) {
 			for _, s := range signer.Sign(c.Docs[i].Terms).Signatures {
-				keys[i] = append(keys[i], string(s.Key()))
+				keys[i] = append(keys[i], string(s.AppendKey(nil)))
 			}
 		})
 		name := "I-Match, original lexicon"

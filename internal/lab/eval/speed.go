@@ -213,7 +213,7 @@ func RunSpeed(ctx context.Context, c *Corpus, opts SpeedOptions) (*SpeedResult, 
 			terms := mime.Analyze(doc, mime.TokenOptions{})
 			t2 := threadCPU()
 			for _, s := range im.SignSorted(terms.Sorted).Signatures {
-				_ = s.Key()
+				_ = s.AppendKey(nil)
 			}
 			t3 := threadCPU()
 			if sk := as.SketchTerms(doc, terms); !sk.IsEmpty() {
