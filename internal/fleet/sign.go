@@ -70,10 +70,12 @@ const (
 	RejectWrongNode    = "wrong_node"    // signed by a key listed for another node
 	RejectBadSignature = "bad_signature" // the signature does not verify
 	RejectMalformed    = "malformed"     // verified, but not an event this node can read
+	RejectStale        = "stale"         // signed further from when the stream stored it than the replay window (replay.go)
+	RejectReplayed     = "replayed"      // an event applied already, published again in the replay window
 )
 
 // RejectReasons are every reason an event is skipped for.
-var RejectReasons = []string{RejectUnsigned, RejectUnknownKey, RejectWrongNode, RejectBadSignature, RejectMalformed}
+var RejectReasons = []string{RejectUnsigned, RejectUnknownKey, RejectWrongNode, RejectBadSignature, RejectMalformed, RejectStale, RejectReplayed}
 
 // ErrNoSigner is returned by Start when the node has no signing key or
 // its public key is not listed for it in Options.Nodes.
