@@ -66,7 +66,11 @@ func TestReplayGuard(t *testing.T) {
 			if tc.want != "" && n.rejected[tc.want] != before+1 {
 				t.Fatalf("delivered again: skipped %v", n.rejected)
 			}
-			if got := n.replay.check(seq, tc.stored, nil, w); got != tc.want {
+			ev, err := decodeEvent(tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.replay.check(seq, tc.stored, ev, w); got != tc.want {
 				t.Fatalf("decision %q, want %q", got, tc.want)
 			}
 		})
