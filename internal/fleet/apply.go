@@ -342,7 +342,8 @@ func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr e
 
 // ErrRejected is the result of an event this node published that the
 // fleet's nodes skip (its signature does not verify against their list
-// of node keys).
+// of node keys, or it was signed further than the replay window from when
+// the stream stored it: this host's clock is off).
 var ErrRejected = errors.New("fleet: event skipped by the fleet's nodes")
 
 // applyEvent applies ev, at stream sequence seq and verified, once.

@@ -25,6 +25,8 @@ import (
 // and counted by reason (Status.Rejected). A node's key can therefore not
 // publish in another node's name, and a client without a node key cannot
 // add an event that any node applies, whatever the NATS permissions.
+// The payload carries when it was signed: a genuine event published
+// again later is skipped too (replay.go).
 //
 // The decision depends only on the message and the fleet's configuration,
 // never on the applying node: nodes with the same list of keys skip the
