@@ -47,10 +47,19 @@ type replayGuard struct {
 	last, prev             uint64
 	lastReason, prevReason string
 	// primed is set once the ids of the window before the applied
-	// sequence are known (primeReplay).
+	// sequence are known (primeReplay), or its tries are spent
+	// (primeTries).
 	primed bool
+	tries  int
 	checks int
 }
+
+// primeTries is how many times primeReplay tries to read the window
+// before the node applies the stream without it: a replay published
+// within a window of the node's start could then be applied by it alone
+// (the fleet's divergence check names it), which is better than a node
+// that applies nothing.
+const primeTries = 10
 
 // replayPrune is how many decisions pass between two prunings of the ids
 // the window no longer needs.
@@ -120,8 +129,15 @@ func (n *Node) primeReplay(applied uint64) (err error) {
 		return nil
 	}
 	defer func() {
-		if err != nil { // read again from the start at the next try
-			*g = replayGuard{}
+		if err == nil {
+			return
+		}
+		// Read again from the start at the next try, if any.
+		tries := g.tries + 1
+		*g = replayGuard{tries: tries}
+		if tries >= primeTries && n.ctx.Err() == nil {
+			n.log.Warn("fleet: applying the stream without the ids of the replay window before it", "applied", applied, "tries", tries, "err", err)
+			g.primed, err = true, nil
 		}
 	}()
 	if applied == 0 {
@@ -171,7 +187,7 @@ func (n *Node) primeReplay(applied uint64) (err error) {
 			}
 			read++
 			in := incoming{seq: md.Sequence.Stream, subject: msg.Subject(), header: msg.Headers(), stored: md.Timestamp, data: msg.Data()}
-			if ev, _, reason, _ := n.verdict(in); reason == "" {
+			if ev, _, reason, _ := n.verdict(in); reason == "" && ev.V <= eventVersion {
 				g.check(in.seq, in.stored, ev, n.opts.ReplayWindow)
 			}
 		}
