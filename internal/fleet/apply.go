@@ -192,8 +192,12 @@ func localError(err error) bool {
 // transactions) and applies each event.
 func (n *Node) consume() error {
 	n.mu.Lock()
-	start := max(n.applied, 1)
+	applied := n.applied
 	n.mu.Unlock()
+	start := max(applied, 1)
+	if err := n.primeReplay(applied); err != nil {
+		return err
+	}
 	cons, err := n.js.OrderedConsumer(n.ctx, n.opts.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{n.opts.subject()},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
@@ -256,9 +260,10 @@ type incoming struct {
 	data    []byte
 }
 
-// applyMsg verifies a message of the stream (sign.go) and applies its
-// event, once; an event that does not verify, or cannot be read, is
-// skipped: counted as applied, as on every node.
+// applyMsg verifies a message of the stream (sign.go), checks that it is
+// no replay (replay.go) and applies its event, once; an event that does
+// not verify, cannot be read, or is a replay, is skipped: counted as
+// applied, as on every node.
 func (n *Node) applyMsg(in incoming) error {
 	n.mu.Lock()
 	applied := n.applied
@@ -266,17 +271,9 @@ func (n *Node) applyMsg(in incoming) error {
 	if in.seq < applied {
 		return nil
 	}
-	origin, reason := n.trust.verify(in.subject, in.header, in.data)
-	ev, err := decodeEvent(in.data)
-	switch {
-	case reason == RejectUnsigned && err == nil && ev.Node == origin && n.trust.unsignedAllowed(origin, in.stored):
-		reason = "" // an older build's event, in the upgrade window
-	case reason != "":
-	case err != nil:
-		reason = RejectMalformed
-	case ev.V <= eventVersion && ev.Node != origin:
-		// Signed by one node in another's name.
-		reason = RejectWrongNode
+	ev, origin, reason, err := n.verdict(in)
+	if reason == "" && ev.V <= eventVersion {
+		reason = n.replay.check(in.seq, in.stored, ev, n.opts.ReplayWindow)
 	}
 	if reason != "" {
 		if in.seq == applied {
@@ -287,14 +284,38 @@ func (n *Node) applyMsg(in incoming) error {
 	return n.applyEvent(in.seq, ev)
 }
 
+// verdict verifies a message of the stream and decodes its event: reason
+// is "" for an event to apply (unless a replay), else why it is skipped.
+func (n *Node) verdict(in incoming) (ev *event, origin, reason string, err error) {
+	origin, reason = n.trust.verify(in.subject, in.header, in.data)
+	ev, err = decodeEvent(in.data)
+	switch {
+	case reason == RejectUnsigned && err == nil && ev.Node == origin && n.trust.unsignedAllowed(origin, in.stored):
+		reason = "" // an older build's event, in the upgrade window
+	case reason != "":
+	case err != nil:
+		reason = RejectMalformed
+	case ev.V <= eventVersion && ev.Node != origin:
+		// Signed by one node in another's name.
+		reason = RejectWrongNode
+	}
+	return ev, origin, reason, err
+}
+
 // reject skips the event at in.seq: it is marked applied (so that the
 // stream goes on, as on every node), counted and logged.
 func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr error) error {
-	args := []any{"seq", in.seq, "reason", reason, "node", origin, "key", in.header.Get(hdrKey), "bytes", len(in.data)}
+	args := []any{"seq", in.seq, "subject", in.subject, "reason", reason, "node", origin, "key", in.header.Get(hdrKey), "bytes", len(in.data)}
 	if decodeErr != nil {
 		args = append(args, "err", decodeErr)
 	}
-	n.log.Error("fleet: skipping an event that does not verify", args...)
+	switch reason {
+	case RejectStale, RejectReplayed:
+		args = append(args, "id", ev.ID, "signed", ev.Signed, "stored", in.stored, "window", n.opts.ReplayWindow)
+		n.log.Error("fleet: skipping an event published again (signed too long before the stream stored it, or applied already)", args...)
+	default:
+		n.log.Error("fleet: skipping an event that does not verify", args...)
+	}
 	if err := n.st.MarkApplied(context.Background(), in.seq); err != nil {
 		return fmt.Errorf("fleet: skip event %d: %w", in.seq, err)
 	}
@@ -321,7 +342,8 @@ func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr e
 
 // ErrRejected is the result of an event this node published that the
 // fleet's nodes skip (its signature does not verify against their list
-// of node keys).
+// of node keys, or it was signed further than the replay window from when
+// the stream stored it: this host's clock is off).
 var ErrRejected = errors.New("fleet: event skipped by the fleet's nodes")
 
 // applyEvent applies ev, at stream sequence seq and verified, once.

@@ -56,10 +56,17 @@ type event struct {
 	// ID is unique per event (the stream's Nats-Msg-Id, for dedup).
 	ID string `json:"id"`
 	// V is the event's version (0: version 1).
-	V        int              `json:"v,omitempty"`
-	Type     string           `json:"t"`
-	Node     string           `json:"n"`
-	Time     time.Time        `json:"at"`
+	V    int       `json:"v,omitempty"`
+	Type string    `json:"t"`
+	Node string    `json:"n"`
+	Time time.Time `json:"at"`
+	// Signed is when the publisher signed the event, set at each publish
+	// (an event queued in the outbox gets it again when it is published
+	// at last): a node applies it only when the stream stored it within
+	// Options.ReplayWindow of that time, and only once (replay.go).
+	// Zero in the events of builds before it (every version ignores a
+	// field it does not know): those are applied as before.
+	Signed   time.Time        `json:"sat,omitzero"`
 	Reports  []eventReport    `json:"r,omitempty"`
 	Campaign store.CampaignID `json:"c,omitempty"`
 	State    store.State      `json:"s,omitempty"`

@@ -110,6 +110,12 @@ type Options struct {
 	// rolling upgrade from a build that did not sign (sign.go). Default:
 	// none.
 	Unsigned UnsignedWindow
+	// ReplayWindow is how far apart the time an event was signed and the
+	// time the stream stored it may be (either way: clocks differ, a
+	// publish is retried) for the event to be applied; within it, an
+	// event is applied once (replay.go). Every node must have the same.
+	// Default 5m.
+	ReplayWindow time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -160,6 +166,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxClockOffset <= 0 {
 		o.MaxClockOffset = time.Minute
+	}
+	if o.ReplayWindow <= 0 {
+		o.ReplayWindow = 5 * time.Minute
 	}
 	return o
 }
@@ -250,6 +259,9 @@ type Node struct {
 	// stream's (sign.go).
 	sign  *signer
 	trust *trust
+	// replay decides which signed events are stale or replayed
+	// (replay.go); only the applier uses it.
+	replay replayGuard
 
 	mu        sync.Mutex
 	rejected  map[string]uint64 // events skipped, by reason (sign.go)

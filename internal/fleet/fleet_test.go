@@ -95,6 +95,9 @@ type testFleet struct {
 	cluster *testCluster
 	clock   *clock
 	members []*member
+	// mod changes the options of each member before it starts (nil:
+	// none).
+	mod func(*Options)
 }
 
 func nodeOptions(c *testCluster, i int, clk *clock) Options {
@@ -131,7 +134,11 @@ func (f *testFleet) startMember(i int, dir string) *member {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	node, err := Start(context.Background(), eng, st, nodeOptions(f.cluster, i, f.clock))
+	o := nodeOptions(f.cluster, i, f.clock)
+	if f.mod != nil {
+		f.mod(&o)
+	}
+	node, err := Start(context.Background(), eng, st, o)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -155,11 +162,17 @@ func (m *member) stop() {
 // newTestFleet starts three servers and three members, or skips t in
 // -short mode.
 func newTestFleet(t *testing.T) *testFleet {
+	return newTestFleetWith(t, nil)
+}
+
+// newTestFleetWith is newTestFleet with the members' options changed by
+// mod.
+func newTestFleetWith(t *testing.T, mod func(*Options)) *testFleet {
 	if testing.Short() {
 		t.Skip("starts a JetStream cluster")
 	}
 	c := startCluster(t, 3)
-	f := &testFleet{t: t, cluster: c, clock: &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}}
+	f := &testFleet{t: t, cluster: c, clock: &clock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}, mod: mod}
 	for i := range 3 {
 		f.members = append(f.members, f.startMember(i, t.TempDir()))
 	}

@@ -77,6 +77,8 @@ func FuzzApplyEvent(f *testing.F) {
 		Reports: []eventReport{{Raw: base(1), Kind: store.KindSpam, Reporter: "bob"}}}
 	for _, e := range []*event{
 		{ID: "s", Type: evState, Campaign: 1, State: store.StateAllowed, Time: at},
+		{ID: "s", Type: evState, Campaign: 1, State: store.StateAllowed, Time: at, Signed: at},
+		{ID: "a", Type: evState, Campaign: 1, State: store.StateAllowed, Time: at, Signed: at.Add(-time.Hour)},
 		{ID: "s", Type: evState, Campaign: 1, State: 200, Time: at},
 		{ID: "d", Type: evDelete, Campaign: 1, Time: at},
 		{ID: "d", Type: evDelete, Campaign: 1 << 62, Time: at},

@@ -44,7 +44,7 @@ func (n *Node) Collector() prometheus.Collector {
 		diverged:     d("diverged", "1 when this node's campaign state hash differs from the other live nodes' after the same event (it is the odd one out, or two nodes differ): rebuild it from the fleet"),
 		halted:       d("halted", "1 while the node stopped applying the stream at an event of a newer version than its build applies: upgrade it (docs/FLEET.md, failure modes)"),
 		rejected: prometheus.NewDesc("nddmilter_fleet_events_rejected_total",
-			"events of the stream this node skipped since it started, by reason: unsigned, unknown_key (not one of fleet.nodes), wrong_node (another node's key), bad_signature, malformed",
+			"events of the stream this node skipped since it started, by reason: unsigned, unknown_key (not one of fleet.nodes), wrong_node (another node's key), bad_signature, malformed, stale (signed further than the replay window from when the stream stored it), replayed (applied already)",
 			[]string{"node", "reason"}, nil),
 		replicas: prometheus.NewDesc("nddmilter_fleet_stream_replicas",
 			"copies of the fleet's stream as the node's server sees them, by state: current (the leader included), behind, offline",

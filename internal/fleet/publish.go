@@ -106,8 +106,18 @@ func (n *Node) Expire(ctx context.Context, cutoff time.Time) error {
 	return err
 }
 
+// newEvent makes an event of typ, to be published at once: signed now
+// (an event queued instead is signed again when the outbox publishes it).
 func (n *Node) newEvent(typ string) *event {
-	return &event{ID: newEventID(n.opts.Node), V: jsonVersion, Type: typ, Node: n.opts.Node, Time: n.eventTime()}
+	return &event{ID: newEventID(n.opts.Node), V: jsonVersion, Type: typ, Node: n.opts.Node, Time: n.eventTime(), Signed: n.signTime()}
+}
+
+// signTime is the signing time of an event published now (replay.go):
+// this host's clock, not Options.Clock (the stream stores events with its
+// servers' clocks), less this node's offset from the others' clocks when
+// it is beyond Options.MaxClockOffset.
+func (n *Node) signTime() time.Time {
+	return n.fleetTime(time.Now().Add(time.Duration(n.testSkew.Load()))).UTC()
 }
 
 // submitAdmin submits an administrative event; its result is the store's
@@ -271,9 +281,16 @@ func (n *Node) drainOutbox() error {
 		}
 		for _, it := range items {
 			ev, err := decodeEvent(it.Data)
+			data := it.Data
+			if err == nil && ev.V <= eventVersion {
+				// Signed again now: the outage does not count against
+				// the replay window (replay.go).
+				ev.Signed = n.signTime()
+				data, err = ev.encode()
+			}
 			if err != nil {
 				n.log.Error("fleet: dropping a malformed queued event", "err", err)
-			} else if _, err := n.publishNow(n.ctx, ev.ID, it.Data); err != nil {
+			} else if _, err := n.publishNow(n.ctx, ev.ID, data); err != nil {
 				return err
 			}
 			if err := n.st.OutboxDelete(n.ctx, it.ID); err != nil {

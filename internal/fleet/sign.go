@@ -25,6 +25,8 @@ import (
 // and counted by reason (Status.Rejected). A node's key can therefore not
 // publish in another node's name, and a client without a node key cannot
 // add an event that any node applies, whatever the NATS permissions.
+// The payload carries when it was signed: a genuine event published
+// again later is skipped too (replay.go).
 //
 // The decision depends only on the message and the fleet's configuration,
 // never on the applying node: nodes with the same list of keys skip the
@@ -70,10 +72,12 @@ const (
 	RejectWrongNode    = "wrong_node"    // signed by a key listed for another node
 	RejectBadSignature = "bad_signature" // the signature does not verify
 	RejectMalformed    = "malformed"     // verified, but not an event this node can read
+	RejectStale        = "stale"         // signed further from when the stream stored it than the replay window (replay.go)
+	RejectReplayed     = "replayed"      // an event applied already, published again in the replay window
 )
 
 // RejectReasons are every reason an event is skipped for.
-var RejectReasons = []string{RejectUnsigned, RejectUnknownKey, RejectWrongNode, RejectBadSignature, RejectMalformed}
+var RejectReasons = []string{RejectUnsigned, RejectUnknownKey, RejectWrongNode, RejectBadSignature, RejectMalformed, RejectStale, RejectReplayed}
 
 // ErrNoSigner is returned by Start when the node has no signing key or
 // its public key is not listed for it in Options.Nodes.

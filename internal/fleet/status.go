@@ -62,7 +62,8 @@ type Status struct {
 	ConsumerRestarts uint64 `json:"consumer_restarts,omitempty"`
 	// Rejected counts the events of the stream the node skipped since it
 	// started, by reason (RejectReasons): unsigned, signed by a key not
-	// the fleet's or not the named node's, or unreadable (sign.go).
+	// the fleet's or not the named node's, or unreadable (sign.go), or
+	// published again (replay.go: stale, replayed).
 	Rejected map[string]uint64 `json:"rejected,omitempty"`
 	// Halted is set while the node stopped applying the stream at an
 	// event of a newer version than it applies, signed by a node of the

@@ -36,6 +36,6 @@ func LabelValues() map[string]map[string][]string {
 		"nddmilter_milter_connections_total":    {"version": versions, "streaming": {"true", "false"}},
 		"nddmilter_fleet_stream_replicas":       {"state": {"current", "behind", "offline"}},
 		"nddmilter_zap_jobs_total":              {"kind": {"move", "undo"}, "outcome": {"moved", "skipped", "failed", "logged"}},
-		"nddmilter_fleet_events_rejected_total": {"reason": {"unsigned", "unknown_key", "wrong_node", "bad_signature", "malformed"}},
+		"nddmilter_fleet_events_rejected_total": {"reason": {"unsigned", "unknown_key", "wrong_node", "bad_signature", "malformed", "stale", "replayed"}},
 	}
 }
