@@ -160,7 +160,8 @@ Fetch the corpus first: scripts/fetch-corpus.sh.
 
 Subcommands: adversarial (robustness to spamgen randomizations), padding
 (copies padded with appended random words), reporters (every spam reported
-by N users, then every message checked), speed (pipeline and store/milter
+by N users, then every message checked), mistaken (legitimate mail reported
+as junk by 1 and 3 users, the rest of it checked), speed (pipeline and store/milter
 benchmarks), all (accuracy, adversarial, reporters and speed: with
 --markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
@@ -249,6 +250,30 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	fr.common(rep)
 	rep.Flags().IntVar(&reporters, "reporters", 3, "users who report every spam message")
 
+	fm := &evalFlags{}
+	var mistakenReporters []int
+	var mistakenShare float64
+	mis := &cobra.Command{
+		Use:   "mistaken",
+		Short: "Legitimate mail reported as junk by mistaken users: the other legitimate mail flagged, near-copies of a reported message or not",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fm.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fm.seeds, Share: mistakenShare, Reporters: mistakenReporters, Accuracy: fm.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval mistaken: %w", err)
+			}
+			return fm.output(cmd.OutOrStdout(), &eval.Results{Mistaken: r})
+		},
+	}
+	fm.common(mis)
+	mis.Flags().IntVar(&fm.seeds, "seeds", 5, "random report sets to average over")
+	mis.Flags().IntSliceVar(&mistakenReporters, "reporters", []int{1, 3}, "numbers of mistaken reporters measured")
+	mis.Flags().Float64Var(&mistakenShare, "share", 0.1, "share of the legitimate mail each mistaken reporter reports")
+
 	fs := &evalFlags{}
 	speed := &cobra.Command{
 		Use:   "speed",
@@ -303,7 +328,11 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 			if err != nil {
 				return fmt.Errorf("eval reporters: %w", err)
 			}
-			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Speed: sp})
+			mis, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fl.seeds, Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval mistaken: %w", err)
+			}
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Speed: sp})
 		},
 	}
 	fl.common(all)
@@ -312,6 +341,6 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, rep, speed, all)
+	cmd.AddCommand(adv, pad, rep, mis, speed, all)
 	return cmd
 }

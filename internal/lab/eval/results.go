@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/action"
 )
 
 // Results is everything one eval invocation measured.
@@ -19,6 +21,7 @@ type Results struct {
 	Adversarial *AdversarialResult `json:"adversarial,omitempty"`
 	Padding     *PaddingResult     `json:"padding,omitempty"`
 	Reporters   *ReportersResult   `json:"reporters,omitempty"`
+	Mistaken    *MistakenResult    `json:"mistaken,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
@@ -95,6 +98,12 @@ func (r *Results) writeText(w io.Writer) {
 		r.Reporters.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
+	if r.Mistaken != nil {
+		fmt.Fprintln(w, "## Mistaken reports")
+		fmt.Fprintln(w)
+		r.Mistaken.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	if r.Speed != nil {
 		fmt.Fprintln(w, "## Speed")
 		fmt.Fprintln(w)
@@ -164,10 +173,11 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddlab eval                      # near-duplicate accuracy table")
 	fmt.Fprintln(w, "./nddlab eval adversarial          # robustness per randomization kind")
 	fmt.Fprintln(w, "./nddlab eval reporters            # every spam reported by 3 users, every message checked")
+	fmt.Fprintln(w, "./nddlab eval mistaken             # legitimate mail reported as junk by 1 and 3 users")
 	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
-	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil {
+	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil || r.Mistaken != nil {
 		fmt.Fprintln(w, "## Goals of the default configuration")
 		fmt.Fprintln(w)
 		r.writeGoals(w)
@@ -201,6 +211,14 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 		fmt.Fprintln(w, "## Every spam reported")
 		fmt.Fprintln(w)
 		rp.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if m := r.Mistaken; m != nil {
+		fmt.Fprintln(w, "## Mistaken reports")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Users report mail they once subscribed to. This protocol measures what such reports do to everybody else's legitimate mail: not-near-copies of a reported message must never be flagged, near-copies at most tagged.")
+		fmt.Fprintln(w)
+		m.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
@@ -269,6 +287,13 @@ func (r *Results) writeGoals(w io.Writer) {
 			fmt.Fprintf(w, "- %.1f%% of the reported spam is not flagged even unmodified (%d of %d reports gave no signature: too few words); the robustness rates are measured on copies of the others.\n", 100*(1-a.Baseline), a.Skipped, a.Reported)
 		}
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
+	}
+	if m := r.Mistaken; m != nil {
+		for _, row := range m.Rows {
+			above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
+				row.Reporters, 100*m.Share, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
+		}
 	}
 	if rp := r.Reporters; rp != nil {
 		fmt.Fprintf(w, "- Zero false positives when every spam is reported by %d users and every ham then checked: %s (%d of %d ham flagged).\n", rp.Reporters, mark(len(rp.FlaggedHam) == 0), len(rp.FlaggedHam), rp.Ham)
