@@ -18,19 +18,21 @@ import (
 
 // evalFlags are shared by the eval subcommands.
 type evalFlags struct {
-	corpus      string
-	seeds       int
-	reportShare float64
-	k           []int
-	noEngine    bool
-	workers     int
-	json        bool
-	markdown    bool
-	plots       string
-	docsDir     string
-	quiet       bool
-	anddExact   float64
-	anddVerif   float64
+	corpus         string
+	seeds          int
+	reportShare    float64
+	k              []int
+	noEngine       bool
+	workers        int
+	json           bool
+	markdown       bool
+	plots          string
+	docsDir        string
+	quiet          bool
+	anddExact      float64
+	anddVerif      float64
+	matchModel     string
+	matchModelFile string
 
 	kinds     []string
 	strengths []float64
@@ -61,6 +63,8 @@ func (f *evalFlags) common(cmd *cobra.Command) {
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fl.Float64Var(&f.anddExact, "andd-exact", 0, "engine: exact cosine over distinct terms an ANDD-only match must reach (0: off)")
 	fl.Float64Var(&f.anddVerif, "andd-verified", 0, "engine: estimated cosine from which an exactly verified ANDD-only candidate matches (0: the model's threshold)")
+	fl.StringVar(&f.matchModelFile, "match-model-file", "", "engine: a match model file (nddlab train calibration -o) instead of the embedded one")
+	fl.StringVar(&f.matchModel, "match-model", "", "engine: policy.match_model, calibrated or confidences (default: the policy's)")
 }
 
 func (f *evalFlags) accuracyFlags(cmd *cobra.Command) {
@@ -112,8 +116,31 @@ func (f *evalFlags) load() (*eval.Corpus, error) {
 }
 
 func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
+	o := f.accuracyOptions0()
+	if v := os.Getenv("NDD_GM"); v != "" { // TEMP
+		var x float64
+		fmt.Sscan(v, &x)
+		o.Engine.Policy.GraymailMatch = x
+	}
+	if f.matchModelFile != "" {
+		b, err := os.ReadFile(f.matchModelFile)
+		if err == nil {
+			var m *campaign.MatchModel
+			if m, err = campaign.ParseMatchModel(b); err == nil {
+				o.Engine.Policy = o.Engine.Policy.WithMatchModel(m)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "match model:", err)
+			os.Exit(2)
+		}
+	}
+	return o
+}
+
+func (f *evalFlags) accuracyOptions0() eval.AccuracyOptions {
 	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger(),
-		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif}}
+		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif, Policy: campaign.Policy{MatchModel: f.matchModel}}}
 }
 
 func (f *evalFlags) adversarialOptions() (eval.AdversarialOptions, error) {

@@ -79,6 +79,10 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: I-Match signer: %w", err)
 	}
+	if opts.Policy.MatchModel == "" && (opts.DisableANDD || opts.DisableQGram || model == nil) {
+		// The calibrated model is fitted with every family on.
+		opts.Policy.MatchModel = MatchConfidences
+	}
 	senders, _ := st.(store.SenderStore)
 	e := &Engine{
 		senders: senders,
@@ -148,6 +152,27 @@ type candidate struct {
 	// the campaign has no such sketch (not measured). They weigh an
 	// allowed campaign against a campaign to act on (exempt.go).
 	wholeANDD, wholeQ measure
+	// anddFooterOnly is set when the ANDD match rested on the message's
+	// mailing-list footer only (not measured for the match model).
+	anddFooterOnly bool
+	// inputs are the measurements the match model weighs (set by match).
+	inputs MatchInputs
+	// gray are the checked message's graymail signs (nil: none).
+	gray *Graymail
+}
+
+// matchInputs gathers the candidate's measurements for the match model:
+// its evidence, and the whole-message ANDD and q-gram estimates below
+// their thresholds (an ANDD match through the footer only is left out).
+func (c *candidate) matchInputs() MatchInputs {
+	in := inputsOf(c.evidence)
+	if !in.ANDDVerified && c.wholeANDD.ok && !c.anddFooterOnly {
+		in.ANDD = c.wholeANDD.v
+	}
+	if c.wholeQ.ok {
+		in.QGram = max(in.QGram, c.wholeQ.v)
+	}
+	return in
 }
 
 // hasFamily reports whether c has evidence of the family.
@@ -204,6 +229,9 @@ type matches struct {
 	// footerOnly are the campaigns matched through the message's
 	// mailing-list footer only (their ANDD evidence was not counted).
 	footerOnly []FooterOnly
+	// found are all the candidates the lookup found, matched or not,
+	// with their inputs (Inspect).
+	found []*candidate
 }
 
 // match looks up a signed message in the store and returns the campaigns
@@ -291,6 +319,7 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				if fo != nil {
 					res.footerOnly = append(res.footerOnly, *fo)
 					best = -1
+					c.anddFooterOnly = true
 				}
 				c.footerNote = note
 			}
@@ -322,6 +351,8 @@ func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified 
 				c.addEvidence(Evidence{Family: FamilyQGram, Similarity: best, Threshold: e.qthresh}, key)
 			}
 		}
+		c.inputs = c.matchInputs()
+		res.found = append(res.found, c)
 		if len(c.evidence) == 0 {
 			if wantUnverified {
 				for _, k := range c.bandKeys {
@@ -473,8 +504,10 @@ func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOption
 	if len(res.matched) == 0 {
 		return v, nil
 	}
+	gray := e.graymailOf(m)
 	for _, c := range res.matched {
-		c.decision = e.policy.decide(c.rec.rec, c.evidence, e.threshold, e.th)
+		c.gray = gray
+		c.decision = e.policy.decide(c.rec.rec, c.evidence, c.inputs, gray, e.threshold, e.th)
 	}
 	best, ex := e.choose(ctx, m, res.matched)
 	v.Exempt = ex

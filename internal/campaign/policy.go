@@ -75,6 +75,14 @@ type Policy struct {
 	VolumeLR    float64 `yaml:"volume_lr" json:"volume_lr"`
 	VolumeMaxLR float64 `yaml:"volume_max_lr" json:"volume_max_lr"`
 
+	// MatchModel chooses how match is estimated: "calibrated" (the
+	// default) weighs every family's measurements at once with the
+	// embedded logistic model fitted on labelled pairs (calibration.go,
+	// `nddlab train calibration`); "confidences" combines the hand-set
+	// confidences below (noisy-or of I-Match and the better of ANDD and
+	// q-grams, short keys by maximum), the model of earlier versions.
+	MatchModel string `yaml:"match_model" json:"match_model"`
+
 	// IMatchConfidence is the confidence that a message is a copy of a
 	// campaign given that one of its I-Match signatures (one bag) matched;
 	// matched bags combine as independent evidence: 1 − Π(1 − c).
@@ -123,13 +131,33 @@ type Policy struct {
 	// never reject). Default reject.
 	MaxAction string `yaml:"max_action" json:"max_action"`
 
+	// GraymailReporters: a checked message with signs of legitimate bulk
+	// mail (a mailing list's headers, a List-Unsubscribe or Precedence
+	// bulk header, a sender domain with at least GraymailHamMessages
+	// accepted messages: graymail.go) that matches a campaign with fewer
+	// than GraymailReporters distinct spam reporters is accepted unless
+	// its match reaches GraymailMatch (as close as an exact copy), and is
+	// then at most tagged. Defaults 5, 20 and 0.999.
+	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
+	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
+	GraymailMatch       float64 `yaml:"graymail_match" json:"graymail_match"`
+
 	// RevokeHamReporters and RevokeRatio: a not-spam report revokes a
 	// campaign (it is never acted on again) when its distinct not-spam
 	// reporters are at least RevokeHamReporters and at least RevokeRatio ×
 	// its distinct spam reporters. Defaults 2 and 0.5.
 	RevokeHamReporters int     `yaml:"revoke_ham_reporters" json:"revoke_ham_reporters"`
 	RevokeRatio        float64 `yaml:"revoke_ratio" json:"revoke_ratio"`
+
+	// model is the calibrated match model (MatchModel "calibrated").
+	model *MatchModel
 }
+
+// Match models (Policy.MatchModel).
+const (
+	MatchCalibrated  = "calibrated"
+	MatchConfidences = "confidences"
+)
 
 // DefaultPolicy returns the policy with every default filled in.
 func DefaultPolicy() Policy { return Policy{}.WithDefaults() }
@@ -166,9 +194,29 @@ func (p Policy) WithDefaults() Policy {
 	if p.RevokeHamReporters == 0 {
 		p.RevokeHamReporters = 2
 	}
+	if p.GraymailReporters == 0 {
+		p.GraymailReporters = 5
+	}
+	if p.GraymailHamMessages == 0 {
+		p.GraymailHamMessages = 20
+	}
+	def(&p.GraymailMatch, 0.999)
 	if p.MaxAction == "" {
 		p.MaxAction = action.Reject.String()
 	}
+	if p.MatchModel == "" {
+		p.MatchModel = MatchCalibrated
+	}
+	if p.MatchModel == MatchCalibrated && p.model == nil {
+		p.model, _ = DefaultMatchModel() // Validate reports the error
+	}
+	return p
+}
+
+// WithMatchModel returns p with the calibrated match model m instead of
+// the embedded one (a model fitted by `nddlab train calibration`).
+func (p Policy) WithMatchModel(m *MatchModel) Policy {
+	p.MatchModel, p.model = MatchCalibrated, m
 	return p
 }
 
@@ -211,6 +259,7 @@ func (p Policy) Validate() error {
 	prob("qgram_confidence_max", p.QGramConfidenceMax)
 	prob("short_confidence", p.ShortConfidence)
 	prob("lead_confidence", p.LeadConfidence)
+	prob("graymail_match", p.GraymailMatch)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
 	}
@@ -223,8 +272,24 @@ func (p Policy) Validate() error {
 	if p.RevokeHamReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.revoke_ham_reporters must be ≥ 0, got %d", p.RevokeHamReporters))
 	}
+	if p.GraymailReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.graymail_reporters must be ≥ 0, got %d", p.GraymailReporters))
+	}
+	if p.GraymailHamMessages < 0 {
+		errs = append(errs, fmt.Errorf("policy.graymail_ham_messages must be ≥ 0, got %d", p.GraymailHamMessages))
+	}
 	if _, err := action.Parse(p.MaxAction); err != nil {
 		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))
+	}
+	switch p.MatchModel {
+	case MatchCalibrated:
+		if p.model == nil {
+			_, err := DefaultMatchModel()
+			errs = append(errs, fmt.Errorf("policy.match_model: %w", err))
+		}
+	case MatchConfidences:
+	default:
+		errs = append(errs, fmt.Errorf("policy.match_model must be %q or %q, got %q", MatchCalibrated, MatchConfidences, p.MatchModel))
 	}
 	return errors.Join(errs...)
 }
@@ -402,6 +467,11 @@ type Decision struct {
 	// Short are the kinds of the short-message keys matched ("all",
 	// "media", "links", "body", "lead"), in order of evidence.
 	Short []string `json:"short,omitempty"`
+	// Inputs are the measurements the calibrated match model weighed and
+	// MatchModel its version (0 when match came from the hand-set
+	// confidences, policy.match_model: confidences).
+	Inputs     *MatchInputs `json:"inputs,omitempty"`
+	MatchModel int          `json:"match_model,omitempty"`
 	// Threshold is the probability above which the policy picks Action
 	// (for accept, the tag threshold P stayed at or below), and CostFP the
 	// false-positive cost that set it (cost_fp of Action; cost_fp.tag for
@@ -414,6 +484,16 @@ type Decision struct {
 	RejectMinReporters int `json:"reject_min_reporters,omitempty"`
 	// MaxAction is set when policy.max_action capped the action.
 	MaxAction *action.Action `json:"max_action,omitempty"`
+	// SingleReporter is set when the campaign has one spam reporter and
+	// p asked for more than tag: one account never raises a campaign above
+	// tag.
+	SingleReporter bool `json:"single_reporter,omitempty"`
+	// Graymail is set when the message's signs of legitimate bulk mail
+	// held the action back (graymail.go), GraymailLimit to what.
+	Graymail      *Graymail      `json:"graymail,omitempty"`
+	GraymailLimit *action.Action `json:"graymail_limit,omitempty"`
+	// graymailReporters is the policy's GraymailReporters, for Explain.
+	graymailReporters int
 	// PooledWith lists the other campaigns whose reporters were counted
 	// (each reporter once) with the campaign's: the message matched them
 	// too and they are near-duplicates of it (pool.go).
@@ -426,19 +506,32 @@ type Decision struct {
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	d := p.decide(c, ev, threshold, p.Thresholds())
+	d := p.decide(c, ev, inputsOf(ev), nil, threshold, p.Thresholds())
 	d.Rule = d.Explain()
 	return d
 }
 
+// match is the match probability of the evidence ev, whose measurements
+// are in: the calibrated model's, or the hand-set confidences'.
+func (p *Policy) match(ev []Evidence, in MatchInputs, threshold float64) (float64, int) {
+	if p.MatchModel == MatchCalibrated && p.model != nil {
+		return p.model.Probability(in), p.model.Version
+	}
+	return p.matchConfidence(ev, threshold), 0
+}
+
 // decide is Decide for a policy with defaults applied and its thresholds,
 // without rendering Rule (only the chosen campaign's is needed).
-func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th []Threshold) Decision {
+func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, threshold float64, th []Threshold) Decision {
 	d := Decision{
-		Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c),
-		Campaign: c.ID, State: c.State,
+		Reputation: p.reputation(c),
+		Campaign:   c.ID, State: c.State,
 		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
 		ANDDThreshold: threshold,
+	}
+	d.Match, d.MatchModel = p.match(ev, in, threshold)
+	if d.MatchModel > 0 {
+		d.Inputs = &in
 	}
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
 	d.QGram, d.QGramThreshold = qgramFactor(ev)
@@ -459,6 +552,16 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 	if best == action.Reject && c.SpamReporters < int64(p.RejectMinReporters) {
 		d.RejectMinReporters = p.RejectMinReporters
 		best = p.bestBelow(action.Reject, d.P)
+	}
+	if best > action.Tag && c.SpamReporters <= 1 {
+		d.SingleReporter = true
+		best = p.bestBelow(action.Quarantine, d.P)
+	}
+	if gray != nil {
+		if lim := p.graymailLimit(c.SpamReporters, d.Match); best > lim {
+			d.Graymail, d.GraymailLimit, d.graymailReporters = gray, &lim, p.GraymailReporters
+			best = p.bestBelow(lim+1, d.P)
+		}
 	}
 	if best > maxA {
 		d.MaxAction = &maxA
@@ -488,6 +591,16 @@ func (d *Decision) Explain() string {
 	if d.RejectMinReporters > 0 {
 		why = fmt.Sprintf("; reject needs %d spam reporters, has %d", d.RejectMinReporters, d.SpamReporters)
 	}
+	if d.SingleReporter {
+		why += "; one spam reporter never raises a campaign above tag"
+	}
+	if d.Graymail != nil {
+		if *d.GraymailLimit == action.Accept {
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless an exact copy", d.Graymail, d.graymailReporters)
+		} else {
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts is at most tagged", d.Graymail, d.graymailReporters)
+		}
+	}
 	if d.MaxAction != nil {
 		why += fmt.Sprintf("; capped by max_action=%s", *d.MaxAction)
 	}
@@ -495,8 +608,12 @@ func (d *Decision) Explain() string {
 	if len(d.PooledWith) > 0 {
 		pooled = fmt.Sprintf(" with campaign%s %s", plural(len(d.PooledWith)), joinIDs(d.PooledWith))
 	}
+	summary := d.evidenceSummary()
+	if d.Inputs != nil {
+		summary = fmt.Sprintf("match model v%d: %s", d.MatchModel, d.Inputs)
+	}
 	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters%s, %d msgs)",
-		d.Match, d.evidenceSummary(), d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
+		d.Match, summary, d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
 	switch {
 	case d.Action == action.Accept && why == "":
 		return fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",

@@ -146,6 +146,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 		doc.MessageID = messageID(id)
 	}
 	doc.List = listName(&h)
+	doc.Bulk = isBulk(&h)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
 		if p.done() {
@@ -618,6 +619,19 @@ func listName(h *header) string {
 		return ""
 	}
 	return name
+}
+
+// isBulk reports a bulk-mail header (see Document.Bulk).
+func isBulk(h *header) bool {
+	if _, ok := h.get("List-Unsubscribe"); ok {
+		return true
+	}
+	v, _ := h.get("Precedence")
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "bulk", "list", "junk":
+		return true
+	}
+	return false
 }
 
 func messageID(v string) string {

@@ -22,6 +22,7 @@ type Results struct {
 	Padding     *PaddingResult     `json:"padding,omitempty"`
 	Reporters   *ReportersResult   `json:"reporters,omitempty"`
 	Mistaken    *MistakenResult    `json:"mistaken,omitempty"`
+	Calibration *CalibrationResult `json:"calibration,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
@@ -51,6 +52,13 @@ func (r *Results) Write(w io.Writer, o OutputOptions) error {
 			return err
 		}
 		r.Plots = p
+		if r.Calibration != nil {
+			f := filepath.Join(o.Plots, "reliability.svg")
+			if err := os.WriteFile(f, []byte(r.Calibration.reliabilityPlot()), 0o644); err != nil {
+				return fmt.Errorf("plots: %w", err)
+			}
+			r.Plots = append(r.Plots, f)
+		}
 		// the raw figures beside the plots, for --speed-from and scripts
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
@@ -102,6 +110,12 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w, "## Mistaken reports")
 		fmt.Fprintln(w)
 		r.Mistaken.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Calibration != nil {
+		fmt.Fprintln(w, "## Calibration of the match probability")
+		fmt.Fprintln(w)
+		r.Calibration.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	if r.Speed != nil {
@@ -220,6 +234,17 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 		fmt.Fprintln(w)
 		m.WriteMarkdown(w)
 		fmt.Fprintln(w)
+	}
+	if cal := r.Calibration; cal != nil {
+		fmt.Fprintln(w, "## Calibration of the match probability")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "The probability that a message is a copy of a campaign (docs/POLICY.md, \"The probability model\") is one logistic model over every evidence family's measurements, fitted by `nddlab train calibration` and embedded in the binary (`internal/campaign/data/match-model.json`). Each family's own model and the joint model are fitted here again on the fit seeds and measured, with the shipped one, on held-out seeds.")
+		fmt.Fprintln(w)
+		cal.WriteMarkdown(w)
+		fmt.Fprintln(w)
+		if p := plot("reliability.svg"); p != "" {
+			fmt.Fprintf(w, "![Reliability diagram of the match probability](%s)\n\n", p)
+		}
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
 	fmt.Fprintln(w)

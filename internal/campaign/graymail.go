@@ -1,0 +1,83 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
+)
+
+// Graymail (docs/POLICY.md, "Graymail").
+//
+// Users report mail they once subscribed to: newsletters, mailing-list
+// posts, notifications. Such mail carries signs of legitimate bulk mail:
+// it came through a mailing list (List-Id, List-Post, …), it carries a
+// bulk-mail header (List-Unsubscribe, Precedence bulk/list/junk), or its
+// sender domain sends much mail that is accepted (the ham-senders table,
+// senders.go). A checked copy with such signs of a campaign that fewer
+// than Policy.GraymailReporters accounts reported stays at accept (the
+// reporters' own copies are theirs: their Junk folders), unless it is as
+// close to the campaign as an exact copy (match ≥ Policy.GraymailMatch),
+// and it is never more than tagged. A campaign that many accounts
+// reported is decided as any other.
+
+// Graymail lists the signs of legitimate bulk mail a checked message
+// carries.
+type Graymail struct {
+	// List is the mailing list the message came through (mime's List).
+	List string `json:"list,omitempty"`
+	// Bulk is set for a List-Unsubscribe or Precedence bulk/list/junk
+	// header.
+	Bulk bool `json:"bulk,omitempty"`
+	// Sender is the message's sender domain when it sent at least
+	// Policy.GraymailHamMessages accepted messages (SenderHam of them).
+	Sender    string `json:"sender,omitempty"`
+	SenderHam int64  `json:"sender_ham,omitempty"`
+}
+
+// String names the signs: "list spamassassin-talk, bulk-mail header,
+// sender example.org (120 accepted messages)".
+func (g *Graymail) String() string {
+	var parts []string
+	if g.List != "" {
+		parts = append(parts, "list "+g.List)
+	}
+	if g.Bulk {
+		parts = append(parts, "bulk-mail header")
+	}
+	if g.Sender != "" {
+		parts = append(parts, fmt.Sprintf("sender %s (%d accepted messages)", g.Sender, g.SenderHam))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// graymailOf returns the graymail signs of m, nil when it has none.
+func (e *Engine) graymailOf(m *pipeline.Message) *Graymail {
+	g := Graymail{List: m.List, Bulk: m.Bulk}
+	if e.senders != nil {
+		if d := SenderDomain(m.From); d != "" {
+			if n := e.senders.HamMessages(d); n >= e.policy.GraymailHamMessages {
+				g.Sender, g.SenderHam = d, n
+			}
+		}
+	}
+	if g.List == "" && !g.Bulk && g.Sender == "" {
+		return nil
+	}
+	return &g
+}
+
+// graymailLimit is the strongest action the policy allows on a graymail
+// copy of a campaign with spam distinct spam reporters whose match is
+// match (Reject when the campaign has enough reporters to be decided as
+// any other).
+func (p *Policy) graymailLimit(spam int64, match float64) action.Action {
+	switch {
+	case spam >= int64(p.GraymailReporters):
+		return action.Reject
+	case match >= p.GraymailMatch:
+		return action.Tag
+	}
+	return action.Accept
+}
