@@ -117,11 +117,6 @@ func (f *evalFlags) load() (*eval.Corpus, error) {
 
 func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
 	o := f.accuracyOptions0()
-	if v := os.Getenv("NDD_GM"); v != "" { // TEMP
-		var x float64
-		fmt.Sscan(v, &x)
-		o.Engine.Policy.GraymailMatch = x
-	}
 	if f.matchModelFile != "" {
 		b, err := os.ReadFile(f.matchModelFile)
 		if err == nil {
@@ -301,6 +296,50 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	mis.Flags().IntSliceVar(&mistakenReporters, "reporters", []int{1, 3}, "numbers of mistaken reporters measured")
 	mis.Flags().Float64Var(&mistakenShare, "share", 0.1, "share of the legitimate mail each mistaken reporter reports")
 
+	fc := &evalFlags{}
+	conf := &cobra.Command{
+		Use:   "confirmed",
+		Short: "Copies of campaigns reported by 5 users (no dissent): those at estimated similarity ≥ 0.8 should be quarantined",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fc.load()
+			if err != nil {
+				return err
+			}
+			o, err := fc.adversarialOptions()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunConfirmed(cmd.Context(), c, eval.ConfirmedOptions{Seed: o.Seed, ReportShare: o.ReportShare, Kinds: o.Kinds, Strengths: o.Strengths, Accuracy: o.Accuracy})
+			if err != nil {
+				return fmt.Errorf("eval confirmed: %w", err)
+			}
+			return fc.output(cmd.OutOrStdout(), &eval.Results{Confirmed: r})
+		},
+	}
+	fc.common(conf)
+	conf.Flags().Float64Var(&fc.reportShare, "report-share", 0.1, "share of the usable spam reported")
+	fc.adversarialFlags(conf)
+
+	fk := &evalFlags{}
+	cal := &cobra.Command{
+		Use:   "calibration",
+		Short: "The match probability's calibration: each family's model and the joint one fitted on seeds 1-3, measured with the shipped model on seeds 4-5",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fk.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunCalibration(cmd.Context(), c, eval.CalibrationOptions{Accuracy: fk.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval calibration: %w", err)
+			}
+			return fk.output(cmd.OutOrStdout(), &eval.Results{Calibration: r})
+		},
+	}
+	fk.common(cal)
+
 	fs := &evalFlags{}
 	speed := &cobra.Command{
 		Use:   "speed",
@@ -359,7 +398,15 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 			if err != nil {
 				return fmt.Errorf("eval mistaken: %w", err)
 			}
-			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Speed: sp})
+			conf, err := eval.RunConfirmed(cmd.Context(), c, eval.ConfirmedOptions{Seed: o.Seed, ReportShare: o.ReportShare, Kinds: o.Kinds, Strengths: o.Strengths, Accuracy: o.Accuracy})
+			if err != nil {
+				return fmt.Errorf("eval confirmed: %w", err)
+			}
+			cal, err := eval.RunCalibration(cmd.Context(), c, eval.CalibrationOptions{Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval calibration: %w", err)
+			}
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Confirmed: conf, Calibration: cal, Speed: sp})
 		},
 	}
 	fl.common(all)
@@ -368,6 +415,6 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, rep, mis, speed, all)
+	cmd.AddCommand(adv, pad, rep, mis, conf, cal, speed, all)
 	return cmd
 }

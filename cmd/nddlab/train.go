@@ -116,7 +116,7 @@ func newTrainCalibrationCmd() *cobra.Command {
 	f := &evalFlags{}
 	var out string
 	var fitSeeds, heldOut []uint
-	var l2, prior float64
+	var l2, prior, cprior float64
 	var version int
 	var pairsOut string
 	cmd := &cobra.Command{
@@ -136,7 +136,7 @@ internal/campaign/data/match-model.json embeds.`,
 			if err != nil {
 				return err
 			}
-			o := eval.CalibrationOptions{L2: l2, PriorOdds: prior, Accuracy: f.accuracyOptions()}
+			o := eval.CalibrationOptions{L2: l2, PriorOdds: prior, ConfirmedPriorOdds: cprior, Accuracy: f.accuracyOptions()}
 			for _, s := range fitSeeds {
 				o.FitSeeds = append(o.FitSeeds, uint64(s))
 			}
@@ -180,6 +180,7 @@ internal/campaign/data/match-model.json embeds.`,
 	fl.UintSliceVar(&fitSeeds, "fit-seeds", []uint{1, 2, 3}, "seeds the model is fitted on")
 	fl.UintSliceVar(&heldOut, "held-out", []uint{4, 5}, "seeds the model is measured on")
 	fl.Float64Var(&l2, "l2", 1e-4, "ridge penalty per unit of pair weight")
+	fl.Float64Var(&cprior, "confirmed-prior-odds", 0, "--prior-odds of the weights for confirmed campaigns (default: --prior-odds)")
 	fl.Float64Var(&prior, "prior-odds", 1, "total weight of the positive pairs over the negative ones (the prior odds that a campaign the lookup found is the message's)")
 	fl.IntVar(&version, "model-version", 1, "version of the model written")
 	fl.StringVar(&pairsOut, "pairs", "", "also write the labelled pairs here (JSON lines)")

@@ -128,6 +128,9 @@ var matchFeatureNames = []string{
 	"short",          // a short-message key (all, media, links, body)
 	"lead",           // a lead key
 	"andd_qgram",     // the product of the two estimates (0 unless both measured)
+	"andd_sq",        // the ANDD estimate squared
+	"qgram_sq",       // the q-gram estimate squared
+	"imatch_one",     // 1 when exactly one bag matched
 }
 
 // MatchFeatureNames returns the names of the match model's features, in
@@ -157,6 +160,9 @@ func MatchFeatures(in MatchInputs) []float64 {
 		b(in.Short),
 		b(in.Lead),
 		andd * qg,
+		andd * andd,
+		qg * qg,
+		b(in.Bags == 1),
 	}
 }
 
@@ -173,11 +179,17 @@ type MatchModel struct {
 	// Weights are the coefficients by feature name (MatchFeatureNames);
 	// a feature not named weighs 0.
 	Weights map[string]float64 `json:"weights"`
+	// Confirmed are the coefficients for a confirmed campaign (many spam
+	// reporters, none saying not-spam: Policy.ConfirmedReporters), fitted
+	// against reported spam only: the look-alikes of legitimate mail that
+	// weigh on Weights are not what a confirmed spam run's copies are
+	// taken for. Empty: Weights.
+	Confirmed map[string]float64 `json:"confirmed,omitempty"`
 	// Fitted tells how the model was fitted (command, data, held-out
 	// figures), for people.
 	Fitted string `json:"fitted,omitempty"`
 
-	w []float64 // Weights in the order of matchFeatureNames
+	w, wc []float64 // Weights and Confirmed in the order of matchFeatureNames
 }
 
 // ErrMatchModel is returned for an unusable match model file.
@@ -195,8 +207,23 @@ func ParseMatchModel(b []byte) (*MatchModel, error) {
 	if m.Version < 1 {
 		return nil, fmt.Errorf("%w: version %d", ErrMatchModel, m.Version)
 	}
-	m.w = make([]float64, len(matchFeatureNames))
-	for name, v := range m.Weights {
+	var err error
+	if m.w, err = weightVector(m.Weights); err != nil {
+		return nil, err
+	}
+	m.wc = m.w
+	if len(m.Confirmed) > 0 {
+		if m.wc, err = weightVector(m.Confirmed); err != nil {
+			return nil, err
+		}
+	}
+	return &m, nil
+}
+
+// weightVector orders weights by feature name.
+func weightVector(weights map[string]float64) ([]float64, error) {
+	w := make([]float64, len(matchFeatureNames))
+	for name, v := range weights {
 		i := indexOf(matchFeatureNames, name)
 		if i < 0 {
 			return nil, fmt.Errorf("%w: unknown feature %q", ErrMatchModel, name)
@@ -204,9 +231,9 @@ func ParseMatchModel(b []byte) (*MatchModel, error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%w: weight of %q is %v", ErrMatchModel, name, v)
 		}
-		m.w[i] = v
+		w[i] = v
 	}
-	return &m, nil
+	return w, nil
 }
 
 func indexOf(names []string, n string) int {
@@ -218,16 +245,29 @@ func indexOf(names []string, n string) int {
 	return -1
 }
 
-// NewMatchModel returns a model with the weights w, in the order of
-// MatchFeatureNames.
-func NewMatchModel(version int, w []float64, fitted string) (*MatchModel, error) {
-	if len(w) != len(matchFeatureNames) {
-		return nil, fmt.Errorf("%w: %d weights for %d features", ErrMatchModel, len(w), len(matchFeatureNames))
+// NewMatchModel returns a model with the weights w and, for confirmed
+// campaigns, wc (nil: w), in the order of MatchFeatureNames.
+func NewMatchModel(version int, w, wc []float64, fitted string) (*MatchModel, error) {
+	named := func(w []float64) (map[string]float64, error) {
+		if len(w) != len(matchFeatureNames) {
+			return nil, fmt.Errorf("%w: %d weights for %d features", ErrMatchModel, len(w), len(matchFeatureNames))
+		}
+		out := map[string]float64{}
+		for i, v := range w {
+			if v != 0 {
+				out[matchFeatureNames[i]] = v
+			}
+		}
+		return out, nil
 	}
-	m := &MatchModel{Format: MatchModelFormat, Version: version, Weights: map[string]float64{}, Fitted: fitted}
-	for i, v := range w {
-		if v != 0 {
-			m.Weights[matchFeatureNames[i]] = v
+	m := &MatchModel{Format: MatchModelFormat, Version: version, Fitted: fitted}
+	var err error
+	if m.Weights, err = named(w); err != nil {
+		return nil, err
+	}
+	if wc != nil {
+		if m.Confirmed, err = named(wc); err != nil {
+			return nil, err
 		}
 	}
 	b, err := json.Marshal(m)
@@ -241,15 +281,20 @@ func NewMatchModel(version int, w []float64, fitted string) (*MatchModel, error)
 // certain, and p must stay comparable with the policy's thresholds.
 const maxMatch = 1 - 1e-6
 
-// Probability is P(the message is a copy of the campaign | in). A message
-// with no evidence at all has probability 0.
-func (m *MatchModel) Probability(in MatchInputs) float64 {
+// Probability is P(the message is a copy of the campaign | in), for a
+// confirmed campaign when confirmed is set. A message with no evidence at
+// all has probability 0.
+func (m *MatchModel) Probability(in MatchInputs, confirmed bool) float64 {
 	if in.Bags == 0 && in.ANDD < 0 && in.QGram < 0 && !in.Short && !in.Lead {
 		return 0
 	}
+	w := m.w
+	if confirmed {
+		w = m.wc
+	}
 	z := 0.0
 	for i, x := range MatchFeatures(in) {
-		z += m.w[i] * x
+		z += w[i] * x
 	}
 	return math.Min(1/(1+math.Exp(-z)), maxMatch)
 }
@@ -294,7 +339,7 @@ func (e *Engine) Inspect(ctx context.Context, raw []byte) ([]Inspected, error) {
 	}
 	out := make([]Inspected, 0, len(res.found))
 	for _, c := range res.found {
-		p, _ := e.policy.match(c.evidence, c.inputs, e.threshold)
+		p, _ := e.policy.match(c.evidence, c.inputs, false, e.threshold)
 		out = append(out, Inspected{Campaign: c.id, Inputs: c.inputs, Matched: len(c.evidence) > 0, Probability: p})
 	}
 	return out, nil

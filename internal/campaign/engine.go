@@ -79,7 +79,7 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: I-Match signer: %w", err)
 	}
-	if opts.Policy.MatchModel == "" && (opts.DisableANDD || opts.DisableQGram || model == nil) {
+	if (opts.Policy.MatchModel == "" || opts.Policy.MatchModel == MatchConfirmed) && (opts.DisableANDD || opts.DisableQGram || model == nil) {
 		// The calibrated model is fitted with every family on.
 		opts.Policy.MatchModel = MatchConfidences
 	}

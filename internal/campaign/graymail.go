@@ -17,9 +17,12 @@ import (
 // sender domain sends much mail that is accepted (the ham-senders table,
 // senders.go). A checked copy with such signs of a campaign that fewer
 // than Policy.GraymailReporters accounts reported stays at accept (the
-// reporters' own copies are theirs: their Junk folders), unless it is as
-// close to the campaign as an exact copy (match ≥ Policy.GraymailMatch),
-// and it is never more than tagged. A campaign that many accounts
+// reporters' own copies are theirs: their Junk folders), unless it is a
+// near-copy of the reported text (its q-gram similarity, the share of
+// distinct text shared, or its ANDD estimate when it has no q-gram
+// sketch, reaches Policy.GraymailSimilarity with an I-Match signature in
+// common, or halfway from there to 1 without), and it is never more than
+// tagged. A campaign that many accounts
 // reported is decided as any other.
 
 // Graymail lists the signs of legitimate bulk mail a checked message
@@ -69,14 +72,23 @@ func (e *Engine) graymailOf(m *pipeline.Message) *Graymail {
 }
 
 // graymailLimit is the strongest action the policy allows on a graymail
-// copy of a campaign with spam distinct spam reporters whose match is
-// match (Reject when the campaign has enough reporters to be decided as
-// any other).
-func (p *Policy) graymailLimit(spam int64, match float64) action.Action {
+// copy, measured in, of a campaign with spam distinct spam reporters
+// (Reject when the campaign has enough reporters to be decided as any
+// other).
+func (p *Policy) graymailLimit(spam int64, in MatchInputs) action.Action {
+	sim := in.QGram
+	if sim < 0 {
+		sim = in.ANDD
+	}
+	// Near the bar, texts that share most of their words are also those
+	// of look-alike issues of one newsletter: a near-copy there must share
+	// an I-Match signature too, or be halfway closer to identical.
+	near := sim >= p.GraymailSimilarity && (in.Bags > 0 || sim >= (1+p.GraymailSimilarity)/2) ||
+		in.Short // a short message's whole content, media or links
 	switch {
 	case spam >= int64(p.GraymailReporters):
 		return action.Reject
-	case match >= p.GraymailMatch:
+	case near:
 		return action.Tag
 	}
 	return action.Accept

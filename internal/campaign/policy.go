@@ -75,12 +75,15 @@ type Policy struct {
 	VolumeLR    float64 `yaml:"volume_lr" json:"volume_lr"`
 	VolumeMaxLR float64 `yaml:"volume_max_lr" json:"volume_max_lr"`
 
-	// MatchModel chooses how match is estimated: "calibrated" (the
-	// default) weighs every family's measurements at once with the
-	// embedded logistic model fitted on labelled pairs (calibration.go,
-	// `nddlab train calibration`); "confidences" combines the hand-set
-	// confidences below (noisy-or of I-Match and the better of ANDD and
-	// q-grams, short keys by maximum), the model of earlier versions.
+	// MatchModel chooses how match is estimated: "calibrated" weighs
+	// every family's measurements at once with the embedded logistic model
+	// fitted on labelled pairs (calibration.go, `nddlab train
+	// calibration`); "confidences" combines the hand-set confidences below
+	// (noisy-or of I-Match and the better of ANDD and q-grams, short keys
+	// by maximum), the model of earlier versions; "calibrated-confirmed"
+	// (the default) is "confidences" except for the copies of a confirmed
+	// campaign (ConfirmedReporters), read with the calibrated model's
+	// weights for confirmed campaigns.
 	MatchModel string `yaml:"match_model" json:"match_model"`
 
 	// IMatchConfidence is the confidence that a message is a copy of a
@@ -136,11 +139,19 @@ type Policy struct {
 	// bulk header, a sender domain with at least GraymailHamMessages
 	// accepted messages: graymail.go) that matches a campaign with fewer
 	// than GraymailReporters distinct spam reporters is accepted unless
-	// its match reaches GraymailMatch (as close as an exact copy), and is
-	// then at most tagged. Defaults 5, 20 and 0.999.
+	// it is a near-copy of the reported text (q-gram similarity, or the
+	// ANDD estimate when it has no q-gram sketch, at least
+	// GraymailSimilarity), and is then at most tagged. Defaults 5, 10 and
+	// 0.7.
 	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
 	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
-	GraymailMatch       float64 `yaml:"graymail_match" json:"graymail_match"`
+	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`
+
+	// ConfirmedReporters: a campaign with at least this many distinct
+	// spam reporters and no not-spam reporter is confirmed spam, and the
+	// calibrated model reads its copies' match with the weights fitted
+	// against reported spam only (MatchModel.Confirmed). Default 5.
+	ConfirmedReporters int `yaml:"confirmed_reporters" json:"confirmed_reporters"`
 
 	// RevokeHamReporters and RevokeRatio: a not-spam report revokes a
 	// campaign (it is never acted on again) when its distinct not-spam
@@ -157,6 +168,10 @@ type Policy struct {
 const (
 	MatchCalibrated  = "calibrated"
 	MatchConfidences = "confidences"
+	// MatchConfirmed: the hand-set confidences, except for the copies of
+	// confirmed campaigns, read with the calibrated model's weights for
+	// them.
+	MatchConfirmed = "calibrated-confirmed"
 )
 
 // DefaultPolicy returns the policy with every default filled in.
@@ -197,17 +212,20 @@ func (p Policy) WithDefaults() Policy {
 	if p.GraymailReporters == 0 {
 		p.GraymailReporters = 5
 	}
-	if p.GraymailHamMessages == 0 {
-		p.GraymailHamMessages = 20
+	if p.ConfirmedReporters == 0 {
+		p.ConfirmedReporters = 5
 	}
-	def(&p.GraymailMatch, 0.999)
+	if p.GraymailHamMessages == 0 {
+		p.GraymailHamMessages = 10
+	}
+	def(&p.GraymailSimilarity, 0.7)
 	if p.MaxAction == "" {
 		p.MaxAction = action.Reject.String()
 	}
 	if p.MatchModel == "" {
-		p.MatchModel = MatchCalibrated
+		p.MatchModel = MatchConfirmed
 	}
-	if p.MatchModel == MatchCalibrated && p.model == nil {
+	if p.MatchModel != MatchConfidences && p.model == nil {
 		p.model, _ = DefaultMatchModel() // Validate reports the error
 	}
 	return p
@@ -259,7 +277,7 @@ func (p Policy) Validate() error {
 	prob("qgram_confidence_max", p.QGramConfidenceMax)
 	prob("short_confidence", p.ShortConfidence)
 	prob("lead_confidence", p.LeadConfidence)
-	prob("graymail_match", p.GraymailMatch)
+	prob("graymail_similarity", p.GraymailSimilarity)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
 	}
@@ -272,6 +290,9 @@ func (p Policy) Validate() error {
 	if p.RevokeHamReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.revoke_ham_reporters must be ≥ 0, got %d", p.RevokeHamReporters))
 	}
+	if p.ConfirmedReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.confirmed_reporters must be ≥ 0, got %d", p.ConfirmedReporters))
+	}
 	if p.GraymailReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.graymail_reporters must be ≥ 0, got %d", p.GraymailReporters))
 	}
@@ -282,14 +303,14 @@ func (p Policy) Validate() error {
 		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))
 	}
 	switch p.MatchModel {
-	case MatchCalibrated:
+	case MatchCalibrated, MatchConfirmed:
 		if p.model == nil {
 			_, err := DefaultMatchModel()
 			errs = append(errs, fmt.Errorf("policy.match_model: %w", err))
 		}
 	case MatchConfidences:
 	default:
-		errs = append(errs, fmt.Errorf("policy.match_model must be %q or %q, got %q", MatchCalibrated, MatchConfidences, p.MatchModel))
+		errs = append(errs, fmt.Errorf("policy.match_model must be %q, %q or %q, got %q", MatchConfirmed, MatchCalibrated, MatchConfidences, p.MatchModel))
 	}
 	return errors.Join(errs...)
 }
@@ -472,6 +493,10 @@ type Decision struct {
 	// confidences, policy.match_model: confidences).
 	Inputs     *MatchInputs `json:"inputs,omitempty"`
 	MatchModel int          `json:"match_model,omitempty"`
+	// Confirmed is set when the campaign is confirmed (at least
+	// policy.confirmed_reporters spam reporters, no not-spam reporter)
+	// and the model's weights for confirmed campaigns were used.
+	Confirmed bool `json:"confirmed,omitempty"`
 	// Threshold is the probability above which the policy picks Action
 	// (for accept, the tag threshold P stayed at or below), and CostFP the
 	// false-positive cost that set it (cost_fp of Action; cost_fp.tag for
@@ -513,9 +538,18 @@ func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Deci
 
 // match is the match probability of the evidence ev, whose measurements
 // are in: the calibrated model's, or the hand-set confidences'.
-func (p *Policy) match(ev []Evidence, in MatchInputs, threshold float64) (float64, int) {
-	if p.MatchModel == MatchCalibrated && p.model != nil {
-		return p.model.Probability(in), p.model.Version
+func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold float64) (float64, int) {
+	switch {
+	case p.model != nil && p.MatchModel == MatchCalibrated:
+		return p.model.Probability(in, confirmed), p.model.Version
+	case p.model != nil && p.MatchModel == MatchConfirmed && confirmed:
+		// Never below the hand-set confidences: the model reads the
+		// measurements a copy has, the confidences the signatures.
+		c, m := p.matchConfidence(ev, threshold), p.model.Probability(in, true)
+		if m > c {
+			return m, p.model.Version
+		}
+		return c, 0
 	}
 	return p.matchConfidence(ev, threshold), 0
 }
@@ -529,9 +563,11 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *
 		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
 		ANDDThreshold: threshold,
 	}
-	d.Match, d.MatchModel = p.match(ev, in, threshold)
+	confirmed := c.State == store.StateActive && c.SpamReporters >= int64(p.ConfirmedReporters) && c.HamReporters == 0
+	d.Match, d.MatchModel = p.match(ev, in, confirmed, threshold)
 	if d.MatchModel > 0 {
 		d.Inputs = &in
+		d.Confirmed = confirmed && len(p.model.Confirmed) > 0
 	}
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
 	d.QGram, d.QGramThreshold = qgramFactor(ev)
@@ -558,7 +594,7 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *
 		best = p.bestBelow(action.Quarantine, d.P)
 	}
 	if gray != nil {
-		if lim := p.graymailLimit(c.SpamReporters, d.Match); best > lim {
+		if lim := p.graymailLimit(c.SpamReporters, in); best > lim {
 			d.Graymail, d.GraymailLimit, d.graymailReporters = gray, &lim, p.GraymailReporters
 			best = p.bestBelow(lim+1, d.P)
 		}
@@ -596,7 +632,7 @@ func (d *Decision) Explain() string {
 	}
 	if d.Graymail != nil {
 		if *d.GraymailLimit == action.Accept {
-			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless an exact copy", d.Graymail, d.graymailReporters)
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless a near-copy", d.Graymail, d.graymailReporters)
 		} else {
 			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts is at most tagged", d.Graymail, d.graymailReporters)
 		}
@@ -610,7 +646,11 @@ func (d *Decision) Explain() string {
 	}
 	summary := d.evidenceSummary()
 	if d.Inputs != nil {
-		summary = fmt.Sprintf("match model v%d: %s", d.MatchModel, d.Inputs)
+		conf := ""
+		if d.Confirmed {
+			conf = ", confirmed campaign"
+		}
+		summary = fmt.Sprintf("match model v%d%s: %s", d.MatchModel, conf, d.Inputs)
 	}
 	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters%s, %d msgs)",
 		d.Match, summary, d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -549,15 +548,6 @@ func engineMatch(ctx context.Context, c *Corpus, e *experiment, eo campaign.Opti
 		return flagged(j) && verdicts[q].Campaign != 0 && verdicts[j].Campaign == verdicts[q].Campaign
 	}
 	o.recall, o.recallFlagged = recalls(e, found, flagged)
-	if os.Getenv("NDD_DEBUG_MISSES") != "" && !eo.DisableQGram {
-		for _, q := range e.queries {
-			for _, j := range e.nbrs[q] {
-				if !found(q, j) {
-					fmt.Fprintf(os.Stderr, "MISS %s -> %s: %s | query: %s\n", filepath.Base(c.Docs[q].Path), filepath.Base(c.Docs[j].Path), verdicts[j].Rule, verdicts[q].Rule)
-				}
-			}
-		}
-	}
 	o.actions = map[string]int{}
 	for _, j := range e.checked {
 		count(&o, c, j, flagged(j))

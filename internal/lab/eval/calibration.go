@@ -61,6 +61,9 @@ type CalibrationOptions struct {
 	// the negative ones: the prior odds, before its measurements, that a
 	// campaign the lookup found is the message's. Default 1.
 	PriorOdds float64
+	// ConfirmedPriorOdds is PriorOdds for the weights of confirmed
+	// campaigns (fitted against reported spam only). Default PriorOdds.
+	ConfirmedPriorOdds float64
 	// Accuracy carries the engine options, lexicon, model, workers, temp
 	// dir and logger.
 	Accuracy AccuracyOptions
@@ -99,6 +102,9 @@ func (o *CalibrationOptions) defaults() error {
 	}
 	if o.PriorOdds <= 0 {
 		o.PriorOdds = 1
+	}
+	if o.ConfirmedPriorOdds <= 0 {
+		o.ConfirmedPriorOdds = o.PriorOdds
 	}
 	return nil
 }
@@ -421,14 +427,14 @@ const tagBar = (2.0 / 3.0) / 0.75
 
 // measureModel scores the weights w on pairs.
 func measureModel(name string, w []float64, pairs []CalPair) CalModel {
-	m, _ := campaign.NewMatchModel(1, w, "")
+	m, _ := campaign.NewMatchModel(1, w, nil, "")
 	r := CalModel{Name: name, Weights: w}
 	const nb = 10
 	var bw, bp, by [nb]float64
 	var bn [nb]int
 	total, pos, neg, posTag, negTag := 0.0, 0.0, 0.0, 0.0, 0.0
 	for _, p := range pairs {
-		q := m.Probability(p.Inputs)
+		q := m.Probability(p.Inputs, false)
 		y := 0.0
 		if p.Positive {
 			y = 1
@@ -491,6 +497,9 @@ type CalibrationResult struct {
 	// model measured on the same held-out pairs.
 	Models  []CalModel `json:"models"`
 	Shipped *CalModel  `json:"shipped,omitempty"`
+	// Confirmed is the joint model of confirmed campaigns, fitted and
+	// measured on the pairs against reported spam only.
+	Confirmed *CalModel `json:"confirmed,omitempty"`
 	// Joint is the joint model fitted, as a model file's contents.
 	Joint   *campaign.MatchModel `json:"joint,omitempty"`
 	Elapsed string               `json:"elapsed"`
@@ -553,8 +562,28 @@ func RunCalibration(ctx context.Context, c *Corpus, o CalibrationOptions) (*Cali
 		}
 		res.Models = append(res.Models, measureModel(f.Name, w, held))
 	}
+	// Confirmed campaigns: against reported spam only.
+	var fitSpam, heldSpam []CalPair
+	for _, p := range fit {
+		if p.Against == "spam" {
+			fitSpam = append(fitSpam, p)
+		}
+	}
+	for _, p := range held {
+		if p.Against == "spam" {
+			heldSpam = append(heldSpam, p)
+		}
+	}
+	balance(fitSpam, o.ConfirmedPriorOdds)
+	balance(heldSpam, o.ConfirmedPriorOdds)
+	wc, err := FitLogistic(fitSpam, campaign.MatchFeatureNames(), o.L2)
+	if err != nil {
+		return nil, fmt.Errorf("confirmed: %w", err)
+	}
+	conf := measureModel("joint, confirmed campaigns (against reported spam only)", wc, heldSpam)
+	res.Confirmed = &conf
 	joint := res.Models[len(res.Models)-1]
-	res.Joint, err = campaign.NewMatchModel(1, joint.Weights, "")
+	res.Joint, err = campaign.NewMatchModel(1, joint.Weights, wc, "")
 	if err != nil {
 		return nil, err
 	}
@@ -576,9 +605,12 @@ func (r *CalibrationResult) WriteMarkdown(w io.Writer) {
 		r.FitSeeds, r.FitPos, r.FitNeg, r.HeldOut, r.HeldPos, r.HeldNeg, r.HeldNegHam, tagBar)
 	fmt.Fprintln(w, "| model | log loss | Brier | ECE | positives over the tag bar | negatives over the tag bar |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
-	rows := r.Models
+	rows := slices.Clone(r.Models)
+	if r.Confirmed != nil {
+		rows = append(rows, *r.Confirmed)
+	}
 	if r.Shipped != nil {
-		rows = append(slices.Clone(rows), *r.Shipped)
+		rows = append(rows, *r.Shipped)
 	}
 	for _, m := range rows {
 		fmt.Fprintf(w, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", m.Name, m.LogLoss, m.Brier, m.ECE, m.TagRecall, m.TagFalse)

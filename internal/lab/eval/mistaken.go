@@ -34,6 +34,12 @@ type MistakenOptions struct {
 	// from which a checked message is a near-copy of a reported one.
 	// Default 0.7.
 	NearCopy float64
+	// ColdSenders leaves the ham-senders table empty. By default every
+	// legitimate message is first checked and counted (Check) before the
+	// reports, as a server delivers mail before anyone reports it: the
+	// sender domains of legitimate bulk mail are then known
+	// (graymail.go).
+	ColdSenders bool
 	// Accuracy carries the engine options, lexicon, model, workers, temp
 	// dir and logger (only those fields are used).
 	Accuracy AccuracyOptions
@@ -88,13 +94,15 @@ func (r *MistakenRow) Flagged(near bool) float64 {
 
 // MistakenResult is the outcome of RunMistaken.
 type MistakenResult struct {
-	Corpus   string        `json:"corpus"`
-	Seeds    int           `json:"seeds"`
-	Share    float64       `json:"share"`
-	NearCopy float64       `json:"near_copy"`
-	Ham      int           `json:"ham"`
-	Rows     []MistakenRow `json:"rows"`
-	Elapsed  string        `json:"elapsed"`
+	Corpus   string  `json:"corpus"`
+	Seeds    int     `json:"seeds"`
+	Share    float64 `json:"share"`
+	NearCopy float64 `json:"near_copy"`
+	// ColdSenders: the ham-senders table was left empty.
+	ColdSenders bool          `json:"cold_senders,omitempty"`
+	Ham         int           `json:"ham"`
+	Rows        []MistakenRow `json:"rows"`
+	Elapsed     string        `json:"elapsed"`
 }
 
 // RunMistaken measures what reports of legitimate mail do to the rest of
@@ -131,7 +139,7 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 	if len(hams) == 0 {
 		return nil, fmt.Errorf("corpus %s: no legitimate mail", c.Dir)
 	}
-	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, Ham: len(hams)}
+	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, ColdSenders: opts.ColdSenders, Ham: len(hams)}
 	for _, nr := range opts.Reporters {
 		row := MistakenRow{Reporters: nr, NearActions: map[string]float64{}, FarActions: map[string]float64{}}
 		far, near := map[string]*MistakenFlag{}, map[string]*MistakenFlag{}
@@ -219,6 +227,13 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, seed uint6
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	if !opts.ColdSenders {
+		for _, i := range hams {
+			if _, err := eng.Check(ctx, c.Docs[i].Raw); err != nil {
+				return fmt.Errorf("check %s: %w", c.Docs[i].Path, err)
+			}
+		}
+	}
 	for _, r := range reps {
 		if _, err := eng.Report(ctx, c.Docs[r.doc].Raw, store.KindSpam, r.reporter); err != nil {
 			return fmt.Errorf("report %s: %w", c.Docs[r.doc].Path, err)
@@ -293,8 +308,12 @@ func bestCosines(c *Corpus, reported, checked []int, workers int) []float64 {
 // WriteMarkdown prints the mistaken-reports table and the messages behind
 // its failures.
 func (r *MistakenResult) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "Per seed, each mistaken reporter reports its own random %.0f%% of the %d legitimate messages as junk into a fresh store; every legitimate message nobody reported is then checked (a dry run). A checked message is a near-copy when its best cosine over unique terms with a reported message is at least %.2f. Means over %d seeds:\n\n",
-		100*r.Share, r.Ham, r.NearCopy, r.Seeds)
+	warm := "every legitimate message is first delivered (checked and counted, which fills the table of sender domains of accepted mail), then "
+	if r.ColdSenders {
+		warm = ""
+	}
+	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages as junk into a fresh store; every legitimate message nobody reported is then checked (a dry run). A checked message is a near-copy when its best cosine over unique terms with a reported message is at least %.2f. Means over %d seeds:\n\n",
+		warm, 100*r.Share, r.Ham, r.NearCopy, r.Seeds)
 	fmt.Fprintln(w, "| mistaken reporters | reported | checked | not near-copies | flagged (tag / quarantine / reject) | near-copies | flagged (tag / quarantine / reject) |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	acts := func(m map[string]float64) string {

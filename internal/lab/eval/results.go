@@ -23,6 +23,7 @@ type Results struct {
 	Reporters   *ReportersResult   `json:"reporters,omitempty"`
 	Mistaken    *MistakenResult    `json:"mistaken,omitempty"`
 	Calibration *CalibrationResult `json:"calibration,omitempty"`
+	Confirmed   *ConfirmedResult   `json:"confirmed,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
@@ -118,6 +119,12 @@ func (r *Results) writeText(w io.Writer) {
 		r.Calibration.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
+	if r.Confirmed != nil {
+		fmt.Fprintln(w, "## Copies of confirmed campaigns")
+		fmt.Fprintln(w)
+		r.Confirmed.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	if r.Speed != nil {
 		fmt.Fprintln(w, "## Speed")
 		fmt.Fprintln(w)
@@ -188,10 +195,12 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddlab eval adversarial          # robustness per randomization kind")
 	fmt.Fprintln(w, "./nddlab eval reporters            # every spam reported by 3 users, every message checked")
 	fmt.Fprintln(w, "./nddlab eval mistaken             # legitimate mail reported as junk by 1 and 3 users")
+	fmt.Fprintln(w, "./nddlab eval confirmed            # copies of campaigns reported by 5 users")
+	fmt.Fprintln(w, "./nddlab eval calibration          # the match probability's calibration on held-out seeds")
 	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
-	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil || r.Mistaken != nil {
+	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil || r.Mistaken != nil || r.Confirmed != nil {
 		fmt.Fprintln(w, "## Goals of the default configuration")
 		fmt.Fprintln(w)
 		r.writeGoals(w)
@@ -233,6 +242,12 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 		fmt.Fprintln(w, "Users report mail they once subscribed to. This protocol measures what such reports do to everybody else's legitimate mail: not-near-copies of a reported message must never be flagged, near-copies at most tagged.")
 		fmt.Fprintln(w)
 		m.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if cf := r.Confirmed; cf != nil {
+		fmt.Fprintln(w, "## Copies of confirmed campaigns")
+		fmt.Fprintln(w)
+		cf.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	if cal := r.Calibration; cal != nil {
@@ -319,6 +334,10 @@ func (r *Results) writeGoals(w io.Writer) {
 			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
 				row.Reporters, 100*m.Share, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
 		}
+	}
+	if cf := r.Confirmed; cf != nil {
+		n, of := cf.CloseQuarantined()
+		fmt.Fprintf(w, "- A campaign with %d spam reporters and no dissent: its copies at estimated similarity ≥ %.2f reach quarantine: %s (%d of %d).\n", cf.Reporters, cf.Similarity, mark(n == of), n, of)
 	}
 	if rp := r.Reporters; rp != nil {
 		fmt.Fprintf(w, "- Zero false positives when every spam is reported by %d users and every ham then checked: %s (%d of %d ham flagged).\n", rp.Reporters, mark(len(rp.FlaggedHam) == 0), len(rp.FlaggedHam), rp.Ham)
