@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench-milter-servers.sh — the comparison of docs/MILTER.md, "Why our own
-# protocol-6 server": `nddlab bench milter` with the own server, with
+# bench-milter-servers.sh — the comparison of docs/design/milter.md, "Why our
+# own server": `nddlab bench milter` with the own server, with
 # github.com/d--j/go-milter's server relaying to it, and with
 # the latter on buffered sockets, at 3 and 8 sessions, ROUNDS rounds
 # interleaved (default 3), each line with the load average at its start.

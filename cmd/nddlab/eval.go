@@ -175,7 +175,7 @@ func newEvalCmd(gf *globalFlags) *cobra.Command {
 of the spam is reported and every other message is checked; ground-truth
 near-duplicates are pairs with cosine ≥ 0.9 over unique terms. Prints the
 near-duplicate recall, spam and ham flagged and the utility for K bagged
-lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/METHODS.md), and the
+lexicons, ANDD alone, SpotSigs and PPJoin+ (docs/design/methods.md), and the
 daemon's engine over a real Badger store.
 
 Fetch the corpus first: scripts/fetch-corpus.sh.
@@ -183,9 +183,12 @@ Fetch the corpus first: scripts/fetch-corpus.sh.
 Subcommands: adversarial (robustness to spamgen randomizations), padding
 (copies padded with appended random words), reporters (every spam reported
 by N users, then every message checked), mistaken (legitimate mail reported
-as junk by 1 and 3 users, the rest of it checked), speed (pipeline and store/milter
-benchmarks), all (accuracy, adversarial, reporters and speed: with
---markdown it prints docs/RESULTS.md).`,
+as junk by 1 and 3 users, the rest of it checked), confirmed (campaigns with
+many spam reporters and no dissent), calibration (the match model's
+reliability on held-out seeds), speed (pipeline and store/milter
+benchmarks), zap (zero-hour purge of a campaign's delivered copies), all
+(accuracy, adversarial, reporters, mistaken, confirmed, calibration, speed
+and zap: with --markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.load()
@@ -360,10 +363,43 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	fs.common(speed)
 	fs.speedFlags(speed)
 
+	fz := &evalFlags{}
+	var zo eval.ZapOptions
+	zapCmd := &cobra.Command{
+		Use:   "zap",
+		Short: "Zero-hour purge: a campaign's copies left in INBOX without and with the purge, escalation → moved, the ledger's cost",
+		Long: `A campaign of --users randomized copies, one per user, arriving over
+--span; a share of the recipients report theirs after an exponential
+delay if it is still in their INBOX, the others read theirs after another.
+Every copy goes through the real engine as the milter checks it and, let
+through, into the real delivery ledger; once without the purge, once with
+the real purger over a model of the mailboxes (moves at --rate per second,
+unread copies only). The clock is simulated; the corpus is not needed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			zo.Log = fz.logger()
+			r, err := eval.RunZap(cmd.Context(), zo)
+			if err != nil {
+				return fmt.Errorf("eval zap: %w", err)
+			}
+			return fz.output(cmd.OutOrStdout(), &eval.Results{Zap: r})
+		},
+	}
+	fz.common(zapCmd)
+	zf := zapCmd.Flags()
+	zf.IntVar(&zo.Users, "users", 1000, "recipients, one copy each")
+	zf.DurationVar(&zo.Span, "span", 30*time.Minute, "time over which the copies arrive")
+	zf.DurationVar(&zo.End, "end", 2*time.Hour, "when the mailboxes are counted, from the first copy")
+	zf.Float64Var(&zo.ReportShare, "report-share", 0.03, "share of the recipients who report their copy")
+	zf.DurationVar(&zo.ReportMean, "report-delay", 10*time.Minute, "mean delay of a report after delivery (exponential)")
+	zf.DurationVar(&zo.ReadMean, "read-delay", time.Hour, "mean delay before a recipient reads a copy (exponential)")
+	zf.Float64Var(&zo.Rate, "rate", 10, "the purge's moves per second (zap.rate)")
+	zf.Uint64Var(&zo.Seed, "seed", 1, "seed of the copies and the users' delays")
+
 	fl := &evalFlags{}
 	all := &cobra.Command{
 		Use:   "all",
-		Short: "Accuracy, adversarial, every spam reported by 3 users, and speed; with --markdown --plots docs/img it prints docs/RESULTS.md",
+		Short: "Accuracy, adversarial, every spam reported by 3 users, speed and zero-hour purge; with --markdown --plots docs/img it prints docs/RESULTS.md",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := fl.load()
@@ -406,7 +442,11 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 			if err != nil {
 				return fmt.Errorf("eval calibration: %w", err)
 			}
-			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Confirmed: conf, Calibration: cal, Speed: sp})
+			zr, err := eval.RunZap(cmd.Context(), eval.ZapOptions{Log: fl.logger()})
+			if err != nil {
+				return fmt.Errorf("eval zap: %w", err)
+			}
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Confirmed: conf, Calibration: cal, Speed: sp, Zap: zr})
 		},
 	}
 	fl.common(all)
@@ -415,6 +455,6 @@ benchmarks), all (accuracy, adversarial, reporters and speed: with
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, rep, mis, conf, cal, speed, all)
+	cmd.AddCommand(adv, pad, rep, mis, conf, cal, speed, zapCmd, all)
 	return cmd
 }

@@ -32,7 +32,7 @@ func newLexiconCmd(gf *globalFlags) *cobra.Command {
 		Long: `An I-Match lexicon holds the document frequencies of a corpus, the primary
 lexicon L (terms whose normalized idf lies in a window) and the secondary
 lexicon B used for long messages. nddmilter embeds a default lexicon built
-from the Brown corpus; see docs/LEXICON.md to build one from your own mail.`,
+from the Brown corpus; see docs/design/imatch.md to build one from your own mail.`,
 	}
 	cmd.AddCommand(newLexiconBuildCmd(), newLexiconShowCmd(), newLexiconTuneCmd(), newLexiconExplainCmd())
 	return cmd
@@ -423,7 +423,7 @@ pairs of distinct held-out documents share one (false matches). With
 --negatives, it also signs your legitimate mail with each lexicon and counts
 the pairs of messages sharing a signature, and among them the dissimilar ones
 (cosine of their words below 0.5): the false matches that matter. It prints a
-Markdown table (docs/LEXICON.md has the one of the default lexicon).`,
+Markdown table (docs/design/imatch.md says how the default was chosen).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if windows != "" {
 				ws, err := parseWindows(windows)

@@ -19,7 +19,7 @@ func newTrainCmd(gf *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train (--clusters DIR | --csv FILE | --synthesize N --from PATH...) [--negatives PATH...] -o MODEL",
 		Short: "Learn ANDD term weights from labeled campaigns and write a model file",
-		Long: `Learn the ANDD term-weighting model (docs/ANDD.md) from labeled campaigns:
+		Long: `Learn the ANDD term-weighting model (docs/design/andd.md) from labeled campaigns:
 
   --clusters DIR     one sub-directory of messages per campaign
   --csv FILE         lines "path,cluster" (paths relative to the CSV file)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"os"
 	"sort"
@@ -41,14 +42,15 @@ func (af *apiFlags) tokenOrEnv() string {
 func newCampaignsCmd(gf *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "campaigns",
-		Short: "List, inspect, delete or allow known campaigns",
+		Short: "List, inspect, delete or allow known campaigns; show and undo what zero-hour purge took back",
 		Long: `Statistics and administration of the campaigns in the store.
 
 While 'nddmilter serve' runs it holds the store; these commands then go
 through its HTTP API (--api URL --token TOKEN, or env NDDMILTER_API and
 NDDMILTER_API_TOKEN).`,
 	}
-	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsWatchCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf))
+	cmd.AddCommand(newCampaignsListCmd(gf), newCampaignsWatchCmd(gf), newCampaignsShowCmd(gf), newCampaignsDeleteCmd(gf), newCampaignsAllowCmd(gf),
+		newCampaignsPurgesCmd(gf), newCampaignsUndoPurgeCmd(gf))
 	return cmd
 }
 
@@ -338,7 +340,7 @@ func newCampaignsDeleteCmd(gf *globalFlags) *cobra.Command {
 		Short: "Delete campaigns and every signature pointing at them",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachCampaign(cmd, gf, &af, args, func(be backend, id campaign.CampaignID) (string, error) {
+			return eachCampaign(cmd, gf, &af, args, func(be backend, id store.CampaignID) (string, error) {
 				if err := be.Delete(cmd.Context(), id); err != nil {
 					return "", err
 				}
@@ -360,7 +362,7 @@ func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
 		Short: "Never act on these campaigns again (--undo: act on them again)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachCampaign(cmd, gf, &af, args, func(be backend, id campaign.CampaignID) (string, error) {
+			return eachCampaign(cmd, gf, &af, args, func(be backend, id store.CampaignID) (string, error) {
 				s, err := be.Allow(cmd.Context(), id, undo)
 				if err != nil {
 					return "", err
@@ -378,7 +380,7 @@ func newCampaignsAllowCmd(gf *globalFlags) *cobra.Command {
 // failures: one line per campaign ("campaign 42 deleted", or the error on
 // standard error), and an error at the end when any failed.
 func eachCampaign(cmd *cobra.Command, gf *globalFlags, af *apiFlags, args []string,
-	do func(be backend, id campaign.CampaignID) (string, error)) error {
+	do func(be backend, id store.CampaignID) (string, error)) error {
 	ids, err := parseIDs(args)
 	if err != nil {
 		return err
@@ -404,8 +406,8 @@ func eachCampaign(cmd *cobra.Command, gf *globalFlags, af *apiFlags, args []stri
 	return nil
 }
 
-func parseIDs(args []string) ([]campaign.CampaignID, error) {
-	ids := make([]campaign.CampaignID, 0, len(args))
+func parseIDs(args []string) ([]store.CampaignID, error) {
+	ids := make([]store.CampaignID, 0, len(args))
 	for _, a := range args {
 		id, err := api.ParseID(a)
 		if err != nil {

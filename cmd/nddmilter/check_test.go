@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,10 +31,10 @@ func TestCheckAllInOrder(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 		_, body, _ := strings.Cut(string(raw), "\r\n\r\n")
 		id, err := strconv.Atoi(strings.TrimSpace(body))
-		return campaign.Verdict{Campaign: campaign.CampaignID(id)}, err
+		return campaign.Verdict{Campaign: store.CampaignID(id)}, err
 	}
 	for _, jobs := range []int{1, 3, 16} {
-		var got []campaign.CampaignID
+		var got []store.CampaignID
 		err := checkAll(context.Background(), []string{dir}, mailbox.Options{}, jobs, check, func(c *checked) error {
 			if c.err != nil {
 				return c.err

@@ -40,6 +40,9 @@ lexicon, model and token files are read and the engine is built from them
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
+			for _, w := range cfg.Fleet.PlaintextWarnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
 			if cfg.HTTP.Token != "" {
 				cfg.HTTP.Token = "<redacted: set>"
 			}

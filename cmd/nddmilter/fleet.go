@@ -11,6 +11,6 @@ func newFleetCmd(gf *globalFlags) *cobra.Command {
 		Use:   "fleet",
 		Short: "Several mail servers sharing one campaign view (NATS JetStream; docs/FLEET.md)",
 	}
-	cmd.AddCommand(newFleetNkeyCmd(), newFleetNatsConfCmd(), newFleetCheckCmd(gf), newFleetStatusCmd(gf), newFleetForgetCmd(gf), newFleetRemoveServerCmd(gf))
+	cmd.AddCommand(newFleetInitCmd(), newFleetNkeyCmd(), newFleetNatsConfCmd(), newFleetCheckCmd(gf), newFleetStatusCmd(gf), newFleetForgetCmd(gf), newFleetRemoveServerCmd(gf))
 	return cmd
 }

@@ -51,6 +51,29 @@ func TestFleetNkey(t *testing.T) {
 	}
 }
 
+// TestFleetInit: a node's key in a new 0600 file, never overwritten, and
+// its fleet.nodes entry.
+func TestFleetInit(t *testing.T) {
+	seed := filepath.Join(t.TempDir(), "mx1.nk")
+	out, err := runCmd(t, "fleet", "init", "--node", "mx1", "--seed", seed, "--snapshots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := runCmd(t, "fleet", "nkey", "--public", seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "    - {name: mx1, key: " + strings.TrimSpace(pub) + ", snapshots: true}\n"; !strings.Contains(out, want) {
+		t.Errorf("fleet init printed %q, want the entry %q", out, want)
+	}
+	if fi, err := os.Stat(seed); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("seed file: %v %v", fi, err)
+	}
+	if _, err := runCmd(t, "fleet", "init", "--node", "mx1", "--seed", seed); err == nil || !strings.Contains(err.Error(), "not overwriting") {
+		t.Errorf("second run: %v", err)
+	}
+}
+
 func TestFleetNatsConf(t *testing.T) {
 	dir := t.TempDir()
 	seed := filepath.Join(dir, "node.nk")
@@ -68,6 +91,14 @@ func TestFleetNatsConf(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s:\n%s", want, out)
 		}
+	}
+	// A node of fleet.nodes writes only its own status.
+	out, err = runCmd(t, "fleet", "nats-conf", "--dir", filepath.Join(dir, "js"), "--node", "mx2="+pub)
+	if err != nil || !strings.Contains(out, `"$KV.NDDMILTER_nodes.mx2"`) || !strings.Contains(out, `deny: [`) || !strings.Contains(out, `"$JS.API.STREAM.MSG.DELETE.>"`) {
+		t.Errorf("--node mx2=KEY: %v\n%s", err, out)
+	}
+	if _, err := runCmd(t, "fleet", "nats-conf", "--dir", dir); err == nil || !strings.Contains(err.Error(), "no users") {
+		t.Errorf("a server without users on loopback: %v, want a refusal", err)
 	}
 	if _, err := runCmd(t, "fleet", "nats-conf", "--dir", dir, "--listen", "0.0.0.0:4222"); err == nil || !strings.Contains(err.Error(), "no users") {
 		t.Errorf("open listener without users: %v, want a refusal", err)

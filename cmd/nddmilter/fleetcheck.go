@@ -32,6 +32,8 @@ type fleetCheck struct {
 	// statuses of the fleet's live nodes (nil Settings: not compared).
 	Node     string
 	Settings map[string]string
+	// Warnings are printed first (config.Fleet.PlaintextWarnings).
+	Warnings []string
 }
 
 // thisConfig names the configuration checked among the nodes in the
@@ -49,15 +51,15 @@ var fleetHints = []struct {
 }
 
 func (c fleetCheck) run(ctx context.Context, w io.Writer) error {
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 	if c.Embedded != nil {
 		if err := c.Embedded.Validate(); err != nil {
 			return fmt.Errorf("fleet.embedded: %w", err)
 		}
 		o := c.Embedded
-		auth := "no authentication (loopback only)"
-		if len(o.Users) > 0 {
-			auth = fmt.Sprintf("%d users", len(o.Users))
-		}
+		auth := fmt.Sprintf("%d users", len(o.Users))
 		fmt.Fprintf(w, "embedded server: OK (listen %s, cluster %s, %d routes, %s, client TLS %v, route TLS %v)\n",
 			orDefault(o.Listen, natsd.DefaultListen), orDefault(o.ClusterListen, natsd.DefaultClusterListen),
 			len(o.Routes), auth, o.TLS.Enabled(), o.ClusterTLS.Enabled())
@@ -210,7 +212,7 @@ The exit status is 1 on any problem.`,
 			if !fc.Enabled {
 				return fmt.Errorf("fleet check: %s: fleet.enabled is false (a standalone daemon)", path)
 			}
-			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout, Node: fc.Node}
+			c := fleetCheck{Stream: fc.Stream, Connect: connect, Timeout: timeout, Node: fc.Node, Warnings: fc.PlaintextWarnings()}
 			if connect {
 				vers, err := daemon.CheckConfig(cfg)
 				if err != nil {

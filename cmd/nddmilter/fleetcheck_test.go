@@ -79,7 +79,16 @@ func TestFleetCheck(t *testing.T) {
 func TestFleetCheckSettings(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js")})
+	seed, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(dir, "admin.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsd.Start(natsd.Options{Listen: "127.0.0.1:0", ClusterListen: "-", Dir: filepath.Join(dir, "js"),
+		Users: []natsd.User{{Nkey: pub, Role: natsd.RoleAdmin}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +96,7 @@ func TestFleetCheckSettings(t *testing.T) {
 	if err := srv.WaitJetStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	client := natsd.ClientOptions{URLs: []string{srv.ClientURL()}}
+	client := natsd.ClientOptions{URLs: []string{srv.ClientURL()}, NkeySeed: seedFile}
 	check := func(node string, settings map[string]string) (string, error) {
 		var out bytes.Buffer
 		err := fleetCheck{Client: client, Stream: "NDDMILTER", Connect: true, Node: node, Settings: settings}.run(ctx, &out)
@@ -166,16 +175,21 @@ func TestFleetCheckCmd(t *testing.T) {
 		}
 		return p
 	}
-	good := write("good.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), seedFile))
+	nodes := fmt.Sprintf("  nodes: [{name: mx1, key: %s}]\n", pub)
+	good := write("good.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [%s]\n    nkey_seed: %s\n", nodes, srv.ClientURL(), seedFile))
 	out, err = runCmd(t, "fleet", "check", good, "--connect")
 	if err != nil || !strings.Contains(out, "JetStream on") {
 		t.Errorf("good file: %v\n%s", err, out)
+	}
+	plain := write("plain.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [nats://192.0.2.9:4222]\n    nkey_seed: %s\n", nodes, seedFile))
+	if out, err := runCmd(t, "fleet", "check", plain); err != nil || !strings.Contains(out, "warning: fleet.nats.urls nats://192.0.2.9:4222 is not loopback and not TLS") {
+		t.Errorf("plaintext URL beyond loopback: %v\n%s", err, out)
 	}
 	standalone := write("standalone.yaml", "  enabled: false\n")
 	if _, err := runCmd(t, "fleet", "check", standalone); err == nil || !strings.Contains(err.Error(), "fleet.enabled is false") {
 		t.Errorf("standalone: %v", err)
 	}
-	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n  nats:\n    urls: [%s]\n    nkey_seed: %s\n", srv.ClientURL(), filepath.Join(dir, "none.nk")))
+	missing := write("missing.yaml", fmt.Sprintf("  enabled: true\n%s  nats:\n    urls: [%s]\n    nkey_seed: %s\n", nodes, srv.ClientURL(), filepath.Join(dir, "none.nk")))
 	if _, err := runCmd(t, "fleet", "check", missing); err == nil || !strings.Contains(err.Error(), "nkey_seed") {
 		t.Errorf("missing seed file: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/fleet"
 )
 
@@ -27,8 +26,7 @@ func newFleetStatusCmd(gf *globalFlags) *cobra.Command {
 		Short: "Each node of the fleet: applied sequence, lag, outbox, state hash (equal on converged nodes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-				APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+			c, err := fleetAPI(gf, af, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -100,8 +98,7 @@ refused. With an external NATS cluster, use the NATS CLI instead.`,
 // argument through the daemon's API, and prints done with it.
 func fleetAdmin(gf *globalFlags, af *apiFlags, req func(*api.Client, context.Context, string) error, done string) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := daemon.FleetAPI(daemon.BackendOptions{ConfigPath: gf.config, StoreDir: gf.store,
-			APIURL: af.url, Token: af.tokenOrEnv(), LogOutput: cmd.ErrOrStderr()})
+		c, err := fleetAPI(gf, af, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
@@ -123,13 +120,21 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tNATS\tAPPLIED\tLAG\tOUTBOX\tSTATE HASH\tAS OF\tVERSION\tERROR")
 	live, silent := 0, 0
+	var unread []string             // nodes whose status was not read
 	builds := map[string][]string{} // build → its live nodes
 	maxEvents := 0
 	for _, s := range nodes {
 		nats := "connected"
 		switch {
+		case s.Unread != "":
+			nats = "UNREAD"
+			unread = append(unread, fmt.Sprintf("%s (%s)", s.Node, s.Unread))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", s.Node, nats, s.Unread)
+			continue
 		case s.Silent:
 			nats = "silent"
+		case s.Halted != nil:
+			nats = "HALTED"
 		case !s.Connected:
 			nats = "unreachable"
 		case !s.Ready:
@@ -203,6 +208,14 @@ func printFleetStatusAt(w io.Writer, nodes []fleet.Status, now time.Time) error 
 	if silent > 0 {
 		fmt.Fprintf(w, "%d silent (no status for a while: stopped, cut off from NATS or retired; `nddmilter fleet forget NODE` for a retired one)\n", silent)
 	}
+	if len(unread) > 0 {
+		fmt.Fprintf(w, "status not read: %s: nothing is known of these nodes now (run fleet status again)\n", strings.Join(unread, ", "))
+	}
+	for _, s := range nodes {
+		if s.PeersUnread != "" {
+			fmt.Fprintf(w, "%s could not list the other nodes' statuses (%s): the fleet's other nodes are not shown\n", s.Node, s.PeersUnread)
+		}
+	}
 	printReplicas(w, nodes)
 	return nil
 }
@@ -260,16 +273,31 @@ func printReplicas(w io.Writer, nodes []fleet.Status) {
 		fmt.Fprintf(w, "stream: 1 replica, leader %s (no other copy: fleet.replicas is 1)\n", leader)
 		return
 	}
-	line := fmt.Sprintf("stream: %d replicas, leader %s", len(reps), leader)
-	if len(bad) == 0 {
-		fmt.Fprintln(w, line+", all current")
-		return
+	// The copies are as one node's server saw them at its last status: a
+	// node silent or unread may have taken its (embedded) server down
+	// since, so no margin is claimed then.
+	var unknown []string
+	for _, s := range nodes {
+		if s.Silent || s.Unread != "" {
+			unknown = append(unknown, s.Node)
+		}
 	}
+	line := fmt.Sprintf("stream: %d replicas, leader %s", len(reps), leader)
 	quorum := len(reps)/2 + 1
-	line += "; " + strings.Join(bad, ", ")
-	if spare := online - quorum; spare <= 0 {
+	switch {
+	case len(bad) == 0 && len(unknown) == 0:
+		line += ", all current"
+	case len(bad) == 0:
+		line += ", all current as last seen"
+	default:
+		line += "; " + strings.Join(bad, ", ")
+	}
+	switch spare := online - quorum; {
+	case len(bad) > 0 && spare <= 0:
 		line += ": one more server down and the stream stops taking events (reports queue in the outboxes)"
-	} else {
+	case len(unknown) > 0:
+		line += fmt.Sprintf("; %s silent or unread: their servers may be down too, how many more servers the stream can lose is not known", strings.Join(unknown, ", "))
+	case len(bad) > 0:
 		line += fmt.Sprintf(": the stream can lose %d more server(s)", spare)
 	}
 	fmt.Fprintln(w, line)

@@ -36,3 +36,36 @@ func TestGenDocs(t *testing.T) {
 		t.Error("nddmilter.1 lists the hidden gendocs command")
 	}
 }
+
+// TestCLIPageCurrent: docs/CLI.md is what gendocs --markdown writes from
+// the commands' help, so the page never drifts from the binary. After
+// changing a command's help, regenerate it:
+// go run -tags gendocs ./cmd/nddmilter gendocs --markdown docs/CLI.md
+func TestCLIPageCurrent(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "CLI.md")
+	root := newRootCmd()
+	root.SetArgs([]string{"gendocs", "--markdown", out})
+	root.SetOut(&bytes.Buffer{})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", cliPage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not what gendocs --markdown writes; regenerate it: go run -tags gendocs ./cmd/nddmilter gendocs --markdown %s", cliPage, cliPage)
+	}
+	for _, s := range []string{"## nddmilter serve\n", "## nddmilter store restore\n", "--config string"} {
+		if !bytes.Contains(got, []byte(s)) {
+			t.Errorf("the page lacks %q", s)
+		}
+	}
+	if bytes.Contains(got, []byte("gendocs DIR")) || bytes.Contains(got, []byte("completion bash")) {
+		t.Error("the page lists a hidden command or a completion subcommand")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"os"
 	"os/user"
@@ -191,7 +192,7 @@ wrong.`,
 				if err != nil {
 					return err
 				}
-				notSpam = notSpam || k == campaign.KindHam
+				notSpam = notSpam || k == store.KindHam
 			}
 			paths := args
 			if filesFrom != "" {
@@ -204,9 +205,9 @@ wrong.`,
 			if len(paths) == 0 {
 				return fmt.Errorf("no message given: name files, directories, mboxes, Maildirs or - (stdin)")
 			}
-			kind := campaign.KindSpam
+			kind := store.KindSpam
 			if notSpam {
-				kind = campaign.KindHam
+				kind = store.KindHam
 			}
 			be, err := openBackend(cmd.Context(), gf, &af, cmd.ErrOrStderr(), true)
 			if err != nil {
@@ -255,7 +256,7 @@ wrong.`,
 			}
 			// Reports go to the store in batches: one transaction and one
 			// fsync for many reports (each report stays atomic).
-			sink := newReportSink(cmd.Context(), be, kind, reporter, max(batch, 1), onResult)
+			sink := be.newReportSink(cmd.Context(), kind, reporter, max(batch, 1), onResult)
 			walkErr := mailbox.Walk(cmd.Context(), paths, opts, func(m mailbox.Message) error {
 				mu.Lock()
 				sum.Read++
@@ -353,30 +354,22 @@ type reportSink interface {
 	close() error
 }
 
-func newReportSink(ctx context.Context, be backend, kind campaign.Kind, reporter string, batch int,
-	onResult func(name string, o api.Outcome, err error)) reportSink {
-	if l, ok := be.(localBackend); ok {
-		return newStreamSink(ctx, l.rt.Engine, kind, reporter, batch, onResult)
-	}
-	return &apiSink{ctx: ctx, be: be, kind: kind, reporter: reporter, onResult: onResult}
-}
-
 // streamSink reports to the local store through a campaign.ReportStream:
 // messages are parsed and signed on every core ahead of the store, and
 // applied in order, batch after batch, with the outcomes of ReportBatch.
 type streamSink struct {
 	s     *campaign.ReportStream
-	kind  campaign.Kind
+	kind  store.Kind
 	rep   string
 	mu    sync.Mutex
 	names map[int]string // by sequence number, until the result arrives
 	seq   int
 }
 
-func newStreamSink(ctx context.Context, eng *campaign.Engine, kind campaign.Kind, reporter string, batch int,
+func newStreamSink(ctx context.Context, ing *campaign.Ingester, kind store.Kind, reporter string, batch int,
 	onResult func(name string, o api.Outcome, err error)) *streamSink {
 	ss := &streamSink{kind: kind, rep: reporter, names: map[int]string{}}
-	ss.s = eng.NewReportStream(ctx, campaign.StreamOptions{Batch: batch}, func(r campaign.StreamResult) {
+	ss.s = ing.NewReportStream(ctx, campaign.StreamOptions{Batch: batch}, func(r campaign.StreamResult) {
 		ss.mu.Lock()
 		name := ss.names[r.Seq]
 		delete(ss.names, r.Seq)
@@ -404,7 +397,7 @@ func (ss *streamSink) close() error { return ss.s.Close() }
 type apiSink struct {
 	ctx      context.Context
 	be       backend
-	kind     campaign.Kind
+	kind     store.Kind
 	reporter string
 	onResult func(name string, o api.Outcome, err error)
 }

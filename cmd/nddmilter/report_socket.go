@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/api"
-	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/reportclient"
 )
 
@@ -22,7 +22,7 @@ import (
 // reporter, a bad kind); every other problem is written to stderr.
 type socketReport struct {
 	socket, spoolDir, reporter string
-	kind                       campaign.Kind
+	kind                       store.Kind
 	timeout                    time.Duration
 	maxBytes                   int64
 	verbose                    bool
@@ -61,12 +61,12 @@ func (sr socketReport) run(ctx context.Context, stdin io.Reader, stdout, stderr 
 const defaultSocketTimeout = 3 * time.Second
 
 // socketKind reads --kind (spam, ham, …), or --not-spam.
-func socketKind(kind string, notSpam bool) (campaign.Kind, error) {
+func socketKind(kind string, notSpam bool) (store.Kind, error) {
 	if notSpam {
 		if kind != "" {
 			return 0, errors.New("report: --kind and --not-spam together")
 		}
-		return campaign.KindHam, nil
+		return store.KindHam, nil
 	}
 	return api.ParseKind(kind)
 }

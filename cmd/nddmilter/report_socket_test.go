@@ -50,7 +50,7 @@ func serveReportSocket(t *testing.T, path string) *store.Badger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.NewSocketHandler(eng, api.SocketOptions{}), ConnContext: api.SocketConnContext}
+	srv := &http.Server{Handler: api.NewSocketHandler(eng.Ingester, api.SocketOptions{}), ConnContext: api.SocketConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return st

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,16 +43,76 @@ func configStoreDir(gf *globalFlags) (string, error) {
 	return cfg.Store.Dir, nil
 }
 
-// openMaintenance opens the store for backup, stats and verify, or the
-// API of the daemon holding it (daemon.OpenMaintenance).
-func openMaintenance(cmd *cobra.Command, gf *globalFlags, af *apiFlags, writable bool) (daemon.Maintenance, string, error) {
-	return daemon.OpenMaintenance(cmd.Context(), daemon.BackendOptions{
-		ConfigPath: gf.config,
-		StoreDir:   gf.store,
-		APIURL:     af.url,
-		Token:      af.tokenOrEnv(),
-		LogOutput:  cmd.ErrOrStderr(),
-	}, writable)
+// maintenance is what the store commands backup, stats and verify act
+// on: the store itself, or the running daemon's API (a consistent online
+// backup while the daemon keeps filtering). *store.Badger implements it.
+type maintenance interface {
+	Backup(ctx context.Context, w io.Writer) (uint64, error)
+	Stats(ctx context.Context) (store.Stats, error)
+	Verify(ctx context.Context, repair bool) (store.VerifyResult, error)
+	Close() error
+}
+
+// remoteMaintenance goes through a running daemon's API; it verifies
+// without repairing (a repair needs the daemon stopped).
+type remoteMaintenance struct{ *api.Client }
+
+// Stats returns the daemon's store counts.
+func (r remoteMaintenance) Stats(ctx context.Context) (store.Stats, error) {
+	return r.Client.StoreStats(ctx)
+}
+
+// Verify verifies the daemon's store; repair is refused.
+func (r remoteMaintenance) Verify(ctx context.Context, repair bool) (store.VerifyResult, error) {
+	if repair {
+		return store.VerifyResult{}, fmt.Errorf("verify --repair needs the store to itself: stop the daemon first (%w)", store.ErrLocked)
+	}
+	return r.Client.Verify(ctx)
+}
+
+// Close does nothing.
+func (remoteMaintenance) Close() error { return nil }
+
+// openMaintenance opens the store of the configuration for backup, stats
+// and verify (without background expiry or garbage collection, so that
+// maintenance never deletes anything by itself; read-only unless
+// writable), or, when a running daemon holds it, that daemon's API as
+// openBackend finds it; it returns the store directory too. The store
+// must exist.
+func openMaintenance(gf *globalFlags, af *apiFlags, stderr io.Writer, writable bool) (maintenance, string, error) {
+	cfg, err := loadConfig(gf)
+	if err != nil {
+		return nil, "", err
+	}
+	dir := cfg.Store.Dir
+	if af.url != "" {
+		return remoteMaintenance{&api.Client{BaseURL: af.url, Token: af.tokenOrEnv()}}, dir, nil
+	}
+	if err := requireStore(dir); err != nil {
+		return nil, dir, err
+	}
+	if writable { // root writing into the package's store would lock its daemon out
+		if err := daemon.CheckStoreOwner(dir); err != nil {
+			return nil, dir, err
+		}
+	}
+	opts := daemon.StoreOptions(cfg, daemon.NewLogger(cfg, stderr))
+	opts.ReadOnly, opts.Expiry, opts.GCInterval = !writable, -1, -1
+	st, err := store.Open(dir, opts)
+	if err == nil {
+		return st, dir, nil
+	}
+	if !errors.Is(err, store.ErrLocked) {
+		return nil, dir, err
+	}
+	if writable {
+		return nil, dir, fmt.Errorf("%w (is nddmilter serve running on it? stop it first)", err)
+	}
+	c, err := daemonAPI(cfg, af, stderr, err)
+	if err != nil {
+		return nil, dir, err
+	}
+	return remoteMaintenance{c}, dir, nil
 }
 
 // openStoreForMaintenance opens the store without background expiry, so
@@ -93,7 +154,7 @@ func newStoreBackupCmd(gf *globalFlags) *cobra.Command {
 		Short: "Write a full backup of the store to FILE (or - for standard output), also while the daemon runs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openMaintenance(cmd, gf, af, false)
+			st, dir, err := openMaintenance(gf, af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}
@@ -240,7 +301,7 @@ daemon runs, verify goes through its API (read-only); --repair needs the
 daemon stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openMaintenance(cmd, gf, af, repair)
+			st, dir, err := openMaintenance(gf, af, cmd.ErrOrStderr(), repair)
 			if err != nil {
 				return err
 			}
@@ -305,7 +366,7 @@ func newStoreStatsCmd(gf *globalFlags) *cobra.Command {
 		Short: "Print the number of campaigns, signatures and the disk use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, dir, err := openMaintenance(cmd, gf, af, false)
+			st, dir, err := openMaintenance(gf, af, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/lab/bench"
@@ -92,26 +89,7 @@ func TestStoreCommands(t *testing.T) {
 // online backup works, and a garbage file is refused leaving nothing.
 func TestStoreOnline(t *testing.T) {
 	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "store")
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, daemon.Options{StoreDir: dir, MilterListen: "inet:127.0.0.1:0",
-			HTTPListen: httpAddr, LogOutput: io.Discard})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	for i := 0; daemon.RunningAPIURL(dir) == ""; i++ {
-		if i > 300 {
-			t.Fatal("daemon not serving")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	dir := startDaemon(t, daemon.Options{StoreDir: filepath.Join(tmp, "store")})
 	gf := &globalFlags{store: dir}
 	bak := filepath.Join(tmp, "online.bak")
 	for _, s := range []struct {

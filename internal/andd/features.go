@@ -248,20 +248,23 @@ func (e *extractor) idfDF(df int) (float64, bool) {
 }
 
 // urlWords returns the lower-cased alphanumeric words of the document's
-// URLs and hosts, and the host pseudo-terms.
-func urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
+// URLs and hosts, and the host pseudo-terms. The map is sc's, valid
+// until sc.clearURLWords.
+func (sc *scratch) urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
 	if doc == nil || (len(doc.URLs) == 0 && len(doc.Hosts) == 0) {
 		return nil, nil
 	}
-	words = make(map[string]bool)
+	if sc.inURL == nil {
+		sc.inURL = make(map[string]bool)
+		sc.hostSeen = make(map[string]bool)
+	}
+	words = sc.inURL
 	add := func(s string) {
-		for w := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool {
-			return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-		}) {
+		eachAlnumWord(strings.ToLower(s), func(w string) {
 			if len(w) >= 3 {
 				words[w] = true
 			}
-		}
+		})
 	}
 	for _, u := range doc.URLs {
 		if len(u) > 2048 {
@@ -269,7 +272,7 @@ func urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
 		}
 		add(u)
 	}
-	seen := map[string]bool{}
+	seen := sc.hostSeen
 	for _, h := range doc.Hosts {
 		add(h)
 		if rh := registeredHost(strings.ToLower(h)); rh != "" && !seen[rh] {
@@ -278,6 +281,51 @@ func urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
 		}
 	}
 	return words, hosts
+}
+
+// maxPooledURLWords bounds the maps a scratch keeps: clearing a map costs
+// its capacity, which one message of many links would leave large.
+const maxPooledURLWords = 4096
+
+// clearURLWords empties the maps of urlWords, not to keep the message's
+// strings.
+func (sc *scratch) clearURLWords() {
+	if len(sc.inURL) > maxPooledURLWords || len(sc.hostSeen) > maxPooledURLWords {
+		sc.inURL, sc.hostSeen = nil, nil
+		return
+	}
+	clear(sc.inURL)
+	clear(sc.hostSeen)
+}
+
+// eachAlnumWord calls fn with each maximal run of letters and digits of
+// s: strings.FieldsFunc's fields with the separators !unicode.IsLetter
+// && !unicode.IsDigit, ASCII read without decoding.
+func eachAlnumWord(s string, fn func(w string)) {
+	start := -1 // start of the current word, -1 between words
+	for i := 0; i < len(s); {
+		c := s[i]
+		size := 1
+		var word bool
+		if c < utf8.RuneSelf {
+			word = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			word = unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			fn(s[start:i])
+			start = -1
+		}
+		i += size
+	}
+	if start >= 0 {
+		fn(s[start:])
+	}
 }
 
 // registeredHost approximates the registered domain of host: its last two
@@ -318,6 +366,8 @@ type scratch struct {
 	hash   uint64
 	hashOK bool
 	hashes []uint64
+	// inURL and hostSeen are the maps of urlWords.
+	inURL, hostSeen map[string]bool
 }
 
 func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
@@ -421,7 +471,8 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 	var inURL map[string]bool
 	var hostTerms []string
 	if doc != nil {
-		inURL, hostTerms = urlWords(doc)
+		inURL, hostTerms = sc.urlWords(doc)
+		defer sc.clearURLWords()
 	}
 	if e.hosts {
 		// Host pseudo-terms start with hostPrefix, which no token has.

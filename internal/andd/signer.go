@@ -216,7 +216,7 @@ func (s *Signer) SketchTerms(doc *mime.Document, t *mime.Terms) Sketch {
 // SketchTermsDF is SketchTerms with the document frequencies of the terms
 // given: df[i] is that of t.Sorted[i], as the Signer's DocFreq (see
 // DocFreq) reports it, 0 for an unseen term. It saves a look-up per term
-// when the caller already has them (imatchbag.Signer.SignDF reads them in
+// when the caller already has them (imatchbag.Signer.SignSortedDF reads them in
 // the look-up of the I-Match lexicon classes). A df of another length
 // than t.Sorted is ignored.
 func (s *Signer) SketchTermsDF(doc *mime.Document, t *mime.Terms, df []int32) Sketch {
@@ -274,7 +274,7 @@ func (s *Signer) WeighTerms(doc *mime.Document, t *mime.Terms) Vector {
 
 // BandKeys returns the keys under which the store indexes a sketch; two
 // sketches above the model's similarity threshold share at least one key
-// with high probability (see docs/ANDD.md for the recall table).
+// with high probability (docs/design/andd.md gives the collision probability).
 //
 // Key i is: SketchVersion, 'A', byte(i), then the r bits of band i packed
 // little-endian into ⌈r/8⌉ bytes. An empty sketch, or one of another size

@@ -14,6 +14,8 @@
 //	GET    /v1/now?sort=hour|day&limit=N&offset=M&hours=24 → Now (campaigns ranked by recent volume with sparklines, totals per hour, store counts)
 //	DELETE /v1/campaigns/{id}                     → {"deleted": id}
 //	POST   /v1/campaigns/{id}/allow[?undo=1]      → Summary
+//	GET    /v1/campaigns/{id}/purge[?limit=N]     → Purge: what zero-hour purge took back (404 when zap is off)
+//	POST   /v1/campaigns/{id}/purge/undo          → UndoneAnswer: move it back, without allowing the campaign
 //	GET    /v1/store/backup                       → the store's online backup (octet stream; trailer X-Nddmilter-Backup-Status: ok)
 //	GET    /v1/store/stats                        → StoreStats
 //	GET    /v1/store/verify                       → VerifyAnswer (read-only)
@@ -34,12 +36,12 @@ import (
 
 // Outcome is the JSON form of a report's outcome.
 type Outcome struct {
-	Kind     string                `json:"kind"` // spam or ham
-	Campaign campaign.CampaignID   `json:"campaign"`
-	Created  bool                  `json:"created"`
-	Joined   []campaign.CampaignID `json:"joined,omitempty"`
-	Merged   []campaign.CampaignID `json:"merged,omitempty"`
-	Repeated bool                  `json:"repeated"`
+	Kind     string             `json:"kind"` // spam or ham
+	Campaign store.CampaignID   `json:"campaign"`
+	Created  bool               `json:"created"`
+	Joined   []store.CampaignID `json:"joined,omitempty"`
+	Merged   []store.CampaignID `json:"merged,omitempty"`
+	Repeated bool               `json:"repeated"`
 	// Duplicate: this reporter had reported this very message with the
 	// same kind; nothing changed. Withdrawn: with the other kind; that
 	// vote was withdrawn before this one counted.
@@ -64,7 +66,7 @@ type Outcome struct {
 }
 
 // NewOutcome converts an engine outcome.
-func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
+func NewOutcome(kind store.Kind, o campaign.ReportOutcome) Outcome {
 	return Outcome{
 		Kind:        KindName(kind),
 		Campaign:    o.Campaign,
@@ -85,11 +87,11 @@ func NewOutcome(kind campaign.Kind, o campaign.ReportOutcome) Outcome {
 }
 
 // KindName is "spam" or "ham".
-func KindName(k campaign.Kind) string {
+func KindName(k store.Kind) string {
 	switch k {
-	case campaign.KindSpam:
+	case store.KindSpam:
 		return "spam"
-	case campaign.KindHam:
+	case store.KindHam:
 		return "ham"
 	}
 	return fmt.Sprintf("kind(%d)", k)
@@ -97,24 +99,24 @@ func KindName(k campaign.Kind) string {
 
 // ParseKind parses "spam" (also "junk") or "ham" (also "not-spam",
 // "not-junk"); "" is spam.
-func ParseKind(s string) (campaign.Kind, error) {
+func ParseKind(s string) (store.Kind, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "spam", "junk":
-		return campaign.KindSpam, nil
+		return store.KindSpam, nil
 	case "ham", "not-spam", "notspam", "not-junk":
-		return campaign.KindHam, nil
+		return store.KindHam, nil
 	}
 	return 0, fmt.Errorf("unknown report kind %q (want spam or ham)", s)
 }
 
 // StateName is "active", "allowed" or "revoked".
-func StateName(s campaign.State) string {
+func StateName(s store.State) string {
 	switch s {
-	case campaign.StateActive:
+	case store.StateActive:
 		return "active"
-	case campaign.StateAllowed:
+	case store.StateAllowed:
 		return "allowed"
-	case campaign.StateRevoked:
+	case store.StateRevoked:
 		return "revoked"
 	}
 	return fmt.Sprintf("state(%d)", s)
@@ -122,21 +124,21 @@ func StateName(s campaign.State) string {
 
 // Summary is the JSON view of a campaign in a listing.
 type Summary struct {
-	ID            campaign.CampaignID   `json:"id"`
-	State         string                `json:"state"`
-	FirstSeen     time.Time             `json:"first_seen"`
-	LastSeen      time.Time             `json:"last_seen"`
-	Messages      int64                 `json:"messages"`
-	SpamReports   int64                 `json:"spam_reports"`
-	HamReports    int64                 `json:"ham_reports"`
-	SpamReporters int64                 `json:"spam_reporters"`
-	HamReporters  int64                 `json:"ham_reporters"`
-	Actions       map[string]int64      `json:"actions,omitempty"`
-	SampleSubject string                `json:"sample_subject"`
-	SampleFrom    string                `json:"sample_from"`
-	Keys          int                   `json:"keys,omitempty"` // not filled by listings
-	Sketches      int                   `json:"sketches"`
-	MergedFrom    []campaign.CampaignID `json:"merged_from,omitempty"`
+	ID            store.CampaignID   `json:"id"`
+	State         string             `json:"state"`
+	FirstSeen     time.Time          `json:"first_seen"`
+	LastSeen      time.Time          `json:"last_seen"`
+	Messages      int64              `json:"messages"`
+	SpamReports   int64              `json:"spam_reports"`
+	HamReports    int64              `json:"ham_reports"`
+	SpamReporters int64              `json:"spam_reporters"`
+	HamReporters  int64              `json:"ham_reporters"`
+	Actions       map[string]int64   `json:"actions,omitempty"`
+	SampleSubject string             `json:"sample_subject"`
+	SampleFrom    string             `json:"sample_from"`
+	Keys          int                `json:"keys,omitempty"` // not filled by listings
+	Sketches      int                `json:"sketches"`
+	MergedFrom    []store.CampaignID `json:"merged_from,omitempty"`
 	// HourMessages and DayMessages are the matched messages of the last
 	// hour and day windows (store.RankHourHours, store.RankDayHours).
 	HourMessages int64 `json:"hour_messages"`
@@ -144,7 +146,7 @@ type Summary struct {
 }
 
 // NewSummary converts a campaign record.
-func NewSummary(c *campaign.Campaign) Summary {
+func NewSummary(c *store.Campaign) Summary {
 	return Summary{
 		ID:            c.ID,
 		State:         StateName(c.State),
@@ -202,7 +204,7 @@ type Hour struct {
 }
 
 // NewHours converts an hourly series.
-func NewHours(hs []campaign.HourCount) []Hour {
+func NewHours(hs []store.HourCount) []Hour {
 	out := make([]Hour, len(hs))
 	for i, h := range hs {
 		out[i] = Hour{Hour: h.Hour.UTC(), Messages: h.Messages, SpamReports: h.SpamReports, HamReports: h.HamReports, Acted: h.Acted}
@@ -253,16 +255,16 @@ func NewNow(v campaign.NowView) Now {
 type ListQuery struct {
 	Since time.Duration // look-back window, 0 for all
 	Sort  string        // see ParseSort
-	// Limit is the page size (0: the most, campaign.MaxListLimit),
+	// Limit is the page size (0: the most, store.MaxListLimit),
 	// Offset the campaigns skipped.
 	Limit, Offset int
 }
 
 // Query returns the campaign query of q at time now.
-func (q ListQuery) Query(now time.Time) campaign.Query {
-	cq := campaign.Query{Sort: q.Sort, Limit: q.Limit, Offset: q.Offset}
+func (q ListQuery) Query(now time.Time) store.Query {
+	cq := store.Query{Sort: q.Sort, Limit: q.Limit, Offset: q.Offset}
 	if cq.Limit == 0 {
-		cq.Limit = campaign.MaxListLimit
+		cq.Limit = store.MaxListLimit
 	}
 	if q.Since > 0 {
 		cq.Since = now.Add(-q.Since)
@@ -314,25 +316,25 @@ type Reporter struct {
 // ReporterHash is the Reporter.Hash of a reporter id.
 func ReporterHash(id string) string { return fmt.Sprintf("%016x", store.ReporterHash(id)) }
 
-// GetDetail reads a campaign and its timeline through eng, and shows what
-// eng's policy would do with an exact copy.
-func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID) (Detail, error) {
-	c, err := eng.Get(ctx, id)
+// GetDetail reads a campaign and its timeline through the read model r,
+// and shows what its policy would do with an exact copy.
+func GetDetail(ctx context.Context, r *campaign.Reader, id store.CampaignID) (Detail, error) {
+	c, err := r.Get(ctx, id)
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	days, err := eng.Timeline(ctx, id)
+	days, err := r.Timeline(ctx, id)
 	if err != nil {
 		return Detail{}, err // names the campaign already
 	}
-	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: eng.Policy().Reputation(c)}
-	dec := eng.ExactCopy(c)
+	d := Detail{Summary: NewSummary(c), SampleText: c.SampleText, Reputation: r.Policy().Reputation(c)}
+	dec := r.ExactCopy(c)
 	d.Decision, d.DecisionRule = dec.Action, dec.Rule
 	d.SignatureKeys = make([]string, len(c.Keys))
 	for i, k := range c.Keys {
 		d.SignatureKeys[i] = hex.EncodeToString(k)
 	}
-	hours, err := eng.Series(ctx, id)
+	hours, err := r.Series(ctx, id)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -341,7 +343,7 @@ func GetDetail(ctx context.Context, eng *campaign.Engine, id campaign.CampaignID
 	for i, dc := range days {
 		d.Timeline[i] = Day{Day: dc.Day.UTC().Format(time.DateOnly), Messages: dc.Messages, SpamReports: dc.SpamReports, HamReports: dc.HamReports}
 	}
-	reps, err := eng.Reporters(ctx, id, MaxDetailReporters)
+	reps, err := r.Reporters(ctx, id, MaxDetailReporters)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -383,17 +385,17 @@ func ParseSort(s string) (string, error) {
 	switch s {
 	case "":
 		return "recent", nil
-	case campaign.SortRecent, campaign.SortVolume, campaign.SortReports, campaign.SortHour, campaign.SortDay, campaign.SortHam:
+	case store.SortRecent, store.SortVolume, store.SortReports, store.SortHour, store.SortDay, store.SortHam:
 		return s, nil
 	}
 	return "", fmt.Errorf("unknown sort %q (want recent, volume, reports, hour, day or ham)", s)
 }
 
 // ParseID parses a campaign ID (decimal).
-func ParseID(s string) (campaign.CampaignID, error) {
+func ParseID(s string) (store.CampaignID, error) {
 	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	if err != nil || n == 0 {
 		return 0, fmt.Errorf("invalid campaign id %q", s)
 	}
-	return campaign.CampaignID(n), nil
+	return store.CampaignID(n), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"net/http"
 	"net/url"
@@ -127,7 +128,7 @@ func decode(resp *http.Response, method, path string, out any) error {
 }
 
 // Report sends a junk or not-junk report.
-func (c *Client) Report(ctx context.Context, raw []byte, kind campaign.Kind, reporter string) (Outcome, error) {
+func (c *Client) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (Outcome, error) {
 	q := url.Values{"kind": {KindName(kind)}}
 	if reporter != "" {
 		q.Set("reporter", reporter)
@@ -202,19 +203,19 @@ func (c *Client) Now(ctx context.Context, nq campaign.NowQuery) (Now, error) {
 }
 
 // Get returns one campaign with its timeline and signatures.
-func (c *Client) Get(ctx context.Context, id campaign.CampaignID) (Detail, error) {
+func (c *Client) Get(ctx context.Context, id store.CampaignID) (Detail, error) {
 	var d Detail
 	err := c.do(ctx, http.MethodGet, "/v1/campaigns/"+strconv.FormatUint(uint64(id), 10), nil, nil, &d)
 	return d, err
 }
 
 // Delete deletes a campaign.
-func (c *Client) Delete(ctx context.Context, id campaign.CampaignID) error {
+func (c *Client) Delete(ctx context.Context, id store.CampaignID) error {
 	return c.do(ctx, http.MethodDelete, "/v1/campaigns/"+strconv.FormatUint(uint64(id), 10), nil, nil, nil)
 }
 
 // Allow marks a campaign allowed (never acted on), or active again with undo.
-func (c *Client) Allow(ctx context.Context, id campaign.CampaignID, undo bool) (Summary, error) {
+func (c *Client) Allow(ctx context.Context, id store.CampaignID, undo bool) (Summary, error) {
 	var q url.Values
 	if undo {
 		q = url.Values{"undo": {"1"}}

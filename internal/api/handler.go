@@ -54,6 +54,9 @@ type Options struct {
 	// Store, if not nil, is served under /v1/store (backup, stats,
 	// verify); otherwise those routes answer 404.
 	Store Maintainer
+	// Purges, if not nil, is zero-hour purge, served under
+	// /v1/campaigns/{id}/purge; otherwise those routes answer 404.
+	Purges Purges
 	// FleetStatus, if not nil, is served as GET /v1/fleet/status;
 	// otherwise that route answers 404.
 	FleetStatus FleetStatusFunc
@@ -72,17 +75,23 @@ const (
 )
 
 type handler struct {
-	eng    *campaign.Engine
-	opts   Options
-	tokens []hashedToken // Token (admin) and Tokens
-	mux    *http.ServeMux
-	slots  chan struct{} // MaxInflight (nil: no limit)
+	// The engine's parts: checker and read are nil on the report socket.
+	checker *campaign.Checker
+	ingest  *campaign.Ingester
+	read    *campaign.Reader
+	opts    Options
+	tokens  []hashedToken // Token (admin) and Tokens
+	mux     *http.ServeMux
+	slots   chan struct{} // MaxInflight (nil: no limit)
 }
 
-// NewHandler returns the /v1 API handler over eng (which holds the store).
-// Mount it at the root of the HTTP listener; it answers only /v1/ paths.
+// NewHandler returns the /v1 API handler over eng (which holds the store):
+// its Checker checks, its Ingester takes reports and administrative
+// changes, its Reader answers the queries. Mount it at the root of the
+// HTTP listener; it answers only /v1/ paths.
 func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
-	h := newHandler(eng, opts)
+	h := newHandler(opts)
+	h.checker, h.ingest, h.read = eng.Checker, eng.Ingester, eng.Reader
 	h.mux.HandleFunc("POST /v1/reports", h.need(ScopeReport, h.report))
 	h.mux.HandleFunc("POST /v1/check", h.need(ScopeRead, h.check))
 	h.mux.HandleFunc("GET /v1/campaigns", h.need(ScopeRead, h.list))
@@ -92,6 +101,8 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /v1/watch", h.need(ScopeRead, h.watch))
 	h.mux.HandleFunc("DELETE /v1/campaigns/{id}", h.need(ScopeAdmin, h.delete))
 	h.mux.HandleFunc("POST /v1/campaigns/{id}/allow", h.need(ScopeAdmin, h.allow))
+	h.mux.HandleFunc("GET /v1/campaigns/{id}/purge", h.need(ScopeRead, h.purge))
+	h.mux.HandleFunc("POST /v1/campaigns/{id}/purge/undo", h.need(ScopeAdmin, h.undoPurge))
 	h.mux.HandleFunc("GET /v1/store/backup", h.need(ScopeAdmin, h.backup))
 	h.mux.HandleFunc("GET /v1/store/stats", h.need(ScopeRead, h.storeStats))
 	h.mux.HandleFunc("GET /v1/store/verify", h.need(ScopeAdmin, h.verify))
@@ -105,7 +116,7 @@ func NewHandler(eng *campaign.Engine, opts Options) http.Handler {
 }
 
 // newHandler applies the defaults of opts; the caller adds the routes.
-func newHandler(eng *campaign.Engine, opts Options) *handler {
+func newHandler(opts Options) *handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -121,7 +132,7 @@ func newHandler(eng *campaign.Engine, opts Options) *handler {
 	if opts.MaxInflight == 0 {
 		opts.MaxInflight = DefaultMaxInflight
 	}
-	h := &handler{eng: eng, opts: opts, mux: http.NewServeMux()}
+	h := &handler{opts: opts, mux: http.NewServeMux()}
 	if opts.Token != "" {
 		h.tokens = append(h.tokens, hashedToken{Token: Token{Name: "api-token", Secret: opts.Token, Scope: ScopeAdmin}, sum: sha256.Sum256([]byte(opts.Token))})
 	}
@@ -198,7 +209,7 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := tokenOf(r); t != nil && t.Scope == ScopeReport && t.Reporter != AnyReporter {
-		if reporter != "" && h.eng.ReporterID(reporter) != h.eng.ReporterID(t.Reporter) {
+		if reporter != "" && h.ingest.ReporterID(reporter) != h.ingest.ReporterID(t.Reporter) {
 			h.fail(w, r, http.StatusForbidden, fmt.Errorf("token %q reports as %q only, not as %q", t.Name, t.Reporter, reporter))
 			return
 		}
@@ -220,7 +231,7 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		if admin {
 			ctx = campaign.WithoutReporterLimit(ctx)
 		}
-		out, err = h.eng.Report(ctx, raw, kind, reporter)
+		out, err = h.ingest.Report(ctx, raw, kind, reporter)
 		return err
 	}) {
 		return
@@ -236,14 +247,14 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	// A dry run by default, as nddmilter check: ?record=1 counts a match
 	// in the campaign's statistics as the milter does (?dry_run=1 is
 	// accepted and always a dry run).
-	check := h.eng.Evaluate
+	check := h.checker.Evaluate
 	if q := r.URL.Query(); truthy(q.Get("record")) && !truthy(q.Get("dry_run")) {
 		// Counting the match changes the campaign's statistics.
 		if t := tokenOf(r); t != nil && t.Scope != ScopeAdmin {
 			h.fail(w, r, http.StatusForbidden, fmt.Errorf("token %q (scope %s) may not record a check: it needs the admin scope", t.Name, t.Scope))
 			return
 		}
-		check = h.eng.Check
+		check = h.checker.Check
 	}
 	var v campaign.Verdict
 	if !h.bounded(w, r, "check", func(ctx context.Context) (err error) {
@@ -294,7 +305,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq := ListQuery{Since: since, Sort: sort, Limit: limit, Offset: offset}
-	cs, err := h.eng.List(r.Context(), lq.Query(h.opts.Clock()))
+	cs, err := h.read.List(r.Context(), lq.Query(h.opts.Clock()))
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -314,7 +325,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	ws, err := h.eng.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: limit, Offset: offset})
+	ws, err := h.read.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: limit, Offset: offset})
 	if err != nil {
 		h.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -340,7 +351,7 @@ func (h *handler) now(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := h.eng.Now(r.Context(), nq)
+	v, err := h.read.Now(r.Context(), nq)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -353,7 +364,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hs, err := h.eng.Series(r.Context(), id)
+	hs, err := h.read.Series(r.Context(), id)
 	if err != nil {
 		h.failStore(w, r, err)
 		return
@@ -361,7 +372,7 @@ func (h *handler) series(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, NewHours(hs))
 }
 
-func (h *handler) id(w http.ResponseWriter, r *http.Request) (campaign.CampaignID, bool) {
+func (h *handler) id(w http.ResponseWriter, r *http.Request) (store.CampaignID, bool) {
 	id, err := ParseID(r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
@@ -375,7 +386,7 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := GetDetail(r.Context(), h.eng, id)
+	d, err := GetDetail(r.Context(), h.read, id)
 	if err != nil {
 		h.failStore(w, r, err)
 		return
@@ -388,15 +399,15 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := h.eng.Get(r.Context(), id); err != nil {
+	if _, err := h.read.Get(r.Context(), id); err != nil {
 		h.failStore(w, r, err) // names the campaign
 		return
 	}
-	if err := h.eng.Delete(r.Context(), id); err != nil {
+	if err := h.ingest.Delete(r.Context(), id); err != nil {
 		h.failStore(w, r, fmt.Errorf("delete campaign %d: %w", id, err))
 		return
 	}
-	h.reply(w, http.StatusOK, map[string]campaign.CampaignID{"deleted": id})
+	h.reply(w, http.StatusOK, map[string]store.CampaignID{"deleted": id})
 }
 
 func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
@@ -405,7 +416,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	undo := truthy(r.URL.Query().Get("undo"))
-	c, err := h.eng.Allow(r.Context(), id, !undo)
+	c, err := h.ingest.Allow(r.Context(), id, !undo)
 	if err != nil {
 		h.failStore(w, r, err) // names the campaign
 		return
@@ -415,7 +426,7 @@ func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 
 // failStore answers 404 for an unknown campaign, 500 otherwise.
 func (h *handler) failStore(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, campaign.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}

@@ -143,9 +143,9 @@ func TestReportCheckCampaigns(t *testing.T) {
 	ctx := context.Background()
 
 	// A report per reporter; the first creates the campaign.
-	var id campaign.CampaignID
+	var id store.CampaignID
 	for i, r := range []string{"a", "b", "c", "d", "e"} {
-		o, err := c.Report(ctx, spamCopy(t, uint64(i)), campaign.KindSpam, r)
+		o, err := c.Report(ctx, spamCopy(t, uint64(i)), store.KindSpam, r)
 		if err != nil {
 			t.Fatalf("report %s: %v", r, err)
 		}
@@ -194,7 +194,7 @@ func TestReportCheckCampaigns(t *testing.T) {
 		t.Fatalf("allow --undo: %+v %v", s, err)
 	}
 	// Not-spam reports through the API.
-	o, err := c.Report(ctx, spamMessage(), campaign.KindHam, "h1")
+	o, err := c.Report(ctx, spamMessage(), store.KindHam, "h1")
 	if err != nil || o.Kind != "ham" || o.Campaign != id || o.Created {
 		t.Fatalf("ham report: %+v %v", o, err)
 	}
@@ -293,7 +293,7 @@ func TestCheckDryRunByDefault(t *testing.T) {
 	srv, _, _ := newServer(t, Options{Token: testToken})
 	c := &Client{BaseURL: srv.URL, Token: testToken}
 	ctx := context.Background()
-	o, err := c.Report(ctx, spamMessage(), campaign.KindSpam, "a")
+	o, err := c.Report(ctx, spamMessage(), store.KindSpam, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestStoreRoutes(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := &Client{BaseURL: srv.URL, Token: testToken}
 	ctx := context.Background()
-	if _, err := c.Report(ctx, spamMessage(), campaign.KindSpam, "a"); err != nil {
+	if _, err := c.Report(ctx, spamMessage(), store.KindSpam, "a"); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -364,7 +364,7 @@ func TestNowSeriesAndPaging(t *testing.T) {
 	srv, _, st := newServer(t, Options{Token: testToken})
 	c := &Client{BaseURL: srv.URL, Token: testToken}
 	ctx := context.Background()
-	o, err := c.Report(ctx, spamCopy(t, 1), campaign.KindSpam, "a")
+	o, err := c.Report(ctx, spamCopy(t, 1), store.KindSpam, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestNowSeriesAndPaging(t *testing.T) {
 			t.Fatalf("check: %+v %v", v, err)
 		}
 	}
-	if _, err := c.Report(ctx, spamCopy(t, 2), campaign.KindHam, "h"); err != nil {
+	if _, err := c.Report(ctx, spamCopy(t, 2), store.KindHam, "h"); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.FlushHits(ctx); err != nil {
@@ -437,7 +437,7 @@ func TestReporterIdentity(t *testing.T) {
 			t.Errorf("%s: status %d, want %d: %s", tt.name, status, tt.status, raw)
 		}
 	}
-	list, err := eng.List(context.Background(), campaign.Query{})
+	list, err := eng.Reader.List(context.Background(), store.Query{})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("campaigns %v, %v", list, err)
 	}
@@ -462,7 +462,7 @@ func TestReporterSpellingsAPI(t *testing.T) {
 		}
 		id = out["campaign"].(float64)
 	}
-	reps, err := st.Reporters(context.Background(), campaign.CampaignID(id), 0)
+	reps, err := st.Reporters(context.Background(), store.CampaignID(id), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

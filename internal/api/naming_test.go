@@ -43,7 +43,7 @@ func TestJSONNaming(t *testing.T) {
 		}
 	}
 	for _, v := range []any{Outcome{}, Summary{}, Watched{}, HamSender{}, Hour{}, HourTotal{}, RankedSummary{},
-		Now{}, Day{}, Detail{}, Reporter{}, StoreStats{}, VerifyAnswer{}, campaign.Verdict{}} {
+		Now{}, Day{}, Detail{}, Reporter{}, StoreStats{}, VerifyAnswer{}, Purge{}, UndoneAnswer{}, campaign.Verdict{}} {
 		ty := reflect.TypeOf(v)
 		walk(ty.Name(), ty)
 	}

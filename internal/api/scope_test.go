@@ -72,7 +72,7 @@ func TestTokenScopes(t *testing.T) {
 	// Nothing the refused requests asked for happened: the campaign is
 	// still there (allowed by the admin at the end), and its reporters
 	// are seed, alice (twice, once) and bob; never mallory nor carol.
-	reps, err := st.Reporters(context.Background(), campaign.CampaignID(id), 0)
+	reps, err := st.Reporters(context.Background(), store.CampaignID(id), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestTokenScopes(t *testing.T) {
 // token is not limited.
 func TestReporterRateLimitAPI(t *testing.T) {
 	eng, _ := newEngineWith(t, campaign.Options{ReporterRealm: "example.org"})
-	eng.SetReporterLimiter(campaign.NewReporterLimiter(campaign.ReporterLimit{PerHour: 60, Burst: 3}, nil))
+	eng.Ingester.SetReporterLimiter(campaign.NewReporterLimiter(campaign.ReporterLimit{PerHour: 60, Burst: 3}, nil))
 	srv := httptest.NewServer(NewHandler(eng, Options{Token: testToken,
 		Tokens: []Token{{Name: "gateway", Secret: claimToken, Scope: ScopeReport, Reporter: AnyReporter}}}))
 	t.Cleanup(srv.Close)

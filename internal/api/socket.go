@@ -61,12 +61,14 @@ type socketHandler struct {
 	selfU uint32
 }
 
-// NewSocketHandler returns the handler of the report socket over eng: it
+// NewSocketHandler returns the handler of the report socket over ing: it
 // serves POST /v1/reports?kind=spam|ham&reporter=ID (reporter required)
 // to the peers o allows (403 to others; 404 for every other route).
 // Serve it with SocketConnContext as the server's ConnContext.
-func NewSocketHandler(eng *campaign.Engine, o SocketOptions) http.Handler {
-	return &socketHandler{h: newHandler(eng, o.Options), uids: o.AllowUIDs, gids: o.AllowGIDs, selfU: uint32(os.Getuid())}
+func NewSocketHandler(ing *campaign.Ingester, o SocketOptions) http.Handler {
+	h := newHandler(o.Options)
+	h.ingest = ing
+	return &socketHandler{h: h, uids: o.AllowUIDs, gids: o.AllowGIDs, selfU: uint32(os.Getuid())}
 }
 
 // allowed tells whether pc may report, and why not.

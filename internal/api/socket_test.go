@@ -41,7 +41,7 @@ func serveSocketEngine(t *testing.T, o SocketOptions, eng *campaign.Engine) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewSocketHandler(eng, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: NewSocketHandler(eng.Ingester, o), ConnContext: SocketConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return path
@@ -163,7 +163,7 @@ func TestReportSocketReporterSpellings(t *testing.T) {
 	path, st := serveSocketWith(t, SocketOptions{}, campaign.Options{ReporterRealm: "example.org"})
 	c := socketClient(path, 5*time.Second)
 	ctx := context.Background()
-	var id campaign.CampaignID
+	var id store.CampaignID
 	for i, who := range []string{"mallory", "Mallory", "MALLORY", "mallory@example.org", " Mallory@EXAMPLE.org"} {
 		o, err := c.Report(ctx, spamCopy(t, uint64(i+1)), store.KindSpam, who)
 		if err != nil {

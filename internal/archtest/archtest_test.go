@@ -41,6 +41,11 @@ var floors = map[string]int{
 	"internal/dashboard":    4,
 	"internal/milter":       4,
 	"internal/daemon":       5,
+	"internal/ledger":       0,
+	"internal/zap/move":     0,
+	"internal/zap/doveadm":  1,
+	"internal/zap/imap":     1,
+	"internal/zap":          4,
 	"internal/archtest":     0,
 }
 

@@ -3,16 +3,21 @@
 // campaigns, decides with a cost-weighted policy whether to accept, tag,
 // quarantine or reject (a Verdict with its factors), and ingests junk and
 // not-junk reports into campaigns, one report, a batch or a stream on the
-// same path. The milter, the CLI and the HTTP API all call the same Engine.
+// same path. An Engine is three parts by job over one store: the
+// Checker (the milter's, and the checks of the CLI and the HTTP API), the
+// Ingester (reports and administrative changes) and the Reader (the read
+// model of the API, the dashboard and the CLI).
 //
-// A checked message goes Engine.CheckWith → check (pipeline.Sign, then
+// A checked message goes Checker.CheckWith → check (pipeline.Sign, then
 // decide: match looks its keys up in the store, Policy.decide picks the
 // action, store.RecordHit counts it, or store.RecordCheck a message that
-// matched nothing); a report goes Engine.Report → ReportBatch → apply
-// (pipeline.SignReport, prepare, store.ReportBatch). Campaign statistics
-// (query.go: List, Get, Timeline, Series, Now, FalsePositiveWatch, Stats)
-// are read from the store's indexes and counters, the one code path of the
-// API, the command line and the dashboard.
+// matched nothing); a report goes Ingester.Report → ReportBatch → apply
+// (pipeline.SignReport, prepare, store.ReportBatch), or, in a fleet, to
+// the Ingester's Writer, and back through Ingester.ApplyReports when the
+// fleet's stream orders it. Campaign statistics (Reader: List, Get,
+// Timeline, Series, Now, FalsePositiveWatch, Stats) are read from the
+// store's indexes and counters, the one code path of the API, the command
+// line and the dashboard.
 package campaign
 
 import (
@@ -42,7 +47,7 @@ type Options struct {
 	// when it is set, and campaigns that keep none are not held to it.
 	// Default 0: off. On the SpamAssassin corpus it flags no less ham than
 	// the default engine (none) and misses misspelled copies, whose words
-	// are other terms (docs/METHODS.md).
+	// are other terms (docs/design/methods.md).
 	ANDDExactCosine float64
 	// ANDDVerifiedThreshold is the estimated cosine from which a candidate
 	// found through band keys is a match when its exact cosine reaches
@@ -52,13 +57,13 @@ type Options struct {
 	// Short configures the short-message keys (shortsig.Options defaults):
 	// digests of images and attachments, links and text units of messages
 	// too short for I-Match and ANDD, and the leading text of any message
-	// (docs/DESIGN.md, "Short-message keys").
+	// (docs/design/shortkeys.md).
 	Short shortsig.Options
 	// DisableShort turns the short-message family off.
 	DisableShort bool
 	// QGram configures the q-gram family (qgram.SketchOptions defaults):
 	// min-hash sketches of a message's character q-grams, which copies
-	// with misspelled words keep (docs/DESIGN.md, "q-gram evidence").
+	// with misspelled words keep (docs/design/qgram.md).
 	QGram qgram.SketchOptions
 	// DisableQGram turns the q-gram family off.
 	DisableQGram bool
@@ -68,7 +73,7 @@ type Options struct {
 	Expiry time.Duration
 	// CacheTTL is how long a decoded campaign record is reused by Check
 	// before it is read again from the store (reports and administrative
-	// changes made through the Engine invalidate it at once). Default 2s;
+	// changes made through the Ingester invalidate it at once). Default 2s;
 	// negative disables the cache.
 	CacheTTL time.Duration
 	// CacheSize bounds the number of cached campaign records. Default 4096.

@@ -82,9 +82,9 @@ func TestEngineCacheStats(t *testing.T) {
 	for j := range 3 {
 		f.report(t, copyOf(t, 0, uint64(j), spamgen.Combo), store.KindSpam, fmt.Sprint("r", j))
 	}
-	before := f.eng.CacheStats()
+	before := f.eng.Checker.CacheStats()
 	for i := range 4 {
-		v, err := f.eng.Check(f.ctx, copyOf(t, 0, uint64(100+i), spamgen.Typos))
+		v, err := f.eng.Checker.Check(f.ctx, copyOf(t, 0, uint64(100+i), spamgen.Typos))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestEngineCacheStats(t *testing.T) {
 			}
 		}
 	}
-	st := f.eng.CacheStats()
+	st := f.eng.Checker.CacheStats()
 	hits, misses := st.Hits-before.Hits, st.Misses-before.Misses
 	if misses < 1 || hits < 3 {
 		t.Errorf("cache: %d hits, %d misses over 4 copies; want ≥ 3 hits, ≥ 1 miss", hits, misses)
@@ -106,7 +106,7 @@ func TestEngineCacheStats(t *testing.T) {
 		t.Errorf("hit rate %v", r)
 	}
 	off := newFixture(t, Options{CacheTTL: -1})
-	if (off.eng.CacheStats() != CacheStats{}) {
-		t.Errorf("disabled cache has stats %+v", off.eng.CacheStats())
+	if (off.eng.Checker.CacheStats() != CacheStats{}) {
+		t.Errorf("disabled cache has stats %+v", off.eng.Checker.CacheStats())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/pipeline"
 	"github.com/nddmilter/nddmilter/internal/shortsig"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // The calibrated match probability (docs/POLICY.md, "The probability
@@ -314,7 +315,7 @@ var DefaultMatchModel = sync.OnceValues(func() (*MatchModel, error) {
 // Inspected is one campaign that the lookup of a message found, with the
 // measurements the match model weighs.
 type Inspected struct {
-	Campaign CampaignID
+	Campaign store.CampaignID
 	Inputs   MatchInputs
 	// Matched is set when the campaign's evidence made it a match (the
 	// policy decided on it); Probability is the policy's match.
@@ -325,7 +326,7 @@ type Inspected struct {
 // Inspect signs raw and returns every campaign its lookup finds, matched
 // or not, with the match model's inputs: the seam of fitting the model
 // (`nddlab train calibration`). It changes nothing.
-func (e *Engine) Inspect(ctx context.Context, raw []byte) ([]Inspected, error) {
+func (e *Checker) Inspect(ctx context.Context, raw []byte) ([]Inspected, error) {
 	m, err := e.pipe.Sign(ctx, raw)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)

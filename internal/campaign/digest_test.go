@@ -48,15 +48,15 @@ func TestEngineSameMessageOnce(t *testing.T) {
 
 func TestReportDigestStable(t *testing.T) {
 	f := newFixture(t, Options{})
-	a, err := f.eng.pipe.SignReport(f.ctx, copyOf(t, 1, 1))
+	a, err := f.eng.Checker.pipe.SignReport(f.ctx, copyOf(t, 1, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.eng.pipe.SignReport(f.ctx, append([]byte("Received: from x\r\n"), copyOf(t, 1, 1)...))
+	b, err := f.eng.Checker.pipe.SignReport(f.ctx, append([]byte("Received: from x\r\n"), copyOf(t, 1, 1)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := f.eng.pipe.SignReport(f.ctx, baseMessage(2))
+	c, err := f.eng.Checker.pipe.SignReport(f.ctx, baseMessage(2))
 	if err != nil {
 		t.Fatal(err)
 	}

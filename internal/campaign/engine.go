@@ -11,10 +11,8 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
@@ -26,8 +24,22 @@ import (
 // DefaultExpiry is how long a campaign lives without hits or reports.
 const DefaultExpiry = 30 * 24 * time.Hour
 
-// Engine matches and decides. It is safe for concurrent use.
+// Engine is the campaign engine over one store, by job: the Checker
+// decides on messages (the milter, checks of the API and the command
+// line), the Ingester takes reports and administrative changes, and the
+// Reader reads campaigns (the API, the dashboard, the command line). It
+// only groups the three for wiring; they share the signers, the policy
+// and the Checker's cache of decoded campaigns, which the Ingester's
+// writes invalidate. All three are safe for concurrent use.
 type Engine struct {
+	Checker  *Checker
+	Ingester *Ingester
+	Reader   *Reader
+}
+
+// core is what checking and ingesting share: the store, the signers
+// (one pipeline), the policy and the cache of decoded campaign records.
+type core struct {
 	st        store.Store
 	imatch    *imatchbag.Signer
 	andd      *andd.Signer // nil when ANDD is off
@@ -38,15 +50,27 @@ type Engine struct {
 	th        []Threshold // policy.Thresholds()
 	log       *slog.Logger
 	now       func() time.Time
-	cache     *recordCache
-	pipe      *pipeline.Pipeline            // parse, analyze and sign in one pass
-	repl      atomic.Pointer[replicatorBox] // fleet mode (SetReplicator)
-	limiter   atomic.Pointer[limiterBox]    // reports per reporter (SetReporterLimiter)
-	senders   store.SenderStore             // nil when the store keeps no sender domains
+	cache     *recordCache       // nil when disabled
+	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
+	// The store's optional capabilities, asserted once (nil: it has
+	// not that one).
+	senders   store.SenderStore
+	reporters store.ReporterLister
+	batch     store.BatchReporter
+	events    store.EventStore
+}
+
+// capabilities asserts the optional capabilities of e.st.
+func (e *core) capabilities() {
+	e.senders, _ = e.st.(store.SenderStore)
+	e.reporters, _ = e.st.(store.ReporterLister)
+	e.batch, _ = e.st.(store.BatchReporter)
+	e.events, _ = e.st.(store.EventStore)
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
-// be nil when ANDD is disabled).
+// be nil when ANDD is disabled). Its writes go to st until the Ingester is
+// given another Writer (a fleet node).
 func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options, log *slog.Logger) (*Engine, error) {
 	if st == nil {
 		return nil, errors.New("campaign engine: nil store")
@@ -83,17 +107,16 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		// The calibrated model is fitted with every family on.
 		opts.Policy.MatchModel = MatchConfidences
 	}
-	senders, _ := st.(store.SenderStore)
-	e := &Engine{
-		senders: senders,
-		st:      st,
-		imatch:  im,
-		opts:    opts,
-		policy:  opts.Policy.WithDefaults(),
-		th:      opts.Policy.Thresholds(),
-		log:     log,
-		now:     opts.Clock,
+	e := &core{
+		st:     st,
+		imatch: im,
+		opts:   opts,
+		policy: opts.Policy.WithDefaults(),
+		th:     opts.Policy.Thresholds(),
+		log:    log,
+		now:    opts.Clock,
 	}
+	e.capabilities()
 	if opts.CacheTTL > 0 {
 		e.cache = newRecordCache(opts.CacheSize, opts.CacheTTL)
 	}
@@ -111,12 +134,34 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		return nil, fmt.Errorf("campaign engine: %w", err)
 	}
 	e.qthresh = e.pipe.QGramThreshold()
-	return e, nil
+	return e.engine(), nil
+}
+
+// engine returns the three jobs over e.
+func (e *core) engine() *Engine {
+	return &Engine{
+		Checker:  &Checker{core: e},
+		Ingester: newIngester(e),
+		Reader: &Reader{st: e.st, senders: e.senders, reporters: e.reporters, policy: e.policy,
+			bags: e.imatch.Options().K + 1, now: e.now, log: e.log},
+	}
+}
+
+// Sibling returns an engine with e's signers, options and policy over
+// another store, without a writer, provisional reports, reporter limiter
+// or cache: where a fleet node keeps its provisional reports (an
+// in-memory store).
+func Sibling(e *Engine, st store.Store) *Engine {
+	b := e.Checker.core
+	s := &core{st: st, imatch: b.imatch, andd: b.andd, threshold: b.threshold, qthresh: b.qthresh,
+		opts: b.opts, policy: b.policy, th: b.th, log: b.log, now: b.now, pipe: b.pipe}
+	s.capabilities()
+	return s.engine()
 }
 
 // verifiedThreshold is the estimated cosine from which an ANDD-only
 // candidate is verified exactly (Options.ANDDVerifiedThreshold).
-func (e *Engine) verifiedThreshold() float64 {
+func (e *core) verifiedThreshold() float64 {
 	if v := e.opts.ANDDVerifiedThreshold; v > 0 && v < e.threshold {
 		return v
 	}
@@ -124,13 +169,10 @@ func (e *Engine) verifiedThreshold() float64 {
 }
 
 // Policy returns the effective policy (defaults filled in).
-func (e *Engine) Policy() Policy { return e.policy }
+func (e *core) Policy() Policy { return e.policy }
 
 // ANDDThreshold is the ANDD similarity threshold (0 when ANDD is off).
-func (e *Engine) ANDDThreshold() float64 { return e.threshold }
-
-// Store returns the engine's store.
-func (e *Engine) Store() store.Store { return e.st }
+func (e *core) ANDDThreshold() float64 { return e.threshold }
 
 // candidate is one campaign found through the index.
 type candidate struct {
@@ -239,7 +281,7 @@ type matches struct {
 // are verified against the campaign's sketches, and an ANDD match no
 // I-Match signature supports must not rest on a mailing-list footer
 // (confirmANDD).
-func (e *Engine) match(ctx context.Context, m *pipeline.Message, wantUnverified bool) (res matches, err error) {
+func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bool) (res matches, err error) {
 	keys := m.Keys()
 	if len(keys) == 0 {
 		return res, nil
@@ -400,138 +442,6 @@ func bandEstimateOf(sketch andd.Sketch, b, shared int) float64 {
 	return math.Cos(math.Pi * (1 - math.Pow(math.Min(q, 1), 1/r)))
 }
 
-// Check decides what to do with a raw message and, when a campaign
-// matched, counts the message and the action in the campaign's statistics
-// (which refreshes it against expiry and feeds its volume).
-func (e *Engine) Check(ctx context.Context, raw []byte) (Verdict, error) {
-	return e.check(ctx, raw, true, CheckOptions{})
-}
-
-// CheckOptions adjust one Check.
-type CheckOptions struct {
-	// MaxAction caps the verdict's action, on top of the policy's
-	// max_action: the milter passes the cap of the message's recipients
-	// (milter.overrides), so that the verdict, its rule and the campaign's
-	// counters all say what was done. Capping applies only when CapBy is
-	// set.
-	MaxAction action.Action
-	// CapBy names what set MaxAction, for the verdict's rule (e.g.
-	// "milter.overrides abuse@example.org").
-	CapBy string
-	// DeferRejects says that the MTA will defer (4xx) what the verdict
-	// rejects (milter.reject_with: tempfail): the rule says so and the
-	// campaign counts a "tempfail" instead of a "reject". The verdict's
-	// action stays Reject.
-	DeferRejects bool
-}
-
-// CheckWith is Check with per-message options.
-func (e *Engine) CheckWith(ctx context.Context, raw []byte, o CheckOptions) (Verdict, error) {
-	return e.check(ctx, raw, true, o)
-}
-
-// Evaluate is Check without counting the message: the same verdict, for
-// dry runs (nddmilter check, evaluations) that must not change the
-// campaigns' statistics.
-func (e *Engine) Evaluate(ctx context.Context, raw []byte) (Verdict, error) {
-	return e.check(ctx, raw, false, CheckOptions{})
-}
-
-// check is the path of every checked message: the pipeline makes the
-// raw bytes evidence (pipeline.Sign), and decide looks it up in the store
-// and applies the policy.
-func (e *Engine) check(ctx context.Context, raw []byte, record bool, o CheckOptions) (Verdict, error) {
-	m, err := e.pipe.Sign(ctx, raw)
-	if err != nil {
-		v := Verdict{Action: action.Accept, Failed: "sign"}
-		v.Rule = v.Explain()
-		return v, fmt.Errorf("check: %w", err)
-	}
-	return e.decide(ctx, m, record, o)
-}
-
-// decide is check after signing: lookup, verification, policy, and the
-// campaign's statistics when record is set.
-func (e *Engine) decide(ctx context.Context, m *pipeline.Message, record bool, o CheckOptions) (Verdict, error) {
-	v, err := e.verdict(ctx, m, o)
-	v.Rule = v.Explain()
-	if err != nil || !record {
-		return v, err
-	}
-	if v.Campaign == 0 {
-		// Counted in the store's hourly totals of checked messages (this
-		// node's own, in a fleet too).
-		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
-			e.log.Warn("record check", "err", err)
-		}
-		if e.senders != nil && v.Taken() == action.Accept {
-			if d := SenderDomain(m.From); d != "" {
-				e.senders.RecordHam(d)
-			}
-		}
-		return v, nil
-	}
-	// The sender domains of a campaign's copies (this node's own, in
-	// memory until the hit flush): the false-positive watch.
-	if e.senders != nil {
-		if d := SenderDomain(m.From); d != "" {
-			e.senders.RecordSender(v.Campaign, d)
-		}
-	}
-	if r := e.replicator(ctx); r != nil {
-		r.RecordHit(v.Campaign, v.Taken().String(), e.now())
-		return v, nil
-	}
-	if err := e.st.RecordHit(ctx, v.Campaign, v.Taken().String(), e.now()); err != nil {
-		e.log.Warn("record hit", "campaign", v.Campaign, "err", err)
-	}
-	return v, nil
-}
-
-// verdict fills a verdict's fields (not its Rule).
-func (e *Engine) verdict(ctx context.Context, m *pipeline.Message, o CheckOptions) (Verdict, error) {
-	v := Verdict{Action: action.Accept, Warnings: m.Warnings}
-	if m.Skip != pipeline.NoSkip {
-		v.Skip = skipOf(m)
-		return v, nil
-	}
-	res, err := e.match(ctx, m, false)
-	if err != nil {
-		v.Failed = "store"
-		return v, fmt.Errorf("check: %w", err)
-	}
-	v.FooterOnly = res.footerOnly
-	if len(res.matched) == 0 {
-		return v, nil
-	}
-	gray := e.graymailOf(m)
-	for _, c := range res.matched {
-		c.gray = gray
-		c.decision = e.policy.decide(c.rec.rec, c.evidence, c.inputs, gray, e.threshold, e.th)
-	}
-	best, ex := e.choose(ctx, m, res.matched)
-	v.Exempt = ex
-	for _, c := range res.matched {
-		if c != best {
-			v.OtherCampaigns = append(v.OtherCampaigns, c.rec.rec.ID)
-		}
-	}
-	best.hexKeys()
-	best.decision.Rule = best.decision.Explain()
-	v.Decision = &best.decision
-	v.Action = best.decision.Action
-	v.Campaign = best.rec.rec.ID
-	v.Score = best.decision.P
-	v.Evidence = best.evidence
-	v.FooterNote = best.footerNote
-	if o.CapBy != "" && v.Action > o.MaxAction {
-		v.Cap = &Cap{From: v.Action, To: o.MaxAction, By: o.CapBy}
-		v.Action = o.MaxAction
-	}
-	v.Deferred = o.DeferRejects && v.Action == action.Reject
-	return v, nil
-}
-
 // skipOf says why m has no usable signature.
 func skipOf(m *pipeline.Message) *Skip {
 	s := &Skip{Unique: m.Unique, Signer: m.SignerReason}
@@ -544,38 +454,6 @@ func skipOf(m *pipeline.Message) *Skip {
 		s.Reason = SkipTooShort
 	}
 	return s
-}
-
-// SetState changes a campaign's administrative state.
-func (e *Engine) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
-	if r := e.replicator(ctx); r != nil {
-		return r.SetState(ctx, id, s)
-	}
-	err := e.st.SetState(ctx, id, s)
-	e.invalidate(id)
-	return err
-}
-
-// Delete removes a campaign and every key pointing at it.
-func (e *Engine) Delete(ctx context.Context, id store.CampaignID) error {
-	if r := e.replicator(ctx); r != nil {
-		return r.Delete(ctx, id)
-	}
-	err := e.st.Delete(ctx, id)
-	e.invalidate(id)
-	return err
-}
-
-// Expire deletes campaigns not seen nor reported for Options.Expiry and
-// returns how many were deleted.
-// In a fleet, the decision is published and applied by every node in
-// stream order (0 deleted here).
-func (e *Engine) Expire(ctx context.Context) (int, error) {
-	cutoff := e.nowFor(ctx).Add(-e.opts.Expiry)
-	if r := e.replicator(ctx); r != nil {
-		return 0, r.Expire(ctx, cutoff)
-	}
-	return e.ExpireBefore(ctx, cutoff)
 }
 
 // cachedRecord is a campaign record with its sketches decoded. The
@@ -613,7 +491,7 @@ func (r *cachedRecord) keys(ctx context.Context, st store.Store) ([][]byte, erro
 	return r.campKeys, nil
 }
 
-func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord, error) {
+func (e *core) record(ctx context.Context, id store.CampaignID) (*cachedRecord, error) {
 	if e.cache != nil {
 		if r := e.cache.get(id, e.now()); r != nil {
 			return r, nil
@@ -664,16 +542,7 @@ func (e *Engine) record(ctx context.Context, id store.CampaignID) (*cachedRecord
 	return r, nil
 }
 
-// CacheStats returns the hit and miss counts of the record cache (zero
-// when the cache is disabled).
-func (e *Engine) CacheStats() CacheStats {
-	if e.cache == nil {
-		return CacheStats{}
-	}
-	return CacheStats{Hits: e.cache.hits.Load(), Misses: e.cache.misses.Load()}
-}
-
-func (e *Engine) invalidate(id store.CampaignID) {
+func (e *core) invalidate(id store.CampaignID) {
 	if e.cache != nil && id != 0 {
 		e.cache.remove(id)
 	}

@@ -136,7 +136,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 
 func (f *fixture) report(t testing.TB, raw []byte, kind store.Kind, reporter string) ReportOutcome {
 	t.Helper()
-	o, err := f.eng.Report(f.ctx, raw, kind, reporter)
+	o, err := f.eng.Ingester.Report(f.ctx, raw, kind, reporter)
 	if err != nil {
 		t.Fatalf("Report(%s): %v", reporter, err)
 	}
@@ -145,12 +145,12 @@ func (f *fixture) report(t testing.TB, raw []byte, kind store.Kind, reporter str
 
 // sign is the engine's pipeline.Sign of a message.
 func (f *fixture) sign(raw []byte) (*pipeline.Message, error) {
-	return f.eng.pipe.Sign(f.ctx, raw)
+	return f.eng.Checker.pipe.Sign(f.ctx, raw)
 }
 
 func (f *fixture) check(t testing.TB, raw []byte) Verdict {
 	t.Helper()
-	v, err := f.eng.Check(f.ctx, raw)
+	v, err := f.eng.Checker.Check(f.ctx, raw)
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestEngineReportAndCheck(t *testing.T) {
 		t.Errorf("campaign record: messages %d actions %v reporters %d", c.Messages, c.Actions, c.SpamReporters)
 	}
 	// Evaluate does not count.
-	if _, err := f.eng.Evaluate(f.ctx, copyOf(t, 0, 3)); err != nil {
+	if _, err := f.eng.Checker.Evaluate(f.ctx, copyOf(t, 0, 3)); err != nil {
 		t.Fatal(err)
 	}
 	f.st.FlushHits(f.ctx)
@@ -304,14 +304,14 @@ func TestEngineAllowed(t *testing.T) {
 	if v := f.check(t, baseMessage(0)); v.Action != action.Reject {
 		t.Fatalf("before allow: %+v", v)
 	}
-	if err := f.eng.SetState(f.ctx, id, store.StateAllowed); err != nil {
+	if err := f.eng.Ingester.SetState(f.ctx, id, store.StateAllowed); err != nil {
 		t.Fatal(err)
 	}
 	v := f.check(t, baseMessage(0))
 	if v.Action != action.Accept || v.Campaign != id || !strings.Contains(v.Rule, "allowed by an administrator") {
 		t.Fatalf("allowed: %+v", v)
 	}
-	if err := f.eng.SetState(f.ctx, id, store.StateActive); err != nil {
+	if err := f.eng.Ingester.SetState(f.ctx, id, store.StateActive); err != nil {
 		t.Fatal(err)
 	}
 	if v := f.check(t, baseMessage(0)); v.Action != action.Reject {
@@ -332,7 +332,7 @@ func TestEngineExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Add(11 * 24 * time.Hour)
-	n, err := f.eng.Expire(f.ctx)
+	n, err := f.eng.Ingester.Expire(f.ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("Expire = %d, %v; want 1", n, err)
 	}
@@ -404,7 +404,7 @@ func TestEngineMerge(t *testing.T) {
 // verified by cosine; the report of a near copy joins it.
 func TestEngineANDDOnly(t *testing.T) {
 	f := newFixture(t, Options{})
-	if f.eng.andd == nil {
+	if f.eng.Checker.andd == nil {
 		t.Skip("no ANDD model")
 	}
 	base := baseMessage(1)
@@ -421,8 +421,8 @@ func TestEngineANDDOnly(t *testing.T) {
 	if v.Campaign != r.Campaign {
 		t.Fatalf("ANDD-only check: %+v", v)
 	}
-	if len(v.Evidence) != 1 || v.Evidence[0].Family != FamilyANDD || v.Evidence[0].Similarity < f.eng.ANDDThreshold() {
-		t.Fatalf("evidence %+v (threshold %v)", v.Evidence, f.eng.ANDDThreshold())
+	if len(v.Evidence) != 1 || v.Evidence[0].Family != FamilyANDD || v.Evidence[0].Similarity < f.eng.Checker.ANDDThreshold() {
+		t.Fatalf("evidence %+v (threshold %v)", v.Evidence, f.eng.Checker.ANDDThreshold())
 	}
 	// A near copy of the campaign's sketch joins it (merge.go).
 	o := f.report(t, copyOf(t, 1, 4, spamgen.Typos), store.KindSpam, "y")
@@ -506,7 +506,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.SetBytes(int64(len(msg)))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := f.eng.Check(f.ctx, msg); err != nil {
+		if _, err := f.eng.Checker.Check(f.ctx, msg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -541,7 +541,7 @@ func BenchmarkCheckSigned(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f.eng.decide(f.ctx, s, false, CheckOptions{}); err != nil {
+				if _, err := f.eng.Checker.decide(f.ctx, s, false, CheckOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -560,7 +560,7 @@ func TestEngineReportBatch(t *testing.T) {
 		ReportRequest{Raw: baseMessage(0), Kind: store.KindHam, Reporter: "h1"},
 		ReportRequest{Raw: baseMessage(0), Kind: store.KindHam, Reporter: "h2"},
 	)
-	outs, err := f.eng.ReportBatch(f.ctx, reqs)
+	outs, err := f.eng.Ingester.ReportBatch(f.ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestEngineConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 5 {
-				if _, err := f.eng.Report(f.ctx, withMessageID(copyOf(t, 0, uint64(g*10+i)), g*10+i), store.KindSpam, fmt.Sprint("r", g)); err != nil {
+				if _, err := f.eng.Ingester.Report(f.ctx, withMessageID(copyOf(t, 0, uint64(g*10+i)), g*10+i), store.KindSpam, fmt.Sprint("r", g)); err != nil {
 					errs <- err
 				}
 			}
@@ -613,7 +613,7 @@ func TestEngineConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 10 {
-				if _, err := f.eng.Check(f.ctx, copyOf(t, 0, uint64(100+g*10+i))); err != nil {
+				if _, err := f.eng.Checker.Check(f.ctx, copyOf(t, 0, uint64(100+g*10+i))); err != nil {
 					errs <- err
 				}
 			}
@@ -654,7 +654,7 @@ func BenchmarkReport(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		r := reqs[i%len(reqs)]
-		if _, err := f.eng.Report(f.ctx, r.Raw, r.Kind, r.Reporter); err != nil {
+		if _, err := f.eng.Ingester.Report(f.ctx, r.Raw, r.Kind, r.Reporter); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -669,7 +669,7 @@ func BenchmarkReportBatch(b *testing.B) {
 	b.ResetTimer()
 	n := 0
 	for b.Loop() {
-		if _, err := f.eng.ReportBatch(f.ctx, reqs); err != nil {
+		if _, err := f.eng.Ingester.ReportBatch(f.ctx, reqs); err != nil {
 			b.Fatal(err)
 		}
 		n += len(reqs)
@@ -688,7 +688,7 @@ func TestEngineReportBatchError(t *testing.T) {
 		{Raw: baseMessage(2), Kind: store.Kind(9), Reporter: "a"},
 		{Raw: baseMessage(2), Kind: store.KindSpam, Reporter: "a"},
 	}
-	outs, err := f.eng.ReportBatch(f.ctx, reqs)
+	outs, err := f.eng.Ingester.ReportBatch(f.ctx, reqs)
 	if err == nil || !strings.Contains(err.Error(), "report 3") || len(outs) != 3 {
 		t.Fatalf("outs %+v, err %v", outs, err)
 	}
@@ -708,7 +708,7 @@ func TestEngineReportBatchError(t *testing.T) {
 // action, says so in the rule, and the campaign counts the action taken.
 func TestEngineCheckWithCap(t *testing.T) {
 	f := newFixture(t, Options{})
-	var id CampaignID
+	var id store.CampaignID
 	for i, r := range []string{"alice", "bob", "carol", "dave", "erin"} {
 		id = f.report(t, copyOf(t, 0, uint64(10+i)), store.KindSpam, r).Campaign
 	}
@@ -727,7 +727,7 @@ func TestEngineCheckWithCap(t *testing.T) {
 		{"capped, so not deferred", CheckOptions{MaxAction: action.Tag, CapBy: "milter.overrides example.org", DeferRejects: true}, action.Tag, "; reject capped to tag by milter.overrides example.org"},
 	}
 	for _, tt := range tests {
-		v, err := f.eng.CheckWith(f.ctx, copyOf(t, 0, 99), tt.o)
+		v, err := f.eng.Checker.CheckWith(f.ctx, copyOf(t, 0, 99), tt.o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -738,7 +738,7 @@ func TestEngineCheckWithCap(t *testing.T) {
 			t.Errorf("%s: rule %q", tt.name, v.Rule)
 		}
 	}
-	c, err := f.eng.Get(f.ctx, id)
+	c, err := f.eng.Reader.Get(f.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func exactTermCosine(msg []uint32, sets [][]uint32, at float64) float64 {
 //
 // When the evidence stands, it returns a note for the verdict when the
 // footer was taken into account; when it does not, it returns why.
-func (e *Engine) confirmANDD(ctx context.Context, m *pipeline.Message, c *candidate, best float64) (note string, footerOnly *FooterOnly) {
+func (e *core) confirmANDD(ctx context.Context, m *pipeline.Message, c *candidate, best float64) (note string, footerOnly *FooterOnly) {
 	b := m.Body()
 	if !b.HasFooter {
 		return "", nil

@@ -27,7 +27,7 @@ func TestEngineANDDExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{ANDDExactCosine: tt.exact})
-			if f.eng.andd == nil {
+			if f.eng.Checker.andd == nil {
 				t.Skip("no ANDD model")
 			}
 			s, err := f.sign(baseMessage(1))

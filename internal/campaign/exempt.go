@@ -86,7 +86,7 @@ func stronger(a, b *candidate) bool {
 // its near-duplicates (pool.go), unless an allowed or revoked campaign
 // prevails under the rule above. Exempt is set when both kinds matched
 // and the active one acts.
-func (e *Engine) choose(ctx context.Context, m *pipeline.Message, matched []*candidate) (*candidate, *Exempt) {
+func (e *Checker) choose(ctx context.Context, m *pipeline.Message, matched []*candidate) (*candidate, *Exempt) {
 	var act, held *candidate
 	var exempts []*candidate
 	for _, c := range matched {
@@ -150,14 +150,14 @@ func (e *Engine) choose(ctx context.Context, m *pipeline.Message, matched []*can
 // the rest of it cannot be an ANDD match of another text), for q-grams
 // max(q, 1−q) with q the q-gram threshold (the distinct text it does not
 // share with the campaign is below q of it).
-func (e *Engine) nearCopyBars() (andd, qg float64) {
+func (e *Checker) nearCopyBars() (andd, qg float64) {
 	return max(e.threshold, math.Sqrt(max(0, 1-e.threshold*e.threshold))), max(e.qthresh, 1-e.qthresh)
 }
 
 // nearCopy tells whether m is a near-copy of the exempt campaign x as a
 // whole, held against the active campaigns that would act on it, and says
 // why in words (the conditions of the rule above).
-func (e *Engine) nearCopy(m *pipeline.Message, x *candidate, acting []*candidate) (string, bool) {
+func (e *Checker) nearCopy(m *pipeline.Message, x *candidate, acting []*candidate) (string, bool) {
 	aBar, qBar := e.nearCopyBars()
 	var held []string
 	for _, ms := range []struct {

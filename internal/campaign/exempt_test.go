@@ -44,7 +44,7 @@ func (f *fixture) matchedBoth(t testing.TB, raw []byte, a, b store.CampaignID) b
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.eng.match(f.ctx, m, false)
+	res, err := f.eng.Checker.match(f.ctx, m, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestAllowedDoesNotHideSpam(t *testing.T) {
 					if s == a {
 						t.Fatalf("setup: one campaign %d", s)
 					}
-					if err := f.eng.SetState(f.ctx, a, state); err != nil {
+					if err := f.eng.Ingester.SetState(f.ctx, a, state); err != nil {
 						t.Fatal(err)
 					}
 					S, N := body, news.body
@@ -163,7 +163,7 @@ func TestAllowedMailingStillAccepted(t *testing.T) {
 		if p == a {
 			t.Fatalf("setup: one campaign %d", p)
 		}
-		if err := f.eng.SetState(f.ctx, a, store.StateAllowed); err != nil {
+		if err := f.eng.Ingester.SetState(f.ctx, a, store.StateAllowed); err != nil {
 			t.Fatal(err)
 		}
 		for seed := range uint64(12) {

@@ -55,7 +55,7 @@ func listMessage(subject, body, footer string) []byte {
 var listLine = regexp.MustCompile(`(?m)^(\S+) mailing list$|listinfo/([\w.-]+)`)
 
 // TestEngineListFooter reproduces the false positives of the SpamAssassin
-// corpus (docs/POLICY.md, "Mailing-list footers"): a short spam relayed by
+// corpus (docs/design/footer.md): a short spam relayed by
 // a mailing list is reported, and a short legitimate post to the same list
 // shares mostly the list's footer with it. The post must be accepted, and
 // say why; copies of the spam must still be caught.
@@ -76,7 +76,7 @@ func TestEngineListFooter(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
-			if f.eng.andd == nil {
+			if f.eng.Checker.andd == nil {
 				t.Skip("no ANDD model")
 			}
 			spam := listMessage(spamSubject, spamBody, tt.footer)
@@ -96,7 +96,7 @@ func TestEngineListFooter(t *testing.T) {
 				t.Fatalf("sketches: spam %v ham %v", ss.HasSketch(), hs.HasSketch())
 			}
 			cos := andd.Cosine(ss.Sketch, hs.Sketch)
-			t.Logf("whole-message ANDD cosine of the post and the spam: %.3f (threshold %.3f)", cos, f.eng.ANDDThreshold())
+			t.Logf("whole-message ANDD cosine of the post and the spam: %.3f (threshold %.3f)", cos, f.eng.Checker.ANDDThreshold())
 			for _, k := range hs.IMatchKeys {
 				if slices.ContainsFunc(ss.IMatchKeys, func(x []byte) bool { return string(x) == string(k) }) {
 					t.Fatal("the post shares an I-Match signature with the spam")
@@ -114,17 +114,17 @@ func TestEngineListFooter(t *testing.T) {
 					t.Fatalf("report by %s: %+v", r, o)
 				}
 			}
-			if cos < f.eng.ANDDThreshold() {
+			if cos < f.eng.Checker.ANDDThreshold() {
 				t.Fatalf("the post is not an ANDD near-duplicate of the spam (%.3f): the test reproduces nothing", cos)
 			}
 
 			// Before the footer check, the post matched the campaign
 			// through ANDD alone and was tagged.
-			c, err := f.eng.Get(f.ctx, id)
+			c, err := f.eng.Reader.Get(f.ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			old := f.eng.Policy().Decide(c, []Evidence{{Family: FamilyANDD, Similarity: cos}}, f.eng.ANDDThreshold())
+			old := f.eng.Checker.Policy().Decide(c, []Evidence{{Family: FamilyANDD, Similarity: cos}}, f.eng.Checker.ANDDThreshold())
 			if old.Action == action.Accept {
 				t.Fatalf("the post would not have been flagged without the footer check: %s", old.Rule)
 			}
@@ -199,7 +199,7 @@ func TestDropFooterIMatch(t *testing.T) {
 	}
 	// Another post to the list with no word in a lexicon had the same
 	// signatures: they are the footer's.
-	other := f.eng.pipe.Analyze(listMessage("質問", "添付の画面について質問があります。", footerSourceForge))
+	other := f.eng.Checker.pipe.Analyze(listMessage("質問", "添付の画面について質問があります。", footerSourceForge))
 	if len(other.IMatch.Signatures) != withFooter.FooterIMatch {
 		t.Errorf("another post: %d signatures, want the same %d", len(other.IMatch.Signatures), withFooter.FooterIMatch)
 	}
@@ -279,7 +279,7 @@ func TestEngineFooterEvidence(t *testing.T) {
 			// ANDD's footer rules alone: the short-message keys are off
 			// (TestShortListFooter).
 			f := newFixture(t, Options{DisableShort: true})
-			if f.eng.andd == nil {
+			if f.eng.Checker.andd == nil {
 				t.Skip("no ANDD model")
 			}
 			s, err := f.sign(tt.reported)
@@ -335,7 +335,7 @@ func BenchmarkCheckListFooter(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f.eng.Evaluate(f.ctx, bc.checked); err != nil {
+				if _, err := f.eng.Checker.Evaluate(f.ctx, bc.checked); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -352,7 +352,7 @@ func BenchmarkCheckListFooter(b *testing.B) {
 // its footer, which makes it usable (TestShortListFooter).
 func TestEngineFooterOnlyReport(t *testing.T) {
 	f := newFixture(t, Options{DisableShort: true})
-	if f.eng.andd == nil {
+	if f.eng.Checker.andd == nil {
 		t.Skip("no ANDD model")
 	}
 	footer := "-- \nIrish Linux Users' Group: ilug@linux.ie\nhttp://www.linux.ie/mailman/listinfo/ilug for (un)subscription information.\nList maintainer: listmaster@linux.ie\n"
@@ -397,7 +397,7 @@ func BenchmarkSignListMessage(b *testing.B) {
 	b.Run("pipeline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			f.eng.pipe.Analyze(msg)
+			f.eng.Checker.pipe.Analyze(msg)
 		}
 	})
 }
@@ -416,19 +416,19 @@ func TestReportBatchListFooter(t *testing.T) {
 		{Raw: spam, Kind: store.KindSpam, Reporter: "carol"},
 	}
 	one := newFixture(t, Options{})
-	if one.eng.andd == nil {
+	if one.eng.Checker.andd == nil {
 		t.Skip("no ANDD model")
 	}
-	var want []CampaignID
+	var want []store.CampaignID
 	for _, r := range reqs {
 		want = append(want, one.report(t, r.Raw, r.Kind, r.Reporter).Campaign)
 	}
 	batch := newFixture(t, Options{})
-	outs, err := batch.eng.ReportBatch(batch.ctx, reqs)
+	outs, err := batch.eng.Ingester.ReportBatch(batch.ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []CampaignID
+	var got []store.CampaignID
 	for _, o := range outs {
 		got = append(got, o.Campaign)
 	}

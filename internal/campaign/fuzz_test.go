@@ -26,14 +26,14 @@ func FuzzEngine(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		o, err := eng.Report(t.Context(), raw, store.KindSpam, "fuzz")
+		o, err := eng.Ingester.Report(t.Context(), raw, store.KindSpam, "fuzz")
 		if err != nil {
 			t.Fatalf("Report: %v", err)
 		}
 		if (o.Skipped == "") == (o.Campaign == 0) {
 			t.Fatalf("outcome %+v: a campaign xor a skip reason expected", o)
 		}
-		v, err := eng.Check(t.Context(), raw)
+		v, err := eng.Checker.Check(t.Context(), raw)
 		if err != nil {
 			t.Fatalf("Check: %v", err)
 		}

@@ -56,7 +56,7 @@ func (g *Graymail) String() string {
 }
 
 // graymailOf returns the graymail signs of m, nil when it has none.
-func (e *Engine) graymailOf(m *pipeline.Message) *Graymail {
+func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 	g := Graymail{List: m.List, Bulk: m.Bulk}
 	if e.senders != nil {
 		if d := SenderDomain(m.From); d != "" {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -26,23 +28,55 @@ import (
 // one fsync); apply is where reports become campaigns.
 
 // ReportRequest is one report of a batch: the raw message, or its
-// evidence as another host signed it (Evidence, from Engine.Evidence),
+// evidence as another host signed it (Evidence, from Ingester.Evidence),
 // which is then ingested without signing.
 type ReportRequest struct {
 	Raw      []byte
 	Evidence []byte
 	Kind     store.Kind
 	Reporter string
+	// ReporterHashed: Reporter is the hash the store keeps of the id
+	// (store.ReporterHashHex), as a fleet's events carry it.
+	ReporterHashed bool
 }
 
-// batchStore is implemented by stores that apply many reports in one
-// transaction (store.Badger).
-type batchStore interface {
-	ReportBatch(ctx context.Context, ins []store.ReportInput) ([]store.ReportResult, error)
+// Ingester takes junk and not-junk reports and administrative changes
+// (allow, delete, expiry): it signs reports, matches them against the
+// store and applies the merge rule, and writes to the local store or,
+// when the daemon gave it one, to a Writer (a fleet node), which
+// publishes the writes for every node to apply (the Apply methods). It
+// is safe for concurrent use.
+type Ingester struct {
+	*core
+	local   target                     // the local store, at the engine's clock
+	writer  atomic.Pointer[writerBox]  // SetWriter; nil: the local store
+	limiter atomic.Pointer[limiterBox] // reports per reporter (SetReporterLimiter)
+}
+
+func newIngester(c *core) *Ingester {
+	return &Ingester{core: c, local: target{st: c.st, batch: c.batch}}
+}
+
+// target is where a batch of reports is written: the local store at the
+// engine's clock, or the store as a replicated event writes it
+// (ApplyReports).
+type target struct {
+	st    store.Store
+	batch store.BatchReporter // nil: one report at a time
+	at    time.Time           // the time stored; zero: the engine's clock
+	round *store.Round        // a round of a report event, or nil
+}
+
+// time is the time a report prepared now is stored with.
+func (t *target) time(now func() time.Time) time.Time {
+	if !t.at.IsZero() {
+		return t.at
+	}
+	return now()
 }
 
 // Report applies a junk (store.KindSpam) or not-junk (store.KindHam) report.
-func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
+func (e *Ingester) Report(ctx context.Context, raw []byte, kind store.Kind, reporter string) (ReportOutcome, error) {
 	outs, err := e.ReportBatch(ctx, []ReportRequest{{Raw: raw, Kind: kind, Reporter: reporter}})
 	if len(outs) == 1 {
 		return outs[0], err
@@ -71,21 +105,27 @@ func (e *Engine) Report(ctx context.Context, raw []byte, kind store.Kind, report
 // On error, a *BatchError, outs holds the outcomes of reqs[:len(outs)],
 // which are applied; reqs[len(outs)] failed and the reports after it were
 // not applied.
-func (e *Engine) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
-	reqs = e.normalizeReports(ctx, reqs)
+func (e *Ingester) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error) {
+	reqs = e.normalizeReports(reqs)
 	if err := e.admitReports(ctx, reqs); err != nil {
 		return nil, &BatchError{Index: 0, Err: err}
 	}
-	if r := e.replicator(ctx); r != nil {
-		return r.Report(ctx, reqs)
+	if w := e.writer.Load(); w != nil {
+		return w.w.Report(ctx, reqs)
 	}
+	return e.write(ctx, e.local, reqs)
+}
+
+// write signs, prepares and applies reqs to t (ReportBatch's local path,
+// and ApplyReports').
+func (e *Ingester) write(ctx context.Context, t target, reqs []ReportRequest) ([]ReportOutcome, error) {
 	var pool errgroup.Group
 	pool.SetLimit(runtime.GOMAXPROCS(0))
 	jobs := make([]*job, len(reqs))
 	for i, r := range reqs {
 		jobs[i] = e.signAsync(ctx, &pool, r)
 	}
-	outs, err := e.apply(ctx, &pool, jobs)
+	outs, err := e.apply(ctx, &pool, jobs, t)
 	_ = pool.Wait() // every task is done; errors are per report
 	return outs, err
 }
@@ -110,7 +150,7 @@ type job struct {
 
 // signAsync starts signing a report on the pool (which bounds how many
 // tasks run at once: Go waits for a free slot).
-func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRequest) *job {
+func (e *Ingester) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRequest) *job {
 	j := &job{req: r, ready: make(chan struct{})}
 	pool.Go(func() error {
 		defer close(j.ready)
@@ -134,7 +174,7 @@ func (e *Engine) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRe
 // It encodes the term hashes when the engine's options need them
 // (Options.ANDDExactCosine); a request that has Evidence keeps it. On
 // error, the evidence of reqs[:len(out)] is returned.
-func (e *Engine) Evidence(ctx context.Context, reqs []ReportRequest) ([][]byte, error) {
+func (e *Ingester) Evidence(ctx context.Context, reqs []ReportRequest) ([][]byte, error) {
 	out := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
 	var pool errgroup.Group
@@ -181,7 +221,7 @@ type preparedReport struct {
 // cannot be prepared or stored: outs are the outcomes of
 // jobs[:len(outs)], applied, and the error, a *BatchError, names
 // jobs[len(outs)], not applied, nor are those after it.
-func (e *Engine) apply(ctx context.Context, pool *errgroup.Group, jobs []*job) ([]ReportOutcome, error) {
+func (e *Ingester) apply(ctx context.Context, pool *errgroup.Group, jobs []*job, t target) ([]ReportOutcome, error) {
 	preps := make([]*preparedReport, len(jobs))
 	errs := make([]error, len(jobs))
 	var prepared sync.WaitGroup
@@ -194,17 +234,20 @@ func (e *Engine) apply(ctx context.Context, pool *errgroup.Group, jobs []*job) (
 				errs[i] = j.err
 				return nil
 			}
-			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter)
+			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter, t.time(e.now))
+			if preps[i] != nil {
+				preps[i].in.ReporterHashed = j.req.ReporterHashed
+			}
 			return nil
 		})
 	}
 	prepared.Wait()
-	return e.store(ctx, preps, errs)
+	return e.store(ctx, t, preps, errs)
 }
 
 // prepare matches a signed report against the store (reads only) and
-// prepares its store input.
-func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Kind, reporter string) (*preparedReport, error) {
+// prepares its store input, at time at.
+func (e *Ingester) prepare(ctx context.Context, m *pipeline.Message, kind store.Kind, reporter string, at time.Time) (*preparedReport, error) {
 	p := &preparedReport{msg: m}
 	p.out.ARF = m.ARF
 	if m.Skip != pipeline.NoSkip {
@@ -250,7 +293,7 @@ func (e *Engine) prepare(ctx context.Context, m *pipeline.Message, kind store.Ki
 		return p, nil
 	}
 	p.in = store.ReportInput{
-		Time:     e.nowFor(ctx),
+		Time:     at,
 		Kind:     kind,
 		Reporter: reporter,
 		Keys:     keys,
@@ -295,8 +338,8 @@ func (p *preparedReport) skipWith(s Skip) {
 
 // store is apply after preparation: preps[i] (or errs[i]) is the
 // prepared report i of the batch, all matched against the same state of
-// the store.
-func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []error) ([]ReportOutcome, error) {
+// the store, written to t.
+func (e *Ingester) store(ctx context.Context, t target, preps []*preparedReport, errs []error) ([]ReportOutcome, error) {
 	outs := make([]ReportOutcome, 0, len(preps))
 	// A report that cannot be prepared stops the batch there: the reports
 	// before it are applied, it and the rest are not.
@@ -318,7 +361,7 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	}
 	var results []store.ReportResult
 	var err error
-	round := store.RoundOf(ctx)
+	round := t.round
 	if round != nil {
 		// A round of a fleet's report event (store.Round): the store
 		// commits a prefix of ins; the caller matches the rest again.
@@ -328,8 +371,8 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 			round.Next[k] = base + i + 1
 		}
 	}
-	if bs, ok := e.st.(batchStore); ok && (len(ins) > 1 || round != nil) {
-		results, err = bs.ReportBatch(ctx, ins)
+	if t.batch != nil && (len(ins) > 1 || round != nil) {
+		results, err = t.batch.ReportBatch(ctx, ins)
 		if errors.Is(err, store.ErrRoundAgain) {
 			// Campaigns merged, no report applied: the caller matches
 			// them again (store.Round).
@@ -341,7 +384,7 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 	} else {
 		for _, in := range ins {
 			var r store.ReportResult
-			r, err = e.st.Report(ctx, in)
+			r, err = t.st.Report(ctx, in)
 			if err != nil {
 				break
 			}
@@ -405,7 +448,7 @@ func (e *Engine) store(ctx context.Context, preps []*preparedReport, errs []erro
 // through I-Match keys keeps only the band keys it shares with reports it
 // shares I-Match keys with, so that the store joins one of those. Links
 // within a batch never merge campaigns.
-func (e *Engine) dropUnverifiedInBatch(preps []*preparedReport) {
+func (e *Ingester) dropUnverifiedInBatch(preps []*preparedReport) {
 	var nIM, nBand int // sized up front: a batch holds thousands of keys
 	for _, p := range preps {
 		if !p.skip {
@@ -541,7 +584,7 @@ const (
 // rule Report applies when j is already in the store — the cosine must
 // reach the threshold and, when p has a mailing-list footer, hold without
 // it unless p is an exact copy (confirmANDD).
-func (e *Engine) batchJoinOK(j, p *pipeline.Message) bool {
+func (e *Ingester) batchJoinOK(j, p *pipeline.Message) bool {
 	cos := andd.Cosine(j.Sketch, p.Sketch)
 	if cos < e.threshold {
 		return false
@@ -555,7 +598,7 @@ func (e *Engine) batchJoinOK(j, p *pipeline.Message) bool {
 
 // invalidateReport drops from the cache whatever a report may have
 // touched (even when it failed).
-func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
+func (e *Ingester) invalidateReport(p *preparedReport, res store.ReportResult) {
 	e.invalidate(res.Campaign)
 	for _, id := range res.Merged {
 		e.invalidate(id)
@@ -570,7 +613,7 @@ func (e *Engine) invalidateReport(p *preparedReport, res store.ReportResult) {
 
 // finishReport fills the outcome of a stored report and revokes the
 // campaign when not-spam evidence outweighs its spam reports.
-func (e *Engine) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
+func (e *Ingester) finishReport(ctx context.Context, p *preparedReport, res store.ReportResult) (ReportOutcome, error) {
 	out := p.out
 	out.ReportResult = res
 	if p.plan.VoteOnly && res.Campaign != 0 {
@@ -629,7 +672,7 @@ type StreamResult struct {
 // Add and Close must be called from one goroutine; the results are
 // delivered in order, from another goroutine.
 type ReportStream struct {
-	e        *Engine
+	e        *Ingester
 	ctx      context.Context
 	opts     StreamOptions
 	onResult func(StreamResult)
@@ -647,7 +690,7 @@ type ReportStream struct {
 // NewReportStream starts a stream of reports applied through e. onResult
 // receives every report's result in order, from the stream's applying
 // goroutine; it must not call the stream. ctx bounds the whole stream.
-func (e *Engine) NewReportStream(ctx context.Context, opts StreamOptions, onResult func(StreamResult)) *ReportStream {
+func (e *Ingester) NewReportStream(ctx context.Context, opts StreamOptions, onResult func(StreamResult)) *ReportStream {
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultStreamBatch
 	}
@@ -686,7 +729,7 @@ func (s *ReportStream) Add(req ReportRequest) error {
 		return s.stopErr()
 	default:
 	}
-	req = s.e.normalizeReports(s.ctx, []ReportRequest{req})[0]
+	req = s.e.normalizeReports([]ReportRequest{req})[0]
 	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.pool, req))
 	s.seq++
 	if len(s.batch) < s.opts.Batch {
@@ -747,14 +790,14 @@ func (s *ReportStream) applier() {
 				outs []ReportOutcome
 				err  error
 			)
-			if r := s.e.replicator(s.ctx); r != nil {
+			if w := s.e.writer.Load(); w != nil {
 				reqs := make([]ReportRequest, len(b))
 				for i, j := range b {
 					reqs[i] = j.req
 				}
-				outs, err = r.Report(s.ctx, reqs)
+				outs, err = w.w.Report(s.ctx, reqs)
 			} else {
-				outs, err = s.e.apply(s.ctx, &s.pool, b)
+				outs, err = s.e.apply(s.ctx, &s.pool, b, s.e.local)
 			}
 			for _, o := range outs {
 				s.onResult(StreamResult{Seq: seq, Outcome: o})

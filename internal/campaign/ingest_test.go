@@ -72,7 +72,7 @@ func sequential(f *fixture, reqs []ReportRequest, n int) []StreamResult {
 		b := reqs[start:min(start+n, len(reqs))]
 		seq := start
 		for len(b) > 0 {
-			outs, err := f.eng.ReportBatch(f.ctx, b)
+			outs, err := f.eng.Ingester.ReportBatch(f.ctx, b)
 			for _, o := range outs {
 				res = append(res, StreamResult{Seq: seq, Outcome: o})
 				seq++
@@ -91,7 +91,7 @@ func sequential(f *fixture, reqs []ReportRequest, n int) []StreamResult {
 func streamed(t *testing.T, f *fixture, reqs []ReportRequest, opts StreamOptions) []StreamResult {
 	t.Helper()
 	var res []StreamResult
-	s := f.eng.NewReportStream(f.ctx, opts, func(r StreamResult) { res = append(res, r) })
+	s := f.eng.Ingester.NewReportStream(f.ctx, opts, func(r StreamResult) { res = append(res, r) })
 	for _, r := range reqs {
 		if err := s.Add(r); err != nil {
 			t.Fatalf("Add: %v", err)
@@ -151,11 +151,11 @@ func TestReportStreamMatchesReportBatch(t *testing.T) {
 				t.Errorf("the corpus no longer exercises every outcome")
 			}
 			// The stores end identical.
-			a, err := ref.eng.List(ref.ctx, Query{})
+			a, err := ref.eng.Reader.List(ref.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := par.eng.List(par.ctx, Query{})
+			b, err := par.eng.Reader.List(par.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestReportStreamCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	n := 0
-	s := f.eng.NewReportStream(ctx, StreamOptions{Batch: 2, Ahead: 1}, func(StreamResult) { n++ })
+	s := f.eng.Ingester.NewReportStream(ctx, StreamOptions{Batch: 2, Ahead: 1}, func(StreamResult) { n++ })
 	reqs := streamCorpus(t, false)
 	var addErr error
 	for i, r := range reqs {
@@ -210,19 +210,19 @@ func BenchmarkReportStream(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			batch = append(batch, ReportRequest{Raw: msgs[i%len(msgs)], Kind: store.KindSpam, Reporter: fmt.Sprint(i)})
 			if len(batch) == cap(batch) {
-				if _, err := f.eng.ReportBatch(f.ctx, batch); err != nil {
+				if _, err := f.eng.Ingester.ReportBatch(f.ctx, batch); err != nil {
 					b.Fatal(err)
 				}
 				batch = batch[:0]
 			}
 		}
-		if _, err := f.eng.ReportBatch(f.ctx, batch); err != nil {
+		if _, err := f.eng.Ingester.ReportBatch(f.ctx, batch); err != nil {
 			b.Fatal(err)
 		}
 	})
 	b.Run("Stream", func(b *testing.B) {
 		f := newFixture(b, Options{})
-		s := f.eng.NewReportStream(f.ctx, StreamOptions{}, nil)
+		s := f.eng.Ingester.NewReportStream(f.ctx, StreamOptions{}, nil)
 		for i := 0; b.Loop(); i++ {
 			if err := s.Add(ReportRequest{Raw: msgs[i%len(msgs)], Kind: store.KindSpam, Reporter: fmt.Sprint(i)}); err != nil {
 				b.Fatal(err)
@@ -234,7 +234,7 @@ func BenchmarkReportStream(b *testing.B) {
 	})
 }
 
-// A report ingested from its evidence (Engine.Evidence, as a fleet's
+// A report ingested from its evidence (Ingester.Evidence, as a fleet's
 // events carry it) has the outcome and leaves the store as the raw
 // message does.
 func TestReportEvidenceMatchesRaw(t *testing.T) {
@@ -242,7 +242,7 @@ func TestReportEvidenceMatchesRaw(t *testing.T) {
 		t.Run(fmt.Sprint("exact", opts.ANDDExactCosine), func(t *testing.T) {
 			reqs := streamCorpus(t, false)
 			ref, ev := newFixture(t, opts), newFixture(t, opts)
-			evs, err := ev.eng.Evidence(ev.ctx, reqs)
+			evs, err := ev.eng.Ingester.Evidence(ev.ctx, reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,11 +259,11 @@ func TestReportEvidenceMatchesRaw(t *testing.T) {
 				}
 				t.Fatalf("%d outcomes from evidence, %d from raw messages", len(got), len(want))
 			}
-			a, err := ref.eng.List(ref.ctx, Query{})
+			a, err := ref.eng.Reader.List(ref.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := ev.eng.List(ev.ctx, Query{})
+			b, err := ev.eng.Reader.List(ev.ctx, store.Query{})
 			if err != nil {
 				t.Fatal(err)
 			}

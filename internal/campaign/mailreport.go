@@ -31,7 +31,7 @@ type MailReport struct {
 // (0: mime.DefaultMaxAttached)
 // are counted in Dropped, not reported. A raw message carrying none gives
 // ErrNoAttached.
-func (e *Engine) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, maxMessages int) (MailReport, error) {
+func (e *Ingester) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, maxMessages int) (MailReport, error) {
 	att := pipeline.AttachedMessages(raw, pipeline.AttachedOptions{MaxMessages: maxMessages})
 	mr := MailReport{Dropped: att.Dropped, ARF: att.ARF}
 	if len(att.Messages) == 0 {

@@ -25,7 +25,7 @@ func forwarded(msgs ...[]byte) []byte {
 func TestReportAttached(t *testing.T) {
 	f := newFixture(t, Options{})
 	raw := forwarded(copyOf(t, 0, 1), copyOf(t, 1, 1), copyOf(t, 0, 2))
-	mr, err := f.eng.ReportAttached(f.ctx, raw, store.KindSpam, "alice", 0)
+	mr, err := f.eng.Ingester.ReportAttached(f.ctx, raw, store.KindSpam, "alice", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +39,12 @@ func TestReportAttached(t *testing.T) {
 		t.Errorf("a copy of the second attachment: campaign %d, want %d", v.Campaign, mr.Outcomes[1].Campaign)
 	}
 
-	mr, err = f.eng.ReportAttached(f.ctx, forwarded(copyOf(t, 0, 3), copyOf(t, 1, 3)), store.KindSpam, "bob", 1)
+	mr, err = f.eng.Ingester.ReportAttached(f.ctx, forwarded(copyOf(t, 0, 3), copyOf(t, 1, 3)), store.KindSpam, "bob", 1)
 	if err != nil || len(mr.Outcomes) != 1 || mr.Dropped != 1 {
 		t.Fatalf("max 1: %+v, %v", mr, err)
 	}
 
-	_, err = f.eng.ReportAttached(f.ctx, copyOf(t, 0, 4), store.KindSpam, "carol", 0)
+	_, err = f.eng.Ingester.ReportAttached(f.ctx, copyOf(t, 0, 4), store.KindSpam, "carol", 0)
 	if !errors.Is(err, ErrNoAttached) {
 		t.Fatalf("inline message: %v, want ErrNoAttached", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// The merge rule (docs/SECURITY.md, "What one reporter can do").
+// The merge rule (docs/design/merge.md).
 //
 // A report is one vote. Whatever it matched, it counts on exactly one
 // campaign, the one it matched best, and it may extend that campaign (add
@@ -228,7 +228,7 @@ func mergeCandidates(matched []*candidate, report *andd.Sketch) []mergeCandidate
 // applyPlan makes the store input of a prepared report follow its plan:
 // the store joins plan.Target, merges only plan.Merge, and leaves keys
 // owned by other campaigns with their owner (store.ReportInput.Vetted).
-func (e *Engine) applyPlan(p *preparedReport, plan reportPlan, matched []*candidate) {
+func (e *Ingester) applyPlan(p *preparedReport, plan reportPlan, matched []*candidate) {
 	p.in.Vetted, p.in.Target, p.in.MayMerge = true, plan.Target, plan.Merge
 	p.plan = plan
 	switch {

@@ -130,7 +130,7 @@ func legitCopy(t testing.TB, i int, seed uint64) []byte {
 
 func (f *fixture) evaluate(t testing.TB, raw []byte) Verdict {
 	t.Helper()
-	v, err := f.eng.Evaluate(f.ctx, raw)
+	v, err := f.eng.Checker.Evaluate(f.ctx, raw)
 	if err != nil {
 		t.Fatalf("Evaluate: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestPoisonAllowedMerge(t *testing.T) {
 			var s, a store.CampaignID
 			mkAllowed := func() store.CampaignID {
 				id := f.report(t, legitMessage(2), store.KindSpam, "someone").Campaign
-				if err := f.eng.SetState(f.ctx, id, store.StateAllowed); err != nil {
+				if err := f.eng.Ingester.SetState(f.ctx, id, store.StateAllowed); err != nil {
 					t.Fatal(err)
 				}
 				return id
@@ -276,9 +276,9 @@ func TestPoisonRevokedMerge(t *testing.T) {
 // lexiconWords splits the words of text into those that are in the
 // I-Match lexicons (primary or secondary) and the others.
 func (f *fixture) lexiconWords(text string) (in, out []string) {
-	toks := mime.Analyze(&mime.Document{Text: text}, f.eng.opts.Tokens).Sorted
+	toks := mime.Analyze(&mime.Document{Text: text}, f.eng.Checker.opts.Tokens).Sorted
 	for _, w := range toks {
-		if p, s := f.eng.imatch.Class(w); p || s {
+		if p, s := f.eng.Checker.imatch.Class(w); p || s {
 			in = append(in, w)
 		} else {
 			out = append(out, w)
@@ -430,7 +430,7 @@ func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 	}
 	f.report(t, legitMessage(1), store.KindSpam, "clumsy")
 	allowed := f.report(t, legitMessage(2), store.KindSpam, "clumsy").Campaign
-	if err := f.eng.SetState(f.ctx, allowed, store.StateAllowed); err != nil {
+	if err := f.eng.Ingester.SetState(f.ctx, allowed, store.StateAllowed); err != nil {
 		t.Fatal(err)
 	}
 	revoked := f.report(t, legitMessage(3), store.KindSpam, "clumsy2").Campaign
@@ -533,12 +533,12 @@ func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 		if batch {
 			continue
 		}
-		if _, err := f.eng.Report(f.ctx, msg, kind, "mallory"); err != nil {
+		if _, err := f.eng.Ingester.Report(f.ctx, msg, kind, "mallory"); err != nil {
 			t.Fatalf("report %v: %v", log, err)
 		}
 	}
 	if batch {
-		if _, err := f.eng.ReportBatch(f.ctx, reqs); err != nil {
+		if _, err := f.eng.Ingester.ReportBatch(f.ctx, reqs); err != nil {
 			t.Fatalf("report batch %v: %v", log, err)
 		}
 	}
@@ -547,8 +547,8 @@ func poisonRun(t *testing.T, seed uint64, ops int, batch bool) {
 		f.report(t, mutate(late(), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Reencode}, Seed: uint64(r + 1)}), store.KindSpam, fmt.Sprint("late", r))
 	}
 
-	pol := f.eng.Policy()
-	th := f.eng.ANDDThreshold()
+	pol := f.eng.Checker.Policy()
+	th := f.eng.Checker.ANDDThreshold()
 	upper := func(h int) action.Action {
 		return pol.Decide(&store.Campaign{SpamReporters: int64(h + 1)}, allBags(), th).Action
 	}
@@ -608,7 +608,7 @@ func TestPoisonSeededCampaign(t *testing.T) {
 			t.Fatal(err)
 		}
 		sm, _ := f.sign(m)
-		if cosOf(sm, sl) >= f.eng.ANDDThreshold() && sharesKey(sm.BandKeys, sl.BandKeys) {
+		if cosOf(sm, sl) >= f.eng.Checker.ANDDThreshold() && sharesKey(sm.BandKeys, sl.BandKeys) {
 			seed = m
 			break
 		}

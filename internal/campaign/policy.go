@@ -106,7 +106,7 @@ type Policy struct {
 	// and an ANDD match measure the same closeness of texts: the larger of
 	// the two confidences counts, not both. Defaults 0.92 and 0.95: the
 	// threshold sits above what ham reaches against reported spam
-	// (docs/DESIGN.md, "q-gram evidence"), so a q-gram match alone tags a
+	// (docs/design/qgram.md), so a q-gram match alone tags a
 	// copy of a campaign with one reporter; like an ANDD match alone, it
 	// never does more than tag, and with I-Match it adds no more than ANDD
 	// does.
@@ -531,9 +531,24 @@ type Decision struct {
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	d := p.decide(c, ev, inputsOf(ev), nil, threshold, p.Thresholds())
+	d := p.decide(c, ev, inputsOf(verifiedOnly(ev, threshold)), nil, threshold, p.Thresholds())
 	d.Rule = d.Explain()
 	return d
+}
+
+// verifiedOnly returns ev without the ANDD and q-gram evidence below its
+// threshold (threshold for ANDD, the evidence's own for q-grams): no
+// evidence for the hand-set confidences either, and what the engine never
+// passes on as evidence.
+func verifiedOnly(ev []Evidence, threshold float64) []Evidence {
+	out := make([]Evidence, 0, len(ev))
+	for _, e := range ev {
+		if e.Family == FamilyANDD && e.Similarity < threshold || e.Family == FamilyQGram && e.Similarity < e.Threshold {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // match is the match probability of the evidence ev, whose measurements

@@ -29,12 +29,6 @@ import (
 // campaign with more is decided on its own (it has plenty).
 const poolLimit = 1024
 
-// reporterStore is a store that lists a campaign's reporters (the Badger
-// store does); without it no reporters are pooled.
-type reporterStore interface {
-	Reporters(ctx context.Context, id store.CampaignID, limit int) ([]store.Reporter, error)
-}
-
 // poolGroup returns the campaigns whose reporters a message that matched
 // best (the verdict's campaign) and others counts: best first, then each
 // other active campaign, by decreasing p, that is a near-duplicate (at
@@ -101,9 +95,9 @@ func nearDuplicates(a, b []andd.Sketch, bar float64) bool {
 // mixture near a spam campaign captured must not count against the spam;
 // so pooling never lowers a verdict. A store error leaves the decision on
 // best's own reporters.
-func (e *Engine) pool(ctx context.Context, best *candidate, matched []*candidate) *candidate {
-	rs, ok := e.st.(reporterStore)
-	if !ok {
+func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidate) *candidate {
+	rs := e.reporters
+	if rs == nil { // the store lists no reporters
 		return best
 	}
 	group := poolGroup(best, matched, e.threshold)

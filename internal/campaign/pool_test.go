@@ -66,7 +66,7 @@ func TestPoolReporters(t *testing.T) {
 				put(a, nil, o.SketchBytes, "r1")
 			}
 			if tt.allowed {
-				if err := f.eng.SetState(f.ctx, a, store.StateAllowed); err != nil {
+				if err := f.eng.Ingester.SetState(f.ctx, a, store.StateAllowed); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -3,74 +3,36 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// The store's campaign types, under the engine's name: the engine's
-// callers (the HTTP API, the command line) read and administer campaigns
-// through the Engine and need not import internal/store. They are aliases,
-// so values pass between the two packages unchanged.
-type (
-	// CampaignID identifies a campaign; IDs are never reused.
-	CampaignID = store.CampaignID
-	// Kind is the kind of a report: KindSpam or KindHam.
-	Kind = store.Kind
-	// State is the administrative state of a campaign.
-	State = store.State
-	// Campaign is the record of one campaign.
-	Campaign = store.Campaign
-	// Query selects campaigns for List: look-back, order and limit.
-	Query = store.Query
-	// DayCount is one day of a campaign's time series.
-	DayCount = store.DayCount
-	// HourCount is one hour of a campaign's hourly series.
-	HourCount = store.HourCount
-	// HourTotal is one hour of the store-wide totals.
-	HourTotal = store.HourTotal
-	// Stats summarizes the store.
-	Stats = store.Stats
-)
+// Reader is the read model of the campaigns: listings, one campaign's
+// record, series and reporters, the "now" view, the false-positive watch
+// and the store's counts, read from the store's indexes and counters (not
+// the Checker's cache), for the HTTP API, the dashboard and the command
+// line. It never writes. It is safe for concurrent use.
+type Reader struct {
+	st        store.Store
+	senders   store.SenderStore    // nil when the store keeps no sender domains
+	reporters store.ReporterLister // nil when the store lists no reporters
+	policy    Policy
+	bags      int // I-Match bags of an exact copy (ExactCopy)
+	now       func() time.Time
+	log       *slog.Logger
+}
 
-// Listing orders of Query.Sort (see store.Query).
-const (
-	SortRecent  = store.SortRecent
-	SortVolume  = store.SortVolume
-	SortReports = store.SortReports
-	SortHour    = store.SortHour
-	SortDay     = store.SortDay
-	SortHam     = store.SortHam
-)
-
-// Listing bounds of Query.Limit.
-const (
-	DefaultListLimit = store.DefaultListLimit
-	MaxListLimit     = store.MaxListLimit
-)
-
-// Report kinds.
-const (
-	KindSpam = store.KindSpam // the reporter says the message is junk
-	KindHam  = store.KindHam  // the reporter says the message is not junk
-)
-
-// Campaign states.
-const (
-	StateActive  = store.StateActive  // acted on according to policy
-	StateAllowed = store.StateAllowed // an administrator said: never act on it
-	StateRevoked = store.StateRevoked // not-spam evidence outweighed spam reports
-)
-
-// ErrNotFound is wrapped by the errors about an unknown campaign (expired,
-// deleted or merged into another); test with errors.Is.
-var ErrNotFound = store.ErrNotFound
+// Policy returns the effective policy (defaults filled in): what
+// ExactCopy and a campaign's reputation are decided with.
+func (r *Reader) Policy() Policy { return r.policy }
 
 // List returns the page of campaigns q selects, read from the store's
 // indexes (not the engine's cache): its cost does not grow with the
 // store.
-func (e *Engine) List(ctx context.Context, q Query) ([]Campaign, error) {
-	cs, err := e.st.List(ctx, q)
+func (r *Reader) List(ctx context.Context, q store.Query) ([]store.Campaign, error) {
+	cs, err := r.st.List(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list campaigns: %w", err)
 	}
@@ -80,8 +42,8 @@ func (e *Engine) List(ctx context.Context, q Query) ([]Campaign, error) {
 // Get returns the current record of campaign id, read from the store (not
 // the engine's cache). An unknown campaign gives an error wrapping
 // ErrNotFound that names it.
-func (e *Engine) Get(ctx context.Context, id CampaignID) (*Campaign, error) {
-	c, err := e.st.Get(ctx, id)
+func (r *Reader) Get(ctx context.Context, id store.CampaignID) (*store.Campaign, error) {
+	c, err := r.st.Get(ctx, id)
 	if err != nil {
 		return nil, err // the store names the campaign
 	}
@@ -89,51 +51,30 @@ func (e *Engine) Get(ctx context.Context, id CampaignID) (*Campaign, error) {
 }
 
 // Timeline returns the daily counts of campaign id, oldest first.
-func (e *Engine) Timeline(ctx context.Context, id CampaignID) ([]DayCount, error) {
-	days, err := e.st.Timeline(ctx, id)
+func (r *Reader) Timeline(ctx context.Context, id store.CampaignID) ([]store.DayCount, error) {
+	days, err := r.st.Timeline(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("campaign %d timeline: %w", id, err)
 	}
 	return days, nil
 }
 
-// Allow marks campaign id allowed (never acted on) or, with allow false,
-// active again, and returns its updated record. An unknown campaign gives
-// an error wrapping ErrNotFound and changes nothing.
-func (e *Engine) Allow(ctx context.Context, id CampaignID, allow bool) (*Campaign, error) {
-	if _, err := e.Get(ctx, id); err != nil {
-		return nil, err
-	}
-	state := StateAllowed
-	if !allow {
-		state = StateActive
-	}
-	if err := e.SetState(ctx, id, state); err != nil {
-		return nil, fmt.Errorf("set state of campaign %d: %w", id, err)
-	}
-	c, err := e.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // ExactCopy is what the policy would do with an exact copy of campaign c
 // (every I-Match bag matched), with its explanation.
-func (e *Engine) ExactCopy(c *Campaign) Decision {
-	ev := make([]Evidence, e.imatch.Options().K+1) // bag 0 is the original lexicon
+func (r *Reader) ExactCopy(c *store.Campaign) Decision {
+	ev := make([]Evidence, r.bags) // bag 0 is the original lexicon
 	for i := range ev {
 		ev[i] = Evidence{Family: FamilyIMatch, Bag: i, Similarity: 1}
 	}
-	return e.policy.Decide(c, ev, 1)
+	return r.policy.Decide(c, ev, 1)
 }
 
 // Series returns campaign id's hourly series over the hours the store
 // keeps (7 days by default), one entry per hour from its first kept hour
 // to the current one (hours without activity are zero), oldest first.
-func (e *Engine) Series(ctx context.Context, id CampaignID) ([]HourCount, error) {
-	now := e.now()
-	hs, err := e.st.Hours(ctx, id, time.Time{})
+func (r *Reader) Series(ctx context.Context, id store.CampaignID) ([]store.HourCount, error) {
+	now := r.now()
+	hs, err := r.st.Hours(ctx, id, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("campaign %d series: %w", id, err)
 	}
@@ -144,10 +85,10 @@ func (e *Engine) Series(ctx context.Context, id CampaignID) ([]HourCount, error)
 }
 
 // Stats returns the store's counts (kept incrementally: a few reads).
-func (e *Engine) Stats(ctx context.Context) (Stats, error) {
-	s, err := e.st.Stats(ctx)
+func (r *Reader) Stats(ctx context.Context) (store.Stats, error) {
+	s, err := r.st.Stats(ctx)
 	if err != nil {
-		return Stats{}, fmt.Errorf("store stats: %w", err)
+		return store.Stats{}, fmt.Errorf("store stats: %w", err)
 	}
 	return s, nil
 }
@@ -166,9 +107,9 @@ type NowQuery struct {
 
 // Ranked is a campaign of the "now" view with its recent hourly series.
 type Ranked struct {
-	Campaign
+	store.Campaign
 	// Series holds one entry per hour of NowQuery.Hours, oldest first.
-	Series []HourCount
+	Series []store.HourCount
 }
 
 // NowView is what is going on: campaigns ranked by recent volume with a
@@ -179,8 +120,8 @@ type NowView struct {
 	Campaigns []Ranked
 	// Totals holds one entry per hour of NowQuery.Hours, oldest first:
 	// messages checked and matched, actions, reports.
-	Totals []HourTotal
-	Stats  Stats
+	Totals []store.HourTotal
+	Stats  store.Stats
 }
 
 // MaxNowHours bounds NowQuery.Hours.
@@ -189,11 +130,11 @@ const MaxNowHours = 168
 // Now returns the "now" view. Every part is read from the store's
 // indexes, series and counters: its cost grows with the page, not with
 // the store.
-func (e *Engine) Now(ctx context.Context, q NowQuery) (NowView, error) {
+func (r *Reader) Now(ctx context.Context, q NowQuery) (NowView, error) {
 	switch q.Sort {
 	case "":
-		q.Sort = SortHour
-	case SortHour, SortDay:
+		q.Sort = store.SortHour
+	case store.SortHour, store.SortDay:
 	default:
 		return NowView{}, fmt.Errorf("now view: unknown sort %q (want hour or day)", q.Sort)
 	}
@@ -201,27 +142,27 @@ func (e *Engine) Now(ctx context.Context, q NowQuery) (NowView, error) {
 		q.Hours = 24
 	}
 	q.Hours = min(q.Hours, MaxNowHours)
-	now := e.now().UTC()
+	now := r.now().UTC()
 	from := now.Truncate(time.Hour).Add(-time.Duration(q.Hours-1) * time.Hour)
 	v := NowView{At: now, Sort: q.Sort}
-	cs, err := e.List(ctx, Query{Sort: q.Sort, Limit: q.Limit, Offset: q.Offset})
+	cs, err := r.List(ctx, store.Query{Sort: q.Sort, Limit: q.Limit, Offset: q.Offset})
 	if err != nil {
 		return NowView{}, fmt.Errorf("now view: %w", err)
 	}
 	v.Campaigns = make([]Ranked, 0, len(cs))
 	for _, c := range cs {
-		hs, err := e.st.Hours(ctx, c.ID, from)
+		hs, err := r.st.Hours(ctx, c.ID, from)
 		if err != nil {
 			continue // deleted or merged since the listing
 		}
 		v.Campaigns = append(v.Campaigns, Ranked{Campaign: c, Series: FillHours(hs, from, now)})
 	}
-	ts, err := e.st.Totals(ctx, from)
+	ts, err := r.st.Totals(ctx, from)
 	if err != nil {
 		return NowView{}, fmt.Errorf("now view: %w", err)
 	}
 	v.Totals = fillTotals(ts, from, now)
-	if v.Stats, err = e.Stats(ctx); err != nil {
+	if v.Stats, err = r.Stats(ctx); err != nil {
 		return NowView{}, fmt.Errorf("now view: %w", err)
 	}
 	return v, nil
@@ -229,12 +170,12 @@ func (e *Engine) Now(ctx context.Context, q NowQuery) (NowView, error) {
 
 // FillHours returns hs (sorted by hour) with one entry for every hour from
 // from's to to's, zero where hs has none.
-func FillHours(hs []HourCount, from, to time.Time) []HourCount {
-	return fill(hs, from, to, func(c HourCount) time.Time { return c.Hour }, func(t time.Time) HourCount { return HourCount{Hour: t} })
+func FillHours(hs []store.HourCount, from, to time.Time) []store.HourCount {
+	return fill(hs, from, to, func(c store.HourCount) time.Time { return c.Hour }, func(t time.Time) store.HourCount { return store.HourCount{Hour: t} })
 }
 
-func fillTotals(ts []HourTotal, from, to time.Time) []HourTotal {
-	return fill(ts, from, to, func(t HourTotal) time.Time { return t.Hour }, func(t time.Time) HourTotal { return HourTotal{Hour: t} })
+func fillTotals(ts []store.HourTotal, from, to time.Time) []store.HourTotal {
+	return fill(ts, from, to, func(t store.HourTotal) time.Time { return t.Hour }, func(t time.Time) store.HourTotal { return store.HourTotal{Hour: t} })
 }
 
 func fill[T any](in []T, from, to time.Time, hour func(T) time.Time, zero func(time.Time) T) []T {

@@ -3,6 +3,7 @@ package campaign
 import (
 	"errors"
 	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"testing"
 	"time"
 )
@@ -10,33 +11,33 @@ import (
 func TestQueryListGetTimeline(t *testing.T) {
 	f := newFixture(t, Options{})
 	// Campaign 0 reported by three reporters, campaign 1 by one, an hour later.
-	var ids [2]CampaignID
+	var ids [2]store.CampaignID
 	for i, r := range []string{"a", "b", "c"} {
-		o := f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r)
+		o := f.report(t, copyOf(t, 0, uint64(i)), store.KindSpam, r)
 		ids[0] = o.Campaign
 	}
 	f.clock.Add(time.Hour)
-	ids[1] = f.report(t, copyOf(t, 1, 9), KindSpam, "d").Campaign
+	ids[1] = f.report(t, copyOf(t, 1, 9), store.KindSpam, "d").Campaign
 	if ids[0] == 0 || ids[1] == 0 || ids[0] == ids[1] {
 		t.Fatalf("campaigns %v", ids)
 	}
 
 	tests := []struct {
 		name string
-		q    Query
-		want []CampaignID
+		q    store.Query
+		want []store.CampaignID
 	}{
-		{"recent first", Query{}, []CampaignID{ids[1], ids[0]}},
-		{"by reports", Query{Sort: "reports"}, []CampaignID{ids[0], ids[1]}},
-		{"limit", Query{Limit: 1}, []CampaignID{ids[1]}},
-		{"since", Query{Since: f.clock.Now().Add(-30 * time.Minute)}, []CampaignID{ids[1]}},
+		{"recent first", store.Query{}, []store.CampaignID{ids[1], ids[0]}},
+		{"by reports", store.Query{Sort: "reports"}, []store.CampaignID{ids[0], ids[1]}},
+		{"limit", store.Query{Limit: 1}, []store.CampaignID{ids[1]}},
+		{"since", store.Query{Since: f.clock.Now().Add(-30 * time.Minute)}, []store.CampaignID{ids[1]}},
 	}
 	for _, tt := range tests {
-		cs, err := f.eng.List(f.ctx, tt.q)
+		cs, err := f.eng.Reader.List(f.ctx, tt.q)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		var got []CampaignID
+		var got []store.CampaignID
 		for _, c := range cs {
 			got = append(got, c.ID)
 		}
@@ -52,39 +53,39 @@ func TestQueryListGetTimeline(t *testing.T) {
 		}
 	}
 
-	c, err := f.eng.Get(f.ctx, ids[0])
-	if err != nil || c.ID != ids[0] || c.SpamReporters != 3 || c.State != StateActive || len(c.Keys) == 0 {
+	c, err := f.eng.Reader.Get(f.ctx, ids[0])
+	if err != nil || c.ID != ids[0] || c.SpamReporters != 3 || c.State != store.StateActive || len(c.Keys) == 0 {
 		t.Fatalf("Get: %+v %v", c, err)
 	}
-	days, err := f.eng.Timeline(f.ctx, ids[0])
+	days, err := f.eng.Reader.Timeline(f.ctx, ids[0])
 	if err != nil || len(days) != 1 || days[0].SpamReports != 3 {
 		t.Errorf("Timeline: %+v %v", days, err)
 	}
-	if _, err := f.eng.Get(f.ctx, 999); !errors.Is(err, ErrNotFound) {
+	if _, err := f.eng.Reader.Get(f.ctx, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get(999): %v, want ErrNotFound", err)
 	}
 }
 
 func TestQueryAllow(t *testing.T) {
 	f := newFixture(t, Options{})
-	var id CampaignID
+	var id store.CampaignID
 	for i, r := range []string{"a", "b", "c", "d", "e"} {
-		id = f.report(t, copyOf(t, 2, uint64(i)), KindSpam, r).Campaign
+		id = f.report(t, copyOf(t, 2, uint64(i)), store.KindSpam, r).Campaign
 	}
 	if v := f.check(t, baseMessage(2)); v.Action == action.Accept || v.Campaign != id {
 		t.Fatalf("before allow: %+v", v)
 	}
 	tests := []struct {
 		allow  bool
-		state  State
+		state  store.State
 		accept bool
 	}{
-		{true, StateAllowed, true},
-		{true, StateAllowed, true}, // idempotent
-		{false, StateActive, false},
+		{true, store.StateAllowed, true},
+		{true, store.StateAllowed, true}, // idempotent
+		{false, store.StateActive, false},
 	}
 	for _, tt := range tests {
-		c, err := f.eng.Allow(f.ctx, id, tt.allow)
+		c, err := f.eng.Ingester.Allow(f.ctx, id, tt.allow)
 		if err != nil || c.ID != id || c.State != tt.state {
 			t.Fatalf("Allow(%v): %+v %v", tt.allow, c, err)
 		}
@@ -93,7 +94,7 @@ func TestQueryAllow(t *testing.T) {
 			t.Errorf("after Allow(%v): %+v", tt.allow, v)
 		}
 	}
-	if _, err := f.eng.Allow(f.ctx, 999, true); !errors.Is(err, ErrNotFound) {
+	if _, err := f.eng.Ingester.Allow(f.ctx, 999, true); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Allow(999): %v, want ErrNotFound", err)
 	}
 }
@@ -102,20 +103,20 @@ func TestQueryExactCopy(t *testing.T) {
 	f := newFixture(t, Options{})
 	var o ReportOutcome
 	for i, r := range []string{"a", "b", "c", "d", "e"} {
-		o = f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r)
+		o = f.report(t, copyOf(t, 0, uint64(i)), store.KindSpam, r)
 	}
-	c, err := f.eng.Get(f.ctx, o.Campaign)
+	c, err := f.eng.Reader.Get(f.ctx, o.Campaign)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An exact copy decides as a checked message matching every bag does.
-	d := f.eng.ExactCopy(c)
+	d := f.eng.Reader.ExactCopy(c)
 	v := f.check(t, baseMessage(0))
 	if d.Action != v.Action || d.Rule == "" {
 		t.Errorf("ExactCopy: %+v; check of the original: %+v", d, v)
 	}
-	one := &Campaign{ID: 1, SpamReports: 1, SpamReporters: 1}
-	if d := f.eng.ExactCopy(one); d.Action >= v.Action {
+	one := &store.Campaign{ID: 1, SpamReports: 1, SpamReporters: 1}
+	if d := f.eng.Reader.ExactCopy(one); d.Action >= v.Action {
 		t.Errorf("ExactCopy of a one-reporter campaign: %+v, want less than %v", d, v.Action)
 	}
 }
@@ -126,11 +127,11 @@ func TestQueryExactCopy(t *testing.T) {
 // with not-spam reports.
 func TestNowSeriesAndWatch(t *testing.T) {
 	f := newFixture(t, Options{})
-	var ids [2]CampaignID
+	var ids [2]store.CampaignID
 	for i, r := range []string{"a", "b", "c"} {
-		ids[0] = f.report(t, copyOf(t, 0, uint64(i)), KindSpam, r).Campaign
+		ids[0] = f.report(t, copyOf(t, 0, uint64(i)), store.KindSpam, r).Campaign
 	}
-	ids[1] = f.report(t, copyOf(t, 1, 9), KindSpam, "d").Campaign
+	ids[1] = f.report(t, copyOf(t, 1, 9), store.KindSpam, "d").Campaign
 	f.clock.Add(30 * time.Minute)
 	for i := range 3 {
 		if v := f.check(t, copyOf(t, 0, uint64(100+i))); v.Campaign != ids[0] {
@@ -142,12 +143,12 @@ func TestNowSeriesAndWatch(t *testing.T) {
 			t.Fatalf("legit %d: %+v", i, v)
 		}
 	}
-	f.report(t, copyOf(t, 1, 10), KindHam, "e")
+	f.report(t, copyOf(t, 1, 10), store.KindHam, "e")
 	if err := f.st.FlushHits(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	v, err := f.eng.Now(f.ctx, NowQuery{})
+	v, err := f.eng.Reader.Now(f.ctx, NowQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,18 +166,18 @@ func TestNowSeriesAndWatch(t *testing.T) {
 	if v.Stats.Campaigns != 2 || v.Stats.Messages != 3 || v.Stats.HamReports != 1 {
 		t.Errorf("stats: %+v", v.Stats)
 	}
-	if _, err := f.eng.Now(f.ctx, NowQuery{Sort: "size"}); err == nil {
+	if _, err := f.eng.Reader.Now(f.ctx, NowQuery{Sort: "size"}); err == nil {
 		t.Error("Now accepted an unknown sort")
 	}
 
-	hs, err := f.eng.Series(f.ctx, ids[0])
+	hs, err := f.eng.Reader.Series(f.ctx, ids[0])
 	if err != nil || len(hs) != 1 || hs[0].Messages != 3 {
 		t.Errorf("Series: %+v %v", hs, err)
 	}
-	if _, err := f.eng.Series(f.ctx, 999999); !errors.Is(err, ErrNotFound) {
+	if _, err := f.eng.Reader.Series(f.ctx, 999999); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Series of a missing campaign: %v", err)
 	}
-	w, err := f.eng.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 10})
+	w, err := f.eng.Reader.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 10})
 	if err != nil || len(w) != 1 || w[0].ID != ids[1] || w[0].HamReporters != 1 {
 		t.Errorf("FalsePositiveWatch: %+v %v", w, err)
 	}

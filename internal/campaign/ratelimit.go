@@ -14,11 +14,11 @@ import (
 // Reports per reporter (docs/SECURITY.md, "What one reporter can do").
 //
 // One reporter's reports are bounded by a token bucket per normalized
-// reporter id (NormalizeReporter), taken in Engine.ReportBatch, where the
+// reporter id (NormalizeReporter), taken in Ingester.ReportBatch, where the
 // API, the report socket, reports by mail and the spool all end: a
 // reporter over its limit gets a *RateLimitError (ErrRateLimited) and
 // nothing of the batch is stored. The daemon sets the limiter
-// (Engine.SetReporterLimiter). Not limited: the command line's own
+// (Ingester.SetReporterLimiter). Not limited: the command line's own
 // reports, the API's administrator (WithoutReporterLimit: the api-token
 // names any reporter anyway, and ingests corpora through a running
 // daemon), and a fleet's replicated events (limited at their origin).
@@ -182,7 +182,7 @@ func WithoutReporterLimit(ctx context.Context) context.Context {
 
 // SetReporterLimiter bounds the reports of each reporter through this
 // engine with l (nil: no bound, the default).
-func (e *Engine) SetReporterLimiter(l *ReporterLimiter) {
+func (e *Ingester) SetReporterLimiter(l *ReporterLimiter) {
 	if l == nil {
 		e.limiter.Store(nil)
 		return
@@ -191,14 +191,15 @@ func (e *Engine) SetReporterLimiter(l *ReporterLimiter) {
 }
 
 // admitReports takes the reports' tokens from the reporter limiter, if
-// any, unless ctx applies a replicated event (limited at its origin).
-// reqs are normalized.
-func (e *Engine) admitReports(ctx context.Context, reqs []ReportRequest) error {
+// any, unless ctx is an administrator's (WithoutReporterLimit). A
+// replicated event's reports are not admitted here (ApplyReports): they
+// were limited at their origin. reqs are normalized.
+func (e *Ingester) admitReports(ctx context.Context, reqs []ReportRequest) error {
 	b := e.limiter.Load()
 	if b == nil || len(reqs) == 0 {
 		return nil
 	}
-	if _, applying := applyingAt(ctx); applying || ctx.Value(unlimitedKey{}) != nil {
+	if ctx.Value(unlimitedKey{}) != nil {
 		return nil
 	}
 	n := make(map[string]int, 1)

@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -16,11 +15,11 @@ import (
 func TestReporterLimit(t *testing.T) {
 	f := newFixture(t, Options{ReporterRealm: "example.org"})
 	lim := NewReporterLimiter(ReporterLimit{PerHour: 3600, Burst: 5}, f.clock.Now)
-	f.eng.SetReporterLimiter(lim)
+	f.eng.Ingester.SetReporterLimiter(lim)
 	spellings := []string{"mallory", "Mallory", "MALLORY", "mallory@example.org", " mallory "}
 	var limited int
 	for i := range 12 {
-		_, err := f.eng.Report(f.ctx, copyOf(t, i%len(campaignTexts), uint64(i+1)), store.KindSpam, spellings[i%len(spellings)])
+		_, err := f.eng.Ingester.Report(f.ctx, copyOf(t, i%len(campaignTexts), uint64(i+1)), store.KindSpam, spellings[i%len(spellings)])
 		var rle *RateLimitError
 		switch {
 		case err == nil && i < 5:
@@ -36,7 +35,7 @@ func TestReporterLimit(t *testing.T) {
 	if limited != 7 {
 		t.Errorf("%d reports limited, want 7", limited)
 	}
-	cs, err := f.eng.List(f.ctx, Query{})
+	cs, err := f.eng.Reader.List(f.ctx, store.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +47,19 @@ func TestReporterLimit(t *testing.T) {
 		t.Errorf("%d reports stored, want 5", reports)
 	}
 	// Another reporter is not held by mallory's bucket.
-	if _, err := f.eng.Report(f.ctx, copyOf(t, 0, 99), store.KindSpam, "alice"); err != nil {
+	if _, err := f.eng.Ingester.Report(f.ctx, copyOf(t, 0, 99), store.KindSpam, "alice"); err != nil {
 		t.Errorf("alice: %v", err)
 	}
 	// A second later mallory has one report again.
 	f.clock.Add(time.Second)
-	if _, err := f.eng.Report(f.ctx, copyOf(t, 1, 99), store.KindSpam, "mallory"); err != nil {
+	if _, err := f.eng.Ingester.Report(f.ctx, copyOf(t, 1, 99), store.KindSpam, "mallory"); err != nil {
 		t.Errorf("mallory a second later: %v", err)
 	}
-	if _, err := f.eng.Report(f.ctx, copyOf(t, 2, 99), store.KindSpam, "mallory"); !errors.Is(err, ErrRateLimited) {
+	if _, err := f.eng.Ingester.Report(f.ctx, copyOf(t, 2, 99), store.KindSpam, "mallory"); !errors.Is(err, ErrRateLimited) {
 		t.Errorf("mallory again: %v, want ErrRateLimited", err)
 	}
 	// The administrator is not limited.
-	if _, err := f.eng.Report(WithoutReporterLimit(f.ctx), copyOf(t, 0, 98), store.KindSpam, "mallory"); err != nil {
+	if _, err := f.eng.Ingester.Report(WithoutReporterLimit(f.ctx), copyOf(t, 0, 98), store.KindSpam, "mallory"); err != nil {
 		t.Errorf("the administrator reporting as mallory: %v", err)
 	}
 	// A batch is admitted whole or not at all.
@@ -70,19 +69,19 @@ func TestReporterLimit(t *testing.T) {
 		{Raw: copyOf(t, 1, 200), Kind: store.KindSpam, Reporter: "mallory"},
 		{Raw: copyOf(t, 2, 200), Kind: store.KindSpam, Reporter: "mallory"},
 	}
-	if outs, err := f.eng.ReportBatch(f.ctx, reqs); !errors.Is(err, ErrRateLimited) || len(outs) != 0 {
+	if outs, err := f.eng.Ingester.ReportBatch(f.ctx, reqs); !errors.Is(err, ErrRateLimited) || len(outs) != 0 {
 		t.Errorf("batch of 3 with 2 tokens: %d outcomes, %v", len(outs), err)
 	}
-	if _, err := f.eng.ReportBatch(f.ctx, reqs[:2]); err != nil {
+	if _, err := f.eng.Ingester.ReportBatch(f.ctx, reqs[:2]); err != nil {
 		t.Errorf("batch of 2 with 2 tokens: %v", err)
 	}
 	// A fleet's replicated report was limited at its origin.
-	ctx := Applying(context.Background(), f.clock.Now())
-	if _, err := f.eng.ReportBatch(ctx, reqs[2:]); err != nil {
+	applied := ApplyOptions{Seq: 1, Time: f.clock.Now()}
+	if _, err := f.eng.Ingester.ApplyReports(f.ctx, applied, reqs[2:]); err != nil {
 		t.Errorf("replicated report: %v", err)
 	}
 	// The command line's stream is not limited.
-	s := f.eng.NewReportStream(f.ctx, StreamOptions{}, func(r StreamResult) {
+	s := f.eng.Ingester.NewReportStream(f.ctx, StreamOptions{}, func(r StreamResult) {
 		if r.Err != nil {
 			t.Errorf("stream report %d: %v", r.Seq, r.Err)
 		}

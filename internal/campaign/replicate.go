@@ -8,12 +8,16 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// Replicator takes the engine's writes in a fleet (internal/fleet): in
-// place of writing the local store, the engine hands reports,
-// administrative changes, expiry and hits to it, and it publishes them as
-// events that every node applies, in stream order, through the engine
-// under a context made by Applying. Checks still read the local store.
-type Replicator interface {
+// Writes in a fleet: the Ingester's write target, chosen when the daemon
+// wires the engine, and the explicit application of the fleet's
+// replicated events to the local store.
+
+// Writer takes the Ingester's writes in place of the local store: a fleet
+// node (internal/fleet) publishes reports, administrative changes and
+// expiry decisions as events on the fleet's stream, which every node
+// applies, in stream order, through its Ingester's Apply methods. Checks
+// still read the local store.
+type Writer interface {
 	// Report publishes reports (or queues them while the stream is
 	// unreachable) and returns their outcomes; Replication says which.
 	Report(ctx context.Context, reqs []ReportRequest) ([]ReportOutcome, error)
@@ -22,9 +26,6 @@ type Replicator interface {
 	// Expire publishes the decision to expire campaigns last seen
 	// before cutoff.
 	Expire(ctx context.Context, cutoff time.Time) error
-	// RecordHit counts a matched message; hits are published as
-	// aggregated deltas.
-	RecordHit(id store.CampaignID, action string, at time.Time)
 }
 
 // Replication values of a ReportOutcome.
@@ -36,80 +37,96 @@ const (
 	Queued = "queued"
 )
 
-type replicatorBox struct{ r Replicator }
+type writerBox struct{ w Writer }
 
-// SetReplicator makes the engine hand its writes to r (nil: write the
-// local store, the standalone default).
-func (e *Engine) SetReplicator(r Replicator) {
-	if r == nil {
-		e.repl.Store(nil)
+// SetWriter makes the ingester hand its writes to w (nil: write the
+// local store, the standalone default). The daemon chooses it when it
+// wires the engine.
+func (e *Ingester) SetWriter(w Writer) {
+	if w == nil {
+		e.writer.Store(nil)
 		return
 	}
-	e.repl.Store(&replicatorBox{r})
+	e.writer.Store(&writerBox{w})
 }
 
-type applyingKey struct{}
-
-// Applying returns a context under which the engine applies a replicated
-// event to the local store instead of handing it to the replicator: at
-// (the event's time) replaces the engine's clock for what is stored.
-// Combine it with store.WithApplied.
-func Applying(ctx context.Context, at time.Time) context.Context {
-	return context.WithValue(ctx, applyingKey{}, at)
+// ApplyOptions name the replicated event an Apply method applies to the
+// local store.
+type ApplyOptions struct {
+	// Seq is the event's stream sequence: the store records it as
+	// applied in the same transactions as the event's changes, and the
+	// campaigns the event creates get ids derived from it
+	// (store.EventStore).
+	Seq uint64
+	// Time is the event's time, stored in place of the engine's clock.
+	Time time.Time
+	// Round is the round of a report event being applied (ApplyReports;
+	// store.Round), whose Seq is the event's; nil for the other events.
+	Round *store.Round
 }
 
-func applyingAt(ctx context.Context) (time.Time, bool) {
-	at, ok := ctx.Value(applyingKey{}).(time.Time)
-	return at, ok
-}
-
-// replicator returns the replicator writes go to under ctx (nil: the
-// local store).
-func (e *Engine) replicator(ctx context.Context) Replicator {
-	b := e.repl.Load()
-	if b == nil {
-		return nil
+// eventStore returns the store as the event of o writes it.
+func (e *Ingester) eventStore(o ApplyOptions) (*store.EventWriter, error) {
+	if e.events == nil {
+		return nil, fmt.Errorf("apply event %d: store %T cannot", o.Seq, e.st)
 	}
-	if _, ok := applyingAt(ctx); ok {
-		return nil
+	if o.Round != nil {
+		return e.events.ForRound(o.Round), nil
 	}
-	return b.r
+	return e.events.ForEvent(o.Seq), nil
 }
 
-// nowFor is the time stored for a write under ctx: the event's when
-// applying one, else the engine's clock.
-func (e *Engine) nowFor(ctx context.Context) time.Time {
-	if at, ok := applyingAt(ctx); ok {
-		return at
+// ApplyReports applies the reports of a replicated report event, one
+// round of it (o.Round: the store commits a prefix of the reports; the
+// caller matches the rest again in the next round). The reports are
+// applied as their origin published them: their reporter ids were
+// normalized and admitted there, and are not here.
+func (e *Ingester) ApplyReports(ctx context.Context, o ApplyOptions, reqs []ReportRequest) ([]ReportOutcome, error) {
+	w, err := e.eventStore(o)
+	if err != nil {
+		return nil, &BatchError{Index: 0, Err: err}
 	}
-	return e.now()
+	return e.write(ctx, target{st: w, batch: w, at: o.Time, round: o.Round}, reqs)
+}
+
+// ApplyState applies a replicated change of a campaign's state.
+func (e *Ingester) ApplyState(ctx context.Context, o ApplyOptions, id store.CampaignID, s store.State) error {
+	w, err := e.eventStore(o)
+	if err != nil {
+		return err
+	}
+	return e.setState(ctx, w, id, s)
+}
+
+// ApplyDelete applies a replicated deletion of a campaign.
+func (e *Ingester) ApplyDelete(ctx context.Context, o ApplyOptions, id store.CampaignID) error {
+	w, err := e.eventStore(o)
+	if err != nil {
+		return err
+	}
+	return e.delete(ctx, w, id)
+}
+
+// ApplyExpiry deletes the campaigns last seen before cutoff (a
+// replicated expiry decision) and returns how many.
+func (e *Ingester) ApplyExpiry(ctx context.Context, o ApplyOptions, cutoff time.Time) (int, error) {
+	w, err := e.eventStore(o)
+	if err != nil {
+		return 0, err
+	}
+	return e.expireBefore(ctx, w, cutoff)
 }
 
 // ApplyHits adds hit deltas counted by the nodes of a fleet to the local
 // store (store.Badger.ApplyHits).
-func (e *Engine) ApplyHits(ctx context.Context, hits []store.HitDelta) error {
-	hs, ok := e.st.(interface {
-		ApplyHits(context.Context, []store.HitDelta) error
-	})
-	if !ok {
-		return fmt.Errorf("apply hits: store %T cannot", e.st)
+func (e *Ingester) ApplyHits(ctx context.Context, o ApplyOptions, hits []store.HitDelta) error {
+	w, err := e.eventStore(o)
+	if err != nil {
+		return fmt.Errorf("apply hits: %w", err)
 	}
-	err := hs.ApplyHits(ctx, hits)
+	err = w.ApplyHits(ctx, hits)
 	for _, h := range hits {
 		e.invalidate(h.Campaign)
 	}
 	return err
-}
-
-// ExpireBefore deletes campaigns last seen before cutoff (a replicated
-// expiry decision).
-func (e *Engine) ExpireBefore(ctx context.Context, cutoff time.Time) (int, error) {
-	n, err := e.st.Expire(ctx, cutoff)
-	if e.cache != nil && n > 0 {
-		e.cache.purge()
-	}
-	if err != nil {
-		return n, fmt.Errorf("expire campaigns: %w", err)
-	}
-	return n, nil
 }

@@ -14,20 +14,13 @@ import (
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
-// reporterLister is the part of a store that lists a campaign's
-// reporters (*store.Badger); stores without it list none.
-type reporterLister interface {
-	Reporters(ctx context.Context, id store.CampaignID, limit int) ([]store.Reporter, error)
-}
-
 // Reporters lists the distinct reporters of campaign id as the store keeps
 // them (hashes of their ids, store.ReporterHash), at most limit (0: all).
-func (e *Engine) Reporters(ctx context.Context, id CampaignID, limit int) ([]store.Reporter, error) {
-	rl, ok := e.st.(reporterLister)
-	if !ok {
+func (r *Reader) Reporters(ctx context.Context, id store.CampaignID, limit int) ([]store.Reporter, error) {
+	if r.reporters == nil {
 		return nil, nil
 	}
-	rs, err := rl.Reporters(ctx, id, limit)
+	rs, err := r.reporters.Reporters(ctx, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("campaign %d: %w", id, err)
 	}
@@ -70,7 +63,7 @@ func CheckReporter(id string) error {
 //     trailing "@" + realm is removed: "Mallory@Example.ORG" and
 //     "mallory" are both "mallory".
 //
-// Every report passes through it once, in Engine.ReportBatch or
+// Every report passes through it once, in Ingester.ReportBatch or
 // ReportStream.Add (the API, the report socket, reports by mail, the
 // spool and the command line all end there); a replicated report is
 // applied as its origin normalized it. It is idempotent. The empty id
@@ -91,7 +84,7 @@ func NormalizeReporter(id, realm string) string {
 
 // ReporterID is NormalizeReporter with the engine's realm: the id under
 // which a report by id is counted (and whose hash the store keeps).
-func (e *Engine) ReporterID(id string) string { return NormalizeReporter(id, e.opts.ReporterRealm) }
+func (e *Ingester) ReporterID(id string) string { return NormalizeReporter(id, e.opts.ReporterRealm) }
 
 // normalizeRealm is a realm in the form NormalizeReporter compares: trimmed,
 // lower case, without a leading "@".
@@ -100,13 +93,10 @@ func normalizeRealm(realm string) string {
 }
 
 // normalizeReports returns reqs with their reporter ids normalized (a
-// copy when one changes), unless ctx applies a replicated event (its ids
-// are the origin's, already normalized: a node must store what the others
-// store whatever its own realm).
-func (e *Engine) normalizeReports(ctx context.Context, reqs []ReportRequest) []ReportRequest {
-	if _, applying := applyingAt(ctx); applying {
-		return reqs
-	}
+// copy when one changes). A replicated event's reports are not
+// (ApplyReports): their ids are the origin's, already normalized, and a
+// node must store what the others store whatever its own realm.
+func (e *Ingester) normalizeReports(reqs []ReportRequest) []ReportRequest {
 	var out []ReportRequest
 	for i, r := range reqs {
 		n := NormalizeReporter(r.Reporter, e.opts.ReporterRealm)

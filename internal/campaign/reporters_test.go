@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ func TestReporterSpellingsCountOnce(t *testing.T) {
 	t.Run("ReportStream", func(t *testing.T) {
 		f := newFixture(t, Options{ReporterRealm: "example.org"})
 		var id store.CampaignID
-		s := f.eng.NewReportStream(f.ctx, StreamOptions{Batch: 2}, func(r StreamResult) {
+		s := f.eng.Ingester.NewReportStream(f.ctx, StreamOptions{Batch: 2}, func(r StreamResult) {
 			if r.Err != nil {
 				t.Errorf("report %d: %v", r.Seq, r.Err)
 			}
@@ -86,8 +85,8 @@ func TestReporterSpellingsCountOnce(t *testing.T) {
 	})
 	t.Run("replicated", func(t *testing.T) {
 		f := newFixture(t, Options{ReporterRealm: "example.org"})
-		ctx := Applying(context.Background(), time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-		outs, err := f.eng.ReportBatch(ctx, []ReportRequest{{Raw: copyOf(t, 0, 1), Kind: store.KindSpam, Reporter: "Mallory@example.org"}})
+		applied := ApplyOptions{Seq: 1, Time: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+		outs, err := f.eng.Ingester.ApplyReports(f.ctx, applied, []ReportRequest{{Raw: copyOf(t, 0, 1), Kind: store.KindSpam, Reporter: "Mallory@example.org"}})
 		if err != nil {
 			t.Fatal(err)
 		}

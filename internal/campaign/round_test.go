@@ -33,13 +33,13 @@ func applyEvent(ctx context.Context, e *Engine, seq uint64, p store.Progress, re
 		p = store.Progress{Seq: seq, Partial: true}
 	}
 	r := &store.Round{Progress: p, Total: len(reqs)}
-	ctx = Applying(store.WithRound(ctx, r), time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	o := ApplyOptions{Seq: seq, Time: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), Round: r}
 	for step, rounds := r.Step, 0; step < len(reqs); rounds++ {
 		if rounds > 10*len(reqs) {
 			return errors.New("no progress")
 		}
 		r.Step = step
-		got, err := e.ReportBatch(ctx, reqs[step:])
+		got, err := e.Ingester.ApplyReports(ctx, o, reqs[step:])
 		step += len(got)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
@@ -67,7 +67,7 @@ func TestReportEventResumes(t *testing.T) {
 		}
 	}
 	ev := newFixture(t, Options{})
-	evs, err := ev.eng.Evidence(ev.ctx, reqs)
+	evs, err := ev.eng.Ingester.Evidence(ev.ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ type HamSender struct {
 
 // Watched is a campaign of the false-positive watch and why it is there.
 type Watched struct {
-	Campaign
+	store.Campaign
 	// HamSenders are the campaign's sender domains that also send ham
 	// (WatchOptions), most ham first.
 	HamSenders []HamSender
@@ -118,13 +118,13 @@ func (w *Watched) Reasons() []string {
 // those that received not-spam reports (most distinct not-spam reporters
 // first), each with its reasons. The sender statistics are this node's
 // (store.SenderStore); a store without them gives the second list only.
-func (e *Engine) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watched, error) {
+func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watched, error) {
 	o = o.withDefaults()
 	limit := o.Limit
-	if limit <= 0 || limit > MaxListLimit {
-		limit = DefaultListLimit
+	if limit <= 0 || limit > store.MaxListLimit {
+		limit = store.DefaultListLimit
 	}
-	flagged, err := e.hamSenderCampaigns(ctx, o)
+	flagged, err := r.hamSenderCampaigns(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -137,13 +137,13 @@ func (e *Engine) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watc
 		offset -= len(flagged)
 	}
 	if len(out) < limit {
-		cs, err := e.List(ctx, Query{Sort: SortHam, Limit: limit - len(out), Offset: offset})
+		cs, err := r.List(ctx, store.Query{Sort: store.SortHam, Limit: limit - len(out), Offset: offset})
 		if err != nil {
 			return nil, err
 		}
 		for i := range cs {
 			w := Watched{Campaign: cs[i]}
-			if w.HamSenders, err = e.campaignHamSenders(ctx, w.ID, o); err != nil {
+			if w.HamSenders, err = r.campaignHamSenders(ctx, w.ID, o); err != nil {
 				return nil, err
 			}
 			out = append(out, w)
@@ -155,14 +155,14 @@ func (e *Engine) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watc
 // hamSenderCampaigns lists the campaigns without not-spam reports that
 // have a sender that also sends ham (those with not-spam reports are in
 // the second list): bounded by o.Senders × o.PerSender.
-func (e *Engine) hamSenderCampaigns(ctx context.Context, o WatchOptions) ([]Watched, error) {
-	if e.senders == nil {
+func (r *Reader) hamSenderCampaigns(ctx context.Context, o WatchOptions) ([]Watched, error) {
+	if r.senders == nil {
 		return nil, nil
 	}
-	seen := map[CampaignID]bool{}
+	seen := map[store.CampaignID]bool{}
 	var out []Watched
-	for _, hs := range e.senders.HamSenders(o.Senders, o.MinHamMessages) {
-		ids, err := e.senders.SenderCampaigns(ctx, hs.Domain, o.PerSender)
+	for _, hs := range r.senders.HamSenders(o.Senders, o.MinHamMessages) {
+		ids, err := r.senders.SenderCampaigns(ctx, hs.Domain, o.PerSender)
 		if err != nil {
 			return nil, err
 		}
@@ -171,14 +171,14 @@ func (e *Engine) hamSenderCampaigns(ctx context.Context, o WatchOptions) ([]Watc
 				continue
 			}
 			seen[id] = true
-			senders, err := e.campaignHamSenders(ctx, id, o)
+			senders, err := r.campaignHamSenders(ctx, id, o)
 			if err != nil {
 				return nil, err
 			}
 			if len(senders) == 0 {
 				continue
 			}
-			c, err := e.st.Record(ctx, id)
+			c, err := r.st.Record(ctx, id)
 			if err != nil {
 				continue // deleted meanwhile
 			}
@@ -199,19 +199,19 @@ func (e *Engine) hamSenderCampaigns(ctx context.Context, o WatchOptions) ([]Watc
 
 // campaignHamSenders returns the sender domains of campaign id that also
 // send ham, most ham first.
-func (e *Engine) campaignHamSenders(ctx context.Context, id CampaignID, o WatchOptions) ([]HamSender, error) {
-	if e.senders == nil {
+func (r *Reader) campaignHamSenders(ctx context.Context, id store.CampaignID, o WatchOptions) ([]HamSender, error) {
+	if r.senders == nil {
 		return nil, nil
 	}
-	ss, err := e.senders.CampaignSenders(ctx, id)
+	ss, err := r.senders.CampaignSenders(ctx, id)
 	if err != nil {
 		// A malformed list hides the campaign's senders, not the watch.
-		e.log.Warn("false-positive watch: senders", "campaign", id, "err", err)
+		r.log.Warn("false-positive watch: senders", "campaign", id, "err", err)
 		return nil, nil
 	}
 	var out []HamSender
 	for _, s := range ss {
-		ham := e.senders.HamMessages(s.Domain)
+		ham := r.senders.HamMessages(s.Domain)
 		if ham >= o.MinHamMessages && float64(ham) >= o.HamRatio*float64(s.Messages) {
 			out = append(out, HamSender{Domain: s.Domain, Copies: s.Messages, Ham: ham})
 		}

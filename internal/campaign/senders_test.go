@@ -56,7 +56,7 @@ func TestFalsePositiveWatchSenders(t *testing.T) {
 	if _, err := f.st.StateHash(f.ctx); err != nil { // flushes the buffered counts
 		t.Fatal(err)
 	}
-	w, err := f.eng.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 10})
+	w, err := f.eng.Reader.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +73,10 @@ func TestFalsePositiveWatchSenders(t *testing.T) {
 		t.Errorf("reasons of the not-spam campaign: %q", r)
 	}
 	// Paging runs over both lists; a higher bar leaves the shop out.
-	if p, err := f.eng.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 1, Offset: 1}); err != nil || len(p) != 1 || p[0].ID != b.Campaign {
+	if p, err := f.eng.Reader.FalsePositiveWatch(f.ctx, WatchOptions{Limit: 1, Offset: 1}); err != nil || len(p) != 1 || p[0].ID != b.Campaign {
 		t.Errorf("second page: %+v %v", p, err)
 	}
-	if p, err := f.eng.FalsePositiveWatch(f.ctx, WatchOptions{MinHamMessages: 31}); err != nil || len(p) != 1 || p[0].ID != b.Campaign {
+	if p, err := f.eng.Reader.FalsePositiveWatch(f.ctx, WatchOptions{MinHamMessages: 31}); err != nil || len(p) != 1 || p[0].ID != b.Campaign {
 		t.Errorf("MinHamMessages 31: %+v %v", p, err)
 	}
 }

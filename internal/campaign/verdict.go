@@ -47,6 +47,10 @@ type Verdict struct {
 	// Deferred is set when the MTA defers (4xx) what the verdict rejects
 	// (CheckOptions.DeferRejects); Action stays Reject.
 	Deferred bool `json:"deferred,omitempty"`
+	// Provisional: the verdict comes from reports this host took while
+	// its fleet's stream was unreachable, not yet in the store (no
+	// campaign is named; SetProvisional).
+	Provisional bool `json:"provisional,omitempty"`
 }
 
 // Cap is a lowering of a verdict's action by the caller's limit.

@@ -40,6 +40,7 @@ type Config struct {
 	Log        Log        `yaml:"log"`
 	Reports    Reports    `yaml:"reports"`
 	Fleet      Fleet      `yaml:"fleet"`
+	Zap        Zap        `yaml:"zap"`
 }
 
 // Reports configures junk reports sent by mail through the milter:
@@ -394,6 +395,7 @@ func Default() *Config {
 		Policy: campaign.DefaultPolicy(),
 		Log:    Log{Format: "text", Level: "info"},
 		Fleet:  defaultFleet(),
+		Zap:    DefaultZap(),
 		Reports: Reports{
 			SpamAddresses:  []string{},
 			HamAddresses:   []string{},
@@ -799,6 +801,7 @@ func (c *Config) Validate() error {
 	add(oneOf("log.format", c.Log.Format, "text", "json"))
 	add(oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"))
 	add(c.Fleet.validate())
+	add(c.Zap.validate())
 	return errors.Join(errs...)
 }
 

@@ -2,6 +2,8 @@ package config
 
 import (
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,53 @@ type Fleet struct {
 	// decisions, which would delete campaigns on every node by a wrong
 	// clock, and dates its events by the others' clocks. Default 1m.
 	MaxClockOffset Duration `yaml:"max_clock_offset"`
+	// Nodes are the fleet's nodes and their public nkeys: every event is
+	// signed by its node's key and applied only when it verifies against
+	// this list (docs/FLEET.md, Security). Required; the same list on
+	// every node. With embedded.enabled each key is also a user of the
+	// embedded server, allowed what a node needs and no more.
+	Nodes []FleetNode `yaml:"nodes"`
+	// SigningSeed is the file of this node's nkey seed, which signs its
+	// events and snapshots. Default: nats.nkey_seed.
+	SigningSeed string `yaml:"signing_seed"`
+	// AcceptUnsigned accepts, during a rolling upgrade from a build that
+	// did not sign, the unsigned events of the nodes it names that the
+	// stream stored before until. Default: none.
+	AcceptUnsigned FleetUnsigned `yaml:"accept_unsigned"`
+}
+
+// FleetNode is one node of the fleet (fleet.nodes).
+type FleetNode struct {
+	// Name is the node's fleet.node.
+	Name string `yaml:"name"`
+	// Key is its public nkey (U…; `nddmilter fleet nkey --public SEED`).
+	Key string `yaml:"key"`
+	// Snapshots: the node stores the fleet's snapshots and purges the
+	// stream after them; a new node restores only a snapshot signed by
+	// such a node. At least one node should have it.
+	Snapshots bool `yaml:"snapshots"`
+}
+
+// FleetUnsigned is fleet.accept_unsigned, the upgrade window.
+type FleetUnsigned struct {
+	Nodes []string `yaml:"nodes"`
+	// Until is an RFC 3339 time, e.g. 2026-12-01T00:00:00Z.
+	Until string `yaml:"until"`
+}
+
+// End is Until as a time (zero when empty or invalid: validate refuses
+// the latter).
+func (u FleetUnsigned) End() time.Time {
+	t, _ := time.Parse(time.RFC3339, u.Until)
+	return t
+}
+
+// Signing is the seed file that signs this node's events.
+func (f Fleet) Signing() string {
+	if f.SigningSeed != "" {
+		return f.SigningSeed
+	}
+	return f.NATS.NkeySeed
 }
 
 // FleetNATS is the node's connection to the fleet's NATS servers.
@@ -71,6 +120,8 @@ func defaultFleet() Fleet {
 		SnapshotEvery:  Duration(time.Hour),
 		MaxClockOffset: Duration(time.Minute),
 		NATS:           FleetNATS{URLs: []string{}},
+		Nodes:          []FleetNode{},
+		AcceptUnsigned: FleetUnsigned{Nodes: []string{}},
 		Embedded: FleetEmbedded{
 			Routes:              []string{},
 			FleetServerSecurity: FleetServerSecurity{Users: []FleetUser{}},
@@ -105,6 +156,9 @@ func (f Fleet) validate() error {
 	if f.MaxClockOffset < Duration(time.Second) {
 		return bad("fleet.max_clock_offset", "%s is too short: must be at least 1s (NTP keeps hosts within milliseconds)", f.MaxClockOffset)
 	}
+	if err := f.validateNodes(); err != nil {
+		return err
+	}
 	if len(f.NATS.URLs) == 0 && !f.Embedded.Enabled {
 		return bad("fleet.nats.urls", "no NATS server: list the cluster's URLs, or enable fleet.embedded")
 	}
@@ -127,6 +181,15 @@ func (f Fleet) validate() error {
 		if err := f.Embedded.Validate("fleet.embedded"); err != nil {
 			return err
 		}
+		// With nats.urls empty the node connects to its own server, over
+		// TLS when that server has it: without a CA it cannot verify the
+		// server's certificate and never connects.
+		if len(f.NATS.URLs) == 0 && f.Embedded.TLS.Cert != "" && f.NATS.TLS.CA == "" {
+			return bad("fleet.nats.tls.ca", "empty while fleet.embedded.tls serves TLS: the node connects to its own server over TLS and needs the CA that signed its certificate")
+		}
+		if len(f.NATS.URLs) == 0 && f.Embedded.TLS.Verify && (f.NATS.TLS.Cert == "" || f.NATS.TLS.Key == "") {
+			return bad("fleet.nats.tls.cert", "empty while fleet.embedded.tls.verify requires client certificates: the node connecting to its own server needs cert and key")
+		}
 		single := f.Embedded.ClusterListen == "-"
 		if !single && len(f.Embedded.Routes) == 0 {
 			// The server refuses to start JetStream in a cluster of none.
@@ -134,6 +197,46 @@ func (f Fleet) validate() error {
 		}
 		if single && f.Replicas > 1 {
 			return bad("fleet.replicas", "%d replicas need a cluster of as many servers: a single embedded server (cluster_listen: \"-\") takes replicas: 1", f.Replicas)
+		}
+	}
+	return nil
+}
+
+// validateNodes checks fleet.nodes, the signing key and the upgrade
+// window.
+func (f Fleet) validateNodes() error {
+	if len(f.Nodes) == 0 {
+		return bad("fleet.nodes", "empty: list every node's name and public key (nddmilter fleet init prints this node's entry); events are applied only when signed by a listed node")
+	}
+	names, keys := map[string]bool{}, map[string]bool{}
+	for i, n := range f.Nodes {
+		k := "fleet.nodes[" + strconv.Itoa(i) + "]"
+		switch {
+		case n.Name == "" || strings.ContainsAny(n.Name, " \t\r\n.*>"):
+			return bad(k+".name", "%q is not a node name", n.Name)
+		case !natsd.ValidUserKey(n.Key):
+			return bad(k+".key", "%q is not a public user nkey (it starts with U; `nddmilter fleet nkey --public SEED` prints it)", n.Key)
+		case names[n.Name]:
+			return bad(k+".name", "node %s is listed twice", n.Name)
+		case keys[n.Key]:
+			return bad(k+".key", "this key is listed twice: each node has its own")
+		}
+		names[n.Name], keys[n.Key] = true, true
+	}
+	if f.Signing() == "" {
+		return bad("fleet.signing_seed", "no signing key: set fleet.nats.nkey_seed (or signing_seed when the node authenticates otherwise); nddmilter fleet init makes one")
+	}
+	if u := f.AcceptUnsigned; len(u.Nodes) > 0 || u.Until != "" {
+		if len(u.Nodes) == 0 || u.Until == "" {
+			return bad("fleet.accept_unsigned", "nodes and until go together (the older builds' nodes, and when the upgrade ends)")
+		}
+		if _, err := time.Parse(time.RFC3339, u.Until); err != nil {
+			return bad("fleet.accept_unsigned.until", "%q: want an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", u.Until)
+		}
+		for _, n := range u.Nodes {
+			if !names[n] {
+				return bad("fleet.accept_unsigned.nodes", "%s is not in fleet.nodes", n)
+			}
 		}
 	}
 	return nil
@@ -165,6 +268,15 @@ func (f Fleet) Server(storeDir string) natsd.Options {
 		Name: f.Node, Listen: e.Listen, ClusterListen: e.ClusterListen, ClusterName: e.ClusterName,
 		Routes: e.Routes, Dir: dir, Stream: f.Stream,
 	}
+	// The fleet's nodes are the server's node users, each allowed what
+	// its node needs (natsd.Permissions); an embedded.users entry with
+	// one of their keys is left out.
+	nodeKeys := map[string]bool{}
+	for _, n := range f.Nodes {
+		o.Users = append(o.Users, natsd.User{Nkey: n.Key, Role: natsd.RoleNode, Node: n.Name, Snapshots: n.Snapshots})
+		nodeKeys[n.Key] = true
+	}
+	e.Users = slices.DeleteFunc(slices.Clone(e.Users), func(u FleetUser) bool { return u.Nkey != "" && nodeKeys[u.Nkey] })
 	e.NatsdServer(&o)
 	return o
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net"
+	"net/url"
 	"strconv"
 
 	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
@@ -34,14 +36,14 @@ type FleetUser struct {
 	Nkey         string `yaml:"nkey"`
 	User         string `yaml:"user"`
 	PasswordFile string `yaml:"password_file"`
-	// Role: node (default; publishes events) or read (reads the stream,
-	// cannot publish).
+	// Role: node (default; publishes events; the keys of fleet.nodes are
+	// node users by themselves, with narrower permissions), read (reads
+	// the stream, cannot publish) or admin (anything: repairs).
 	Role string `yaml:"role"`
 }
 
 // FleetServerSecurity are fleet.embedded's security keys: who may connect
-// and how connections are protected. With no users the embedded server
-// listens on loopback only (natsd refuses otherwise).
+// (besides the keys of fleet.nodes) and how connections are protected.
 type FleetServerSecurity struct {
 	Users []FleetUser `yaml:"users"`
 	// TLS of client connections, ClusterTLS of routes (mutual TLS: ca,
@@ -55,9 +57,10 @@ type FleetServerSecurity struct {
 	// MaxStoreBytes bounds JetStream's disk use; 0: the server's default
 	// (a share of the free disk).
 	MaxStoreBytes int64 `yaml:"max_store_bytes"`
-	// MaxPayloadBytes bounds one NATS message, so one report event: a
-	// report's message travels in it (base64, a third larger). 0: the
-	// server's default, 1 MiB. At most 64 MiB.
+	// MaxPayloadBytes bounds one NATS message, so one event: a report
+	// event holds its reports' evidence (a few KB each, never the
+	// messages), batched up to this bound. 0: the server's default, 1 MiB.
+	// At most 64 MiB.
 	MaxPayloadBytes int64 `yaml:"max_payload_bytes"`
 }
 
@@ -79,7 +82,7 @@ func (s FleetServerSecurity) Validate(prefix string) error {
 		case u.Nkey != "" && u.PasswordFile != "":
 			return bad(k+".password_file", "an nkey user has no password")
 		}
-		if err := oneOf(k+".role", u.Role, "", string(natsd.RoleNode), string(natsd.RoleRead)); err != nil {
+		if err := oneOf(k+".role", u.Role, "", string(natsd.RoleNode), string(natsd.RoleRead), string(natsd.RoleAdmin)); err != nil {
 			return err
 		}
 	}
@@ -134,4 +137,59 @@ func (s FleetServerSecurity) NatsdServer(o *natsd.Options) {
 	o.ClusterUser, o.ClusterPasswordFile = s.ClusterUser, s.ClusterPasswordFile
 	o.MaxStore = s.MaxStoreBytes
 	o.MaxPayload = int32(s.MaxPayloadBytes)
+}
+
+// PlaintextWarnings name the fleet's connections that would travel in
+// plain text beyond loopback: the embedded server's client listener
+// without tls, its route listener without cluster_tls (a route user and
+// password authenticates but does not encrypt), and server URLs of
+// fleet.nats without TLS. The events (reports' evidence, reporter
+// hashes), statuses and credentials of password users cross the network
+// on them. None for a disabled fleet. `config check`, `fleet check` and
+// the daemon at start print them.
+func (f Fleet) PlaintextWarnings() []string {
+	if !f.Enabled {
+		return nil
+	}
+	var ws []string
+	if e := f.Embedded; e.Enabled {
+		if h := listenHost(e.Listen, natsd.DefaultListen); !loopbackHost(h) && e.TLS.Cert == "" {
+			ws = append(ws, "fleet.embedded.listen "+e.Listen+" is not loopback and has no tls: the fleet's events and statuses travel in plain text (set fleet.embedded.tls)")
+		}
+		if e.ClusterListen != "-" {
+			if h := listenHost(e.ClusterListen, natsd.DefaultClusterListen); !loopbackHost(h) && e.ClusterTLS.Cert == "" {
+				ws = append(ws, "fleet.embedded.cluster_listen "+e.ClusterListen+" is not loopback and has no cluster_tls: the stream is replicated in plain text (set fleet.embedded.cluster_tls)")
+			}
+		}
+	}
+	tlsClient := f.NATS.TLS != (FleetTLS{})
+	for _, u := range f.NATS.URLs {
+		p, err := url.Parse(u)
+		if err != nil || p.Scheme == "tls" || p.Scheme == "wss" || tlsClient || loopbackHost(p.Hostname()) {
+			continue
+		}
+		ws = append(ws, "fleet.nats.urls "+u+" is not loopback and not TLS: this node's events and credentials travel in plain text (use tls:// and fleet.nats.tls)")
+	}
+	return ws
+}
+
+func listenHost(addr, def string) string {
+	if addr == "" {
+		addr = def
+	}
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+// loopbackHost: a loopback address or localhost ("" and 0.0.0.0 listen
+// everywhere).
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

@@ -28,7 +28,8 @@ func TestFleetServerSecurityValidate(t *testing.T) {
 		{"neither", FleetServerSecurity{Users: []FleetUser{{Role: "node"}}}, "fleet.embedded.users[0]"},
 		{"seed not public key", FleetServerSecurity{Users: []FleetUser{{Nkey: "SUAM"}}}, "fleet.embedded.users[0].nkey"},
 		{"no password", FleetServerSecurity{Users: []FleetUser{{Nkey: pub}, {User: "a"}}}, "fleet.embedded.users[1].password_file"},
-		{"bad role", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "admin"}}}, "fleet.embedded.users[0].role"},
+		{"bad role", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "root"}}}, "fleet.embedded.users[0].role"},
+		{"admin", FleetServerSecurity{Users: []FleetUser{{Nkey: pub, Role: "admin"}}}, ""},
 		{"tls without key", FleetServerSecurity{TLS: FleetTLS{Cert: "c"}}, "fleet.embedded.tls"},
 		{"tls verify without ca", FleetServerSecurity{TLS: FleetTLS{Cert: "c", Key: "k", Verify: true}}, "fleet.embedded.tls.verify"},
 		{"cluster tls without ca", FleetServerSecurity{ClusterTLS: FleetTLS{Cert: "c", Key: "k"}}, "fleet.embedded.cluster_tls"},
@@ -73,11 +74,58 @@ func TestFleetExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.Fleet
-	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 4 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
+	if !f.Enabled || !f.Embedded.Enabled || len(f.Embedded.Users) != 1 || len(f.Nodes) != 3 || len(f.Embedded.Routes) != 3 || f.Node != "mx1" {
 		t.Errorf("fleet section: %+v", f)
 	}
 	o := f.Server(c.Store.Dir)
-	if len(o.Users) != 4 || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
+	if len(o.Users) != 4 || o.Users[0].Node != "mx1" || !o.Users[0].Snapshots || o.Users[1].Snapshots || o.Users[3].Role != natsd.RoleRead || !o.TLS.Verify || o.ClusterTLS.CA == "" {
 		t.Errorf("embedded server options: %+v", o)
+	}
+}
+
+// TestPlaintextWarnings: listeners and server URLs beyond loopback
+// without TLS are named; loopback and TLS ones are not.
+func TestPlaintextWarnings(t *testing.T) {
+	tls := FleetTLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}
+	emb := func(listen, cluster string, t, ct FleetTLS) Fleet {
+		f := defaultFleet()
+		f.Enabled, f.Embedded.Enabled = true, true
+		f.Embedded.Listen, f.Embedded.ClusterListen, f.Embedded.TLS, f.Embedded.ClusterTLS = listen, cluster, t, ct
+		return f
+	}
+	ext := func(tl FleetTLS, urls ...string) Fleet {
+		f := defaultFleet()
+		f.Enabled, f.NATS.URLs, f.NATS.TLS = true, urls, tl
+		return f
+	}
+	off := emb("0.0.0.0:4222", "0.0.0.0:6222", FleetTLS{}, FleetTLS{})
+	off.Enabled = false
+	for _, tc := range []struct {
+		name string
+		f    Fleet
+		want []string // substrings, one per warning
+	}{
+		{"defaults on loopback", emb("", "", FleetTLS{}, FleetTLS{}), nil},
+		{"loopback", emb("127.0.0.1:4222", "[::1]:6222", FleetTLS{}, FleetTLS{}), nil},
+		{"open listeners", emb("192.0.2.1:4222", "192.0.2.1:6222", FleetTLS{}, FleetTLS{}), []string{"fleet.embedded.listen 192.0.2.1:4222", "fleet.embedded.cluster_listen 192.0.2.1:6222"}},
+		{"all interfaces", emb(":4222", "-", FleetTLS{}, FleetTLS{}), []string{"fleet.embedded.listen :4222"}},
+		{"tls", emb("192.0.2.1:4222", "192.0.2.1:6222", tls, tls), nil},
+		{"client tls only", emb("192.0.2.1:4222", "192.0.2.1:6222", tls, FleetTLS{}), []string{"cluster_listen"}},
+		{"plain url", ext(FleetTLS{}, "nats://nats1.example.net:4222", "nats://127.0.0.1:4222"), []string{"nats://nats1.example.net:4222"}},
+		{"tls url", ext(FleetTLS{}, "tls://nats1.example.net:4222"), nil},
+		{"url with client tls", ext(FleetTLS{CA: "ca.pem"}, "nats://nats1.example.net:4222"), nil},
+		{"disabled", off, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := tc.f.PlaintextWarnings()
+			if len(ws) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d", ws, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(ws[i], w) {
+					t.Errorf("warning %q lacks %q", ws[i], w)
+				}
+			}
+		})
 	}
 }

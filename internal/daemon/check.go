@@ -34,14 +34,14 @@ func CheckConfig(cfg *config.Config) (Versions, error) {
 	if err != nil {
 		return Versions{}, err
 	}
-	if _, err := milter.New(eng, milterOptions(cfg, log, nil)); err != nil {
+	if _, err := milter.New(newMilterEngine(eng), milterOptions(cfg, log, nil)); err != nil {
 		return Versions{}, fmt.Errorf("milter: %w", err)
 	}
 	if _, err := cfg.HTTP.ReadToken(); err != nil {
 		return Versions{}, err
 	}
 	if cfg.API.Socket != "" {
-		if _, err := newSocketHandler(cfg, eng, log); err != nil {
+		if _, err := newSocketHandler(cfg, eng.Ingester, log); err != nil {
 			return Versions{}, err
 		}
 	}

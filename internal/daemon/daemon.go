@@ -24,6 +24,8 @@ import (
 	"github.com/nddmilter/nddmilter/internal/dashboard"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/milter"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Options configure Run. The zero value runs the embedded default
@@ -115,6 +117,33 @@ func milterOptions(cfg *config.Config, log *slog.Logger, met *metrics.Metrics) m
 	return o
 }
 
+// milterEngine is what the milter calls: the engine's Checker, and its
+// Ingester for the reports sent by mail (milter.Reporter).
+type milterEngine struct {
+	check  *campaign.Checker
+	ingest *campaign.Ingester
+}
+
+func newMilterEngine(eng *campaign.Engine) milterEngine {
+	return milterEngine{check: eng.Checker, ingest: eng.Ingester}
+}
+
+// CheckWith is the Checker's (milter.Checker).
+func (m milterEngine) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
+	return m.check.CheckWith(ctx, raw, o)
+}
+
+// CheckEvidence is the Checker's (milter.EvidenceChecker: the delivery
+// ledger of zero-hour purge).
+func (m milterEngine) CheckEvidence(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, *pipeline.Message, error) {
+	return m.check.CheckEvidence(ctx, raw, o)
+}
+
+// ReportAttached is the Ingester's (milter.Reporter).
+func (m milterEngine) ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, max int) (campaign.MailReport, error) {
+	return m.ingest.ReportAttached(ctx, raw, kind, reporter, max)
+}
+
 // tagThreshold is the campaign-spam probability above which the policy
 // acts (the upper end of its accept range), X-Spam-Status's required=.
 func tagThreshold(cfg *config.Config) float64 {
@@ -178,7 +207,7 @@ type apiFleet struct {
 	removeServer api.FleetRemoveServerFunc
 }
 
-func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fl apiFleet) (http.Handler, error) {
+func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, log *slog.Logger, met *metrics.Metrics, fl apiFleet, purges api.Purges) (http.Handler, error) {
 	tok, generated, err := ResolveAPIToken(cfg, true)
 	if err != nil {
 		return nil, err
@@ -193,7 +222,7 @@ func newAPIHandler(cfg *config.Config, eng *campaign.Engine, st api.Maintainer, 
 	}
 	return api.NewHandler(eng, api.Options{Token: tok, Tokens: tokens, MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 		RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight, Metrics: met, Store: st,
-		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer}), nil
+		FleetStatus: fl.status, FleetForget: fl.forget, FleetRemoveServer: fl.removeServer, Purges: purges}), nil
 }
 
 // scopedTokens reads the tokens of http.tokens; their secrets must differ
@@ -257,7 +286,7 @@ func dashboardCredentials(cfg *config.Config) ([]dashboard.Credential, error) {
 
 // newDashboard builds the dashboard over eng (nil when it is disabled);
 // fleet, when not nil, shows the fleet's nodes on the now page.
-func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.FleetStatus, log *slog.Logger) (*dashboard.Handler, error) {
+func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.FleetStatus, purges dashboard.Purges, log *slog.Logger) (*dashboard.Handler, error) {
 	if !cfg.HTTP.Dashboard.Enabled {
 		return nil, nil
 	}
@@ -265,7 +294,7 @@ func newDashboard(cfg *config.Config, eng *campaign.Engine, fleet dashboard.Flee
 	if err != nil {
 		return nil, err
 	}
-	return dashboard.New(eng, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet,
+	return dashboard.New(eng.Reader, eng.Ingester, dashboard.Options{Credentials: creds, Logger: log, Fleet: fleet, Purges: purges,
 		SessionTTL: cfg.HTTP.Dashboard.SessionTTL.D(), SecureCookie: cfg.HTTP.Dashboard.SecureCookie})
 }
 
@@ -278,15 +307,17 @@ type daemon struct {
 	met     *metrics.Metrics
 	srv     *milter.Server
 	apiH    *apiSwitch
-	sockH   *apiSwitch                      // the report socket's handler (api.socket)
-	eng     atomic.Pointer[campaign.Engine] // the current engine, for the spool's goroutine
-	dash    *dashboard.Handler              // nil when disabled
+	sockH   *apiSwitch                        // the report socket's handler (api.socket)
+	ingest  atomic.Pointer[campaign.Ingester] // the current engine's, for the spool's goroutine
+	dash    *dashboard.Handler                // nil when disabled
 	ready   atomic.Bool
 	httpSrv *http.Server // nil without an HTTP listener
 	fleet   *fleetMember // nil standalone
 	// limiter bounds each reporter's reports (reports.reporter_limit),
 	// across reloads: every engine the daemon builds takes it.
 	limiter *campaign.ReporterLimiter
+	zap     *zapper                         // nil when zero-hour purge is off
+	eng     atomic.Pointer[campaign.Engine] // the current engine, for zap's purger
 }
 
 // newAPIHandler is the /v1 API over eng, with the fleet's status in a
@@ -296,7 +327,7 @@ func (d *daemon) newAPIHandler(cfg *config.Config, eng *campaign.Engine) (http.H
 	if d.fleet != nil {
 		fl = apiFleet{status: d.fleet.status, forget: d.fleet.forget, removeServer: d.fleet.removeServer}
 	}
-	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fl)
+	return newAPIHandler(cfg, eng, d.rt.Store, d.log, d.met, fl, d.apiPurges())
 }
 
 // Run runs the daemon until ctx ends (then it drains the sessions in
@@ -339,7 +370,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer func() {
-		if err := closeWithin(rt.Close, cfg.Milter.ShutdownTimeout.D()); err != nil {
+		switch err := closeWithin(rt.Close, cfg.Milter.ShutdownTimeout.D()); {
+		case errors.Is(err, store.ErrDiskFull):
+			// Nothing lost: the store left its write-ahead log for the
+			// next start rather than write on a full disk (it said so).
+		case err != nil:
 			log.Error("close store", "store", cfg.Store.Dir, "err", err)
 		}
 	}()
@@ -352,15 +387,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{opts: o, cfg: cfg, log: log, rt: rt, met: metrics.New(), fleet: fm,
 		limiter: campaign.NewReporterLimiter(cfg.Reports.ReporterLimit.Campaign(), nil)}
-	rt.Engine.SetReporterLimiter(d.limiter)
+	rt.Engine.Ingester.SetReporterLimiter(d.limiter)
 	d.met.SetBuildInfo(rt.Versions.Metrics())
 	if fm != nil {
 		d.met.Registry.MustRegister(fm.node.Collector())
 	}
 	d.apiH = &apiSwitch{met: d.met}
 	d.sockH = &apiSwitch{met: d.met}
+	d.ingest.Store(rt.Engine.Ingester)
 	d.eng.Store(rt.Engine)
-	d.srv, err = milter.New(rt.Engine, milterOptions(cfg, log, d.met))
+	if err := d.startZap(cfg); err != nil {
+		return err
+	}
+	defer d.stopZap() // after the milter drained, before the store closes
+	d.srv, err = milter.New(newMilterEngine(rt.Engine), d.milterOptions(cfg, log, d.met))
 	if err != nil {
 		return err
 	}
@@ -380,7 +420,7 @@ func Run(ctx context.Context, o Options) error {
 	if fm != nil {
 		fleetView = dashboardFleet{fm}
 	}
-	if d.dash, err = newDashboard(cfg, rt.Engine, fleetView, log); err != nil {
+	if d.dash, err = newDashboard(cfg, rt.Engine, fleetView, d.dashboardPurges(), log); err != nil {
 		ln.Close()
 		return err
 	}
@@ -393,7 +433,7 @@ func Run(ctx context.Context, o Options) error {
 		defer stop()
 	}
 	if cfg.API.Socket != "" {
-		sh, err := newSocketHandler(cfg, rt.Engine, log)
+		sh, err := newSocketHandler(cfg, rt.Engine.Ingester, log)
 		if err != nil {
 			ln.Close()
 			return err
@@ -550,10 +590,17 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	fmt.Fprintln(w, "ready")
-	if d.fleet != nil {
-		fmt.Fprintln(w, d.fleet.readiness(sctx))
+	if d.fleet == nil {
+		fmt.Fprintln(w, "ready")
+		return
 	}
+	line, ok := d.fleet.readiness(sctx)
+	if !ok {
+		http.Error(w, line, http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+	fmt.Fprintln(w, line)
 }
 
 // ErrCloseTimeout says the store did not close in time: the process exits
@@ -612,12 +659,13 @@ func (d *daemon) reload() {
 		return
 	}
 	keepRestartSettings(cfg, old, log)
+	keepZapSettings(cfg, old, log)
 	eng, vers, err := buildEngine(cfg, d.rt.Store, log)
 	if err != nil {
 		fail(err)
 		return
 	}
-	eng.SetReporterLimiter(d.limiter)
+	eng.Ingester.SetReporterLimiter(d.limiter)
 	h, err := d.newAPIHandler(cfg, eng)
 	if err != nil {
 		fail(err)
@@ -625,7 +673,7 @@ func (d *daemon) reload() {
 	}
 	var sh http.Handler
 	if cfg.API.Socket != "" {
-		if sh, err = newSocketHandler(cfg, eng, log); err != nil {
+		if sh, err = newSocketHandler(cfg, eng.Ingester, log); err != nil {
 			fail(err)
 			return
 		}
@@ -638,10 +686,10 @@ func (d *daemon) reload() {
 		}
 	}
 	if d.fleet != nil {
-		d.fleet.node.SetEngine(eng)
+		wireFleet(eng, d.fleet.node)
 		d.fleet.node.SetSettings(FleetSettings(cfg, vers))
 	}
-	if err := d.srv.Update(eng, milterOptions(cfg, log, met)); err != nil {
+	if err := d.srv.Update(newMilterEngine(eng), d.milterOptions(cfg, log, met)); err != nil {
 		fail(err)
 		return
 	}
@@ -649,10 +697,11 @@ func (d *daemon) reload() {
 	if sh != nil {
 		d.sockH.set(sh)
 	}
+	d.ingest.Store(eng.Ingester)
 	d.eng.Store(eng)
 	d.limiter.SetLimit(cfg.Reports.ReporterLimit.Campaign())
 	if d.dash != nil {
-		d.dash.Update(eng, creds)
+		d.dash.Update(eng.Reader, eng.Ingester, creds)
 	}
 	d.cfg = cfg
 	d.rt.Engine = eng

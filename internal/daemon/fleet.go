@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -38,7 +37,7 @@ func (d dashboardFleet) Fleet(ctx context.Context) (dashboard.Fleet, error) {
 	st, err := d.f.node.Peers(ctx)
 	var out dashboard.Fleet
 	for _, s := range st {
-		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent, Silent: s.Silent, LastSeen: s.Time,
+		n := dashboard.Node{Name: s.Node, Healthy: s.Connected && s.Ready && !s.StreamUnreachable && !s.Silent && s.Halted == nil, Silent: s.Silent, LastSeen: s.Time,
 			Applied: s.Applied, Lag: s.Lag, Outbox: s.Outbox, StateHash: s.StateHash, StateSeq: s.StateHashSeq,
 			Error: s.Error, Version: s.Version, ClockOffset: s.ClockOffset}
 		if s.Node == d.f.node.Name() {
@@ -76,6 +75,9 @@ const bootstrapTimeout = 60 * time.Second
 func startFleetServer(cfg *config.Config, log *slog.Logger) (*fleetMember, error) {
 	f := &fleetMember{log: log}
 	fc := cfg.Fleet
+	for _, w := range fc.PlaintextWarnings() {
+		log.Warn("fleet: " + w)
+	}
 	if fc.Embedded.Enabled {
 		o := fc.Server(cfg.Store.Dir)
 		o.Logger = log.With("component", "natsd")
@@ -127,7 +129,14 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 	if err != nil {
 		return fleet.Options{}, fmt.Errorf("fleet.nats: %w", err)
 	}
+	signer, err := natsd.ReadUserSeed(fc.Signing())
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("fleet.signing_seed: %w", err)
+	}
 	return fleet.Options{
+		Signer:         signer,
+		Nodes:          FleetNodes(fc),
+		Unsigned:       fleet.UnsignedWindow{Nodes: fc.AcceptUnsigned.Nodes, Until: fc.AcceptUnsigned.End()},
 		Node:           fc.Node,
 		URLs:           client.URLs,
 		NATS:           nopts,
@@ -140,6 +149,16 @@ func (f *fleetMember) nodeOptions(cfg *config.Config, log *slog.Logger) (fleet.O
 		Logger:         log,
 		Version:        buildinfo.Get().Short(),
 	}, nil
+}
+
+// FleetNodes are the fleet's node keys (fleet.nodes) as the node
+// verifies events with.
+func FleetNodes(fc config.Fleet) []fleet.NodeKey {
+	out := make([]fleet.NodeKey, 0, len(fc.Nodes))
+	for _, n := range fc.Nodes {
+		out = append(out, fleet.NodeKey{Name: n.Name, Key: n.Key, Snapshots: n.Snapshots})
+	}
+	return out
 }
 
 // FleetSettings are what every node of a fleet must share to sign and
@@ -162,6 +181,9 @@ func FleetSettings(cfg *config.Config, v Versions) map[string]string {
 		"store.expiry":       cfg.Store.Expiry.D().String(),
 		"fleet.stream":       cfg.Fleet.Stream,
 		"fleet.replicas":     fmt.Sprint(cfg.Fleet.Replicas),
+		"fleet.nodes":        fleet.NodesDigest(FleetNodes(cfg.Fleet)),
+		"fleet.accept_unsigned": fleet.UnsignedWindow{Nodes: cfg.Fleet.AcceptUnsigned.Nodes,
+			Until: cfg.Fleet.AcceptUnsigned.End()}.String(),
 	}
 }
 
@@ -176,6 +198,9 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 	}
 	opts.Settings = FleetSettings(cfg, rt.Versions)
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if err == nil {
+		wireFleet(rt.Engine, f.node)
+	}
 	if !errors.Is(err, fleet.ErrBehind) {
 		return rt, err
 	}
@@ -207,7 +232,22 @@ func (f *fleetMember) start(cfg *config.Config, rt *Runtime) (*Runtime, error) {
 		}
 	}
 	f.node, err = fleet.Start(context.Background(), rt.Engine, rt.Store, opts)
+	if err == nil {
+		wireFleet(rt.Engine, f.node)
+	}
 	return rt, err
+}
+
+// wireFleet makes node the write target of eng (the daemon's choice,
+// made when it wires an engine): eng's Ingester hands its writes to the
+// node, which publishes them and applies the fleet's stream through eng;
+// eng's Checker counts its hits through the node and consults the
+// node's provisional reports.
+func wireFleet(eng *campaign.Engine, node *fleet.Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }
 
 // expireLoop publishes an expiry decision every store.expire_interval
@@ -221,7 +261,7 @@ func (f *fleetMember) expireLoop(ctx context.Context, every time.Duration, rt fu
 			return
 		case <-t.C:
 		}
-		if _, err := rt().Engine.Expire(ctx); err != nil {
+		if _, err := rt().Engine.Ingester.Expire(ctx); err != nil {
 			f.log.Warn("fleet: expiry decision not published", "err", err)
 		}
 	}
@@ -281,10 +321,15 @@ type apiError struct{ err, kind error }
 func (e apiError) Error() string   { return e.err.Error() }
 func (e apiError) Unwrap() []error { return []error{e.err, e.kind} }
 
-// readiness is the fleet's line of /readyz (never a reason to be unready:
-// checks do not depend on NATS).
-func (f *fleetMember) readiness(ctx context.Context) string {
+// readiness is the fleet's line of /readyz. NATS being unreachable is
+// never a reason to be unready (checks do not depend on it); a node
+// halted at an event of a newer version is (ok false): its state no
+// longer follows the fleet's until it is upgraded.
+func (f *fleetMember) readiness(ctx context.Context) (line string, ok bool) {
 	s := f.node.Status(ctx, false)
+	if s.Halted != nil {
+		return fmt.Sprintf("fleet: node %s %s; applied %d, lag %d: upgrade this node (docs/FLEET.md, failure modes)", s.Node, s.Halted, s.Applied, s.Lag), false
+	}
 	state := "connected"
 	switch {
 	case !s.Connected:
@@ -294,14 +339,14 @@ func (f *fleetMember) readiness(ctx context.Context) string {
 	case s.StreamUnreachable:
 		state = "stream unreachable (its server is cut off from the stream's quorum: reports queue, checks go on)"
 	}
-	line := fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
+	line = fmt.Sprintf("fleet: %s, node %s, applied %d, lag %d, outbox %d", state, s.Node, s.Applied, s.Lag, s.Outbox)
 	if s.Error != "" {
 		line += ", last error: " + s.Error
 	}
 	for _, w := range f.warnings() {
 		line += ", " + w
 	}
-	return line
+	return line, true
 }
 
 // close stops the node (publishing its last hit counts) and then the
@@ -319,32 +364,6 @@ func (f *fleetMember) close() {
 	}
 }
 
-// ErrNoDaemon: a command that goes through the running daemon's API
-// found none.
-var ErrNoDaemon = errors.New("no running nddmilter daemon")
-
-// FleetAPI returns the client of the API of the daemon that runs this
-// configuration's fleet node: o.APIURL, else the daemon holding the store
-// (fleet status is the running node's).
-func FleetAPI(o BackendOptions) (*api.Client, error) {
-	if o.APIURL != "" {
-		return &api.Client{BaseURL: o.APIURL, Token: o.Token}, nil
-	}
-	if o.LogOutput == nil {
-		o.LogOutput = io.Discard
-	}
-	cfg, err := LoadConfig(o.ConfigPath, o.StoreDir)
-	if err != nil {
-		return nil, err
-	}
-	if findAPIURL(cfg) == "" {
-		return nil, fmt.Errorf("%w: no daemon runs on store %s (it recorded no %s, and nothing listens at http.listen %q); "+
-			"the fleet commands ask the running daemon: start it (nddmilter serve --config FILE), "+
-			"or name its API (--api URL --token TOKEN)", ErrNoDaemon, cfg.Store.Dir, AddressFile, cfg.HTTP.Listen)
-	}
-	return daemonAPI(cfg, o, errors.New("fleet status is the running daemon's"))
-}
-
 // ErrFleetOffline is returned by writes of a command-line tool that opened
 // the store of a fleet node itself (the daemon is not running): in a
 // fleet, writes are events of the stream, published by the running node.
@@ -358,8 +377,8 @@ var ErrFleetOffline = errors.New("this store belongs to a fleet node (fleet.enab
 var ErrFleetStore = errors.New("this store holds a fleet node's campaign state but the configuration is standalone (fleet.enabled false): " +
 	"pass the node's configuration (--config) and go through its running daemon, or --api; a change made in the store alone would make it differ from the fleet's")
 
-// offlineFleet is the replicator of an engine over a fleet node's store
-// opened without its daemon: it refuses writes (with ErrFleetOffline, or
+// offlineFleet is the write target (campaign.Writer, campaign.HitCounter)
+// of an engine over a fleet node's store opened without its daemon: it refuses writes (with ErrFleetOffline, or
 // err) and drops hits, so that the store never diverges from the fleet's.
 type offlineFleet struct{ err error }
 
@@ -379,3 +398,9 @@ func (f offlineFleet) SetState(context.Context, store.CampaignID, store.State) e
 func (f offlineFleet) Delete(context.Context, store.CampaignID) error { return f.refuse() }
 func (f offlineFleet) Expire(context.Context, time.Time) error        { return f.refuse() }
 func (offlineFleet) RecordHit(store.CampaignID, string, time.Time)    {}
+
+// offline makes f the write target of eng.
+func offline(eng *campaign.Engine, f offlineFleet) {
+	eng.Ingester.SetWriter(f)
+	eng.Checker.SetHitCounter(f)
+}

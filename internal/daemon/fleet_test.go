@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nddmilter/nddmilter/internal/api"
 	"github.com/nddmilter/nddmilter/internal/campaign"
@@ -32,6 +36,7 @@ func TestRunFleetEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	milterAddr, httpAddr, natsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
+	seedFile, pub := testSeed(t, dir, "mx1")
 	cfg := fmt.Sprintf(`milter:
   listen: inet:%s
 http:
@@ -44,13 +49,17 @@ store:
 fleet:
   enabled: true
   node: mx1
+  nats:
+    nkey_seed: %s
+  nodes:
+    - {name: mx1, key: %s, snapshots: true}
   embedded:
     enabled: true
     listen: %s
     cluster_listen: "-"
     dir: %s
   replicas: 1
-`, milterAddr, httpAddr, filepath.Join(dir, "store"), natsAddr, filepath.Join(dir, "nats"))
+`, milterAddr, httpAddr, filepath.Join(dir, "store"), seedFile, pub, natsAddr, filepath.Join(dir, "nats"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +88,12 @@ fleet:
 		}
 	}
 	if !strings.Contains(body, "fleet: connected, node mx1") {
-		t.Fatalf("/readyz: %q", body)
+		t.Fatalf("/readyz: %q\n%s", body, tail(logs.String(), 4000))
 	}
 	c := &api.Client{BaseURL: base, Token: "s3cret-0123456789"}
 	raw := spamgen.NewMessage("Exclusive offer: refinance your mortgage at record low rates",
 		strings.Repeat("Dear homeowner, our records indicate that you may qualify for a substantially lower monthly payment on your current mortgage. ", 6), false)
-	o, err := c.Report(ctx, raw, campaign.KindSpam, "alice")
+	o, err := c.Report(ctx, raw, store.KindSpam, "alice")
 	if err != nil || o.Replication != campaign.Replicated || !o.Created {
 		t.Fatalf("report: %+v %v", o, err)
 	}
@@ -113,11 +122,10 @@ fleet:
 			t.Errorf("forget %s: %v, want HTTP %d", tt.node, err, tt.want)
 		}
 	}
-	// Removing a server from the JetStream cluster needs a system user,
-	// which an embedded server without users has not (409, saying so).
+	// A single server has no other server to remove (409, saying so).
 	var ae *api.Error
-	if err := c.FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(err.Error(), "fleet.embedded.users") {
-		t.Errorf("remove-server without users: %v, want HTTP 409 naming fleet.embedded.users", err)
+	if err := c.FleetRemoveServer(ctx, "mx9"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(err.Error(), "not clustered") {
+		t.Errorf("remove-server on a single server: %v, want HTTP 409 saying it is not clustered", err)
 	}
 
 	// The fleet's metrics: connected, applying, nothing queued.
@@ -170,6 +178,44 @@ fleet:
 	if s := firstNode(t, c, ctx); s != "mx1" {
 		t.Errorf("after the reloads: fleet status of %q", s)
 	}
+
+	// An event of a newer version, signed by a node of the fleet, halts
+	// applying, and the node is no longer ready, saying why.
+	kp, err := natsd.ReadUserSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsd.ClientOptions{URLs: []string{"nats://" + natsAddr}, NkeySeed: seedFile}.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf(`{"v":%d}`, fleet.EventVersion+1)
+	newer := append([]byte{byte(fleet.EventVersion + 1), byte(len(head))}, head...)
+	h, err := fleet.SignEvent(kp, "mx1", "NDDMILTER.events", "newer-1", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: "NDDMILTER.events", Header: h, Data: newer}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		code, body := httpGet(t, base+"/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "halted: event") && strings.Contains(body, "needs an upgrade") {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("/readyz after an event of a newer version: %d %q", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, met = httpGet(t, base+"/metrics"); !strings.Contains(met, `nddmilter_fleet_halted{node="mx1"} 1`) {
+		t.Errorf("/metrics: not halted")
+	}
 }
 
 // firstNode is the name of the first node of the fleet's status.
@@ -180,21 +226,6 @@ func firstNode(t *testing.T, c *api.Client, ctx context.Context) string {
 		t.Fatalf("fleet status: %v %v", nodes, err)
 	}
 	return nodes[0].Node
-}
-
-// The fleet commands with no daemon running say so (ErrNoDaemon), not
-// that the store is held.
-func TestFleetAPINoDaemon(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "nddmilter.yaml")
-	cfg := fmt.Sprintf("http:\n  listen: %s\nstore:\n  dir: %s\n", freeAddr(t), filepath.Join(dir, "store"))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := FleetAPI(BackendOptions{ConfigPath: cfgPath})
-	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "nddmilter serve") {
-		t.Fatalf("FleetAPI with no daemon: %v", err)
-	}
 }
 
 // TestFleetReplaceHost: three daemons with embedded servers and nkey
@@ -219,7 +250,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		logs                                           testutil.LockedBuffer
 	}
 	hosts := make([]*host, 4)
-	var users, routes []string
+	var nodes, routes []string
 	for i := range hosts {
 		seed, pub, err := natsd.NewUserKey()
 		if err != nil {
@@ -233,7 +264,9 @@ func TestFleetReplaceHost(t *testing.T) {
 		if err := os.WriteFile(h.seedFile, seed, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		users = append(users, "      - nkey: "+pub)
+		// mx1 alone stores snapshots: the others' NATS users may write
+		// only their own status (natsd.Permissions).
+		nodes = append(nodes, fmt.Sprintf("    - {name: %s, key: %s, snapshots: %v}", h.name, pub, i == 0))
 		if i < 3 { // the new host dials the first three; they learn its route
 			routes = append(routes, "      - nats-route://"+h.route)
 		}
@@ -252,6 +285,8 @@ fleet:
   node: %s
   nats:
     nkey_seed: %s
+  nodes:
+%s
   embedded:
     enabled: true
     listen: %s
@@ -259,11 +294,9 @@ fleet:
     dir: %s
     routes:
 %s
-    users:
-%s
   replicas: 3
-`, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, h.nats, h.route,
-			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"), strings.Join(users, "\n"))
+`, h.milter, h.http, filepath.Join(dir, h.name, "store"), h.name, h.seedFile, strings.Join(nodes, "\n"), h.nats, h.route,
+			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"))
 		if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -329,10 +362,10 @@ fleet:
 	// created once the servers elected a meta leader), and returns its
 	// campaign as h checks it (a report's answer may name none: replicated
 	// but not applied within the node's apply timeout, on a busy machine).
-	report := func(h *host, raw []byte, who string) campaign.CampaignID {
+	report := func(h *host, raw []byte, who string) store.CampaignID {
 		t.Helper()
 		for {
-			o, err := client(h).Report(ctx, raw, campaign.KindSpam, who)
+			o, err := client(h).Report(ctx, raw, store.KindSpam, who)
 			if err == nil && o.Replication == campaign.Replicated {
 				break
 			}
@@ -451,4 +484,19 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// testSeed writes a new user nkey seed for node into dir and returns its
+// file and public key.
+func testSeed(t *testing.T, dir, node string) (file, public string) {
+	t.Helper()
+	seed, pub, err := natsd.NewUserKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(dir, node+".nk")
+	if err := os.WriteFile(file, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, pub
 }

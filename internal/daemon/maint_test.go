@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/config"
-	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // startDaemon runs the daemon with the options o on loopback (a new
@@ -70,81 +67,13 @@ func spamText(i int) []byte {
 	return []byte(fmt.Sprintf("Subject: Cheap watches %d\r\n\r\nBuy cheap replica watches today %d, finest quality, discreet shipping worldwide, order now while stock lasts.\r\n", i, i))
 }
 
-// TestOnlineMaintenance backs up, counts and verifies a store held by a
-// running daemon through its API (found from the store directory alone),
-// while reports keep arriving; the backup restores into a consistent
-// store. A repair is refused while the daemon runs.
-func TestOnlineMaintenance(t *testing.T) {
-	ctx := context.Background()
+// TestServeBuildInfoAndBackupToken: a running daemon shows its build on
+// /metrics, with the ids `nddmilter version` prints, and its API refuses
+// a backup without the token. (The command line's online maintenance
+// through this API is tested in cmd/nddmilter.)
+func TestServeBuildInfoAndBackupToken(t *testing.T) {
 	dir := startDaemon(t, Options{})
-	be, err := OpenBackend(ctx, BackendOptions{StoreDir: dir, LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if _, err := be.Report(ctx, spamText(i), campaign.KindSpam, fmt.Sprint("r", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var notice strings.Builder
-	m, gotDir, err := OpenMaintenance(ctx, BackendOptions{StoreDir: dir, LogOutput: &notice}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := m.(RemoteMaintenance); !ok || gotDir != dir || !strings.Contains(notice.String(), "using its API") {
-		t.Fatalf("maintenance of a held store: %T %s %q", m, gotDir, notice.String())
-	}
-	// Reports go on during the backup.
-	stop := make(chan struct{})
-	fed := make(chan error, 1)
-	go func() {
-		for i := 100; ; i++ {
-			select {
-			case <-stop:
-				fed <- nil
-				return
-			default:
-			}
-			if _, err := be.Report(ctx, spamText(i), campaign.KindSpam, "late"); err != nil {
-				fed <- err
-				return
-			}
-			if i > 400 {
-				fed <- nil
-				return
-			}
-		}
-	}()
-	var buf bytes.Buffer
-	if _, err := m.Backup(ctx, &buf); err != nil {
-		t.Fatal(err)
-	}
-	close(stop)
-	if err := <-fed; err != nil {
-		t.Fatal(err)
-	}
-	st, err := m.Stats(ctx)
-	if err != nil || st.Campaigns < 1 || st.Keys == 0 {
-		t.Fatalf("stats: %+v %v", st, err)
-	}
-	v, err := m.Verify(ctx, false)
-	if err != nil || v.Problems() != 0 || v.Campaigns != st.Campaigns {
-		t.Fatalf("verify: %+v %v", v, err)
-	}
-	if _, err := m.Verify(ctx, true); !errors.Is(err, store.ErrLocked) {
-		t.Errorf("repair through the API: %v, want ErrLocked", err)
-	}
-	if _, _, err := OpenMaintenance(ctx, BackendOptions{StoreDir: dir, LogOutput: io.Discard}, true); !errors.Is(err, store.ErrLocked) {
-		t.Errorf("writable maintenance of a held store: %v", err)
-	}
-	res, err := store.Restore(ctx, filepath.Join(t.TempDir(), "restored"), &buf, store.Options{})
-	if err != nil || res.Problems() != 0 || res.Campaigns < 1 {
-		t.Fatalf("restore of the online backup: %+v %v", res, err)
-	}
-
-	// Without the token the API refuses the backup.
 	url := RunningAPIURL(dir)
-	// The build is on /metrics, with the ids `nddmilter version` prints.
 	lex, _ := LoadLexicon(&config.Config{})
 	want := fmt.Sprintf(`lexicon="%08x"`, lex.ID())
 	if _, m := httpGet(t, url+"/metrics"); !strings.Contains(m, "nddmilter_build_info{") || !strings.Contains(m, want) ||
@@ -157,27 +86,6 @@ func TestOnlineMaintenance(t *testing.T) {
 	}
 	if resp != nil {
 		resp.Body.Close()
-	}
-}
-
-// TestHTTPOff: a daemon started with --http off serves no API, and the
-// command line says so instead of trying http.listen.
-func TestHTTPOff(t *testing.T) {
-	ctx := context.Background()
-	cfgPath := filepath.Join(t.TempDir(), "nddmilter.yaml")
-	listen := freeAddr(t) // nothing listens there
-	if err := os.WriteFile(cfgPath, []byte("http:\n  listen: "+listen+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := startDaemon(t, Options{ConfigPath: cfgPath, HTTPListen: "off"})
-	bo := BackendOptions{ConfigPath: cfgPath, StoreDir: dir, LogOutput: io.Discard}
-	_, err := OpenBackend(ctx, bo)
-	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "serves no HTTP API") || !strings.Contains(err.Error(), "--http off") {
-		t.Errorf("backend of a daemon with --http off: %v", err)
-	}
-	_, _, err = OpenMaintenance(ctx, bo, false)
-	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "serves no HTTP API") {
-		t.Errorf("maintenance of a daemon with --http off: %v", err)
 	}
 }
 

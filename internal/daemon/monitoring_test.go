@@ -23,6 +23,7 @@ import (
 func registeredNames(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New()
+	m.Zap(func() metrics.ZapStats { return metrics.ZapStats{} }) // registered when zap is on
 	names := make(map[string]bool)
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	ch := make(chan *prometheus.Desc, 64)

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,29 +38,5 @@ func TestCheckStoreOwner(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "runuser -u") {
 			t.Errorf("%s: %v does not say what to do", tt.name, err)
 		}
-	}
-}
-
-// TestOpenBackendNewStoreNotice: a report that creates a store says so and
-// where (a relative store.dir depends on the current directory; issue 16).
-func TestOpenBackendNewStoreNotice(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "store")
-	var notice strings.Builder
-	be, err := OpenBackend(context.Background(), BackendOptions{StoreDir: dir, Create: true, LogOutput: &notice})
-	if err != nil {
-		t.Fatal(err)
-	}
-	be.Close()
-	if !strings.Contains(notice.String(), "no store at "+dir+": creating a new one") {
-		t.Errorf("notice %q, want it to name the new store %s", notice.String(), dir)
-	}
-	notice.Reset()
-	be, err = OpenBackend(context.Background(), BackendOptions{StoreDir: dir, Create: true, LogOutput: &notice})
-	if err != nil {
-		t.Fatal(err)
-	}
-	be.Close()
-	if strings.Contains(notice.String(), "creating") {
-		t.Errorf("existing store: notice %q", notice.String())
 	}
 }

@@ -67,13 +67,13 @@ func reporterIDs(cfg *config.Config) (uids, gids []uint32, err error) {
 	return uids, gids, nil
 }
 
-// newSocketHandler builds the report socket's handler over eng.
-func newSocketHandler(cfg *config.Config, eng *campaign.Engine, log *slog.Logger) (http.Handler, error) {
+// newSocketHandler builds the report socket's handler over ing.
+func newSocketHandler(cfg *config.Config, ing *campaign.Ingester, log *slog.Logger) (http.Handler, error) {
 	uids, gids, err := reporterIDs(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return api.NewSocketHandler(eng, api.SocketOptions{
+	return api.NewSocketHandler(ing, api.SocketOptions{
 		Options: api.Options{MaxBody: cfg.HTTP.MaxBodyBytes, Logger: log,
 			RequestTimeout: cfg.HTTP.RequestTimeout.D(), MaxInflight: cfg.HTTP.MaxInflight},
 		AllowUIDs: uids, AllowGIDs: gids,
@@ -227,7 +227,7 @@ func (d *daemon) ingestSpooled(ctx context.Context, sp *spool.Spool, r spool.Rep
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	o, err := d.eng.Load().Report(rctx, r.Raw, kind, r.Reporter)
+	o, err := d.ingest.Load().Report(rctx, r.Raw, kind, r.Reporter)
 	switch {
 	case err == nil:
 		d.met.Report(kind)

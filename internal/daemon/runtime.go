@@ -1,9 +1,9 @@
 // Package daemon runs nddmilter: it builds the store and the engine the
 // configuration describes, serves the milter and the HTTP API (Run),
 // reloads on SIGHUP and drains on SIGTERM. For the command-line tools it
-// opens the same store and engine (OpenRuntime) and chooses where reports
-// and checks go: the local store, or the API of the daemon that holds it
-// (OpenBackend).
+// opens the same store and engine (OpenRuntime; OpenToolRuntime over a
+// fleet node's store without its daemon) and finds the API of the daemon
+// that holds a store (RunningAPI); the tools choose between the two.
 package daemon
 
 import (
@@ -209,7 +209,7 @@ type Runtime struct {
 // OpenRuntime opens the store of cfg and builds the engine over it. When
 // another process holds the store, the error wraps store.ErrLocked.
 func OpenRuntime(cfg *config.Config, log *slog.Logger) (*Runtime, error) {
-	if err := checkStoreOwner(cfg.Store.Dir, os.Geteuid(), fileOwner); err != nil {
+	if err := CheckStoreOwner(cfg.Store.Dir); err != nil {
 		return nil, err
 	}
 	st, err := store.Open(cfg.Store.Dir, StoreOptions(cfg, log))

@@ -51,7 +51,7 @@ func BenchmarkPages(b *testing.B) {
 		b.Fatal(err)
 	}
 	eng := benchEngine(b, st)
-	h, err := New(eng, Options{Credentials: testCreds})
+	h, err := New(eng.Reader, eng.Ingester, Options{Credentials: testCreds})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/daemon"
 	"github.com/nddmilter/nddmilter/internal/dashboard"
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
 // TestBrowserFleet runs three daemons forming a fleet (embedded JetStream
@@ -31,12 +32,21 @@ func TestBrowserFleet(t *testing.T) {
 	shots := screenshotDir(t)
 
 	dir := t.TempDir()
-	type host struct{ name, http, nats, route string }
+	type host struct{ name, http, nats, route, seed string }
 	hosts := make([]*host, 3)
-	var routes []string
+	var routes, nodes []string
 	for i := range hosts {
 		hosts[i] = &host{name: fmt.Sprintf("mx%d", i+1), http: freeAddr(t), nats: freeAddr(t), route: freeAddr(t)}
 		routes = append(routes, "      - nats-route://"+hosts[i].route)
+		seed, pub, err := natsd.NewUserKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts[i].seed = filepath.Join(dir, hosts[i].name+".nk")
+		if err := os.WriteFile(hosts[i].seed, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, fmt.Sprintf("    - {name: %s, key: %s, snapshots: true}", hosts[i].name, pub))
 	}
 	for _, h := range hosts {
 		cfg := fmt.Sprintf(`milter:
@@ -49,6 +59,10 @@ store:
 fleet:
   enabled: true
   node: %s
+  nats:
+    nkey_seed: %s
+  nodes:
+%s
   embedded:
     enabled: true
     listen: %s
@@ -57,7 +71,7 @@ fleet:
     routes:
 %s
   replicas: 3
-`, freeAddr(t), h.http, browserToken, filepath.Join(dir, h.name, "store"), h.name, h.nats, h.route,
+`, freeAddr(t), h.http, browserToken, filepath.Join(dir, h.name, "store"), h.name, h.seed, strings.Join(nodes, "\n"), h.nats, h.route,
 			filepath.Join(dir, h.name, "nats"), strings.Join(routes, "\n"))
 		path := filepath.Join(dir, h.name+".yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -7,13 +7,14 @@
 // Pages (GET; a browser without a session is sent to /ui/login):
 //
 //	/ui/                       now: campaigns ranked by messages in the last hour (?sort=day: 24 h), sparklines, hourly totals, store size, fleet
-//	/ui/campaigns/{id}         one campaign: timelines, sample (as text), evidence, reporters, state, the policy's verdict
-//	/ui/campaigns/{id}/confirm ?do=allow|unallow|delete: the confirmation of a change (admin)
+//	/ui/campaigns/{id}         one campaign: timelines, sample (as text), evidence, reporters, state, the policy's verdict, what zero-hour purge took back
+//	/ui/campaigns/{id}/confirm ?do=allow|unallow|delete|undo-purge: the confirmation of a change (admin)
 //	/ui/watch                  false-positive watch: campaigns with not-spam reports
 //
 // Changes (POST, admin role, the session's CSRF token in the form, and
 // http.CrossOriginProtection's same-origin check): /ui/campaigns/{id}/allow,
-// /unallow, /delete; /ui/login (wrong secrets rate-limited per client
+// /unallow, /delete, /undo-purge (moves back what zero-hour purge moved,
+// without allowing the campaign); /ui/login (wrong secrets rate-limited per client
 // address and per name, a correct one never locked out by others: auth.go)
 // and /ui/logout.
 // Every change is logged (who, with which credential, from where, what).
@@ -96,6 +97,9 @@ type Options struct {
 	// Fleet, if not nil, is shown on the now page: each node, its lag
 	// and state, the stream's copies.
 	Fleet FleetStatus
+	// Purges, if not nil, is zero-hour purge: the campaign page shows
+	// what it took back, and administrators can undo that.
+	Purges Purges
 }
 
 // FleetStatus tells the state of the nodes of a fleet sharing campaigns.
@@ -191,7 +195,7 @@ var files embed.FS
 // on reload; sessions whose credential still holds stay logged in.
 type Handler struct {
 	opts     Options
-	eng      atomic.Pointer[campaign.Engine]
+	eng      atomic.Pointer[engine]
 	creds    atomic.Pointer[[]hashedCred]
 	sessions *sessions
 	limit    *limiter
@@ -201,8 +205,16 @@ type Handler struct {
 	mux      *http.ServeMux
 }
 
-// New returns the dashboard over eng. Mount it at Prefix.
-func New(eng *campaign.Engine, o Options) (*Handler, error) {
+// engine is what the dashboard works on: the campaign engine's read
+// model, and its ingester for an administrator's allow and delete.
+type engine struct {
+	Reader   *campaign.Reader
+	Ingester *campaign.Ingester
+}
+
+// New returns the dashboard over the read model r, with ing taking the
+// administrators' changes. Mount it at Prefix.
+func New(r *campaign.Reader, ing *campaign.Ingester, o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -244,16 +256,17 @@ func New(eng *campaign.Engine, o Options) (*Handler, error) {
 		css:      css,
 		mux:      http.NewServeMux(),
 	}
-	h.Update(eng, o.Credentials)
+	h.Update(r, ing, o.Credentials)
 	h.routes()
 	return h, nil
 }
 
-// Update serves eng from now on and accepts creds for new logins; the
-// sessions of credentials no longer accepted (or with another role) end.
-func (h *Handler) Update(eng *campaign.Engine, creds []Credential) {
+// Update serves r and ing from now on and accepts creds for new logins;
+// the sessions of credentials no longer accepted (or with another role)
+// end.
+func (h *Handler) Update(r *campaign.Reader, ing *campaign.Ingester, creds []Credential) {
 	hc := hashCreds(creds)
-	h.eng.Store(eng)
+	h.eng.Store(&engine{Reader: r, Ingester: ing})
 	h.creds.Store(&hc)
 	h.sessions.keep(hc)
 }
@@ -272,7 +285,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET "+Prefix+"watch", h.read(h.watch))
 	m.HandleFunc("GET "+Prefix+"campaigns/{id}", h.read(h.campaign))
 	m.HandleFunc("GET "+Prefix+"campaigns/{id}/confirm", h.read(h.confirm))
-	for _, do := range []string{"allow", "unallow", "delete"} {
+	for _, do := range []string{"allow", "unallow", "delete", "undo-purge"} {
 		m.HandleFunc("POST "+Prefix+"campaigns/{id}/"+do, h.change(RoleAdmin, h.act(do)))
 	}
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {

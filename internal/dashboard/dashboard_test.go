@@ -58,7 +58,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		o.Credentials = testCreds
 	}
 	o.Logger = slog.New(slog.NewTextHandler(f.log, nil))
-	f.h, err = New(f.eng, o)
+	f.h, err = New(f.eng.Reader, f.eng.Ingester, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func newFixture(t *testing.T, o Options) *fixture {
 }
 
 // report reports message raw as spam by reporter and returns its campaign.
-func (f *fixture) report(t *testing.T, raw []byte, kind campaign.Kind, reporter string) campaign.CampaignID {
+func (f *fixture) report(t *testing.T, raw []byte, kind store.Kind, reporter string) store.CampaignID {
 	t.Helper()
-	out, err := f.eng.Report(context.Background(), raw, kind, reporter)
+	out, err := f.eng.Ingester.Report(context.Background(), raw, kind, reporter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +165,10 @@ func (c *client) login(name, secret string) {
 	}
 }
 
-func (f *fixture) state(t *testing.T, id campaign.CampaignID) (campaign.State, bool) {
+func (f *fixture) state(t *testing.T, id store.CampaignID) (store.State, bool) {
 	t.Helper()
-	c, err := f.eng.Get(context.Background(), id)
-	if errors.Is(err, campaign.ErrNotFound) {
+	c, err := f.eng.Reader.Get(context.Background(), id)
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, false
 	}
 	if err != nil {
@@ -203,7 +203,7 @@ func TestSecurityHeaders(t *testing.T) {
 // refused; the store is unchanged.
 func TestLoginRequired(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := f.report(t, campaignMessage(t, 1, 0, "Cheap watches", "a@spam.example", ""), campaign.KindSpam, "r1")
+	id := f.report(t, campaignMessage(t, 1, 0, "Cheap watches", "a@spam.example", ""), store.KindSpam, "r1")
 	c := f.client(t)
 	for _, path := range []string{"/ui/", "/ui/watch", fmt.Sprintf("/ui/campaigns/%d", id), fmt.Sprintf("/ui/campaigns/%d/confirm?do=delete", id)} {
 		resp, body := c.get(path)
@@ -220,7 +220,7 @@ func TestLoginRequired(t *testing.T) {
 			t.Errorf("POST %s without login: %d, want 403", do, resp.StatusCode)
 		}
 	}
-	if s, ok := f.state(t, id); !ok || s != campaign.StateActive {
+	if s, ok := f.state(t, id); !ok || s != store.StateActive {
 		t.Errorf("campaign changed without login: state %v, exists %v", s, ok)
 	}
 }
@@ -413,7 +413,7 @@ func TestLimiterKeys(t *testing.T) {
 // valid CSRF token.
 func TestReadRole(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := f.report(t, campaignMessage(t, 2, 0, "Cheap watches", "a@spam.example", ""), campaign.KindSpam, "r1")
+	id := f.report(t, campaignMessage(t, 2, 0, "Cheap watches", "a@spam.example", ""), store.KindSpam, "r1")
 	c := f.client(t)
 	c.login("bob", readSecret)
 	for _, path := range []string{"/ui/", "/ui/?sort=day", "/ui/watch", fmt.Sprintf("/ui/campaigns/%d", id)} {
@@ -433,7 +433,7 @@ func TestReadRole(t *testing.T) {
 			t.Errorf("POST %s by the read role: %d, want 403", do, resp.StatusCode)
 		}
 	}
-	if s, ok := f.state(t, id); !ok || s != campaign.StateActive {
+	if s, ok := f.state(t, id); !ok || s != store.StateActive {
 		t.Errorf("the read role changed the campaign: state %v, exists %v", s, ok)
 	}
 	if !strings.Contains(f.log.String(), "why=role") {
@@ -445,7 +445,7 @@ func TestReadRole(t *testing.T) {
 // with both they happen, and the log says who did what.
 func TestAdminChangesAndCSRF(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := f.report(t, campaignMessage(t, 3, 0, "Cheap watches", "a@spam.example", ""), campaign.KindSpam, "r1")
+	id := f.report(t, campaignMessage(t, 3, 0, "Cheap watches", "a@spam.example", ""), store.KindSpam, "r1")
 	c := f.client(t)
 	c.login("carol", adminSecret)
 	path := fmt.Sprintf("/ui/campaigns/%d/allow", id)
@@ -467,7 +467,7 @@ func TestAdminChangesAndCSRF(t *testing.T) {
 			t.Errorf("%s: %d, want 403", tt.name, resp.StatusCode)
 		}
 	}
-	if s, _ := f.state(t, id); s != campaign.StateActive {
+	if s, _ := f.state(t, id); s != store.StateActive {
 		t.Fatalf("refused requests changed the campaign: %v", s)
 	}
 
@@ -478,9 +478,9 @@ func TestAdminChangesAndCSRF(t *testing.T) {
 	}
 	steps := []struct {
 		do    string
-		state campaign.State
+		state store.State
 		exist bool
-	}{{"allow", campaign.StateAllowed, true}, {"unallow", campaign.StateActive, true}, {"delete", 0, false}}
+	}{{"allow", store.StateAllowed, true}, {"unallow", store.StateActive, true}, {"delete", 0, false}}
 	for _, st := range steps {
 		resp, _ := c.do(http.MethodPost, fmt.Sprintf("/ui/campaigns/%d/%s", id, st.do), url.Values{"csrf": {c.csrf}},
 			map[string]string{"Origin": f.srv.URL, "Sec-Fetch-Site": "same-origin"})
@@ -512,7 +512,7 @@ func TestUpdateEndsSessions(t *testing.T) {
 	admin, reader := f.client(t), f.client(t)
 	admin.login("", adminSecret)
 	reader.login("", readSecret)
-	f.h.Update(f.eng, testCreds[:1])
+	f.h.Update(f.eng.Reader, f.eng.Ingester, testCreds[:1])
 	if resp, _ := admin.get("/ui/"); resp.StatusCode != http.StatusOK {
 		t.Errorf("admin after update: %d", resp.StatusCode)
 	}
@@ -524,18 +524,18 @@ func TestUpdateEndsSessions(t *testing.T) {
 func TestPagesShowCampaigns(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	spam := f.report(t, campaignMessage(t, 10, 0, "Luxury watches", "w@spam.example", ""), campaign.KindSpam, "r1")
-	f.report(t, campaignMessage(t, 10, 1, "Luxury watches", "w@spam.example", ""), campaign.KindSpam, "r2")
+	spam := f.report(t, campaignMessage(t, 10, 0, "Luxury watches", "w@spam.example", ""), store.KindSpam, "r1")
+	f.report(t, campaignMessage(t, 10, 1, "Luxury watches", "w@spam.example", ""), store.KindSpam, "r2")
 	for i := range 3 {
-		if _, err := f.eng.Check(ctx, campaignMessage(t, 10, 10+i, "Luxury watches", "w@spam.example", "")); err != nil {
+		if _, err := f.eng.Checker.Check(ctx, campaignMessage(t, 10, 10+i, "Luxury watches", "w@spam.example", "")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := f.st.FlushHits(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ham := f.report(t, campaignMessage(t, 11, 0, "Team newsletter", "news@example.org", "Hello team."), campaign.KindSpam, "r3")
-	f.report(t, campaignMessage(t, 11, 1, "Team newsletter", "news@example.org", "Hello team."), campaign.KindHam, "r4")
+	ham := f.report(t, campaignMessage(t, 11, 0, "Team newsletter", "news@example.org", "Hello team."), store.KindSpam, "r3")
+	f.report(t, campaignMessage(t, 11, 1, "Team newsletter", "news@example.org", "Hello team."), store.KindHam, "r4")
 	c := f.client(t)
 	c.login("", adminSecret)
 
@@ -633,12 +633,12 @@ func TestHostileSamples(t *testing.T) {
 	c := f.client(t)
 	c.login("", adminSecret)
 	ctx := context.Background()
-	var ids []campaign.CampaignID
+	var ids []store.CampaignID
 	for i, s := range samples {
 		// Through the engine (the parser cleans some of it), and straight
 		// into the store (the page must hold on its own).
-		id := f.report(t, campaignMessage(t, uint64(100+i), 0, s.subject, s.from, s.text), campaign.KindSpam, "r1")
-		f.report(t, campaignMessage(t, uint64(100+i), 1, s.subject, s.from, s.text), campaign.KindHam, "r2") // on the watch page too
+		id := f.report(t, campaignMessage(t, uint64(100+i), 0, s.subject, s.from, s.text), store.KindSpam, "r1")
+		f.report(t, campaignMessage(t, uint64(100+i), 1, s.subject, s.from, s.text), store.KindHam, "r2") // on the watch page too
 		key := []byte(fmt.Sprintf("hostile-%d", i))
 		res, err := f.st.Report(ctx, store.ReportInput{Time: time.Now(), Kind: store.KindSpam, Reporter: "r1", Keys: [][]byte{key},
 			Create: true, Index: true, Subject: s.subject, From: s.from, Text: s.text})
@@ -787,15 +787,15 @@ func TestCharts(t *testing.T) {
 func TestWatchShowsHamSenders(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	id := f.report(t, campaignMessage(t, 20, 0, "Spring sale", "deals@mail.shop.example", ""), campaign.KindSpam, "r1")
+	id := f.report(t, campaignMessage(t, 20, 0, "Spring sale", "deals@mail.shop.example", ""), store.KindSpam, "r1")
 	for i := range 3 {
-		if v, err := f.eng.Check(ctx, campaignMessage(t, 20, 10+i, "Spring sale", "deals@mail.shop.example", "")); err != nil || v.Campaign != id {
+		if v, err := f.eng.Checker.Check(ctx, campaignMessage(t, 20, 10+i, "Spring sale", "deals@mail.shop.example", "")); err != nil || v.Campaign != id {
 			t.Fatalf("copy %d: %+v %v", i, v, err)
 		}
 	}
 	for i := range 25 {
 		raw := fmt.Appendf(nil, "From: orders@shop.example\r\nSubject: Order %d\r\n\r\nYour order %d has shipped.\r\n", i, i)
-		if v, err := f.eng.Check(ctx, raw); err != nil || v.Campaign != 0 {
+		if v, err := f.eng.Checker.Check(ctx, raw); err != nil || v.Campaign != 0 {
 			t.Fatalf("ham %d: %+v %v", i, v, err)
 		}
 	}

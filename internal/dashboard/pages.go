@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"html/template"
 	"maps"
 	"net/http"
@@ -50,7 +51,7 @@ func (h *Handler) base(se *session, title, nav string) base {
 
 // row is a campaign in a listing.
 type row struct {
-	ID                          campaign.CampaignID
+	ID                          store.CampaignID
 	State                       string
 	Subject, From               string
 	Hour, Day, Messages         int64
@@ -62,8 +63,8 @@ type row struct {
 	Verdict, Rule               string
 }
 
-func newRow(eng *campaign.Engine, c *campaign.Campaign) row {
-	d := eng.ExactCopy(c)
+func newRow(eng *engine, c *store.Campaign) row {
+	d := eng.Reader.ExactCopy(c)
 	return row{
 		ID: c.ID, State: stateName(c.State),
 		Subject: clean(c.SampleSubject, listSubjectRunes, true), From: clean(c.SampleFrom, fromRunes, true),
@@ -75,23 +76,23 @@ func newRow(eng *campaign.Engine, c *campaign.Campaign) row {
 	}
 }
 
-func stateName(s campaign.State) string {
+func stateName(s store.State) string {
 	switch s {
-	case campaign.StateActive:
+	case store.StateActive:
 		return "active"
-	case campaign.StateAllowed:
+	case store.StateAllowed:
 		return "allowed"
-	case campaign.StateRevoked:
+	case store.StateRevoked:
 		return "revoked"
 	}
 	return "state " + strconv.Itoa(int(s))
 }
 
-func kindName(k campaign.Kind) string {
+func kindName(k store.Kind) string {
 	switch k {
-	case campaign.KindSpam:
+	case store.KindSpam:
 		return "spam"
-	case campaign.KindHam:
+	case store.KindHam:
 		return "not spam"
 	}
 	return "kind " + strconv.Itoa(int(k))
@@ -131,7 +132,7 @@ type nowPage struct {
 	Reports     int64
 	HamReports  int64
 	Actions     string
-	Stats       campaign.Stats
+	Stats       store.Stats
 	Hours       []hourRow
 	Fleet       Fleet
 	FleetErr    string
@@ -142,11 +143,11 @@ type nowPage struct {
 func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 	eng := h.eng.Load()
 	sort := r.URL.Query().Get("sort")
-	if sort != campaign.SortDay {
-		sort = campaign.SortHour
+	if sort != store.SortDay {
+		sort = store.SortHour
 	}
 	p := pageNumber(r)
-	v, err := eng.Now(r.Context(), campaign.NowQuery{Sort: sort, Limit: h.opts.PageSize + 1, Offset: p * h.opts.PageSize, Hours: seriesHours})
+	v, err := eng.Reader.Now(r.Context(), campaign.NowQuery{Sort: sort, Limit: h.opts.PageSize + 1, Offset: p * h.opts.PageSize, Hours: seriesHours})
 	if err != nil {
 		h.fail(w, r, se, http.StatusInternalServerError, "The campaigns could not be read: "+err.Error())
 		return
@@ -168,7 +169,7 @@ func (h *Handler) now(w http.ResponseWriter, r *http.Request, se *session) {
 		rw.Spark = sparkline(msgs, fmt.Sprintf("campaign %d: messages per hour, last %d hours", rc.ID, len(msgs)))
 		d.Rows = append(d.Rows, rw)
 	}
-	recent, err := eng.List(r.Context(), campaign.Query{Sort: campaign.SortRecent, Limit: recentRows})
+	recent, err := eng.Reader.List(r.Context(), store.Query{Sort: store.SortRecent, Limit: recentRows})
 	if err != nil {
 		h.fail(w, r, se, http.StatusInternalServerError, "The campaigns could not be read: "+err.Error())
 		return
@@ -228,7 +229,7 @@ type watchRow struct {
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, se *session) {
 	eng := h.eng.Load()
 	p := pageNumber(r)
-	cs, err := eng.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: h.opts.PageSize + 1, Offset: p * h.opts.PageSize})
+	cs, err := eng.Reader.FalsePositiveWatch(r.Context(), campaign.WatchOptions{Limit: h.opts.PageSize + 1, Offset: p * h.opts.PageSize})
 	if err != nil {
 		h.fail(w, r, se, http.StatusInternalServerError, "The campaigns could not be read: "+err.Error())
 		return
@@ -259,25 +260,27 @@ type campaignPage struct {
 	Reputation          float64
 	Families            []campaign.FamilyCount
 	Keys, Sketches      int
-	MergedFrom          []campaign.CampaignID
+	MergedFrom          []store.CampaignID
 	Hourly, Daily       template.HTML
 	Reporters           []reporterRow
 	MoreReporters       bool
 	Allowed             bool
+	// Purge is what zero-hour purge took back (nil when it is off).
+	Purge *purgeView
 }
 
-func (h *Handler) id(w http.ResponseWriter, r *http.Request, se *session) (campaign.CampaignID, bool) {
+func (h *Handler) id(w http.ResponseWriter, r *http.Request, se *session) (store.CampaignID, bool) {
 	n, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil || n == 0 {
 		h.fail(w, r, se, http.StatusNotFound, "No such campaign.")
 		return 0, false
 	}
-	return campaign.CampaignID(n), true
+	return store.CampaignID(n), true
 }
 
 // get reads a campaign, answering the failure itself.
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, se *session, id campaign.CampaignID) (*campaign.Campaign, bool) {
-	c, err := h.eng.Load().Get(r.Context(), id)
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, se *session, id store.CampaignID) (*store.Campaign, bool) {
+	c, err := h.eng.Load().Reader.Get(r.Context(), id)
 	if err != nil {
 		h.failStore(w, r, se, id, err)
 		return nil, false
@@ -285,8 +288,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, se *session, id ca
 	return c, true
 }
 
-func (h *Handler) failStore(w http.ResponseWriter, r *http.Request, se *session, id campaign.CampaignID, err error) {
-	if errors.Is(err, campaign.ErrNotFound) {
+func (h *Handler) failStore(w http.ResponseWriter, r *http.Request, se *session, id store.CampaignID, err error) {
+	if errors.Is(err, store.ErrNotFound) {
 		h.fail(w, r, se, http.StatusNotFound, fmt.Sprintf("Campaign %d does not exist (expired, deleted or merged into another).", id))
 		return
 	}
@@ -307,14 +310,14 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 	d := campaignPage{
 		base: h.base(se, fmt.Sprintf("Campaign %d", id), ""), row: newRow(eng, c),
 		Subject: clean(c.SampleSubject, detailSubjectRunes, true), From: clean(c.SampleFrom, fromRunes, true),
-		Text: clean(c.SampleText, textRunes, false), Reputation: eng.Policy().Reputation(c),
+		Text: clean(c.SampleText, textRunes, false), Reputation: eng.Reader.Policy().Reputation(c),
 		Families: campaign.KeyFamilies(c.Keys), Keys: len(c.Keys), Sketches: len(c.Sketches),
-		MergedFrom: c.MergedFrom, Allowed: c.State == campaign.StateAllowed,
+		MergedFrom: c.MergedFrom, Allowed: c.State == store.StateAllowed,
 	}
 	if ch, ok := changes[r.URL.Query().Get("done")]; ok {
 		d.Notice = fmt.Sprintf("Campaign %d %s.", id, ch.done)
 	}
-	hours, err := eng.Series(ctx, id)
+	hours, err := eng.Reader.Series(ctx, id)
 	if err != nil {
 		h.failStore(w, r, se, id, err)
 		return
@@ -323,7 +326,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 		// At least a day, so that a young campaign's hours stand out.
 		for first := hours[0].Hour; len(hours) < seriesHours; {
 			first = first.Add(-time.Hour)
-			hours = append([]campaign.HourCount{{Hour: first}}, hours...)
+			hours = append([]store.HourCount{{Hour: first}}, hours...)
 		}
 		var msgs, spam, ham, acted []int64
 		for _, hc := range hours {
@@ -333,7 +336,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 			hours[0].Hour.Format("Jan 2 15:04"), hours[len(hours)-1].Hour.Format("Jan 2 15:04")+" UTC",
 			fmt.Sprintf("campaign %d per hour", id))
 	}
-	days, err := eng.Timeline(ctx, id)
+	days, err := eng.Reader.Timeline(ctx, id)
 	if err != nil {
 		h.failStore(w, r, se, id, err)
 		return
@@ -350,7 +353,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 			days[0].Day.Format(time.DateOnly), days[len(days)-1].Day.Format(time.DateOnly),
 			fmt.Sprintf("campaign %d per day", id))
 	}
-	reps, err := eng.Reporters(ctx, id, maxReporters+1)
+	reps, err := eng.Reader.Reporters(ctx, id, maxReporters+1)
 	if err != nil {
 		h.failStore(w, r, se, id, err)
 		return
@@ -361,6 +364,7 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 	for _, rp := range reps {
 		d.Reporters = append(d.Reporters, reporterRow{Kind: kindName(rp.Kind), Hash: shortHash(rp.Hash), First: rp.First, Last: rp.Last})
 	}
+	d.Purge = h.purgeSection(ctx, id)
 	h.render(w, r, se, http.StatusOK, "campaign", d)
 }
 
@@ -369,6 +373,8 @@ var changes = map[string]struct{ verb, done string }{
 	"allow":   {"Allow", "allowed: its copies are never acted on"},
 	"unallow": {"Undo allow", "active again: the policy decides"},
 	"delete":  {"Delete", "deleted"},
+	"undo-purge": {"Undo the purge of", "had its purge undone: the copies it moved go back where they were, " +
+		"and none moves again while it stays at the trigger"},
 }
 
 type confirmPage struct {
@@ -385,7 +391,11 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, se *session) {
 	do := r.URL.Query().Get("do")
 	ch, known := changes[do]
 	if !known {
-		h.fail(w, r, se, http.StatusBadRequest, "Unknown change: want allow, unallow or delete.")
+		h.fail(w, r, se, http.StatusBadRequest, "Unknown change: want allow, unallow, delete or undo-purge.")
+		return
+	}
+	if do == "undo-purge" && h.opts.Purges == nil {
+		h.fail(w, r, se, http.StatusNotFound, "Zero-hour purge is off.")
 		return
 	}
 	if se.role < RoleAdmin {
@@ -400,7 +410,8 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request, se *session) {
 		row: newRow(h.eng.Load(), c), Do: do, Verb: ch.verb})
 }
 
-// act returns the handler of one change (allow, unallow or delete).
+// act returns the handler of one change (allow, unallow, delete or
+// undo-purge).
 func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *session) {
 	return func(w http.ResponseWriter, r *http.Request, se *session) {
 		id, ok := h.id(w, r, se)
@@ -409,15 +420,27 @@ func (h *Handler) act(do string) func(http.ResponseWriter, *http.Request, *sessi
 		}
 		eng := h.eng.Load()
 		var err error
+		n := 0
 		switch do {
 		case "allow", "unallow":
-			_, err = eng.Allow(r.Context(), id, do == "allow")
+			_, err = eng.Ingester.Allow(r.Context(), id, do == "allow")
 		case "delete":
-			if _, err = eng.Get(r.Context(), id); err == nil {
-				err = eng.Delete(r.Context(), id)
+			if _, err = eng.Reader.Get(r.Context(), id); err == nil {
+				err = eng.Ingester.Delete(r.Context(), id)
+			}
+		case "undo-purge":
+			if h.opts.Purges == nil {
+				h.fail(w, r, se, http.StatusNotFound, "Zero-hour purge is off.")
+				return
+			}
+			if _, err = eng.Reader.Get(r.Context(), id); err == nil {
+				n, err = h.opts.Purges.UndoPurge(r.Context(), id, "dashboard user "+se.who)
 			}
 		}
 		args := []any{"who", se.who, "credential", se.cred, "role", se.role.String(), "remote", r.RemoteAddr, "change", do, "campaign", uint64(id)}
+		if do == "undo-purge" && err == nil {
+			args = append(args, "undo_jobs", n)
+		}
 		if err != nil {
 			h.opts.Logger.Warn("dashboard: change failed", append(args, "err", err)...)
 			h.failStore(w, r, se, id, err)

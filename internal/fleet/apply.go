@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
@@ -238,26 +239,100 @@ func (n *Node) consume() error {
 		if err != nil {
 			return fmt.Errorf("fleet: event metadata: %w", err)
 		}
-		if err := n.applyEvent(md.Sequence.Stream, msg.Data()); err != nil {
+		in := incoming{seq: md.Sequence.Stream, subject: msg.Subject(), header: msg.Headers(), stored: md.Timestamp, data: msg.Data()}
+		if err := n.applyMsg(in); err != nil {
 			return err
 		}
 		n.clearErr() // applying again: an earlier error is over
 	}
 }
 
-// applyEvent applies the event data at stream sequence seq, once.
-func (n *Node) applyEvent(seq uint64, data []byte) error {
+// incoming is one message of the stream as the consumer delivers it.
+type incoming struct {
+	seq     uint64
+	subject string
+	header  nats.Header
+	stored  time.Time // when the stream stored it (the same on every node)
+	data    []byte
+}
+
+// applyMsg verifies a message of the stream (sign.go) and applies its
+// event, once; an event that does not verify, or cannot be read, is
+// skipped: counted as applied, as on every node.
+func (n *Node) applyMsg(in incoming) error {
+	n.mu.Lock()
+	applied := n.applied
+	n.mu.Unlock()
+	if in.seq < applied {
+		return nil
+	}
+	origin, reason := n.trust.verify(in.subject, in.header, in.data)
+	ev, err := decodeEvent(in.data)
+	switch {
+	case reason == RejectUnsigned && err == nil && ev.Node == origin && n.trust.unsignedAllowed(origin, in.stored):
+		reason = "" // an older build's event, in the upgrade window
+	case reason != "":
+	case err != nil:
+		reason = RejectMalformed
+	case ev.V <= eventVersion && ev.Node != origin:
+		// Signed by one node in another's name.
+		reason = RejectWrongNode
+	}
+	if reason != "" {
+		if in.seq == applied {
+			return nil // skipped already
+		}
+		return n.reject(in, origin, reason, ev, err)
+	}
+	return n.applyEvent(in.seq, ev)
+}
+
+// reject skips the event at in.seq: it is marked applied (so that the
+// stream goes on, as on every node), counted and logged.
+func (n *Node) reject(in incoming, origin, reason string, ev *event, decodeErr error) error {
+	args := []any{"seq", in.seq, "reason", reason, "node", origin, "key", in.header.Get(hdrKey), "bytes", len(in.data)}
+	if decodeErr != nil {
+		args = append(args, "err", decodeErr)
+	}
+	n.log.Error("fleet: skipping an event that does not verify", args...)
+	if err := n.st.MarkApplied(context.Background(), in.seq); err != nil {
+		return fmt.Errorf("fleet: skip event %d: %w", in.seq, err)
+	}
+	var w chan applyResult
+	n.mu.Lock()
+	n.rejected[reason]++
+	n.halted = nil
+	n.applied = in.seq
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	if ev != nil {
+		w = n.waiters[ev.ID]
+		delete(n.waiters, ev.ID)
+	}
+	n.mu.Unlock()
+	if ev != nil {
+		n.prov.applied(n.engine(), ev.ID)
+	}
+	if w != nil { // this node's own event: its key is not the fleet's
+		w <- applyResult{seq: in.seq, err: fmt.Errorf("%w: %s", ErrRejected, reason)}
+	}
+	return nil
+}
+
+// ErrRejected is the result of an event this node published that the
+// fleet's nodes skip (its signature does not verify against their list
+// of node keys).
+var ErrRejected = errors.New("fleet: event skipped by the fleet's nodes")
+
+// applyEvent applies ev, at stream sequence seq and verified, once.
+func (n *Node) applyEvent(seq uint64, ev *event) error {
 	n.mu.Lock()
 	applied := n.applied
 	n.mu.Unlock()
 	if seq < applied {
 		return nil
 	}
-	ev, err := decodeEvent(data)
-	if err != nil {
-		n.log.Error("fleet: skipping a malformed event", "seq", seq, "err", err)
-		ev = &event{}
-	}
+	var err error
 	var resume *store.Progress
 	if seq == applied && !ev.idempotent() {
 		// Applied already, unless a report event the node was killed in
@@ -273,28 +348,32 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 	}
 	if ev.V > eventVersion {
 		// Applying it partly, or skipping it, would make this node's
-		// state differ from the upgraded nodes': wait for the upgrade.
+		// state differ from the upgraded nodes': wait for the upgrade,
+		// halted, and say so (Status.Halted: /readyz, fleet status, the
+		// nddmilter_fleet_halted metric). It is signed by a node of the
+		// fleet (applyMsg), so a node of a newer build published it.
+		n.mu.Lock()
+		n.halted = &Halt{Seq: seq, Version: ev.V}
+		n.mu.Unlock()
 		return fmt.Errorf("fleet: event %d: %w (version %d, this node applies up to %d)", seq, ErrNewerEvent, ev.V, eventVersion)
 	}
 	// Not n.ctx: an event is applied whole even while the node stops.
 	// Report events apply in rounds (applyReports), the others in one
 	// transaction or idempotently.
-	ctx := campaign.Applying(context.Background(), ev.Time)
-	if ev.Type != evReport {
-		ctx = store.WithApplied(ctx, seq)
-	}
+	ctx := context.Background()
+	o := campaign.ApplyOptions{Seq: seq, Time: ev.Time}
 	var res applyResult
 	switch ev.Type {
 	case evReport:
-		res, err = n.applyReports(ctx, seq, ev, resume)
+		res, err = n.applyReports(ctx, o, ev, resume)
 	case evState:
-		err = n.engine().SetState(ctx, ev.Campaign, ev.State)
+		err = n.engine().Ingester.ApplyState(ctx, o, ev.Campaign, ev.State)
 	case evDelete:
-		err = n.engine().Delete(ctx, ev.Campaign)
+		err = n.engine().Ingester.ApplyDelete(ctx, o, ev.Campaign)
 	case evExpire:
-		_, err = n.engine().ExpireBefore(ctx, ev.Cutoff)
+		_, err = n.engine().Ingester.ApplyExpiry(ctx, o, ev.Cutoff)
 	case evHits:
-		err = n.engine().ApplyHits(ctx, ev.Hits)
+		err = n.engine().Ingester.ApplyHits(ctx, o, ev.Hits)
 	default:
 		n.log.Warn("fleet: skipping an event of unknown type", "seq", seq, "type", ev.Type)
 	}
@@ -314,7 +393,9 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 		}
 	}
 	res.seq, res.err = seq, err
+	n.prov.applied(n.engine(), ev.ID) // in the store now: no longer provisional
 	n.mu.Lock()
+	n.halted = nil // an event after a halt: the event was taken out of the stream
 	n.applied = seq
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
@@ -334,10 +415,14 @@ func (n *Node) applyEvent(seq uint64, data []byte) error {
 // (resume: where it stopped) with the result of an uninterrupted run. A
 // report that fails (the same way on every node) is left out and the
 // rest applied.
-func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *store.Progress) (applyResult, error) {
+func (n *Node) applyReports(ctx context.Context, applied campaign.ApplyOptions, ev *event, resume *store.Progress) (applyResult, error) {
+	seq := applied.Seq
 	reqs := make([]campaign.ReportRequest, len(ev.Reports))
 	for i, r := range ev.Reports {
 		reqs[i] = campaign.ReportRequest{Evidence: r.Evidence, Raw: r.Raw, Kind: r.Kind, Reporter: r.Reporter}
+		if r.ReporterHash != "" {
+			reqs[i].Reporter, reqs[i].ReporterHashed = r.ReporterHash, true
+		}
 		if r.Evidence == nil && r.Raw == nil {
 			reqs[i].Raw = []byte{} // a report of nothing: skipped, as on every node
 		}
@@ -347,11 +432,11 @@ func (n *Node) applyReports(ctx context.Context, seq uint64, ev *event, resume *
 		round.Progress = *resume
 		n.log.Info("fleet: resuming a report event applied in part", "seq", seq, "step", resume.Step, "of", len(reqs))
 	}
-	ctx = store.WithRound(ctx, round)
+	applied.Round = round
 	res := applyResult{outs: make([]campaign.ReportOutcome, len(reqs)), errs: make([]error, len(reqs))}
 	for step := round.Step; step < len(reqs); {
 		round.Step = step
-		got, err := n.engine().ReportBatch(ctx, reqs[step:])
+		got, err := n.engine().Ingester.ApplyReports(ctx, applied, reqs[step:])
 		copy(res.outs[step:], got)
 		step += len(got)
 		if err == nil {

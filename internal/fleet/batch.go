@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -162,6 +163,10 @@ func (n *Node) publishReports(pieces []piece, slots chan struct{}) {
 	ev.V = int(n.reportV.Load())
 	for _, p := range pieces {
 		ev.Reports = append(ev.Reports, p.job.reports[p.from:p.to]...)
+	}
+	if ev.V >= hashedVersion {
+		ev.Reports = slices.Clone(ev.Reports) // the jobs keep theirs
+		ev.hashReporters()
 	}
 	resolveAll := func(o campaign.ReportOutcome, err error) {
 		for _, p := range pieces {

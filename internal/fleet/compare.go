@@ -37,6 +37,13 @@ type Comparison struct {
 	// Diverged lists the sequences after which live nodes' hashes
 	// differ, with the nodes grouped by hash.
 	Diverged []Divergence
+	// Halted are the live nodes that stopped applying the stream at an
+	// event of a newer version (Status.Halted), as "mx1 (halted: …)":
+	// equal hashes then mean nothing, the fleet is not converged.
+	Halted []string
+	// Unread are the nodes whose status could not be read (Status.Unread):
+	// not compared, and the fleet is not called converged.
+	Unread []string
 }
 
 // Divergence is a stream sequence after which nodes hold different
@@ -111,10 +118,17 @@ func Compare(nodes []Status) Comparison {
 	bySeq := map[uint64]map[string][]string{} // seq → hash → nodes
 	var at []uint64                           // each live node's hash sequence (0: none)
 	for _, s := range nodes {
+		if s.Unread != "" {
+			c.Unread = append(c.Unread, s.Node)
+			continue
+		}
 		if s.Silent {
 			continue
 		}
 		c.Live++
+		if s.Halted != nil {
+			c.Halted = append(c.Halted, fmt.Sprintf("%s (%s)", s.Node, s.Halted))
+		}
 		if s.StateHash == "" {
 			at = append(at, 0)
 			continue
@@ -150,7 +164,7 @@ func Compare(nodes []Status) Comparison {
 		})
 		c.Diverged = append(c.Diverged, d)
 	}
-	c.Converged = c.Live > 1 && c.Hashed == c.Live && c.Seqs == 1 && len(c.Diverged) == 0
+	c.Converged = c.Live > 1 && c.Hashed == c.Live && c.Seqs == 1 && len(c.Diverged) == 0 && len(c.Halted) == 0 && len(c.Unread) == 0
 	return c
 }
 
@@ -158,7 +172,18 @@ func Compare(nodes []Status) Comparison {
 // not comparable yet, or diverged; "" with fewer than two live nodes
 // hashed.
 func (c Comparison) Summary() string {
+	line := c.summary()
+	if len(c.Unread) > 0 {
+		line = strings.TrimPrefix(line+"; ", "; ") + fmt.Sprintf("not compared: the status of %s could not be read", strings.Join(c.Unread, ", "))
+	}
+	return line
+}
+
+func (c Comparison) summary() string {
 	switch {
+	case len(c.Halted) > 0:
+		return fmt.Sprintf("HALTED: %s: these nodes apply no events (reports are taken but protect no host through them) until upgraded to a build that applies that version; %s",
+			strings.Join(c.Halted, ", "), haltRemedy)
 	case len(c.Diverged) > 0:
 		ds := make([]string, len(c.Diverged))
 		for i, d := range c.Diverged {
@@ -176,6 +201,10 @@ func (c Comparison) Summary() string {
 		return fmt.Sprintf("%d nodes, %d with a state hash, all equal", c.Live, c.Hashed)
 	}
 }
+
+// haltRemedy is what to do about nodes halted at an event of a newer
+// version (docs/FLEET.md, failure modes).
+const haltRemedy = "upgrade them; if no build publishes that version (a node's key misused), take the event out of the stream with an admin user (nats stream rmm STREAM SEQ) and replace that node's key in fleet.nodes"
 
 // divergenceRemedy is what to do about a node that diverged.
 const divergenceRemedy = "Look for differing settings and store errors in its log; then rebuild it from the fleet: stop it, move its store directory away, start it (it fills an empty store from the fleet's snapshot and events)"

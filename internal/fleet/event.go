@@ -26,13 +26,19 @@ const (
 // every node signed. Version 3 is a version 2 report event in a binary
 // envelope (encodeBinary): the evidence as bytes instead of base64 in
 // the JSON, a quarter fewer bytes in the stream and less to decode.
-// Every version is still applied.
+// Version 4 is version 3 with each report's reporter as the hash the
+// store keeps of it (store.ReporterHashHex), never the id: reporter ids
+// stay on the node that took the report. Every version is still applied.
 const (
 	// eventVersion is the newest version this node applies, and the one
 	// it publishes report events in once every live node of the fleet
 	// applies it (Node.reportVersion): during an upgrade, the nodes of
-	// the new build publish version 2 until the last node is upgraded.
-	eventVersion = 3
+	// the new build publish an older version until the last node is
+	// upgraded.
+	eventVersion = 4
+	// hashedVersion is the first version whose reports carry reporter
+	// hashes instead of ids.
+	hashedVersion = 4
 	// jsonVersion is the version of the events published as JSON: the
 	// other events, and report events before the whole fleet applies
 	// eventVersion.
@@ -69,7 +75,22 @@ type eventReport struct {
 	Evidence []byte     `json:"e,omitempty"`
 	Raw      []byte     `json:"m,omitempty"`
 	Kind     store.Kind `json:"k"`
-	Reporter string     `json:"u,omitempty"`
+	// Reporter is the reporter's id (versions up to 3), ReporterHash
+	// the hash the store keeps of it (version 4 on).
+	Reporter     string `json:"u,omitempty"`
+	ReporterHash string `json:"uh,omitempty"`
+}
+
+// hashReporters replaces the reports' reporter ids by their hashes
+// (version 4 on).
+func (e *event) hashReporters() {
+	for i := range e.Reports {
+		r := &e.Reports[i]
+		if r.ReporterHash == "" {
+			r.ReporterHash = store.ReporterHashHex(r.Reporter)
+		}
+		r.Reporter = ""
+	}
 }
 
 // idempotent reports whether applying e twice has the effect of applying
@@ -110,7 +131,9 @@ func (e *event) encode() ([]byte, error) {
 //
 // A JSON event starts with '{'; any other first byte is the version of
 // an envelope, so a node meeting a version newer than its own knows it
-// (and waits for its upgrade) without reading the rest.
+// (and waits for its upgrade) without reading the rest. Every later
+// version keeps the head (version byte, uvarint n, a JSON object whose
+// "v" is that version): bytes without it are malformed, not newer.
 
 // maxBinaryVersion is the largest version an envelope's first byte
 // names: below '{', the first byte of a JSON event.
@@ -164,9 +187,6 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 
 func decodeBinary(b []byte) (*event, error) {
 	v := int(b[0])
-	if v > eventVersion {
-		return &event{V: v}, nil
-	}
 	if v < 3 {
 		return nil, fmt.Errorf("%w: envelope of version %d", errMalformed, v)
 	}
@@ -183,6 +203,18 @@ func decodeBinary(b []byte) (*event, error) {
 	h, err := next("header")
 	if err != nil {
 		return nil, err
+	}
+	if v > eventVersion {
+		// A newer envelope keeps this one's head (the version byte, the
+		// length and a JSON object naming the same version): anything
+		// else is not an event, whatever its first byte.
+		var head struct {
+			V int `json:"v"`
+		}
+		if err := json.Unmarshal(h, &head); err != nil || head.V != v {
+			return nil, fmt.Errorf("%w: first byte %d, but no envelope of that version", errMalformed, v)
+		}
+		return &event{V: v}, nil
 	}
 	var e event
 	if err := json.Unmarshal(h, &e); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -81,8 +82,11 @@ func TestDecodeEnvelope(t *testing.T) {
 		wantV   int   // a newer version: decoded to that alone
 		wantErr error // else a malformed envelope
 	}{
-		{"newer version", []byte{eventVersion + 1, 0xff, 0xff}, eventVersion + 1, nil},
-		{"newest possible", []byte{maxBinaryVersion}, maxBinaryVersion, nil},
+		{"newer version", newerEnvelope(eventVersion+1, 0xff, 0xff), eventVersion + 1, nil},
+		{"newest possible", newerEnvelope(maxBinaryVersion), maxBinaryVersion, nil},
+		{"newer version byte without its head", []byte{eventVersion + 1, 0xff, 0xff}, 0, errMalformed},
+		{"a word", []byte("hello"), 0, errMalformed},
+		{"newer head naming another version", append(newerEnvelope(eventVersion + 2)[:0:0], append([]byte{eventVersion + 1}, newerEnvelope(eventVersion + 2)[1:]...)...), 0, errMalformed},
 		{"version 2 has no envelope", append([]byte{2}, good[1:]...), 0, errMalformed},
 		{"no header length", []byte{3}, 0, errMalformed},
 		{"header past the end", []byte{3, 0x7f, '{', '}'}, 0, errMalformed},
@@ -109,6 +113,14 @@ func TestDecodeEnvelope(t *testing.T) {
 	if _, err := (&event{V: maxBinaryVersion + 1}).encode(); err == nil {
 		t.Error("a version beyond the envelope's byte encoded")
 	}
+}
+
+// newerEnvelope is the head of an envelope of version v (what any later
+// version keeps), followed by rest.
+func newerEnvelope(v int, rest ...byte) []byte {
+	head := fmt.Sprintf(`{"v":%d,"t":"future"}`, v)
+	b := append([]byte{byte(v), byte(len(head))}, head...)
+	return append(b, rest...)
 }
 
 // TestReportVersionGate: report events are published as version 3 once
@@ -207,5 +219,59 @@ func BenchmarkDecodeEvent(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReporterIDsHashed: the stream carries reporters as the hash the
+// store keeps (version 4), never their ids, and a reporter named by id in
+// an older node's event and by hash in a newer one's is one reporter.
+func TestReporterIDsHashed(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	n := f.members[0].node
+	deadline := time.Now().Add(20 * time.Second)
+	for n.ReportVersion() != eventVersion {
+		if time.Now().After(deadline) {
+			t.Fatalf("report events of version %d", n.ReportVersion())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const who = "alice@example.org"
+	a := f.report(0, copyOf(t, 0, 1), store.KindSpam, who)
+	f.converge()
+	st, err := n.js.Stream(ctx, n.opts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(m.Data, []byte(who)) || bytes.Contains(m.Data, []byte("alice")) {
+			t.Fatalf("event %d carries the reporter's id: %q", seq, m.Data)
+		}
+	}
+	// The same reporter by id (an event of version 3, a node not yet
+	// upgraded) joins as the same reporter on every node.
+	old := &event{ID: newEventID("mx1"), V: 3, Type: evReport, Node: "mx0", Time: f.clock.Now()}
+	evs, err := n.engine().Ingester.Evidence(ctx, []campaign.ReportRequest{{Raw: copyOf(t, 0, 2), Kind: store.KindSpam}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Reports = []eventReport{{Evidence: evs[0], Kind: store.KindSpam, Reporter: who}}
+	if _, err := n.publish(ctx, old.ID, mustEncode(t, old)); err != nil {
+		t.Fatal(err)
+	}
+	f.requireEqualHashes("a reporter by id and by hash")
+	for i, m := range f.members {
+		rs, err := m.st.Reporters(ctx, a.Campaign, 0)
+		if err != nil || len(rs) != 1 || rs[0].Hash != store.ReporterHash(who) {
+			t.Fatalf("mx%d: reporters of campaign %d: %+v %v", i, a.Campaign, rs, err)
+		}
 	}
 }

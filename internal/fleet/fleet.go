@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
@@ -95,6 +97,19 @@ type Options struct {
 	// fleet's median clock before the node stops publishing expiry
 	// decisions (clock.go). Default 1m.
 	MaxClockOffset time.Duration
+	// Signer is this node's nkey (a user seed): it signs every event
+	// the node publishes and the snapshots it stores (sign.go). Required:
+	// Start fails with ErrNoSigner without it, or when Nodes does not
+	// list its public key under Node.
+	Signer nkeys.KeyPair
+	// Nodes are the fleet's nodes and their public keys: events are
+	// applied only when signed by the key listed for the node they name.
+	// Every node must have the same list.
+	Nodes []NodeKey
+	// Unsigned accepts unsigned events of the nodes it names during a
+	// rolling upgrade from a build that did not sign (sign.go). Default:
+	// none.
+	Unsigned UnsignedWindow
 }
 
 func (o Options) withDefaults() Options {
@@ -222,12 +237,24 @@ type Node struct {
 	// without trying until a publish of the outbox is acknowledged, or,
 	// with nothing queued, a query started later finds a leader.
 	pubDownAt atomic.Int64
+	// qlog keeps an outage's queued events to a few log lines.
+	qlog queueLog
 	// divergence names the events after which this node's state hash
 	// and another live node's differ, as last read (compare.go).
 	divergence atomic.Value
 
+	// prov holds the reports queued while the stream is unreachable,
+	// which protect this host until applied (provisional.go).
+	prov *provisional
+	// sign signs the events this node publishes; trust verifies the
+	// stream's (sign.go).
+	sign  *signer
+	trust *trust
+
 	mu        sync.Mutex
-	ready     bool // stream set up
+	rejected  map[string]uint64 // events skipped, by reason (sign.go)
+	halted    *Halt             // applying stopped at an event of a newer version
+	ready     bool              // stream set up
 	applied   uint64
 	lastErr   string
 	waiters   map[string]chan applyResult
@@ -244,7 +271,9 @@ type Node struct {
 }
 
 // Start connects the node and starts applying the stream from the store's
-// applied sequence, and sets itself as eng's replicator. NATS being down
+// applied sequence through eng. The caller makes the node eng's Writer
+// and HitCounter, and gives its Checker the node's Provisional reports
+// (the daemon does when it wires the engine). NATS being down
 // is not an error: the node keeps trying, checks answer from the local
 // store and reports queue in the outbox. The caller closes the node
 // (Close) before the store.
@@ -266,11 +295,30 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		waiters:     make(map[string]chan applyResult),
 		appliedCh:   make(chan struct{}),
 		hits:        make(map[hitKey]*hitAgg),
+		rejected:    make(map[string]uint64),
+	}
+	if n.trust, err = newTrust(opts.Nodes, opts.Unsigned); err != nil {
+		return nil, err
+	}
+	if n.sign, err = newSigner(opts.Node, opts.Signer); err != nil {
+		return nil, err
+	}
+	if nk, ok := n.trust.keyOf(n.sign.pub); !ok || nk.Name != opts.Node {
+		return nil, fmt.Errorf("%w: its public key %s is not listed for node %s in the fleet's nodes (fleet.nodes)", ErrNoSigner, n.sign.pub, opts.Node)
 	}
 	n.reportV.Store(jsonVersion)
 	n.instance = newInstanceID()
 	n.SetSettings(opts.Settings)
 	n.eng.Store(eng)
+	// Reports queued before a restart protect this host again at once.
+	n.prov = newProvisional(n.log)
+	if items, _, err := st.OutboxList(ctx, math.MaxInt); err == nil {
+		for _, it := range items {
+			if ev, err := decodeEvent(it.Data); err == nil {
+				n.prov.add(eng, ev)
+			}
+		}
+	}
 	n.nc, err = connect(opts, n.log)
 	if err != nil {
 		return nil, err
@@ -290,7 +338,6 @@ func Start(ctx context.Context, eng *campaign.Engine, st *store.Badger, opts Opt
 		}
 		n.log.Warn("fleet: stream not reachable yet, reports queue locally", "err", err)
 	}
-	eng.SetReplicator(n)
 	n.wg.Add(6)
 	go n.batchLoop()
 	go n.applyLoop()
@@ -340,16 +387,7 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	// Nodes configured with other replicas or expiry rewrite the stream's
-	// settings at each start: say so (fleet status names the nodes that
-	// differ, settings.go).
-	if old, err := n.js.Stream(ctx, n.opts.Stream); err == nil {
-		if c := old.CachedInfo().Config; c.Replicas != n.opts.Replicas || c.MaxAge != n.opts.MaxAge {
-			n.log.Warn("fleet: this node changes the stream's settings to its own (fleet.replicas, and the age limit from store.expiry); nodes configured otherwise change them back when they start",
-				"stream", n.opts.Stream, "replicas", c.Replicas, "to_replicas", n.opts.Replicas, "max_age", c.MaxAge, "to_max_age", n.opts.MaxAge)
-		}
-	}
-	s, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:       n.opts.Stream,
 		Subjects:   []string{n.opts.subject()},
 		Replicas:   n.opts.Replicas,
@@ -358,20 +396,55 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 		Duplicates: 10 * time.Minute,
 		Retention:  jetstream.LimitsPolicy,
 		Discard:    jetstream.DiscardOld,
-	})
-	if err != nil {
+	}
+	objCfg := jetstream.ObjectStoreConfig{Bucket: n.opts.snapshotBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage}
+	kvCfg := jetstream.KeyValueConfig{Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage, TTL: n.opts.ForgetAfter}
+	// Nodes configured with other replicas or expiry rewrite the stream's
+	// settings at each start: say so (fleet status names the nodes that
+	// differ, settings.go). Only a node that stores snapshots may change
+	// them (its NATS user may, natsd.Permissions); the others create what
+	// does not exist yet.
+	old, err := n.js.Stream(ctx, n.opts.Stream)
+	if err == nil {
+		if c := old.CachedInfo().Config; c.Replicas != n.opts.Replicas || c.MaxAge != n.opts.MaxAge {
+			if n.admin() {
+				n.log.Warn("fleet: this node changes the stream's settings to its own (fleet.replicas, and the age limit from store.expiry); nodes configured otherwise change them back when they start",
+					"stream", n.opts.Stream, "replicas", c.Replicas, "to_replicas", n.opts.Replicas, "max_age", c.MaxAge, "to_max_age", n.opts.MaxAge)
+			} else {
+				n.log.Warn("fleet: the stream's settings differ from this node's (fleet.replicas, the age limit from store.expiry); only a node with snapshots: true in fleet.nodes sets them",
+					"stream", n.opts.Stream, "replicas", c.Replicas, "node_replicas", n.opts.Replicas, "max_age", c.MaxAge, "node_max_age", n.opts.MaxAge)
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("fleet: stream %s: %w", n.opts.Stream, err)
 	}
-	if _, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: n.opts.snapshotBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
-	}); err != nil {
-		return fmt.Errorf("fleet: snapshot bucket: %w", err)
+	var s jetstream.Stream
+	if n.admin() {
+		s, err = n.js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			_, err = n.js.CreateOrUpdateObjectStore(ctx, objCfg)
+		}
+		if err == nil {
+			_, err = n.js.CreateOrUpdateKeyValue(ctx, kvCfg)
+		}
+	} else {
+		s = old
+		if old == nil {
+			s, err = n.js.CreateStream(ctx, cfg)
+		}
+		if err == nil {
+			if _, err = n.js.ObjectStore(ctx, objCfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				_, err = n.js.CreateObjectStore(ctx, objCfg)
+			}
+		}
+		if err == nil {
+			if _, err = n.js.KeyValue(ctx, kvCfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				_, err = n.js.CreateKeyValue(ctx, kvCfg)
+			}
+		}
 	}
-	if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: n.opts.nodesBucket(), Replicas: n.opts.Replicas, Storage: jetstream.FileStorage,
-		TTL: n.opts.ForgetAfter,
-	}); err != nil {
-		return fmt.Errorf("fleet: status bucket: %w", err)
+	if err != nil {
+		return fmt.Errorf("fleet: stream %s and its buckets: %w", n.opts.Stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -386,14 +459,29 @@ func (n *Node) setup(ctx context.Context, wait time.Duration) error {
 	return nil
 }
 
-// SetEngine makes eng the engine the node applies the stream through and
-// takes the writes of (the daemon's reload builds a new engine).
+// SetEngine makes eng the engine the node applies the stream through,
+// signs its reports' evidence with and keeps its provisional reports
+// with (the daemon's reload builds a new engine). The daemon also gives
+// eng's Ingester the node as its Writer, and its Checker the node as its
+// HitCounter and the node's provisional reports (Provisional).
 func (n *Node) SetEngine(eng *campaign.Engine) {
-	eng.SetReplicator(n)
 	n.eng.Store(eng)
 }
 
+// Provisional is the node's queued reports, which protect this host
+// until the fleet's stream orders them (provisional.go): the engine's
+// Checker consults them (campaign.Checker.SetProvisional).
+func (n *Node) Provisional() campaign.Provisional { return n.prov }
+
 func (n *Node) engine() *campaign.Engine { return n.eng.Load() }
+
+// admin reports whether this node stores snapshots (fleet.nodes): it
+// sets the stream's settings, purges it after a snapshot and forgets
+// retired nodes; its NATS user may (natsd.Permissions).
+func (n *Node) admin() bool {
+	nk, ok := n.trust.keyOf(n.sign.pub)
+	return ok && nk.Snapshots
+}
 
 func (n *Node) isReady() bool {
 	n.mu.Lock()
@@ -453,6 +541,7 @@ func (n *Node) Close() error {
 		<-done
 	}
 	n.nc.Close()
+	n.prov.close()
 	return nil
 }
 

@@ -98,7 +98,10 @@ type testFleet struct {
 }
 
 func nodeOptions(c *testCluster, i int, clk *clock) Options {
+	keys, nodes := testKeys(c.t)
 	return Options{
+		Signer:        keys[i],
+		Nodes:         nodes,
 		Node:          fmt.Sprintf("mx%d", i),
 		URLs:          []string{c.url(i)},
 		HitsEvery:     100 * time.Millisecond,
@@ -132,7 +135,16 @@ func (f *testFleet) startMember(i int, dir string) *member {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	wire(eng, node)
 	return &member{dir: dir, st: st, eng: eng, node: node}
+}
+
+// wire makes node eng's write target, as the daemon does.
+func wire(eng *campaign.Engine, node *Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }
 
 func (m *member) stop() {
@@ -174,7 +186,7 @@ func newTestFleet(t *testing.T) *testFleet {
 
 func (f *testFleet) report(i int, raw []byte, kind store.Kind, who string) campaign.ReportOutcome {
 	f.t.Helper()
-	o, err := f.members[i].eng.Report(context.Background(), raw, kind, who)
+	o, err := f.members[i].eng.Ingester.Report(context.Background(), raw, kind, who)
 	if err != nil {
 		f.t.Fatalf("report on mx%d: %v", i, err)
 	}
@@ -183,7 +195,7 @@ func (f *testFleet) report(i int, raw []byte, kind store.Kind, who string) campa
 
 func (f *testFleet) check(i int, raw []byte) campaign.Verdict {
 	f.t.Helper()
-	v, err := f.members[i].eng.Check(context.Background(), raw)
+	v, err := f.members[i].eng.Checker.Check(context.Background(), raw)
 	if err != nil {
 		f.t.Fatalf("check on mx%d: %v", i, err)
 	}
@@ -289,7 +301,7 @@ func TestFleet(t *testing.T) {
 				{Raw: copyOf(t, 1, uint64(10+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("w", i)},
 				{Raw: copyOf(t, 2, uint64(20+i)), Kind: store.KindSpam, Reporter: fmt.Sprint("l", i)},
 			}
-			outs, err := f.members[i].eng.ReportBatch(ctx, reqs)
+			outs, err := f.members[i].eng.Ingester.ReportBatch(ctx, reqs)
 			if err != nil || len(outs) != 2 {
 				t.Errorf("batch on mx%d: %v %v", i, outs, err)
 			}
@@ -316,13 +328,13 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	// Allow on one node, delete on another.
-	if err := f.members[0].eng.SetState(ctx, watch, store.StateAllowed); err != nil {
+	if err := f.members[0].eng.Ingester.SetState(ctx, watch, store.StateAllowed); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.members[1].eng.Delete(ctx, lose); err != nil {
+	if err := f.members[1].eng.Ingester.Delete(ctx, lose); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.members[2].eng.Delete(ctx, lose); !errors.Is(err, store.ErrNotFound) {
+	if err := f.members[2].eng.Ingester.Delete(ctx, lose); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete of a deleted campaign: %v", err)
 	}
 	// Hits counted on every node add up everywhere.
@@ -348,7 +360,7 @@ func TestFleet(t *testing.T) {
 	f.clock.Add(20 * 24 * time.Hour)
 	late := f.report(2, base(2), store.KindSpam, "late")
 	f.clock.Add(15 * 24 * time.Hour)
-	if _, err := f.members[1].eng.Expire(ctx); err != nil {
+	if _, err := f.members[1].eng.Ingester.Expire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.requireEqualHashes("expiry")
@@ -464,7 +476,7 @@ func TestEventVersions(t *testing.T) {
 	f := newTestFleet(t)
 	ctx := context.Background()
 	n := f.members[0].node
-	old := &event{ID: newEventID("old"), Type: evReport, Node: "old", Time: f.clock.Now(),
+	old := &event{ID: newEventID("old"), Type: evReport, Node: "mx0", Time: f.clock.Now(),
 		Reports: []eventReport{{Raw: copyOf(t, 1, 7), Kind: store.KindSpam, Reporter: "v1"}}}
 	data, err := old.encode()
 	if err != nil {
@@ -479,7 +491,7 @@ func TestEventVersions(t *testing.T) {
 	}
 	f.requireEqualHashes("version 1 and 2 events")
 
-	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "new", Time: f.clock.Now()}
+	newer := &event{ID: newEventID("new"), V: eventVersion + 1, Type: evReport, Node: "mx0", Time: f.clock.Now()}
 	if data, err = newer.encode(); err != nil {
 		t.Fatal(err)
 	}
@@ -491,13 +503,42 @@ func TestEventVersions(t *testing.T) {
 	for _, m := range f.members {
 		for {
 			s := m.node.Status(ctx, false)
-			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") {
+			if s.Applied == seq-1 && strings.Contains(s.Error, "newer version") && s.Halted != nil {
+				if *s.Halted != (Halt{Seq: seq, Version: eventVersion + 1}) {
+					t.Fatalf("%s halted at %+v, want event %d", s.Node, s.Halted, seq)
+				}
 				break
 			}
 			if s.Applied >= seq || time.Now().After(deadline) {
 				t.Fatalf("%s after an event of a newer version: %+v", s.Node, s)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The halt is not silent: fleet status says so instead of converged.
+	nodes, err := n.Fleet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("halted: event %d of version %d needs an upgrade", seq, eventVersion+1)
+	if c := Compare(nodes); c.Converged || !strings.Contains(c.Summary(), "HALTED") || !strings.Contains(c.Summary(), want) {
+		t.Fatalf("comparison of halted nodes: %+v %q", c, c.Summary())
+	}
+	// Recovery when no build will apply it: the event taken out of the
+	// stream (an admin's nats stream rmm), the nodes go on.
+	js := newRawPublisher(t, f.cluster.url(2)).js
+	s, err := js.Stream(ctx, n.opts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	o = f.report(2, copyOf(t, 2, 9), store.KindSpam, "after")
+	f.requireEqualHashes("after the newer event was taken out")
+	for _, m := range f.members {
+		if s := m.node.Status(ctx, false); s.Halted != nil || s.Applied <= seq {
+			t.Fatalf("%s after the newer event was taken out: %+v", s.Node, s)
 		}
 	}
 }
@@ -655,7 +696,7 @@ func TestConcurrentReportsShareEvents(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			outs[i], errs[i] = n.eng.Report(ctx, msgs[i], store.KindSpam, fmt.Sprintf("user%d", i))
+			outs[i], errs[i] = n.eng.Ingester.Report(ctx, msgs[i], store.KindSpam, fmt.Sprintf("user%d", i))
 		}()
 	}
 	close(start)
@@ -703,7 +744,7 @@ func TestBatcherQueues(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = f.members[0].eng.Report(ctx, copyOf(t, i%len(texts), uint64(200+i)), store.KindSpam, fmt.Sprintf("q%d", i))
+			outs[i], errs[i] = f.members[0].eng.Ingester.Report(ctx, copyOf(t, i%len(texts), uint64(200+i)), store.KindSpam, fmt.Sprintf("q%d", i))
 		}()
 	}
 	wg.Wait()
@@ -720,7 +761,7 @@ func TestBatcherQueues(t *testing.T) {
 	// still go to the outbox.
 	m := f.members[2]
 	m.node.Close()
-	o, err := m.eng.Report(ctx, copyOf(t, 0, 300), store.KindSpam, "late")
+	o, err := m.eng.Ingester.Report(ctx, copyOf(t, 0, 300), store.KindSpam, "late")
 	if err != nil || o.Replication != campaign.Queued {
 		t.Fatalf("report through a closed node: %+v %v", o, err)
 	}
@@ -1121,11 +1162,13 @@ func TestNameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := nodeOptions(f.cluster, 1, f.clock) // mx1's server,
-	opts.Node = "mx0"                          // mx0's name
+	opts.Node = "mx0"                          // mx0's name and key
+	opts.Signer = nodeOptions(f.cluster, 0, f.clock).Signer
 	twin, err := Start(ctx, eng, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	wire(eng, twin)
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -1148,7 +1191,7 @@ func TestNameClash(t *testing.T) {
 		t.Errorf("mx1 warns of a clash: %q", w)
 	}
 	// A report through the twin reaches every node.
-	out, err := twin.engine().Report(ctx, copyOf(t, 2, 50), store.KindSpam, "erin")
+	out, err := twin.engine().Ingester.Report(ctx, copyOf(t, 2, 50), store.KindSpam, "erin")
 	if err != nil || out.Campaign == 0 {
 		t.Fatalf("report through the twin: %+v %v", out, err)
 	}
@@ -1174,25 +1217,27 @@ func TestStreamSettingsChanged(t *testing.T) {
 	}
 	var logs testutil.LockedBuffer
 	opts := nodeOptions(f.cluster, 2, f.clock)
-	opts.Node, opts.Replicas = "mx9", 1
+	keys, _ := testKeys(t)
+	opts.Node, opts.Signer, opts.Replicas = "mx4", keys[4], 1
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	odd, err := Start(ctx, eng, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	wire(eng, odd)
 	defer odd.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for !odd.isReady() {
 		if time.Now().After(deadline) {
-			t.Fatal("mx9 not ready in 20s")
+			t.Fatal("mx4 not ready in 20s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "this node changes the stream's settings to its own") || !strings.Contains(logs.String(), "to_replicas=1") {
-		t.Errorf("no warning of the change in mx9's log:\n%s", logs.String())
+		t.Errorf("no warning of the change in mx4's log:\n%s", logs.String())
 	}
 	info, ok := f.members[0].node.streamState(ctx)
 	if !ok || info.Config.Replicas != 1 {
-		t.Errorf("stream replicas after mx9 started: %+v", info)
+		t.Errorf("stream replicas after mx4 started: %+v", info)
 	}
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -25,7 +26,14 @@ func offlineNode(t testing.TB, now func() time.Time) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, nodes := testKeys(t)
+	tr, err := newTrust(nodes, UnsignedWindow{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := &Node{
+		trust:     tr,
+		rejected:  make(map[string]uint64),
 		opts:      Options{}.withDefaults(),
 		st:        st,
 		log:       slog.New(slog.DiscardHandler),
@@ -35,6 +43,17 @@ func offlineNode(t testing.TB, now func() time.Time) *Node {
 	}
 	n.eng.Store(eng)
 	return n
+}
+
+// signedMsg is data at seq as the stream delivers it, signed by node
+// (mx0 … mx4) with its test key.
+func signedMsg(t testing.TB, seq uint64, node int, data []byte) incoming {
+	t.Helper()
+	keys, _ := testKeys(t)
+	subject := Options{}.withDefaults().subject()
+	id := fmt.Sprint("msg-", seq)
+	return incoming{seq: seq, subject: subject, header: signedAs(t, fmt.Sprint("mx", node), keys[node], subject, id, data),
+		stored: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), data: data}
 }
 
 func mustEncode(t testing.TB, e *event) []byte {
@@ -70,20 +89,21 @@ func FuzzApplyEvent(f *testing.F) {
 		{ID: "v", V: eventVersion + 1, Type: evReport, Time: at},
 		{ID: "u", Type: "unknown", Time: at},
 	} {
+		e.Node = "mx1" // the fuzzed event is signed as mx1's
 		f.Add(mustEncode(f, e))
 	}
 	// Version 3 envelopes of real evidence, whole and cut short.
-	evs, err := offlineNode(f, time.Now).engine().Evidence(context.Background(),
+	evs, err := offlineNode(f, time.Now).engine().Ingester.Evidence(context.Background(),
 		[]campaign.ReportRequest{{Raw: copyOf(f, 2, 4), Kind: store.KindSpam}, {Raw: base(0), Kind: store.KindHam}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	env := mustEncode(f, &event{ID: "b", V: 3, Type: evReport, Time: at, Reports: []eventReport{
+	env := mustEncode(f, &event{ID: "b", V: 3, Type: evReport, Node: "mx1", Time: at, Reports: []eventReport{
 		{Evidence: evs[0], Kind: store.KindSpam, Reporter: "dave"}, {Evidence: evs[1], Kind: store.KindHam, Reporter: "erin"}}})
 	f.Add(env)
 	f.Add(env[:len(env)/2])
 	f.Add(env[:len(env)-1])
-	for _, s := range []string{"", "{", "null", "[]", `{"t":"report","r":[{"e":"AAAA","k":1}]}`, `{"t":"hits","h":[{"c":1,"n":1}],"at":"0001-01-01T00:00:00Z"}`, `{"v":-5,"t":"state","c":1,"s":1}`} {
+	for _, s := range []string{"", "{", "null", "[]", `{"n":"mx1","t":"report","r":[{"e":"AAAA","k":1}]}`, `{"n":"mx1","t":"hits","h":[{"c":1,"n":1}],"at":"0001-01-01T00:00:00Z"}`, `{"n":"mx1","v":-5,"t":"state","c":1,"s":1}`, `{"v":99}`, "hello"} {
 		f.Add([]byte(s))
 	}
 	firstData, lastData := mustEncode(f, first), mustEncode(f, last)
@@ -97,7 +117,7 @@ func FuzzApplyEvent(f *testing.F) {
 		for i := range hashes {
 			n := offlineNode(t, now)
 			for seq, d := range [][]byte{firstData, data, lastData} {
-				err := n.applyEvent(uint64(seq+1), d)
+				err := n.applyMsg(signedMsg(t, uint64(seq+1), seq%2, d))
 				if errors.Is(err, ErrNewerEvent) && seq == 1 {
 					stopped[i] = true
 					break

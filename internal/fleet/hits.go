@@ -22,7 +22,7 @@ type hitAgg struct {
 }
 
 // RecordHit counts a matched message for the next hits event. It
-// implements campaign.Replicator; it never blocks on the network.
+// implements campaign.HitCounter; it never blocks on the network.
 // A host whose clock is off from the others' dates it by theirs
 // (clock.go).
 func (n *Node) RecordHit(id store.CampaignID, action string, at time.Time) {

@@ -13,7 +13,7 @@ type collector struct {
 	n *Node
 	connected, ready, reachable, applied, lag, outbox, streamEvents, streamBytes,
 	snapshot, published, queued, restarts *prometheus.Desc
-	replicas, clockOffset, diverged *prometheus.Desc
+	replicas, clockOffset, diverged, rejected, halted *prometheus.Desc
 }
 
 // Collector returns the node's Prometheus metrics (label node): whether it
@@ -42,6 +42,10 @@ func (n *Node) Collector() prometheus.Collector {
 		restarts:     d("consumer_restarts_total", "stream consumers this node recreated because they stalled, since it started"),
 		clockOffset:  d("clock_offset_seconds", "how far this host's clock is from the median of the nodes' clocks (positive: ahead), as last measured; beyond fleet.max_clock_offset the node publishes no expiry decision"),
 		diverged:     d("diverged", "1 when this node's campaign state hash differs from the other live nodes' after the same event (it is the odd one out, or two nodes differ): rebuild it from the fleet"),
+		halted:       d("halted", "1 while the node stopped applying the stream at an event of a newer version than its build applies: upgrade it (docs/FLEET.md, failure modes)"),
+		rejected: prometheus.NewDesc("nddmilter_fleet_events_rejected_total",
+			"events of the stream this node skipped since it started, by reason: unsigned, unknown_key (not one of fleet.nodes), wrong_node (another node's key), bad_signature, malformed",
+			[]string{"node", "reason"}, nil),
 		replicas: prometheus.NewDesc("nddmilter_fleet_stream_replicas",
 			"copies of the fleet's stream as the node's server sees them, by state: current (the leader included), behind, offline",
 			[]string{"node", "state"}, nil),
@@ -50,7 +54,7 @@ func (n *Node) Collector() prometheus.Collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.ready, c.reachable, c.applied, c.lag, c.outbox,
-		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset, c.diverged} {
+		c.streamEvents, c.streamBytes, c.snapshot, c.published, c.queued, c.restarts, c.replicas, c.clockOffset, c.diverged, c.rejected, c.halted} {
 		ch <- d
 	}
 }
@@ -81,12 +85,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.streamBytes, float64(s.StreamBytes))
 	g(c.snapshot, float64(s.SnapshotSeq))
 	g(c.diverged, b(c.n.Diverged()))
+	g(c.halted, b(s.Halted != nil))
 	if c.n.clockMeasured.Load() {
 		g(c.clockOffset, s.ClockOffset.Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Queued), s.Node)
 	ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.ConsumerRestarts), s.Node)
+	for _, r := range RejectReasons {
+		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(s.Rejected[r]), s.Node, r)
+	}
 	if len(s.Replicas) > 0 {
 		var current, behind, offline float64
 		for _, r := range s.Replicas {

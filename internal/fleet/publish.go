@@ -32,12 +32,12 @@ const eventBudget = 0.75
 // campaign yet). The reports are signed here, once (every node ingests
 // their evidence), then handed to the batcher, which carries them in as
 // few events as fit in NATS messages, shared with the reports of
-// concurrent calls (batch.go). It implements campaign.Replicator.
+// concurrent calls (batch.go). It implements campaign.Writer.
 func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]campaign.ReportOutcome, error) {
 	limit := n.eventLimit()
 	// A report that cannot be signed, or is too large for an event, stops
 	// the batch there (a *campaign.BatchError).
-	evs, stopErr := n.engine().Evidence(ctx, reqs)
+	evs, stopErr := n.engine().Ingester.Evidence(ctx, reqs)
 	reports := make([]eventReport, 0, len(evs))
 	sizes := make([]int64, 0, len(evs))
 	for j, e := range evs {
@@ -73,7 +73,7 @@ func (n *Node) Report(ctx context.Context, reqs []campaign.ReportRequest) ([]cam
 }
 
 // SetState publishes a campaign's new state and waits for its local
-// application. It implements campaign.Replicator.
+// application. It implements campaign.Writer.
 func (n *Node) SetState(ctx context.Context, id store.CampaignID, s store.State) error {
 	ev := n.newEvent(evState)
 	ev.Campaign, ev.State = id, s
@@ -81,7 +81,7 @@ func (n *Node) SetState(ctx context.Context, id store.CampaignID, s store.State)
 }
 
 // Delete publishes a campaign's deletion and waits for its local
-// application. It implements campaign.Replicator.
+// application. It implements campaign.Writer.
 func (n *Node) Delete(ctx context.Context, id store.CampaignID) error {
 	ev := n.newEvent(evDelete)
 	ev.Campaign = id
@@ -160,7 +160,8 @@ func (n *Node) publishEvent(ctx context.Context, ev *event, wait bool) (ch chan 
 		delete(n.waiters, ev.ID)
 		n.queued++
 		n.mu.Unlock()
-		n.log.Warn("fleet: event queued", "type", ev.Type, "reports", len(ev.Reports), "err", err)
+		n.qlog.queued(n.log, ev.Type, len(ev.Reports), err, time.Now())
+		n.prov.add(n.engine(), ev) // protects this host until applied
 		return nil, 0, true, nil
 	}
 	if err := n.st.OutboxDelete(ctx, oid); err != nil {
@@ -211,7 +212,11 @@ func (n *Node) publishNow(ctx context.Context, id string, data []byte) (uint64, 
 	}
 	pctx, cancel := context.WithTimeout(ctx, n.opts.PublishTimeout)
 	defer cancel()
-	ack, err := n.js.Publish(pctx, n.opts.subject(), data, jetstream.WithMsgID(id))
+	h, err := n.sign.header(n.opts.subject(), id, data)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := n.js.PublishMsg(pctx, &nats.Msg{Subject: n.opts.subject(), Header: h, Data: data}, jetstream.WithMsgID(id))
 	if err != nil {
 		if ctx.Err() == nil && n.ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) ||
 			errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) {
@@ -257,8 +262,12 @@ func (n *Node) outboxLoop() {
 func (n *Node) drainOutbox() error {
 	for n.ctx.Err() == nil {
 		items, _, err := n.st.OutboxList(n.ctx, 256)
-		if err != nil || len(items) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(items) == 0 {
+			n.qlog.drained(n.log, time.Now())
+			return nil
 		}
 		for _, it := range items {
 			ev, err := decodeEvent(it.Data)

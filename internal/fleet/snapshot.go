@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -43,17 +44,40 @@ func (n *Node) Snapshot(ctx context.Context) (seq uint64, size uint64, err error
 		_, err := n.st.Backup(ctx, pw)
 		pw.CloseWithError(err)
 	}()
-	info, err := obs.Put(ctx, jetstream.ObjectMeta{
-		Name: snapshotName,
-		Metadata: map[string]string{
-			"seq":  strconv.FormatUint(seq, 10),
-			"node": n.opts.Node,
-			"time": time.Now().UTC().Format(time.RFC3339),
-		},
-	}, pr)
+	meta := map[string]string{
+		"seq":  strconv.FormatUint(seq, 10),
+		"node": n.opts.Node,
+		"time": time.Now().UTC().Format(time.RFC3339),
+	}
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: snapshotName, Metadata: meta}, pr)
 	pr.CloseWithError(err)
 	if err != nil {
 		return 0, 0, fmt.Errorf("fleet: store snapshot: %w", err)
+	}
+	// Signed over the digest the object store computed of what it stored
+	// (and checks again when the object is read): a new node restores
+	// only a snapshot a snapshot node of fleet.nodes signed (Bootstrap).
+	sig, err := n.sign.kp.Sign(snapshotSigned(meta["seq"], n.opts.Node, info.Digest))
+	if err != nil {
+		return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", err)
+	}
+	meta["key"], meta["sig"] = n.sign.pub, base64.RawURLEncoding.EncodeToString(sig)
+	// A clustered bucket may answer the update from a replica that has
+	// not seen the Put yet ("cannot update meta for a deleted object"):
+	// try again, a few times.
+	for try := 0; ; try++ {
+		err = obs.UpdateMeta(ctx, snapshotName, jetstream.ObjectMeta{Name: snapshotName, Metadata: meta})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrUpdateMetaDeleted) || try == 20 {
+			return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("fleet: sign snapshot: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	n.mu.Lock()
 	n.snapSeq = seq
@@ -120,6 +144,10 @@ func snapshotBucket(ctx context.Context, js jetstream.JetStream, bucket string) 
 // snapshot (the node applies the stream from its start).
 func Bootstrap(ctx context.Context, dir string, storeOpts store.Options, opts Options) (restored bool, err error) {
 	opts = opts.withDefaults()
+	tr, err := newTrust(opts.Nodes, opts.Unsigned)
+	if err != nil {
+		return false, err
+	}
 	nc, err := connect(opts, opts.Logger)
 	if err != nil {
 		return false, err
@@ -144,6 +172,16 @@ func Bootstrap(ctx context.Context, dir string, storeOpts store.Options, opts Op
 		return false, fmt.Errorf("fleet: snapshot: %w", err)
 	}
 	defer obj.Close()
+	// The signature covers the digest the object store checks the
+	// content against as it is read: a snapshot replaced or changed by
+	// anyone but a snapshot node fails here or while restoring.
+	info, err := obj.Info()
+	if err != nil || info == nil {
+		return false, fmt.Errorf("%w: no object information: %v", ErrSnapshotUntrusted, err)
+	}
+	if err := tr.verifySnapshot(info.Metadata, info.Digest); err != nil {
+		return false, err
+	}
 	if _, err := store.Restore(ctx, dir, obj, storeOpts); err != nil {
 		return false, fmt.Errorf("fleet: restore snapshot: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nddmilter/nddmilter/internal/fleet/natsd"
 )
 
 // Status is one node's view of its fleet membership.
@@ -58,7 +60,16 @@ type Status struct {
 	// ConsumerRestarts counts the stream consumers the node recreated
 	// because they stalled (Options.StallAfter) since it started.
 	ConsumerRestarts uint64 `json:"consumer_restarts,omitempty"`
-	Error            string `json:"error,omitempty"`
+	// Rejected counts the events of the stream the node skipped since it
+	// started, by reason (RejectReasons): unsigned, signed by a key not
+	// the fleet's or not the named node's, or unreadable (sign.go).
+	Rejected map[string]uint64 `json:"rejected,omitempty"`
+	// Halted is set while the node stopped applying the stream at an
+	// event of a newer version than it applies, signed by a node of the
+	// fleet: it checks from a state that no longer follows the fleet's
+	// until it is upgraded (or the event is taken out of the stream).
+	Halted *Halt  `json:"halted,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Time is when the node took this status (its own clock).
 	Time time.Time `json:"time"`
 	// ClockOffset is how far the node's clock is from the fleet's
@@ -75,12 +86,31 @@ type Status struct {
 	// Settings are what the node signs and applies reports with
 	// (Options.Settings); SettingsDiffer compares them.
 	Settings map[string]string `json:"settings,omitempty"`
+	// Unread is set, with the error, on the row of a node whose status
+	// the reading node could not read (a timeout, a server that does not
+	// answer): nothing else of the row is known. PeersUnread is set on
+	// the reading node's own status when it could not list the others':
+	// the list is then this node alone.
+	Unread      string `json:"unread,omitempty"`
+	PeersUnread string `json:"peers_unread,omitempty"`
 	// Silent is set on another node's status older than SilentAfter (by
 	// the time NATS stored it, so whatever the nodes' clocks say): that
 	// node stopped publishing it (stopped, crashed, cut off from NATS,
 	// or retired: Forget removes it), and what the status says is only
 	// as of Time.
 	Silent bool `json:"silent,omitempty"`
+}
+
+// Halt is where a node stopped applying the stream: the event and its
+// version.
+type Halt struct {
+	Seq     uint64 `json:"seq"`
+	Version int    `json:"version"`
+}
+
+// String says what the halt is and what to do.
+func (h Halt) String() string {
+	return fmt.Sprintf("halted: event %d of version %d needs an upgrade (this build applies up to %d)", h.Seq, h.Version, eventVersion)
 }
 
 // Replica is one copy of the stream, on one NATS server.
@@ -147,6 +177,16 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
 		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.testSkew.Load())).UTC(),
+	}
+	if n.halted != nil {
+		h := *n.halted
+		s.Halted = &h
+	}
+	for r, c := range n.rejected {
+		if s.Rejected == nil {
+			s.Rejected = make(map[string]uint64, len(n.rejected))
+		}
+		s.Rejected[r] = c
 	}
 	n.mu.Unlock()
 	if n.clockMeasured.Load() {
@@ -227,14 +267,16 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		return out, nil
 	}
 	keys, err := n.statusKeys(ctx)
+	var kv jetstream.KeyValue
+	if err == nil {
+		kv, err = n.js.KeyValue(ctx, n.opts.nodesBucket())
+	}
 	if err != nil {
+		out[0].PeersUnread = err.Error()
 		return out, err
 	}
-	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
-	if err != nil {
-		return out, fmt.Errorf("fleet: status bucket: %w", err)
-	}
 	var errs []error
+	var unread []Status // rows of the nodes whose status was not read
 	// out[i]'s clock minus the bucket's server's, and when NATS stored
 	// it (out[0], this node, is filled from its last stored status).
 	skews, created := []time.Duration{0}, []time.Time{{}}
@@ -246,10 +288,14 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("fleet: status of %s: %w", k, err))
+			if k != kvKey(n.opts.Node) {
+				unread = append(unread, Status{Node: k, Unread: err.Error()})
+			}
 			continue
 		}
 		var s Status
-		if json.Unmarshal(e.Value(), &s) != nil {
+		if err := json.Unmarshal(e.Value(), &s); err != nil {
+			unread = append(unread, Status{Node: k, Unread: "not a status: " + err.Error()})
 			continue
 		}
 		if k == kvKey(n.opts.Node) {
@@ -290,6 +336,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 	} else {
 		out[0].ClockOffset = 0
 	}
+	out = append(out, unread...)
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Node, b.Node) })
 	return out, errors.Join(errs...)
 }
@@ -345,10 +392,12 @@ func ReadStatuses(ctx context.Context, js jetstream.JetStream, stream string) ([
 			continue
 		}
 		if err != nil {
-			return out, fmt.Errorf("fleet: status of %s: %w", k, err)
+			out = append(out, Status{Node: k, Unread: err.Error()})
+			continue
 		}
 		var s Status
-		if json.Unmarshal(e.Value(), &s) != nil {
+		if err := json.Unmarshal(e.Value(), &s); err != nil {
+			out = append(out, Status{Node: k, Unread: "not a status: " + err.Error()})
 			continue
 		}
 		s.Silent = time.Since(e.Created()) > o.SilentAfter()
@@ -358,16 +407,9 @@ func ReadStatuses(ctx context.Context, js jetstream.JetStream, stream string) ([
 	return out, nil
 }
 
-// kvKey makes a node name a valid key of the status bucket.
-func kvKey(node string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
-		}
-		return '_'
-	}, node)
-}
+// kvKey makes a node name a valid key of the status bucket (the one its
+// NATS user may write, natsd.Permissions).
+func kvKey(node string) string { return natsd.StatusKey(node) }
 
 // maintLoop publishes the node's status and stores snapshots when due.
 func (n *Node) maintLoop() {
@@ -408,7 +450,7 @@ func (n *Node) maintLoop() {
 		}
 		cancel()
 		n.updateReportVersion()
-		if n.snapshotDue(n.ctx) {
+		if n.admin() && n.snapshotDue(n.ctx) {
 			if _, _, err := n.Snapshot(n.ctx); err != nil {
 				n.log.Warn("fleet: snapshot", "err", err)
 			}
@@ -464,6 +506,10 @@ var (
 	ErrNodeAlive = errors.New("fleet: the node still publishes its status")
 )
 
+// ErrNotAdmin: the request needs a node with snapshots: true in
+// fleet.nodes (its NATS user may write every node's status).
+var ErrNotAdmin = errors.New("fleet: not a node that stores snapshots")
+
 // forgetTries bounds Forget's reads of a status that changed under it.
 const forgetTries = 5
 
@@ -478,6 +524,9 @@ func (n *Node) Forget(ctx context.Context, node string) error {
 	}
 	if !n.isReady() || !n.nc.IsConnected() {
 		return fmt.Errorf("fleet: forget %s: not connected to the fleet's NATS servers", node)
+	}
+	if !n.admin() {
+		return fmt.Errorf("%w: forget %s: only a node with snapshots: true in fleet.nodes may remove another node's status", ErrNotAdmin, node)
 	}
 	kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket())
 	if err != nil {

@@ -6,7 +6,7 @@
 // A document's extended signature is the (K+1)-tuple of the signatures of
 // its unique terms with the original lexicon (bag 0) and the K bagged ones
 // (bags 1..K); two documents are near duplicates when any coordinate is
-// equal. See docs/LEXICON.md for the lexicon file, the choice of defaults and
+// equal. See docs/design/imatch.md for the lexicon file, the choice of defaults and
 // the signature wire format.
 package imatchbag
 

@@ -8,7 +8,7 @@ import (
 )
 
 // defaultLexiconData is the lexicon built from the Brown corpus by
-// scripts/build-default-lexicon.sh (see docs/LEXICON.md).
+// scripts/build-default-lexicon.sh (see docs/design/imatch.md).
 //
 //go:embed data/brown.lex
 var defaultLexiconData []byte

@@ -156,7 +156,7 @@ func (l *Lexicon) Stats() Stats {
 type BuildOptions struct {
 	// IdfMin and IdfMax bound the normalized idf of the primary lexicon.
 	// Defaults DefaultIdfMin and DefaultIdfMax (chosen by measurement on the
-	// Brown corpus, see docs/LEXICON.md). Both zero selects both defaults.
+	// Brown corpus, see docs/design/imatch.md). Both zero selects both defaults.
 	IdfMin, IdfMax float64
 	// SecondaryMax caps |B|. B takes whole document-frequency tiers (all
 	// terms of equal df, most frequent tiers first) while they fit. Default

@@ -33,7 +33,10 @@ type Signer struct {
 	// clear bit proves a term is not in L without a map look-up (most
 	// words of a message are not in L).
 	mayBePrimary *bitFilter
-	pool         sync.Pool // *scratch
+	// index holds every term of the lexicon with its class, bags and
+	// document frequency, for SignSortedDF.
+	index *lexIndex
+	pool  sync.Pool // *scratch
 }
 
 // bitFilter is a one-hash Bloom filter of 2^16 bits (8 KiB, in L1 cache).
@@ -80,6 +83,8 @@ type scratch struct {
 	// end of hit k's bytes in all.
 	all  []byte
 	ends []int32
+	// at holds the index slots of the terms (lexIndex.findAll).
+	at []uint64
 }
 
 // NewSigner prepares the K bagged lexicons of lex.
@@ -123,6 +128,7 @@ func NewSigner(lex *Lexicon, opts Options) (*Signer, error) {
 	for i, t := range lex.secondary {
 		s.secondary[t] = termInfo{rank: int32(i), mask: sm[i]}
 	}
+	s.index = newLexIndex(lex, s.primary, s.secondary)
 	s.pool.New = func() any { return new(scratch) }
 	return s, nil
 }
@@ -213,18 +219,58 @@ func (s *Signer) signSorted(terms []string, sc *scratch) Result {
 			}
 		}
 	}
-	return s.sign(terms, sc, &perBag, res)
+	return s.sign(terms, sc, &perBag, res, false)
+}
+
+// SignSortedDF is SignSorted that also returns the document frequency of
+// every term (Lexicon.DF), appended to df[:0]: df[i] is that of terms[i].
+// It looks each term up once, in one table, for both: the ANDD signer
+// takes the frequencies (andd.Signer.SketchTermsDF) instead of looking
+// the terms up again. The signatures are SignSorted's.
+func (s *Signer) SignSortedDF(terms []string, df []int32) (Result, []int32) {
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	df = df[:0]
+	sc.prim, sc.sec = sc.prim[:0], sc.sec[:0]
+	var perBag [MaxK + 1]int
+	at := slices.Grow(sc.at[:0], len(terms))[:len(terms)]
+	sc.at = at
+	s.index.findAll(terms, at)
+	for i, k := range at {
+		if k == 0 {
+			df = append(df, 0)
+			continue
+		}
+		sl := &s.index.slots[k-1]
+		df = append(df, sl.df)
+		if sl.pmask != 0 {
+			sc.prim = append(sc.prim, hit{idx: int32(i), rank: -1, mask: sl.pmask})
+			for m := sl.pmask; m != 0; m &= m - 1 {
+				perBag[bits.TrailingZeros32(m)]++
+			}
+		}
+		if sl.smask != 0 {
+			sc.sec = append(sc.sec, hit{idx: int32(i), rank: sl.srank, mask: sl.smask})
+		}
+	}
+	res := Result{Unique: len(terms)}
+	if len(terms) < s.opts.MinUnique {
+		res.Reason = fmt.Sprintf("too short for a signature: %d unique words (minimum %d)", len(terms), s.opts.MinUnique)
+		return res, df
+	}
+	return s.sign(terms, sc, &perBag, res, true), df
 }
 
 // sign completes Sign once the primary hits of the sorted unique terms
-// are in sc.prim and counted in perBag.
-func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, res Result) Result {
+// are in sc.prim and counted in perBag, and, when secDone, the secondary
+// hits in sc.sec (in term order).
+func (s *Signer) sign(terms []string, sc *scratch, perBag *[MaxK + 1]int, res Result, secDone bool) Result {
 	need := s.need(len(terms))
 	short := false
 	for b := 0; b <= s.opts.K; b++ {
 		short = short || perBag[b] < need
 	}
-	if short {
+	if short && !secDone {
 		// Some bag needs terms of B: look them up (terms of L are not in B).
 		for i, t := range terms {
 			if ti, ok := s.secondary[t]; ok {

@@ -338,3 +338,50 @@ func TestSignMatchesSignatureTerms(t *testing.T) {
 		})
 	}
 }
+
+// TestSignSortedDF: SignSortedDF gives SignSorted's result and each
+// term's Lexicon.DF, on documents of the default lexicon (short and long,
+// with and without enough primary terms) and of a synthetic one.
+func TestSignSortedDF(t *testing.T) {
+	def, err := DefaultLexicon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	synth := synthLexicon(t, 1000, 300, 500, BuildOptions{Seed: 3})
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, lex := range []*Lexicon{def, synth} {
+		vocab := make([]string, 0, len(lex.ranked)+50)
+		for _, r := range lex.ranked {
+			vocab = append(vocab, r.term)
+		}
+		vocab = append(vocab, words("unseen", 0, 50)...)
+		vocab = append(vocab, "abcdefghijklmnopq", "é", "")
+		for _, o := range []Options{{}, {K: 3, MinRatio: -1}, {MinTerms: 30}} {
+			s := mustSigner(t, lex, o)
+			var df []int32
+			for i := range 300 {
+				n := []int{0, 3, 8, 20, 60, 200, 1000}[i%7]
+				d := make([]string, n)
+				for k := range d {
+					d[k] = vocab[rng.IntN(len(vocab))]
+				}
+				d = doc(d)
+				want := s.SignSorted(d)
+				var got Result
+				got, df = s.SignSortedDF(d, df)
+				if got.Unique != want.Unique || got.Terms != want.Terms || got.Secondary != want.Secondary ||
+					got.Reason != want.Reason || !slices.Equal(got.Signatures, want.Signatures) {
+					t.Fatalf("document %d (%d terms): SignSortedDF %+v, SignSorted %+v", i, len(d), got, want)
+				}
+				if len(df) != len(d) {
+					t.Fatalf("document %d: %d frequencies for %d terms", i, len(df), len(d))
+				}
+				for k, term := range d {
+					if int(df[k]) != lex.DF(term) {
+						t.Fatalf("df of %q: %d, want %d", term, df[k], lex.DF(term))
+					}
+				}
+			}
+		}
+	}
+}

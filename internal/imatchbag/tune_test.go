@@ -13,7 +13,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
 
-// TestTuneCorpus prints the tuning table of docs/LEXICON.md for the plain
+// TestTuneCorpus prints the tuning table (docs/design/imatch.md) for the plain
 // text documents under $NDD_TUNE_DIR (scripts/build-default-lexicon.sh
 // --tune sets it). Optional: NDD_TUNE_WINDOWS ("0.1-0.3,0.2-0.4"),
 // NDD_TUNE_MINRATIO, NDD_TUNE_MINTERMS, NDD_TUNE_K.

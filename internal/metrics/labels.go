@@ -29,11 +29,13 @@ func LabelValues() map[string]map[string][]string {
 			"report", "report-timeout", "report-panic", // a report by mail that failed
 			"store", "reload", "accept", "protocol", "spool", "spool_refused", // the daemon's other stages
 		}},
-		"nddmilter_reports_total":            {"kind": {"spam", "ham"}},
-		"nddmilter_overload_total":           {"reason": {"sessions", "connections", "bytes", "api", "http"}},
-		"nddmilter_reloads_total":            {"result": {"ok", "error"}},
-		"nddmilter_campaigns_by_state":       {"state": {"active", "allowed", "revoked"}},
-		"nddmilter_milter_connections_total": {"version": versions, "streaming": {"true", "false"}},
-		"nddmilter_fleet_stream_replicas":    {"state": {"current", "behind", "offline"}},
+		"nddmilter_reports_total":               {"kind": {"spam", "ham"}},
+		"nddmilter_overload_total":              {"reason": {"sessions", "connections", "bytes", "api", "http"}},
+		"nddmilter_reloads_total":               {"result": {"ok", "error"}},
+		"nddmilter_campaigns_by_state":          {"state": {"active", "allowed", "revoked"}},
+		"nddmilter_milter_connections_total":    {"version": versions, "streaming": {"true", "false"}},
+		"nddmilter_fleet_stream_replicas":       {"state": {"current", "behind", "offline"}},
+		"nddmilter_zap_jobs_total":              {"kind": {"move", "undo"}, "outcome": {"moved", "skipped", "failed", "logged"}},
+		"nddmilter_fleet_events_rejected_total": {"reason": {"unsigned", "unknown_key", "wrong_node", "bad_signature", "malformed"}},
 	}
 }

@@ -83,7 +83,7 @@ func rawOf(m msg) []byte {
 // rejected with the campaign named in the 550 reply.
 func TestRealEngineEndToEnd(t *testing.T) {
 	eng := realEngine(t)
-	h := start(t, eng, Options{})
+	h := start(t, eng.Checker, Options{})
 	s := h.session()
 
 	mods, act := send(t, s, simple("Lunch on Friday?"))
@@ -94,7 +94,7 @@ func TestRealEngineEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	var id store.CampaignID
 	for i, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
-		out, err := eng.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user)
+		out, err := eng.Ingester.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestRealEngineEndToEnd(t *testing.T) {
 		!strings.HasSuffix(verdict, "reject capped to tag by milter.overrides abuse@example.org") {
 		t.Fatalf("copy to the abuse desk: %c, X-NDD-Verdict %q", act.Code, verdict)
 	}
-	c, err := eng.Get(ctx, id)
+	c, err := eng.Reader.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +144,10 @@ func TestRealEngineEndToEnd(t *testing.T) {
 func TestRealEngineBudgetHeld(t *testing.T) {
 	eng := realEngine(t)
 	const budget = 1 << 20
-	h := start(t, eng, Options{MaxBufferedBytes: budget})
+	h := start(t, eng.Checker, Options{MaxBufferedBytes: budget})
 	ctx := context.Background()
 	for i, user := range []string{"alice", "bob", "carol", "dave", "erin"} {
-		if _, err := eng.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user); err != nil {
+		if _, err := eng.Ingester.Report(ctx, rawOf(campaignCopy(i)), store.KindSpam, user); err != nil {
 			t.Fatal(err)
 		}
 	}

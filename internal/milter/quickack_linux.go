@@ -15,8 +15,8 @@ import (
 // flags there is nothing to answer before the end of the message — the
 // second write waits, under Nagle's algorithm, for the acknowledgement of
 // the first, which Linux delays by 40 ms: Postfix's throughput through
-// the milter collapses without this (docs/MILTER.md has the figures and
-// the command that measures them).
+// the milter collapses without this (docs/design/milter.md, "Delayed
+// acknowledgements").
 func quickAck(nc net.Conn) {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {

@@ -24,7 +24,7 @@ import (
 // delivered per ReportOptions.Deliver. Any other mail to a report
 // address is checked and delivered as any mail, and logged.
 
-// Reporter takes reports sent by mail; *campaign.Engine implements it. A
+// Reporter takes reports sent by mail; *campaign.Ingester implements it. A
 // Checker that is not a Reporter takes no reports by mail.
 type Reporter interface {
 	ReportAttached(ctx context.Context, raw []byte, kind store.Kind, reporter string, maxMessages int) (campaign.MailReport, error)

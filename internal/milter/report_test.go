@@ -29,7 +29,11 @@ func (e *recordingEngine) ReportAttached(ctx context.Context, raw []byte, kind s
 	e.mu.Lock()
 	e.reporters = append(e.reporters, reporter)
 	e.mu.Unlock()
-	return e.Engine.ReportAttached(ctx, raw, kind, reporter, max)
+	return e.Engine.Ingester.ReportAttached(ctx, raw, kind, reporter, max)
+}
+
+func (e *recordingEngine) CheckWith(ctx context.Context, raw []byte, o campaign.CheckOptions) (campaign.Verdict, error) {
+	return e.Engine.Checker.CheckWith(ctx, raw, o)
 }
 
 func (e *recordingEngine) took() []string {
@@ -126,7 +130,7 @@ Sincerely, the international courier service team. Reference %d.`, 5000+i)
 // matched returns the campaign a copy is matched to (0: none).
 func matched(t *testing.T, eng *campaign.Engine, m msg) store.CampaignID {
 	t.Helper()
-	v, err := eng.Check(context.Background(), rawOf(m))
+	v, err := eng.Checker.Check(context.Background(), rawOf(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +293,7 @@ func TestReportByMailLoginPerMessage(t *testing.T) {
 		t.Fatalf("bob: %q", r)
 	}
 	id := matched(t, eng.Engine, campaignCopy(5))
-	c, err := eng.Get(context.Background(), id)
+	c, err := eng.Reader.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +317,7 @@ func TestReportByMailLoginSpellings(t *testing.T) {
 		}
 	}
 	id := matched(t, eng.Engine, campaignCopy(9))
-	c, err := eng.Get(context.Background(), id)
+	c, err := eng.Reader.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +331,7 @@ func TestReportByMailLoginSpellings(t *testing.T) {
 // 451: the MTA keeps it and tries again later, nothing is lost.
 func TestReportByMailRateLimited(t *testing.T) {
 	e := realEngineWith(t, campaign.Options{ReporterRealm: "example.org"})
-	e.SetReporterLimiter(campaign.NewReporterLimiter(campaign.ReporterLimit{PerHour: 1, Burst: 2}, nil))
+	e.Ingester.SetReporterLimiter(campaign.NewReporterLimiter(campaign.ReporterLimit{PerHour: 1, Burst: 2}, nil))
 	h := start(t, &recordingEngine{Engine: e}, reportOpts("mailbox"))
 	s := h.mtaSession("198.51.100.7")
 	for i, login := range []string{"mallory", "Mallory@example.org", "MALLORY"} {
@@ -430,5 +434,9 @@ func TestReportMacroNegotiation(t *testing.T) {
 	}
 }
 
-// The daemon hands the milter the campaign engine: it takes reports by mail.
-var _ Reporter = (*campaign.Engine)(nil)
+// The daemon hands the milter the campaign engine's Checker and, for the
+// reports by mail, its Ingester.
+var (
+	_ Checker  = (*campaign.Checker)(nil)
+	_ Reporter = (*campaign.Ingester)(nil)
+)

@@ -31,7 +31,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/metrics"
 )
 
-// Checker decides on a raw message; *campaign.Engine implements it. The
+// Checker decides on a raw message; *campaign.Checker implements it. The
 // options carry the cap of the message's recipients (Options.Overrides),
 // which the checker applies and explains in the verdict's rule.
 type Checker interface {
@@ -113,6 +113,12 @@ type Options struct {
 	// Reports configures reports by mail (report.go): report addresses
 	// and feedback loops. The checker must be a Reporter to take them.
 	Reports ReportOptions
+	// Ledger, if not nil, records every message the milter lets through
+	// (accepted or tagged) that has a signature, with its evidence, for
+	// zero-hour purge (internal/zap). The checker must be an
+	// EvidenceChecker (*campaign.Engine is); with another one nothing is
+	// recorded. Default nil: nothing recorded.
+	Ledger Recorder
 	// Logger gets one line per message and the errors. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics, if not nil, are updated for every message.

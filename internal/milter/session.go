@@ -45,10 +45,14 @@ type session struct {
 	bodyLen   int64 // all body bytes seen, scanned or not
 	forged    []forgedHeader
 	rcptList  []string // the first maxLoggedRcpts recipients, for the log
-	subject   string   // the first Subject (for milter.subject_tag)
-	subjects  int      // Subject headers seen
-	spamFlags int      // X-Spam-Flag headers seen
-	spamStats int      // X-Spam-Status headers seen
+	// ledgerRcpts are the first maxLedgerRcpts recipients (Options.Ledger
+	// set); kept, the evidence the ledger keeps if the message passes.
+	ledgerRcpts []string
+	kept        kept
+	subject     string // the first Subject (for milter.subject_tag)
+	subjects    int    // Subject headers seen
+	spamFlags   int    // X-Spam-Flag headers seen
+	spamStats   int    // X-Spam-Status headers seen
 	// Reports by mail (report.go): the SASL login (macro {auth_authen})
 	// and the recipients that are spam or ham report addresses, or not.
 	auth                            string
@@ -104,6 +108,7 @@ func (s *session) reset() {
 	s.queueID, s.from = "", ""
 	s.rcpts, s.capLimit, s.capBy = 0, action.Accept, ""
 	s.rcptList, s.subject, s.subjects, s.spamFlags, s.spamStats = s.rcptList[:0], "", 0, 0, 0
+	s.ledgerRcpts, s.kept = s.ledgerRcpts[:0], kept{}
 	s.auth, s.spamRcpts, s.hamRcpts, s.otherRcpts, s.reportRcpts = "", 0, 0, 0, s.reportRcpts[:0]
 	if s.reserved > 0 {
 		// A large buffer is not kept between messages.
@@ -187,6 +192,7 @@ func (s *session) rcptTo(args []byte) {
 	if len(s.rcptList) < maxLoggedRcpts {
 		s.rcptList = append(s.rcptList, strings.Trim(string(printable(r)), "<> "))
 	}
+	s.ledgerRcpt(st, r)
 	if st.reports.enabled() {
 		s.reportRcpt(&st.reports, string(printable(r)))
 	}
@@ -519,6 +525,8 @@ func (s *session) decide(r *reply) {
 	}
 	if act == action.Quarantine {
 		r.quarantine(expand(o.QuarantineReason, v))
+	} else {
+		s.record(st, s.kept)
 	}
 	r.final(repAccept)
 }
@@ -589,6 +597,7 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 		v     campaign.Verdict
 		err   error
 		panic bool
+		kept  kept
 	}
 	ch := make(chan result, 1)
 	// The checker owns the message buffer until it returns, then gives it
@@ -604,6 +613,15 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 				ch <- result{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack()), panic: true}
 			}
 		}()
+		if ec, ok := st.checker.(EvidenceChecker); ok && st.opts.Ledger != nil {
+			v, m, err := ec.CheckEvidence(ctx, buf.Bytes(), co)
+			var k kept
+			if err == nil {
+				k, _ = keep(m, v, limit)
+			}
+			ch <- result{v: v, err: err, kept: k}
+			return
+		}
 		v, err := st.checker.CheckWith(ctx, buf.Bytes(), co)
 		ch <- result{v: v, err: err}
 	}()
@@ -618,6 +636,7 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 			}
 			return v, "check", fmt.Errorf("check: %w", r.err)
 		}
+		s.kept = r.kept
 		return r.v, "", nil
 	case <-ctx.Done():
 		return v, "timeout", fmt.Errorf("check: no verdict within %s", st.opts.CheckTimeout)

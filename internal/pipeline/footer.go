@@ -19,7 +19,7 @@ import (
 // little else, and the footer's words and hosts can then carry most of
 // the ANDD weight of both: the ANDD cosine says "near-duplicate" when only
 // the footer is common, and an I-Match signature can hash the footer's
-// words alone (docs/POLICY.md, "ANDD evidence and mailing-list footers").
+// words alone (docs/design/footer.md).
 // The signatures are left as they are (they are a wire format): Sign
 // locates the footer (messageFooter), leaves out the I-Match signatures
 // that are the footer's alone (dropFooterIMatch), and computes on demand
@@ -166,9 +166,16 @@ func withoutFooterAt(doc *mime.Document, i int) *mime.Document {
 		}
 		out.URLs = append(out.URLs, u)
 	}
+	if len(doc.Hosts) == 0 || len(out.URLs) == 0 {
+		return out
+	}
+	lower := make([]string, len(out.URLs)) // each URL lower-cased once, not once per host
+	for i, u := range out.URLs {
+		lower[i] = strings.ToLower(u)
+	}
 	for _, h := range doc.Hosts {
-		for _, u := range out.URLs {
-			if strings.Contains(strings.ToLower(u), h) {
+		for _, u := range lower {
+			if strings.Contains(u, h) {
 				out.Hosts = append(out.Hosts, h)
 				break
 			}
@@ -194,25 +201,25 @@ func (p *Pipeline) dropFooterIMatch(doc *mime.Document, footerAt int, terms []st
 	// The footer's words, in order, after n placeholders: "\x00" is not a
 	// word (tokens have no control characters), so it is in no lexicon,
 	// and it sorts first.
+	// Both lists are sorted: one merge finds the footer's words among
+	// terms, written after the placeholders.
 	masked := make([]string, len(terms))
-	n := 0
-	for _, t := range terms {
-		if _, ok := slices.BinarySearch(foot, t); !ok {
-			n++
+	k := len(terms)
+	for i, j := len(terms)-1, len(foot)-1; i >= 0; i-- {
+		for j >= 0 && foot[j] > terms[i] {
+			j--
+		}
+		if j >= 0 && foot[j] == terms[i] {
+			k--
+			masked[k] = terms[i]
 		}
 	}
+	n := k // the words not in the footer
 	if n == 0 {
 		return sigs, 0 // every word is the footer's: the signatures are the message's too
 	}
 	for i := range n {
 		masked[i] = "\x00"
-	}
-	k := n
-	for _, t := range terms {
-		if _, ok := slices.BinarySearch(foot, t); ok {
-			masked[k] = t
-			k++
-		}
 	}
 	same := p.imatch.SignSorted(masked).Signatures
 	if len(same) == 0 {

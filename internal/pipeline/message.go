@@ -74,9 +74,13 @@ type Message struct {
 	// Skip is set when the message has no usable signature.
 	Skip Skip
 
-	keys     [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
-	p        *Pipeline
-	doc      *mime.Document // for Body
+	keys [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
+	p    *Pipeline
+	doc  *mime.Document // for Body
+	// footless is doc without its footer (withoutFooterAt, with doc's
+	// parts and list), set by sign when FooterAt ≥ 0: the short keys and
+	// Body share it.
+	footless *mime.Document
 	bodyOnce sync.Once
 	body     Body
 	// sorted are the distinct terms, for TermHashes
@@ -176,7 +180,10 @@ func (m *Message) Body() *Body {
 		if m.FooterAt < 0 || m.p == nil || m.p.andd == nil {
 			return
 		}
-		doc := withoutFooterAt(m.doc, m.FooterAt)
+		doc := m.footless
+		if doc == nil {
+			doc = m.withoutFooter()
+		}
 		m.body.HasFooter = true
 		sk := m.p.andd.SketchTerms(doc, mime.Analyze(doc, m.p.opts.Tokens))
 		if sk.IsEmpty() {
@@ -186,6 +193,14 @@ func (m *Message) Body() *Body {
 		m.body.BandKeys = m.p.andd.BandKeys(sk)
 	})
 	return &m.body
+}
+
+// withoutFooter returns m's document without its footer (FooterAt ≥ 0),
+// with the document's parts and list.
+func (m *Message) withoutFooter() *mime.Document {
+	d := withoutFooterAt(m.doc, m.FooterAt)
+	d.Parts, d.List = m.doc.Parts, m.doc.List
+	return d
 }
 
 // Sign parses raw and makes it evidence: its signatures and sketch, its
@@ -241,8 +256,26 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 		sorted: terms.Sorted,
 	}
+	if m.FooterAt >= 0 {
+		m.footless = m.withoutFooter()
+	}
+	var df []int32 // the document frequencies of terms.Sorted, when shareDF
+	if p.shareDF {
+		dp, _ := p.dfs.Get().(*[]int32)
+		if dp == nil {
+			dp = new([]int32)
+		}
+		defer p.dfs.Put(dp)
+		df = *dp
+		defer func() { *dp = df[:0] }()
+	}
 	if p.imatch != nil {
-		res := p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
+		var res imatchbag.Result
+		if p.shareDF {
+			res, df = p.imatch.SignSortedDF(terms.Sorted, df)
+		} else {
+			res = p.imatch.SignSorted(terms.Sorted) // sorted by Analyze
+		}
 		m.IMatch, m.SignerReason = res.Signatures, res.Reason
 		if res.Unique != 0 {
 			m.Unique = res.Unique
@@ -254,7 +287,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	var sk andd.Sketch
 	var bandKeys [][]byte
 	if p.andd != nil && len(terms.Sorted) >= p.opts.ANDDMinTerms {
-		sk = p.andd.SketchTerms(doc, terms)
+		sk = p.andd.SketchTermsDF(doc, terms, df) // df nil unless shareDF
 		if !sk.IsEmpty() {
 			bandKeys = p.andd.BandKeys(sk)
 		}
@@ -308,10 +341,8 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 // that gives it keys it is no longer skipped, and a sketch that is its
 // footer's (FooterSketch) is dropped.
 func (p *Pipeline) signShort(m *Message, doc *mime.Document) {
-	if m.FooterAt >= 0 {
-		d := withoutFooterAt(doc, m.FooterAt)
-		d.Parts, d.List = doc.Parts, doc.List
-		doc = d
+	if m.footless != nil {
+		doc = m.footless
 	}
 	var r shortsig.Result
 	if m.Skip != NoSkip {

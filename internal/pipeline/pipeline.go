@@ -24,12 +24,13 @@
 //	keys := andd.BandKeys(sk)
 //
 // (tested beside the code; the I-Match part through Signer.SignSorted,
-// Analyze's terms being sorted), at a lower cost: see docs/LEXICON.md and
-// docs/ANDD.md for the figures and the commands that measure them.
+// Analyze's terms being sorted), at a lower cost: see docs/RESULTS.md for the figures and the
+// commands that measure them.
 package pipeline
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
@@ -76,6 +77,12 @@ type Pipeline struct {
 	short  *shortsig.Signer // nil when Options.DisableShort
 	qgram  *qgram.Sketcher  // nil when Options.DisableQGram
 	opts   Options
+	// shareDF is set when the ANDD signer's document frequencies are the
+	// I-Match lexicon's: the I-Match look-up of a message's terms then
+	// gives them to ANDD (imatchbag.Signer.SignSortedDF), and dfs
+	// recycles their buffers.
+	shareDF bool
+	dfs     sync.Pool // *[]int32
 }
 
 // ErrNoSigner is returned by New without any signer.
@@ -88,6 +95,10 @@ func New(imatch *imatchbag.Signer, anddSigner *andd.Signer, opts Options) (*Pipe
 		return nil, ErrNoSigner
 	}
 	p := &Pipeline{imatch: imatch, andd: anddSigner, opts: opts}
+	if imatch != nil && anddSigner != nil {
+		lex, ok := anddSigner.DocFreq().(*imatchbag.Lexicon)
+		p.shareDF = ok && lex == imatch.Lexicon()
+	}
 	if !opts.DisableShort {
 		p.short = shortsig.New(opts.Short)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unicode/utf8"
 )
 
 // The q-gram evidence family of the campaign engine. A message's text
@@ -83,7 +84,7 @@ type SketchOptions struct {
 // DefaultEngineThreshold is the default SketchOptions.Threshold. It is
 // lower than the paper's td: a copy of a spam with a third of its words
 // misspelled keeps about three quarters of its q-grams, and ham shares
-// fewer with any reported spam (docs/DESIGN.md, "q-gram evidence").
+// fewer with any reported spam (docs/design/qgram.md).
 const DefaultEngineThreshold = 0.55
 
 func (o SketchOptions) withDefaults() SketchOptions {
@@ -145,16 +146,65 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 		sk.Min[i] = emptyBin
 	}
 	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
+	// At most MaxRunes characters kept, and 8 × MaxRunes looked at: a
+	// text of white space alone is not read to its end.
 	read, seen := 0, 0
+	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
 	distinct := uint32(0)
+	// add counts the q-gram ending in r (k: the characters before it)
+	// and keeps its hash's minimum in its bin.
+	add := func(k uint64, r rune) {
+		h := sketchHash(k, r)
+		if h == 0 {
+			h = 1 // 0 marks a free slot
+		}
+		j := h & mask
+		for table[j] != 0 && table[j] != h {
+			j = (j + 1) & mask
+		}
+		if table[j] == h {
+			return
+		}
+		table[j] = h
+		distinct++
+		bin, v := h>>(64-7), uint32(h)
+		if v == emptyBin {
+			v--
+		}
+		sk.Min[bin] = min(sk.Min[bin], v)
+	}
 	for _, t := range texts {
-		for _, r := range t {
-			// At most MaxRunes characters kept, and 8 × MaxRunes looked
-			// at: a text of white space alone is not read to its end.
-			if read == s.opts.MaxRunes || seen == 8*s.opts.MaxRunes {
-				break
+		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
+			if t[i] < utf8.RuneSelf {
+				// A run of ASCII, one byte a character, read through one
+				// table (dropped, or lower-cased), up to the bounds.
+				end := min(len(t), i+maxSeen-seen)
+				start := i
+				for ; i < end; i++ {
+					c := t[i]
+					if c >= utf8.RuneSelf {
+						break
+					}
+					l := asciiNormal[c]
+					if l == 0 {
+						continue
+					}
+					if read == maxRead {
+						break
+					}
+					read++
+					k := prev
+					prev = (prev<<21 | uint64(l)) & (1<<63 - 1)
+					if read >= SketchQ {
+						add(k, rune(l))
+					}
+				}
+				seen += i - start
+				continue
 			}
 			seen++
+			r, size := utf8.DecodeRuneInString(t[i:])
+			i += size
 			if drop(r) {
 				continue
 			}
@@ -162,27 +212,9 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 			read++
 			k := prev
 			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
-			if read < SketchQ {
-				continue
+			if read >= SketchQ {
+				add(k, r)
 			}
-			h := sketchHash(k, r)
-			if h == 0 {
-				h = 1 // 0 marks a free slot
-			}
-			j := h & mask
-			for table[j] != 0 && table[j] != h {
-				j = (j + 1) & mask
-			}
-			if table[j] == h {
-				continue
-			}
-			table[j] = h
-			distinct++
-			bin, v := h>>(64-7), uint32(h)
-			if v == emptyBin {
-				v--
-			}
-			sk.Min[bin] = min(sk.Min[bin], v)
 		}
 	}
 	if int(distinct) < s.opts.MinGrams {
@@ -191,6 +223,18 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	sk.Size = distinct
 	return sk, true
 }
+
+// asciiNormal holds, for each ASCII character, the character the normal
+// form keeps (lower-cased), or 0 when it drops it (see drop; NUL is
+// dropped).
+var asciiNormal = func() (t [utf8.RuneSelf]byte) {
+	for c := range rune(utf8.RuneSelf) {
+		if !drop(c) {
+			t[c] = byte(toLower(c))
+		}
+	}
+	return t
+}()
 
 // sketchHash hashes a q-gram of a sketch: its first three code points
 // (21 bits each, packed into one word: first3), multiplied by an odd constant,

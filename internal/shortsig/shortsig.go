@@ -52,6 +52,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
 )
@@ -186,6 +187,7 @@ func (o Options) withDefaults() Options {
 type Signer struct {
 	opts   Options
 	common map[string]bool
+	pool   sync.Pool // *scratch
 }
 
 // New returns a Signer with the given options.
@@ -242,23 +244,35 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	// The body's units: all of them for a short message; for a long one
 	// (known once it has more than MaxTextUnits), only until the lead is
 	// complete, so that a long text costs little. seen holds every unit
-	// of the text, with inLead set for those of the lead.
-	const inText, inLead = 1, 2
+	// of the text, with inLead set for those of the lead and inRest for
+	// those of the body without its first line (rest, from restAt).
+	const inText, inLead, inRest = 1, 2, 4
 	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
-	seen := make(map[string]uint8, o.MaxTextUnits+1)
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	seen := sc.seen
 	for _, u := range subj {
 		seen[u] = inText
 	}
-	lead := make([]string, 0, leadMax)
-	eachUnit(doc.Text, func(u string) bool {
-		f := seen[u]
+	rest, hasRest := afterFirstLine(doc.Text)
+	restAt := len(doc.Text) - len(rest)
+	lead := sc.lead[:0]
+	read := eachUnit(doc.Text, func(u string, at int) bool {
+		f, ok := seen[u]
+		g := f | inText
 		if len(lead) < leadMax && f&inLead == 0 {
-			f |= inLead
+			g |= inLead
 			lead = append(lead, u)
 		}
-		seen[u] = f | inText
+		if at >= restAt {
+			g |= inRest
+		}
+		if !ok || g != f {
+			seen[u] = g
+		}
 		return len(seen) < o.MaxUnits && (unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax)
 	})
+	sc.lead = lead
 	r.Units = len(seen)
 	r.Short = unsigned || len(seen) <= o.MaxTextUnits
 	if r.Short {
@@ -282,8 +296,21 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		if linksUsable && len(doc.Parts) == 0 && !textUsable {
 			r.Keys = append(r.Keys, kb.key(KindLinks, links))
 		}
-		if rest, ok := afterFirstLine(doc.Text); ok {
-			if bu := sortedSet(firstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
+		if hasRest {
+			var bu []string
+			if read {
+				// The whole text was read, so rest's units are those
+				// met from restAt on (a unit never spans a line break).
+				for u, f := range seen {
+					if f&inRest != 0 {
+						bu = append(bu, u)
+					}
+				}
+				slices.Sort(bu)
+			} else {
+				bu = sortedSet(firstUnits(rest, o.MaxUnits))
+			}
+			if len(bu) >= o.MinTextUnits {
 				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
 			}
 		}
@@ -377,16 +404,57 @@ func sortedSet(ss []string) []string {
 
 // firstUnits returns the first max distinct units of s, in order.
 func firstUnits(s string, max int) []string {
-	seen := map[string]bool{}
+	var seen map[string]bool
 	var out []string
-	eachUnit(s, func(u string) bool {
-		if !seen[u] {
+	eachUnit(s, func(u string, _ int) bool {
+		if len(out) < 8 { // a subject's few units: no map
+			if slices.Contains(out, u) {
+				return true
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]bool, 2*len(out))
+				for _, v := range out {
+					seen[v] = true
+				}
+			}
+			if seen[u] {
+				return true
+			}
 			seen[u] = true
-			out = append(out, u)
 		}
+		out = append(out, u)
 		return len(out) < max
 	})
 	return out
+}
+
+// scratch holds the buffers of one signing, reused between messages.
+type scratch struct {
+	seen map[string]uint8
+	lead []string
+}
+
+// maxPooledUnits bounds the map a scratch keeps: clearing a map costs its
+// capacity, which one long text signed by SignUnsigned would leave large.
+const maxPooledUnits = 1024
+
+func (s *Signer) getScratch() *scratch {
+	if sc, ok := s.pool.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{seen: make(map[string]uint8, s.opts.MaxTextUnits+1)}
+}
+
+// putScratch returns sc to the pool without the message's strings.
+func (s *Signer) putScratch(sc *scratch) {
+	if len(sc.seen) > maxPooledUnits {
+		return
+	}
+	clear(sc.seen)
+	clear(sc.lead)
+	sc.lead = sc.lead[:0]
+	s.pool.Put(sc)
 }
 
 // afterFirstLine returns text after its first non-empty line, and false

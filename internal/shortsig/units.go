@@ -28,7 +28,7 @@ func isUnspaced(r rune) bool {
 // are skipped (a run of one
 // character is a unit of its own). s is NFKC-normalized text (mime.Parse).
 func units(dst []string, s string) []string {
-	eachUnit(s, func(u string) bool {
+	eachUnit(s, func(u string, _ int) bool {
 		dst = append(dst, u)
 		return true
 	})
@@ -41,15 +41,11 @@ func units(dst []string, s string) []string {
 // component, whatever MaxUnits says.
 const maxUnitsRead = 1 << 13
 
-// eachUnit calls f with each text unit of s in order (see units) until f
-// returns false or maxUnitsRead units have been read.
-func eachUnit(s string, f func(u string) bool) {
+// eachUnit calls f with each text unit of s in order (see units), and
+// the unit's byte offset in s, until f returns false or maxUnitsRead
+// units have been read. It reports whether it read s to its end.
+func eachUnit(s string, f func(u string, at int) bool) bool {
 	read := 0
-	f0 := f
-	f = func(u string) bool {
-		read++
-		return f0(u) && read < maxUnitsRead
-	}
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf && !isASCIIAlnum(c) {
 			i++ // fast path: ASCII punctuation and space
@@ -74,15 +70,17 @@ func eachUnit(s string, f func(u string) bool) {
 				if !isUnspaced(r2) {
 					break
 				}
-				if !f(s[prev : j+sz]) {
-					return
+				if read++; !f(s[prev:j+sz], prev) || read >= maxUnitsRead {
+					return false
 				}
 				prev = j
 				j += sz
 				n++
 			}
-			if n == 1 && !f(s[i:j]) {
-				return
+			if n == 1 {
+				if read++; !f(s[i:j], i) || read >= maxUnitsRead {
+					return false
+				}
 			}
 			i = j
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
@@ -111,14 +109,17 @@ func eachUnit(s string, f func(u string) bool) {
 				runes++
 				j += sz
 			}
-			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 && !f(strings.ToLower(s[i:j])) {
-				return
+			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 {
+				if read++; !f(strings.ToLower(s[i:j]), i) || read >= maxUnitsRead {
+					return false
+				}
 			}
 			i = j
 		default:
 			i += size
 		}
 	}
+	return true
 }
 
 // isURLStart reports whether a URL (http://, https:// or www.) starts at

@@ -97,8 +97,11 @@ type Options struct {
 	Logger *slog.Logger
 	// MinFreeBytes is the free space the store's filesystem must keep:
 	// below it writes fail with ErrDiskFull (reads go on) until space
-	// returns, and Open opens the store read-only. Default
-	// DefaultMinFreeBytes (256 MiB); negative turns the guard off.
+	// returns, Open opens the store read-only (also without room to
+	// replay the write-ahead logs it finds), and Close leaves the
+	// memtables in the write-ahead log instead of flushing them. Default
+	// DefaultMinFreeBytes (256 MiB); negative turns the guard (and the
+	// write-ahead log's preallocation) off.
 	MinFreeBytes int64
 	// HourRetention is how long the hourly series of campaigns and the
 	// hourly totals are kept. Default 7 days; at least 25 hours (the day
@@ -211,7 +214,7 @@ type Badger struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	filter    *indexFilter    // of the index keys (filter.go)
+	keys      keyIndex        // of the signature keys (keyindex.go)
 	bgCtx     context.Context // cancelled by Close: stops background work
 	bgCancel  context.CancelFunc
 	wg        sync.WaitGroup
@@ -255,12 +258,20 @@ func Open(dir string, opts Options) (*Badger, error) {
 	var roErr error
 	if !opts.ReadOnly && disk != nil {
 		if _, err := os.Stat(dir); err == nil {
-			if err := disk.check(); err != nil {
+			err := disk.check()
+			if free, ok := disk.freeNow(); err == nil && ok {
+				// A read-write open replays the write-ahead logs left by
+				// a crash or a Close on a full disk and flushes them.
+				if need := walFlushNeed(dir); free < need {
+					err = fmt.Errorf("%w (%s: %d bytes free, replaying the write-ahead log needs %d)", ErrDiskFull, dir, free, need)
+				}
+			}
+			if err != nil {
 				// Opening read-write could already fault on a full disk
 				// (Badger writes new log files through memory maps):
 				// serve what is there read-only, refuse writes.
 				roErr = fmt.Errorf("%w; opened read-only: restart once space is freed: %w", err, ErrReadOnly)
-				opts.Logger.Error("store: disk nearly full at start: opening read-only, reports are refused; mail checks go on", "err", err)
+				opts.Logger.Warn("store: disk nearly full at start: opening read-only; reports are refused until a restart with free space, mail checks go on", "err", err)
 				opts.ReadOnly = true
 			}
 		}
@@ -268,6 +279,12 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if opts.ReadOnly && !opts.InMemory {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("no store to open read-only: %w", err)
+		}
+		// Write-ahead logs left by a crash or by a Close on a full disk
+		// are replayed in memory by the read-only open once trimmed to
+		// their entries: no space needed.
+		if err := trimWALs(dir, opts.Logger); err != nil {
+			opts.Logger.Warn("store: write-ahead logs not trimmed for the read-only open", "dir", dir, "err", err)
 		}
 	}
 	db, err := badger.Open(badgerOptions(dir, opts))
@@ -319,9 +336,13 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err := b.loadHamTable(); err != nil {
 		b.log.Warn("store: ham senders not loaded; counting them afresh", "err", err)
 	}
+	if err := b.openKeyIndex(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
-	b.startIndexFilter()
 	if !opts.ReadOnly {
+		disk.startWAL()
 		b.startLoops()
 	}
 	return b, nil
@@ -329,6 +350,15 @@ func Open(dir string, opts Options) (*Badger, error) {
 
 // Close flushes buffered hits, stops the background loops and closes the
 // database. It is safe to call more than once.
+//
+// Closing writes: Badger flushes its memtables to new table files
+// through memory maps, and a page of such a file that gets no disk block
+// kills the process with SIGBUS. So when the store's filesystem has less
+// free space than that flush may need (closeRoom), Close writes nothing:
+// it syncs the write-ahead logs, which hold every acknowledged write and
+// are replayed by the next Open (read-only too), leaves the database to
+// the end of the process (its directory lock too: this process cannot
+// open the store again), and returns an error wrapping ErrDiskFull.
 func (b *Badger) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
@@ -336,6 +366,16 @@ func (b *Badger) Close() error {
 		b.bgCancel()
 		b.wg.Wait()
 		if !b.opts.ReadOnly {
+			if rerr := b.closeRoom(); rerr != nil {
+				err = rerr
+				if serr := syncWALs(b.dir); serr != nil {
+					err = errors.Join(err, serr)
+				}
+				b.log.Warn("store: disk full at close: memtables not flushed; "+
+					"the write-ahead log holds every acknowledged write and is replayed at the next start "+
+					"(buffered hit counts are dropped)", "dir", b.dir, "err", rerr)
+				return
+			}
 			if ferr := b.flushHits(); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
@@ -351,11 +391,45 @@ func (b *Badger) Close() error {
 			b.seq = nil
 		}
 		b.seqMu.Unlock()
+		if !b.opts.ReadOnly && err == nil {
+			// The store's last write: the key index of this state, for
+			// the next Open.
+			if cerr := b.writeCheckpoint(); cerr != nil {
+				b.log.Warn("store: key index checkpoint not written; the next start rebuilds the index", "err", cerr)
+			}
+		}
 		if cerr := b.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close badger: %w", cerr))
 		}
 	})
 	return err
+}
+
+// closeSlack is free space Close keeps beyond the write-ahead logs'
+// size: the last writes (hits, counters, the id sequence), the tables'
+// indexes and filters, the manifest, filesystem metadata.
+const closeSlack = 4 << 20
+
+// closeRoom returns nil when the store's filesystem has room for Close's
+// writes: the memtables flushed as tables (walFlushNeed), and the
+// reserve below which the disk guard refuses writes
+// (store.min_free_bytes: compactions the flush may start write tables
+// too). Otherwise an error wrapping ErrDiskFull. Unknown free space (no
+// guard, statfs failing) allows the close.
+func (b *Badger) closeRoom() error {
+	if b.opts.InMemory {
+		return nil
+	}
+	free, ok := b.disk.freeNow()
+	if !ok {
+		return nil
+	}
+	need := max(b.disk.min, walFlushNeed(b.dir))
+	if free >= need {
+		return nil
+	}
+	return fmt.Errorf("%w (%s: %d bytes free, a clean close needs %d): memtables left in the write-ahead log for the next start",
+		ErrDiskFull, b.dir, free, need)
 }
 
 func (b *Badger) now() time.Time { return b.opts.Now() }

@@ -87,7 +87,7 @@ func TestReportBatchEqualsReports(t *testing.T) {
 func TestReportBatchDrainsLargeMerge(t *testing.T) {
 	s := openTest(t, "", Options{NoSyncWrites: true, Expiry: -1})
 	small := mustReport(t, s, spam("r", t0, "small")).Campaign
-	big := bigCampaign(t, s, "big", 9000)
+	big := bigCampaign(t, s, "big", 24000)
 	var ins []ReportInput
 	for i := 0; i < 200; i++ {
 		ins = append(ins, spam(fmt.Sprintf("rep%d", i), t0, fmt.Sprintf("other-%d", i)))
@@ -102,7 +102,7 @@ func TestReportBatchDrainsLargeMerge(t *testing.T) {
 	if r := res[101]; r.Campaign != small || !slices.Equal(r.Merged, []CampaignID{big}) {
 		t.Fatalf("bridge: %+v", r)
 	}
-	if c := mustGet(t, s, small); len(c.Keys) != 9001 || c.SpamReports != 1+5+1 { // small, big's 5 reports, the joiner
+	if c := mustGet(t, s, small); len(c.Keys) != 24001 || c.SpamReports != 1+12+1 { // small, big's 12 reports, the joiner
 		t.Errorf("merged: %d keys, %d reports", len(c.Keys), c.SpamReports)
 	}
 	for i, r := range res {

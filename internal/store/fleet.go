@@ -43,7 +43,7 @@ type appliedCtxKey struct{}
 
 // appliedMark is the stream event a context applies, and how many
 // campaigns its committed transactions created; round is set for a round
-// of a report event (WithRound).
+// of a report event (ForRound).
 type appliedMark struct {
 	seq    uint64
 	newIDs int
@@ -53,11 +53,12 @@ type appliedMark struct {
 	pending *Progress
 }
 
-// WithApplied returns a context whose store writes apply the stream event
+// withApplied returns a context whose store writes apply the stream event
 // seq (> 0): each transaction they commit also records seq as the applied
 // sequence (Applied), and the campaigns they create get ids derived from
 // seq, so that every node applying the same events makes the same ids.
-func WithApplied(ctx context.Context, seq uint64) context.Context {
+// Callers outside the store say so with ForEvent.
+func withApplied(ctx context.Context, seq uint64) context.Context {
 	return context.WithValue(ctx, appliedCtxKey{}, &appliedMark{seq: seq})
 }
 
@@ -77,7 +78,7 @@ type Progress struct {
 
 // Round is one round of applying a report event of a fleet's stream
 // whose reports may take several transactions (internal/fleet): under a
-// context made by WithRound, ReportBatch commits at most one transaction
+// store made by ForRound, ReportBatch commits at most one transaction
 // of reports, or finishes a merge of a large campaign, and records in it
 // how far the event got (Progress). So a node killed between two
 // transactions of an event resumes it where it stopped, and because each
@@ -101,19 +102,62 @@ type Round struct {
 // reports again, against the merged campaign, in the next round.
 var ErrRoundAgain = errors.New("store: a large merge done, no report applied: match the reports again")
 
-// WithRound returns a context whose ReportBatch is a round of the report
-// event r.Seq (see Round).
-func WithRound(ctx context.Context, r *Round) context.Context {
-	return context.WithValue(ctx, appliedCtxKey{}, &appliedMark{seq: r.Seq, newIDs: r.NewIDs, round: r})
+// EventWriter is the store as one event of a fleet's stream writes it
+// (ForEvent, ForRound): it reads as the store, and each transaction its
+// writes commit also records the event as applied, in the same
+// transaction, with campaign ids derived from the event's sequence.
+type EventWriter struct {
+	*Badger
+	mark *appliedMark // shared by the event's transactions
 }
 
-// RoundOf returns the round of a report event ctx applies (nil: none;
-// see WithRound).
-func RoundOf(ctx context.Context) *Round {
-	if m := appliedOf(ctx); m != nil {
-		return m.round
-	}
-	return nil
+// with is ctx carrying the event's mark to the store's transactions.
+func (w *EventWriter) with(ctx context.Context) context.Context {
+	return context.WithValue(ctx, appliedCtxKey{}, w.mark)
+}
+
+// ForEvent returns the store as stream event seq (> 0) writes it: each
+// transaction also records seq as the applied sequence (Applied), and
+// the campaigns created get ids derived from seq, so that every node
+// applying the same events makes the same ids.
+func (b *Badger) ForEvent(seq uint64) *EventWriter {
+	return &EventWriter{Badger: b, mark: &appliedMark{seq: seq}}
+}
+
+// ForRound returns the store as a round of the report event r.Seq writes
+// it: its ReportBatch is the round (see Round).
+func (b *Badger) ForRound(r *Round) *EventWriter {
+	return &EventWriter{Badger: b, mark: &appliedMark{seq: r.Seq, newIDs: r.NewIDs, round: r}}
+}
+
+// Report is Badger.Report as the event's.
+func (w *EventWriter) Report(ctx context.Context, in ReportInput) (ReportResult, error) {
+	return w.Badger.Report(w.with(ctx), in)
+}
+
+// ReportBatch is Badger.ReportBatch as the event's (in a round: Round).
+func (w *EventWriter) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportResult, error) {
+	return w.Badger.ReportBatch(w.with(ctx), ins)
+}
+
+// SetState is Badger.SetState as the event's.
+func (w *EventWriter) SetState(ctx context.Context, id CampaignID, s State) error {
+	return w.Badger.SetState(w.with(ctx), id, s)
+}
+
+// Delete is Badger.Delete as the event's.
+func (w *EventWriter) Delete(ctx context.Context, id CampaignID) error {
+	return w.Badger.Delete(w.with(ctx), id)
+}
+
+// Expire is Badger.Expire as the event's.
+func (w *EventWriter) Expire(ctx context.Context, cutoff time.Time) (int, error) {
+	return w.Badger.Expire(w.with(ctx), cutoff)
+}
+
+// ApplyHits is Badger.ApplyHits as the event's.
+func (w *EventWriter) ApplyHits(ctx context.Context, hits []HitDelta) error {
+	return w.Badger.ApplyHits(w.with(ctx), hits)
 }
 
 // withoutApplied drops the applied sequence of ctx: for the transactions
@@ -258,7 +302,7 @@ func (b *Badger) MarkApplied(ctx context.Context, seq uint64) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return b.update(WithApplied(ctx, seq), func(*wtx) error { return nil })
+	return b.update(withApplied(ctx, seq), func(*wtx) error { return nil })
 }
 
 // HitDelta is a count of matched messages another node (or this one)
@@ -316,8 +360,9 @@ var replicated = []byte{pfxCampaign, pfxIndex, pfxKeyList, pfxReporter, pfxDay}
 // records, index, key lists, reporters and daily counters. Nodes that
 // applied the same events have the same hash. Key lists are hashed as
 // schema 2 stored them (one 'x' entry per key, in key order), whatever
-// their chunks: a node migrated from schema 2 and one that was not have
-// the same hash when they hold the same keys.
+// their chunks, and the index as schema 3 stored it (one 'k' entry per
+// key, hashIndex): nodes of every schema have the same hash when they
+// hold the same keys.
 func (b *Badger) StateHash(ctx context.Context) (string, error) {
 	h, _, err := b.StateHashAt(ctx)
 	return h, err
@@ -355,6 +400,12 @@ func (b *Badger) StateHashAt(ctx context.Context) (string, Progress, error) {
 		for _, pfx := range replicated {
 			if pfx == pfxKeyList {
 				if err := hashKeyLists(ctx, txn, h); err != nil {
+					return err
+				}
+				continue
+			}
+			if pfx == pfxIndex {
+				if err := hashIndex(ctx, txn, h); err != nil {
 					return err
 				}
 				continue

@@ -26,7 +26,7 @@ func TestApplyEventsDeterministic(t *testing.T) {
 		mustReport(t, s, spam("local", at, "local-only"))
 		var got []CampaignID
 		for _, ev := range events {
-			rs, err := s.ReportBatch(WithApplied(context.Background(), ev.seq), ev.ins)
+			rs, err := s.ForEvent(ev.seq).ReportBatch(context.Background(), ev.ins)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestApplyEventsDeterministic(t *testing.T) {
 		if err := s.Delete(ctx, 1); err != nil { // the local campaign
 			t.Fatal(err)
 		}
-		if err := s.ApplyHits(WithApplied(context.Background(), 9), []HitDelta{{Campaign: got[0], Action: "tag", Hour: at.Truncate(time.Hour), Last: at, N: 3}}); err != nil {
+		if err := s.ForEvent(9).ApplyHits(context.Background(), []HitDelta{{Campaign: got[0], Action: "tag", Hour: at.Truncate(time.Hour), Last: at, N: 3}}); err != nil {
 			t.Fatal(err)
 		}
 		if seq, err := s.Applied(ctx); err != nil || seq != 9 {

@@ -182,14 +182,3 @@ func (w *wtx) appendKeys(id CampaignID, count int64, keys [][]byte, fresh bool) 
 
 // keyChunksEntries is how many entries listing n new keys writes.
 func keyChunksEntries(n int) int { return (n + maxChunkKeys - 1) / maxChunkKeys }
-
-// delIndexOf deletes the index entry of key k if it points at campaign
-// id (a key that moved on to another campaign stays).
-func delIndexOf(w *wtx, k []byte, id CampaignID) error {
-	ik := indexKey(k)
-	owner, err := getIndex(w.txn, ik)
-	if err != nil || owner != id {
-		return err
-	}
-	return w.del(ik)
-}

@@ -126,6 +126,9 @@ func TestKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := openTest(t, dir, Options{})
+		if how, _, _, _ := s.keyIndexInfo(); how != "rebuilt" {
+			t.Errorf("key index after kill -9: %s, want rebuilt (the checkpoint is older than the store)", how)
+		}
 		for _, i := range all {
 			k := fmt.Sprintf("kill-%d", i)
 			id := lookupOne(t, s, k)

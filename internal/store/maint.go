@@ -2,14 +2,16 @@ package store
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
@@ -283,53 +285,90 @@ type verifyCounts struct {
 	ix                    ixState // the record's index state
 }
 
-// verifyKeys checks the key lists and the index (records in recs): every
-// listed key is indexed to its campaign, once, and every index entry
-// points at an existing campaign that lists it. It counts the consistent
-// keys of each campaign in recs and returns the repairs: chunks rewritten
-// without their orphan keys, dangling index entries deleted, unlisted
-// index keys listed in new chunks.
-func verifyKeys(ctx context.Context, txn *badger.Txn, recs map[CampaignID]*verifyCounts, res *VerifyResult) ([]repairOp, error) {
-	var ops []repairOp
-	next := make(map[CampaignID]uint64) // a free chunk number of each campaign
+// verifyKeys checks the key lists (records in recs) and the key index
+// (live: its entries when txn began, sorted by indexEntry.less): every
+// chunk decodes and belongs to an existing campaign, no key is listed
+// twice (by one campaign or by two), and the index holds exactly the
+// listed keys. It counts the listed keys of each campaign in recs and
+// returns the repairs of the lists (chunks rewritten without their
+// orphan or repeated keys, or deleted); an index that differs from the
+// lists is rebuilt by the repair.
+func verifyKeys(ctx context.Context, txn *badger.Txn, t *keyTable, live []indexEntry, recs map[CampaignID]*verifyCounts, res *VerifyResult) ([]repairOp, error) {
 	var (
-		cur  CampaignID
-		seen map[string]struct{} // keys listed for cur so far
+		ops    []repairOp
+		listed []indexEntry // of the keys kept
+		hashes []uint64     // of the keys kept, to find those listed twice
 	)
-	_, err := scanPrefix(txn, []byte{pfxKeyChunk}, true, 0, func(s, v []byte) error {
-		ck := append([]byte{pfxKeyChunk}, s...)
-		if len(s) != 16 {
-			res.OrphanKeyList++
-			ops = append(ops, repairOp{key: ck, del: true})
+	res.IndexKeys = int64(len(live))
+	// chunks calls f with each chunk of an existing campaign and its keys
+	// (nil for an orphan chunk, which it counts and deletes).
+	chunks := func(f func(ck []byte, id CampaignID, keys [][]byte) error) error {
+		n := 0
+		_, err := scanPrefix(txn, []byte{pfxKeyChunk}, true, 0, func(s, v []byte) error {
+			ck := append([]byte{pfxKeyChunk}, s...)
+			if len(s) != 16 {
+				res.OrphanKeyList++
+				ops = append(ops, repairOp{key: ck, del: true})
+				return nil
+			}
+			id := CampaignID(binary.BigEndian.Uint64(s))
+			keys, err := decodeKeyChunk(v)
+			if recs[id] == nil || err != nil || id > maxSlotID {
+				res.KeyListEntries += int64(len(keys))
+				res.OrphanKeyList += max(int64(len(keys)), 1)
+				ops = append(ops, repairOp{key: ck, del: true})
+				return f(ck, id, nil)
+			}
+			if n++; n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			return f(ck, id, keys)
+		})
+		return err
+	}
+	err := chunks(func(_ []byte, id CampaignID, keys [][]byte) error {
+		for _, k := range keys {
+			hashes = append(hashes, t.hash(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return ops, err
+	}
+	// Keys whose hashes repeat may be listed twice: a second scan compares
+	// them (the first listing, in campaign order, stays).
+	slices.Sort(hashes)
+	twice := make(map[uint64]struct{})
+	for i := 1; i < len(hashes); i++ {
+		if hashes[i] == hashes[i-1] {
+			twice[hashes[i]] = struct{}{}
+		}
+	}
+	hashes = nil
+	ops = ops[:0]
+	res.OrphanKeyList, res.KeyListEntries = 0, 0
+	seen := make(map[string]struct{})
+	err = chunks(func(ck []byte, id CampaignID, keys [][]byte) error {
+		if keys == nil {
 			return nil
 		}
-		id := CampaignID(binary.BigEndian.Uint64(s))
 		vc := recs[id]
-		keys, err := decodeKeyChunk(v)
-		if vc == nil || err != nil {
-			res.KeyListEntries += int64(len(keys))
-			res.OrphanKeyList += max(int64(len(keys)), 1)
-			ops = append(ops, repairOp{key: ck, del: true})
-			return nil
-		}
-		if id != cur {
-			cur, seen = id, make(map[string]struct{})
-		}
-		next[id] = max(next[id], binary.BigEndian.Uint64(s[8:])+1)
 		kept := keys[:0:0]
 		for _, k := range keys {
 			res.KeyListEntries++
-			owner, err := getIndex(txn, indexKey(k))
-			if err != nil {
-				return err
+			h := t.hash(k)
+			if _, maybe := twice[h]; maybe {
+				if _, dup := seen[string(k)]; dup {
+					res.OrphanKeyList++
+					continue
+				}
+				seen[string(k)] = struct{}{}
 			}
-			if _, dup := seen[string(k)]; dup || owner != id {
-				res.OrphanKeyList++
-				continue
-			}
-			seen[string(k)] = struct{}{}
 			kept = append(kept, k)
 			vc.keys++
+			listed = append(listed, t.entryOf(h, id))
 		}
 		switch {
 		case len(kept) == 0:
@@ -337,76 +376,59 @@ func verifyKeys(ctx context.Context, txn *badger.Txn, recs map[CampaignID]*verif
 		case len(kept) < len(keys):
 			ops = append(ops, repairOp{key: ck, val: encodeKeyChunk(kept)})
 		}
-		if res.KeyListEntries%4096 == 0 {
-			return ctx.Err()
-		}
 		return nil
 	})
 	if err != nil {
 		return ops, err
 	}
-	// The index: an entry of a campaign that lists fewer keys than the
-	// index gives it is unlisted; those campaigns' entries are found by a
-	// second scan (none in a consistent store).
-	indexed := make(map[CampaignID]int64)
-	_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
-		res.IndexKeys++
-		id, ok := idFromValue(v)
-		if !ok || recs[id] == nil {
+	// The index against the lists.
+	slices.SortFunc(listed, indexEntry.compare)
+	i, j := 0, 0
+	for i < len(live) || j < len(listed) {
+		switch {
+		case j == len(listed) || i < len(live) && live[i].compare(listed[j]) < 0:
 			res.DanglingIndex++
-			ops = append(ops, repairOp{key: indexKey(s), del: true})
-			return nil
-		}
-		indexed[id]++
-		if res.IndexKeys%4096 == 0 {
-			return ctx.Err()
-		}
-		return nil
-	})
-	if err != nil {
-		return ops, err
-	}
-	short := make(map[CampaignID]map[string]struct{})
-	for id, n := range indexed {
-		if n > recs[id].keys {
-			short[id] = nil
-		}
-	}
-	if len(short) == 0 {
-		return ops, nil
-	}
-	for id := range short {
-		keys, err := campaignKeys(txn, id)
-		if err != nil {
-			return ops, err
-		}
-		set := make(map[string]struct{}, len(keys))
-		for _, k := range keys {
-			set[string(k)] = struct{}{}
-		}
-		short[id] = set
-	}
-	unlisted := make(map[CampaignID][][]byte)
-	_, err = scanPrefix(txn, []byte{pfxIndex}, true, 0, func(s, v []byte) error {
-		id, _ := idFromValue(v)
-		set, ok := short[id]
-		if !ok {
-			return nil
-		}
-		if _, listed := set[string(s)]; !listed {
+			i++
+		case i == len(live) || live[i].compare(listed[j]) > 0:
 			res.UnlistedIndex++
-			recs[id].keys++
-			unlisted[id] = append(unlisted[id], bytes.Clone(s))
-		}
-		return nil
-	})
-	for id, keys := range unlisted {
-		for j := 0; j < len(keys); j += maxChunkKeys {
-			ops = append(ops, repairOp{key: keyChunkKey(id, next[id]), val: encodeKeyChunk(keys[j:min(j+maxChunkKeys, len(keys))])})
-			next[id]++
+			j++
+		default:
+			i++
+			j++
 		}
 	}
-	return ops, err
+	return ops, nil
+}
+
+// indexEntry is a key index entry as verifyKeys compares them: the
+// fingerprint's shard and in-shard bits, and the campaign.
+type indexEntry struct {
+	fp uint64
+	id CampaignID
+}
+
+func (e indexEntry) compare(o indexEntry) int {
+	if c := cmp.Compare(e.fp, o.fp); c != 0 {
+		return c
+	}
+	return cmp.Compare(e.id, o.id)
+}
+
+// entryOf is the entry the index holds for a key of hash h listed by id.
+func (t *keyTable) entryOf(h uint64, id CampaignID) indexEntry {
+	i, _ := bits.Mul64(h, uint64(len(t.shards)))
+	_, q := t.locate(h)
+	return indexEntry{fp: i<<fpBits | q, id: id}
+}
+
+// snapshot returns the table's entries, sorted.
+func (t *keyTable) snapshot() []indexEntry {
+	out := make([]indexEntry, 0, t.len())
+	t.entries(func(shard int, q uint64, id CampaignID) {
+		out = append(out, indexEntry{fp: uint64(shard)<<fpBits | q, id: id})
+	})
+	slices.SortFunc(out, indexEntry.compare)
+	return out
 }
 
 type repairOp struct {
@@ -433,7 +455,18 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 			return res, err
 		}
 	}
-	err := b.view(func(txn *badger.Txn) error {
+	if b.isClosed() {
+		return res, ErrClosed
+	}
+	// The key index as it is when the read transaction starts: no key
+	// list changes in between.
+	b.keys.mu.Lock()
+	table := b.keys.table()
+	live := table.snapshot()
+	vtxn := b.db.NewTransaction(false)
+	b.keys.mu.Unlock()
+	defer vtxn.Discard()
+	err := func(txn *badger.Txn) error {
 		if _, err := txn.Get(metaSchemaKey); errors.Is(err, badger.ErrKeyNotFound) {
 			res.NoSchema = true
 		}
@@ -460,7 +493,8 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 			return err
 		}
 		// Key lists, then the index.
-		keyOps, err := verifyKeys(ctx, txn, recs, &res)
+		keyOps, err := verifyKeys(ctx, txn, table, live, recs, &res)
+		live = nil
 		ops = append(ops, keyOps...)
 		if err != nil {
 			return err
@@ -527,7 +561,7 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 			})
 		}
 		return err
-	})
+	}(vtxn)
 	if err != nil {
 		return res, fmt.Errorf("verify: %w", err)
 	}
@@ -541,7 +575,10 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 	if !repair || res.Problems() == 0 {
 		return res, nil
 	}
-	// Repair.
+	// Repair, holding the key index: its table is rebuilt from the
+	// repaired lists.
+	b.keys.mu.Lock()
+	defer b.keys.mu.Unlock()
 	if res.NoSchema {
 		if err := writeSchema(b.db, SchemaVersion); err != nil {
 			return res, err
@@ -573,5 +610,11 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 		}
 		res.Repaired++
 	}
+	t, err := b.buildKeyTable(table.k0, table.k1)
+	if err != nil {
+		return res, fmt.Errorf("verify: repair: %w", err)
+	}
+	b.keys.tbl.Store(t)
+	res.Repaired += res.DanglingIndex + res.UnlistedIndex
 	return res, nil
 }

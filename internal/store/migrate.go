@@ -275,3 +275,19 @@ func chunkKeyLists(db *badger.DB, log *slog.Logger, batch, maxTxns int) (done bo
 	log.Info("store: upgraded to schema 3", "keys", total, "took", time.Since(t0).Round(time.Millisecond))
 	return true, nil
 }
+
+// migrateV4 upgrades a schema 3 store: the key index moves into memory
+// (keyindex.go), built from the key lists, so the index entries ('k' +
+// key → campaign, one per key) go, dropped at once with Badger's
+// DropPrefix. The key lists already list every indexed key (Verify
+// checks it), so nothing else changes; an interrupted upgrade drops what
+// is left.
+func migrateV4(db *badger.DB, log *slog.Logger) error {
+	t0 := time.Now()
+	log.Info("store: upgrading to schema 4: the signature index in memory, built from the key lists")
+	if err := db.DropPrefix([]byte{pfxIndex}); err != nil {
+		return fmt.Errorf("drop the schema 3 index entries: %w", err)
+	}
+	log.Info("store: upgraded to schema 4", "took", time.Since(t0).Round(time.Millisecond))
+	return nil
+}

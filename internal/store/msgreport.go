@@ -54,7 +54,7 @@ func priorMsgReport(txn *badger.Txn, in *ReportInput) (msgReport, error) {
 	if len(in.Digest) == 0 {
 		return msgReport{}, nil
 	}
-	item, err := txn.Get(msgReportKey(reporterHash(in.Reporter), in.Digest))
+	item, err := txn.Get(msgReportKey(in.reporterKey(), in.Digest))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return msgReport{}, nil
 	}
@@ -95,7 +95,7 @@ func withdraw(w *wtx, dst *record, in *ReportInput, prior msgReport) (bool, erro
 	if !prior.found || prior.kind == in.Kind {
 		return false, nil
 	}
-	rk := reporterKey(dst.ID, prior.kind, reporterHash(in.Reporter))
+	rk := reporterKey(dst.ID, prior.kind, in.reporterKey())
 	_, err := w.txn.Get(rk)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -127,7 +127,7 @@ func putMsgReport(w *wtx, in *ReportInput, id CampaignID, ttl time.Duration) err
 	if len(in.Digest) == 0 {
 		return nil
 	}
-	k := msgReportKey(reporterHash(in.Reporter), in.Digest)
+	k := msgReportKey(in.reporterKey(), in.Digest)
 	v := binary.BigEndian.AppendUint64([]byte{byte(in.Kind)}, uint64(id))
 	e := badger.NewEntry(k, v)
 	if ttl > 0 {

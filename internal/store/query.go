@@ -12,43 +12,57 @@ import (
 )
 
 // Lookup returns the campaigns of the given index keys, one Hit per key
-// found, in the order of keys. It is one Badger Get per key the index
-// filter (filter.go) does not rule out, in a single read transaction.
-// Empty and over-long keys are ignored.
+// found, in the order of keys. The key index (keyindex.go) gives each
+// key's candidates from memory; a key with one is verified against the
+// candidate campaign's key list (one read of its chunks per campaign, in
+// a single read transaction). Empty and over-long keys are ignored.
 func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
-	maybe := b.filter.mayContain(keys) // nil: not built, ask Badger
-	if maybe != nil && !slices.Contains(maybe, true) {
-		if b.isClosed() {
-			return nil, fmt.Errorf("lookup: %w", ErrClosed)
+	if b.isClosed() {
+		return nil, fmt.Errorf("lookup: %w", ErrClosed)
+	}
+	t := b.keys.table()
+	type cand struct {
+		i  int
+		id CampaignID
+	}
+	var (
+		buf   [16]cand
+		cands = buf[:0]
+	)
+	for i, k := range keys {
+		if len(k) == 0 || len(k) > MaxKeyLen {
+			continue
 		}
+		t.find(t.hash(k), func(id CampaignID) { cands = append(cands, cand{i, id}) })
+	}
+	if len(cands) == 0 {
 		return nil, nil
 	}
-	var hits []Hit
-	tested, absent := 0, 0
-	buf := make([]byte, 0, 64)
+	// Verify, campaign by campaign.
+	ok := make([]bool, len(cands))
+	var (
+		want  [][]byte
+		found []bool
+		at    []int
+	)
 	err := b.view(func(txn *badger.Txn) error {
-		for i, k := range keys {
-			if len(k) == 0 || len(k) > MaxKeyLen || (maybe != nil && !maybe[i]) {
-				continue
+		for j := range cands {
+			if at = at[:0]; slices.ContainsFunc(cands[:j], func(c cand) bool { return c.id == cands[j].id }) {
+				continue // verified with the first
 			}
-			tested++
-			buf = append(append(buf[:0], pfxIndex), k...)
-			item, err := txn.Get(buf)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				absent++
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			err = item.Value(func(v []byte) error {
-				if id, ok := idFromValue(v); ok {
-					hits = append(hits, Hit{Key: k, Campaign: id})
+			want = want[:0]
+			for l := j; l < len(cands); l++ {
+				if cands[l].id == cands[j].id {
+					want = append(want, keys[cands[l].i])
+					at = append(at, l)
 				}
-				return nil
-			})
-			if err != nil {
+			}
+			found = append(found[:0], make([]bool, len(want))...)
+			if err := verifyListed(txn, cands[j].id, want, found); err != nil {
 				return err
+			}
+			for x, l := range at {
+				ok[l] = found[x]
 			}
 		}
 		return nil
@@ -56,8 +70,15 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
-	if maybe != nil {
-		b.filter.observe(tested, absent)
+	var hits []Hit
+	last := -1
+	for j, c := range cands {
+		// One hit per key: a key listed by two campaigns (a damaged
+		// store, see Verify) counts for the first.
+		if ok[j] && c.i != last {
+			hits = append(hits, Hit{Key: keys[c.i], Campaign: c.id})
+			last = c.i
+		}
 	}
 	return hits, nil
 }
@@ -207,7 +228,7 @@ func (b *Badger) Delete(ctx context.Context, id CampaignID) error {
 func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*record) bool) (bool, error) {
 	for first := true; ; first = false {
 		deleted, stop := false, false
-		err := b.update(ctx, func(w *wtx) error {
+		err := b.updateIndex(ctx, 0, 0, func(w *wtx) error {
 			deleted, stop = false, false
 			r, err := getRecord(w.txn, id)
 			if errors.Is(err, ErrNotFound) && !first {
@@ -233,9 +254,7 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 				}
 				n++
 				for _, k := range c.keys {
-					if err := delIndexOf(w, k, id); err != nil {
-						return err
-					}
+					w.dropIndex(k, id)
 					r.numKeys--
 					n++
 				}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,6 +37,11 @@ func reporterHash(reporter string) uint64 {
 func validateReport(in *ReportInput) error {
 	if in.Kind != KindSpam && in.Kind != KindHam {
 		return fmt.Errorf("report: unknown kind %d", in.Kind)
+	}
+	if in.ReporterHashed {
+		if _, err := strconv.ParseUint(in.Reporter, 16, 64); err != nil || len(in.Reporter) != 16 {
+			return fmt.Errorf("report: reporter hash %q: want 16 hex digits", in.Reporter)
+		}
 	}
 	if len(in.Keys) > MaxReportKeys {
 		return fmt.Errorf("report: %d keys, at most %d allowed", len(in.Keys), MaxReportKeys)
@@ -71,7 +77,7 @@ func (b *Badger) Report(ctx context.Context, in ReportInput) (ReportResult, erro
 	var drained []CampaignID
 	for {
 		var res ReportResult
-		err := b.update(ctx, func(w *wtx) error {
+		err := b.updateIndex(ctx, 0, 0, func(w *wtx) error {
 			var err error
 			res, err = b.applyReport(w, &in, drained)
 			return err
@@ -123,12 +129,9 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 			part []ReportResult
 			dn   *drainNeed
 		)
-		err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
+		err := b.updateIndex(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 			part = part[:0]
 			dn = nil
-			if err := prefetchReports(w, ins[len(results):]); err != nil {
-				return err
-			}
 			for j := len(results); j < len(ins); j++ {
 				in := ins[j]
 				if in.Time.IsZero() {
@@ -176,21 +179,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 	return results, nil
 }
 
-// prefetchReports resolves the keys of the reports that may fit in w in
-// sorted order first (see prefetchIndex).
-func prefetchReports(w *wtx, ins []ReportInput) error {
-	var pre [][]byte
-	for j := 0; j < len(ins) && len(pre) < batchBudgetEntries/2; j++ {
-		for _, k := range ins[j].Keys {
-			if len(k) > 0 {
-				pre = append(pre, k)
-			}
-		}
-	}
-	return w.prefetchIndex(pre)
-}
-
-// reportRound is ReportBatch in a round of a report event (WithRound):
+// reportRound is ReportBatch in a round of a report event (ForRound):
 // it finishes the merge the event began, if any, or else commits one
 // transaction of reports — or, when the first report needs to merge a
 // campaign too large for one transaction, merges it in several
@@ -210,11 +199,8 @@ func (b *Badger) reportRound(ctx context.Context, m *appliedMark, ins []ReportIn
 	}
 	var part []ReportResult
 	var dn *drainNeed
-	err := b.updateBudget(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
+	err := b.updateIndex(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 		part, dn = part[:0], nil
-		if err := prefetchReports(w, ins); err != nil {
-			return err
-		}
 		for j := range ins {
 			in := ins[j]
 			if in.Time.IsZero() {
@@ -266,7 +252,7 @@ func (b *Badger) drainRound(ctx context.Context, m *appliedMark, from, to Campai
 	b.log.Info("store: merging a large campaign in several transactions", "from", from, "into", to, "event", m.seq)
 	for {
 		done := false
-		err := b.update(ctx, func(w *wtx) error {
+		err := b.updateIndex(ctx, 0, 0, func(w *wtx) error {
 			p := m.round.Progress
 			p.Partial = true
 			p.Drain = [2]CampaignID{from, to}
@@ -326,7 +312,10 @@ func mergeEstimate(src *record) int {
 		days += int(src.LastSeen.Sub(src.FirstSeen) / (24 * time.Hour))
 	}
 	hours := min(days*24, int(DefaultHourRetention/time.Hour)+24)
-	return 3*int(src.numKeys) + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 4*hours + 20
+	// Keys move in chunks (a deletion and a write each); their bytes
+	// count as about one entry per two keys of the budget (wtx.room).
+	keys := int(src.numKeys)/2 + 2*keyChunksEntries(int(src.numKeys))
+	return keys + 2*int(src.SpamReporters+src.HamReporters) + 2*days + 4*hours + 20
 }
 
 // applyReport is Report inside a transaction. It reads everything first
@@ -387,7 +376,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		recs[id] = r
 	}
 	dst, srcs := chooseCampaigns(in, ids, owned, recs)
-	need := len(in.Keys) + keyChunksEntries(len(in.Keys)) + 22 // keys, list chunks; record, reporter, counters, index entries; message report, withdrawn vote
+	need := len(in.Keys)/2 + keyChunksEntries(len(in.Keys)) + 22 // list chunks (their bytes); record, reporter, counters, index entries; message report, withdrawn vote
 	var res ReportResult
 	if dst == nil {
 		if !in.Create {
@@ -440,7 +429,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		}
 	}
 	// Reporter.
-	rk := reporterKey(dst.ID, in.Kind, reporterHash(in.Reporter))
+	rk := reporterKey(dst.ID, in.Kind, in.reporterKey())
 	first, last := in.Time, in.Time
 	// A campaign created by this report has no entries yet: skip the
 	// reads (misses that would search every level of the tree).
@@ -525,9 +514,7 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 				continue
 			}
 			seen[string(k)] = struct{}{}
-			if err := w.setIndex(k, dst.ID); err != nil {
-				return ReportResult{}, err
-			}
+			w.addIndex(k, dst.ID)
 			add = append(add, k)
 		}
 		if err := w.appendKeys(dst.ID, dst.numKeys, add, res.Created); err != nil {
@@ -663,9 +650,7 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 		}
 		for _, c := range chunks {
 			for _, k := range c.keys {
-				if err := w.setIndex(k, dst.ID); err != nil {
-					return false, err
-				}
+				w.moveIndex(k, src.ID, dst.ID)
 			}
 			if err := w.appendKeys(dst.ID, dst.numKeys, c.keys, false); err != nil {
 				return false, err
@@ -834,7 +819,7 @@ func (b *Badger) drain(ctx context.Context, from, to CampaignID) error {
 	b.log.Info("store: merging a large campaign in several transactions", "from", from, "into", to)
 	for {
 		done := false
-		err := b.update(ctx, func(w *wtx) error {
+		err := b.updateIndex(ctx, 0, 0, func(w *wtx) error {
 			src, err := getRecord(w.txn, from)
 			if errors.Is(err, ErrNotFound) {
 				done = true

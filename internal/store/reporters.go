@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -21,6 +22,21 @@ type Reporter struct {
 // ReporterHash is what the store keeps of a reporter id: the first 8
 // bytes of its SHA-256 (`printf %s ID | sha256sum | cut -c1-16` in hex).
 func ReporterHash(reporter string) uint64 { return reporterHash(reporter) }
+
+// ReporterHashHex is ReporterHash in 16 hex digits: a reporter as a
+// fleet's events name it (ReportInput.ReporterHashed).
+func ReporterHashHex(reporter string) string { return fmt.Sprintf("%016x", reporterHash(reporter)) }
+
+// reporterKey is the hash the store keeps of the report's reporter. A
+// malformed hash (validateReport refuses it) counts as its own id.
+func (in *ReportInput) reporterKey() uint64 {
+	if in.ReporterHashed {
+		if h, err := strconv.ParseUint(in.Reporter, 16, 64); err == nil && len(in.Reporter) == 16 {
+			return h
+		}
+	}
+	return reporterHash(in.Reporter)
+}
 
 // Reporters lists the distinct reporters of campaign id, spam ones first,
 // at most limit of them (0: all).

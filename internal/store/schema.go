@@ -14,14 +14,14 @@ import (
 
 // SchemaVersion is the version of the key schema this code writes. See
 // docs/STORE.md for the layout.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's
 // entries are contiguous and ordered.
 const (
 	pfxMeta     = 'm' // 'm' + name → meta value ("schema" → uint32 BE)
 	pfxSeq      = 'n' // badger.Sequence of campaign ids
-	pfxIndex    = 'k' // 'k' + sigkey → campaign id (8 bytes BE)
+	pfxIndex    = 'k' // schema 3: 'k' + sigkey → campaign id (8 bytes BE) (migrateV4; hashed by StateHash)
 	pfxCampaign = 'c' // 'c' + id → campaign record (recordV1)
 	pfxKeyList  = 'x' // schema 2: 'x' + id + sigkey → empty: the keys of a campaign (migrateV3)
 	pfxKeyChunk = 'X' // 'X' + id + chunk (uint64 BE) → keys of a campaign (keylist.go)
@@ -35,6 +35,7 @@ var metaSchemaKey = []byte{pfxMeta, 's', 'c', 'h', 'e', 'm', 'a'}
 var migrations = map[uint32]func(*badger.DB, *slog.Logger) error{
 	1: migrateV2, // ranking indexes and counters (migrate.go)
 	2: migrateV3, // key lists in chunks (keylist.go)
+	3: migrateV4, // the key index in memory (keyindex.go)
 }
 
 // checkSchema validates (or, on a new empty store, writes) the schema
@@ -121,13 +122,6 @@ func idKey(pfx byte, id CampaignID) []byte {
 }
 
 func campaignKey(id CampaignID) []byte { return idKey(pfxCampaign, id) }
-
-func indexKey(sig []byte) []byte {
-	k := make([]byte, 1+len(sig))
-	k[0] = pfxIndex
-	copy(k[1:], sig)
-	return k
-}
 
 func keyListKey(id CampaignID, sig []byte) []byte {
 	return append(idKey(pfxKeyList, id), sig...)

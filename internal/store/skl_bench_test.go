@@ -14,8 +14,7 @@ import (
 // BenchmarkSkiplistPut measures what an index key costs Badger's memtable
 // (a skiplist): a report event's worth of inserts (13,200: 220 reports of
 // 60 keys) into a skiplist already holding others, with random keys (as
-// index keys are), the same keys sorted, and a small memtable. docs/FLEET.md
-// ("Report throughput") quotes it.
+// index keys are), the same keys sorted, and a small memtable.
 //
 //	go test ./internal/store -run '^$' -bench SkiplistPut -benchtime 5x
 func BenchmarkSkiplistPut(b *testing.B) {

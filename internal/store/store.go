@@ -80,6 +80,10 @@ type ReportInput struct {
 	Time     time.Time
 	Kind     Kind
 	Reporter string // "" counts as an anonymous reporter
+	// ReporterHashed says that Reporter is not an id but the hash the
+	// store keeps of one (ReporterHashHex): what a fleet's events carry,
+	// so that reporter ids never leave the node that took the report.
+	ReporterHashed bool
 	// Keys are the message's index keys. Without Vetted, campaigns sharing
 	// any of them are joined (several active ones are merged into the
 	// oldest). A key already owned by a campaign the report does not join

@@ -319,13 +319,8 @@ func rawCount(t *testing.T, s *Badger, id CampaignID, sigs ...string) int {
 		idb := idKey(0, id)[1:]
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().Key()
-			if len(k) >= 9 && bytes.Equal(k[1:9], idb) && k[0] != pfxIndex {
+			if len(k) >= 9 && bytes.Equal(k[1:9], idb) {
 				n++
-			}
-			for _, sig := range sigs {
-				if bytes.Equal(k, indexKey([]byte(sig))) {
-					n++
-				}
 			}
 		}
 		return nil
@@ -357,6 +352,11 @@ func TestDelete(t *testing.T) {
 	if n := rawCount(t, s, a.Campaign, "a", "b", "c"); n != 0 {
 		t.Errorf("%d entries of the deleted campaign left", n)
 	}
+	for _, k := range []string{"a", "b", "c"} {
+		if id := lookupOne(t, s, k); id != 0 {
+			t.Errorf("key %q of the deleted campaign still found (campaign %d)", k, id)
+		}
+	}
 	if err := s.Delete(ctx, a.Campaign); !errors.Is(err, ErrNotFound) {
 		t.Errorf("second delete: %v", err)
 	}
@@ -386,8 +386,8 @@ func TestSchemaVersion(t *testing.T) {
 		version uint32
 		want    string
 	}{
-		{99, "store schema v99 is newer than this nddmilter (v3); upgrade nddmilter"},
-		{0, "store schema v0 is older than this nddmilter (v3) and cannot be migrated"},
+		{99, "store schema v99 is newer than this nddmilter (v4); upgrade nddmilter"},
+		{0, "store schema v0 is older than this nddmilter (v4) and cannot be migrated"},
 		{SchemaVersion, ""},
 	}
 	for _, tc := range tests {
@@ -630,7 +630,7 @@ func bigCampaign(t testing.TB, s *Badger, name string, n int) CampaignID {
 func TestLargeMergeAndDelete(t *testing.T) {
 	s := openTest(t, "", Options{NoSyncWrites: true})
 	small := mustReport(t, s, spam("r", t0, "small")).Campaign
-	big := bigCampaign(t, s, "big", 9000) // 27,000 writes to merge: several transactions
+	big := bigCampaign(t, s, "big", 24000) // more keys than one transaction moves: several
 	for i := 0; i < 50; i++ {
 		mustReport(t, s, spam(fmt.Sprintf("rep%d", i), t0, "big-000000"))
 	}
@@ -639,7 +639,7 @@ func TestLargeMergeAndDelete(t *testing.T) {
 		t.Fatalf("merge: %+v", r)
 	}
 	c := mustGet(t, s, small)
-	if len(c.Keys) != 9001 || c.SpamReports != 57 || c.SpamReporters != 53 {
+	if len(c.Keys) != 24001 || c.SpamReports != 64 || c.SpamReporters != 53 {
 		t.Errorf("merged: %d keys, %d reports, %d reporters", len(c.Keys), c.SpamReports, c.SpamReporters)
 	}
 	if lookupOne(t, s, "big-008999") != small {
@@ -889,18 +889,20 @@ func TestBackupRestore(t *testing.T) {
 func TestVerifyRepair(t *testing.T) {
 	s := openTest(t, "", Options{})
 	a := mustReport(t, s, spam("r", t0, "a", "b")).Campaign
-	// Corrupt: dangling index key, orphan key list, orphan reporter and
-	// day counter, an unlisted index key and a wrong key count.
+	// Corrupt behind the key index's back: an orphan key list, a
+	// campaign's list that lost "b" (the index still has it), lists "a"
+	// again and gains "new" and "new2" (the index lacks them), a
+	// malformed chunk, an orphan reporter and day counter; the key count
+	// is then wrong.
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, e := range []struct{ k, v []byte }{
-			{indexKey([]byte("dangling")), idValue(777)},
 			{keyChunkKey(778, 0), encodeKeyChunk([][]byte{[]byte("orphan")})},
-			{keyChunkKey(a, 0), encodeKeyChunk([][]byte{[]byte("a")})}, // "b" unlisted
-			{keyChunkKey(a, 5), encodeKeyChunk([][]byte{[]byte("a")})}, // listed twice
-			{keyChunkKey(a, 6), []byte{keyChunkV1, 0xff}},              // malformed
+			{keyChunkKey(a, 0), encodeKeyChunk([][]byte{[]byte("a")})},                   // "b" dangling in the index
+			{keyChunkKey(a, 5), encodeKeyChunk([][]byte{[]byte("a")})},                   // listed twice
+			{keyChunkKey(a, 6), []byte{keyChunkV1, 0xff}},                                // malformed
+			{keyChunkKey(a, 7), encodeKeyChunk([][]byte{[]byte("new"), []byte("new2")})}, // unlisted in the index
 			{reporterKey(779, KindSpam, 1), encodeReporter(t0, t0)},
 			{dayKey(779, 5), dayCounts{1, 1, 1}.encode()},
-			{indexKey([]byte("unlisted")), idValue(a)},
 		} {
 			if err := txn.Set(e.k, e.v); err != nil {
 				return err
@@ -926,8 +928,13 @@ func TestVerifyRepair(t *testing.T) {
 	}
 	verifyClean(t, s)
 	c := mustGet(t, s, a)
-	if got := sortedKeys(c); !slices.Equal(got, []string{"a", "b", "unlisted"}) {
+	if got := sortedKeys(c); !slices.Equal(got, []string{"a", "new", "new2"}) {
 		t.Errorf("keys after repair %v", got)
+	}
+	for k, want := range map[string]CampaignID{"a": a, "b": 0, "new2": a, "orphan": 0} {
+		if got := lookupOne(t, s, k); got != want {
+			t.Errorf("lookup %q after repair: %d, want %d", k, got, want)
+		}
 	}
 }
 

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -26,93 +24,26 @@ type wtx struct {
 	// txnBudgetEntries and txnBudgetBytes. ReportBatch raises them so
 	// that a batch of reports shares one commit.
 	maxEntries, maxBytes int
-	// idx, when not nil, is this transaction's view of the index entries
-	// of the keys prefetched by prefetchIndex and of those written
-	// through setIndex (0: no entry).
-	idx map[string]CampaignID
-	// fw adds index keys to the index filter before the commit.
-	fw filterWriter
+	// ix is the key index's table when the transaction holds the key
+	// index (updateIndex): it may read and change key lists.
+	ix *keyTable
+	// idx is this transaction's view of the keys it looked up or changed
+	// (0: listed by no campaign); ixOps are its changes, for the table
+	// once it commits; listed are the committed key lists of the
+	// campaigns it asked about, read through ro (keyindex.go).
+	idx    map[string]CampaignID
+	ixOps  []ixOp
+	listed map[CampaignID]map[string]struct{}
+	db     *badger.DB
+	ro     *badger.Txn
 	// applied is the fleet stream event whose effect this transaction
-	// writes (nil: none, see WithApplied); newIDs counts the campaign ids
+	// writes (nil: none, see ForEvent); newIDs counts the campaign ids
 	// made from it so far, in this and the event's earlier transactions.
 	applied *appliedMark
 	newIDs  int
 	// delta is what the transaction changes in the store's counters
 	// (counts.go), written as an entry of its own before the commit.
 	delta *delta
-}
-
-// prefetchIndex reads the index entries of keys in sorted order into
-// w.idx: consecutive sorted lookups share most of their path through the
-// memtables' skiplists and the tables' indexes, which makes them much
-// cheaper than the same lookups in report order.
-func (w *wtx) prefetchIndex(keys [][]byte) error {
-	slices.SortFunc(keys, bytes.Compare)
-	keys = slices.CompactFunc(keys, bytes.Equal)
-	if w.idx == nil {
-		w.idx = make(map[string]CampaignID, len(keys))
-	}
-	// Applying a fleet event, keys the index filter rules out are absent
-	// (the filter has every key committed or being written, see
-	// indexFilter) and are not read. Only there: a read is also what
-	// makes Badger detect a conflict with a concurrent transaction that
-	// adds the same key, and in a fleet node the applier is the only
-	// writer of reports (the engine's own writes become events), while a
-	// standalone store takes concurrent reports.
-	var maybe []bool
-	if w.applied != nil {
-		maybe = w.fw.f.mayContain(keys)
-	}
-	buf := make([]byte, 0, 64)
-	for i, k := range keys {
-		if maybe != nil && !maybe[i] {
-			w.idx[string(k)] = 0
-			continue
-		}
-		buf = append(append(buf[:0], pfxIndex), k...)
-		id, err := getIndex(w.txn, buf)
-		if err != nil {
-			return err
-		}
-		w.idx[string(k)] = id
-	}
-	return nil
-}
-
-// lookupIndex returns the campaign signature key k points at in this
-// transaction (0: none).
-func (w *wtx) lookupIndex(k []byte) (CampaignID, error) {
-	if id, ok := w.idx[string(k)]; ok {
-		return id, nil
-	}
-	return getIndex(w.txn, indexKey(k))
-}
-
-// setIndex points signature key k at campaign id.
-func (w *wtx) setIndex(k []byte, id CampaignID) error {
-	if w.idx != nil {
-		w.idx[string(k)] = id
-	}
-	w.fw.add(k)
-	return w.set(indexKey(k), idValue(id))
-}
-
-// getIndex reads one index entry (full key ik); 0 if there is none or
-// its value is malformed.
-func getIndex(txn *badger.Txn, ik []byte) (CampaignID, error) {
-	item, err := txn.Get(ik)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("index lookup: %w", err)
-	}
-	var id CampaignID
-	err = item.Value(func(v []byte) error {
-		id, _ = idFromValue(v)
-		return nil
-	})
-	return id, err
 }
 
 func (w *wtx) set(k, v []byte) error {
@@ -158,6 +89,22 @@ func (b *Badger) update(ctx context.Context, f func(w *wtx) error) error {
 // updateBudget is update with a transaction budget of maxEntries entries
 // and maxBytes bytes (zero: the default budget).
 func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f func(w *wtx) error) error {
+	return b.runUpdate(ctx, maxEntries, maxBytes, nil, f)
+}
+
+// updateIndex is updateBudget for a transaction that reads or changes
+// key lists: it holds the key index until the table has the
+// transaction's changes (keyindex.go).
+func (b *Badger) updateIndex(ctx context.Context, maxEntries, maxBytes int, f func(w *wtx) error) error {
+	b.keys.mu.Lock()
+	defer b.keys.mu.Unlock()
+	return b.runUpdate(ctx, maxEntries, maxBytes, b.keys.table(), f)
+}
+
+// runUpdate runs f in read-write transactions until one commits or fails
+// otherwise than by a conflict; ix is the key index's table when the
+// caller holds it.
+func (b *Badger) runUpdate(ctx context.Context, maxEntries, maxBytes int, ix *keyTable, f func(w *wtx) error) error {
 	if b.opts.ReadOnly {
 		return b.readOnlyErr()
 	}
@@ -169,7 +116,7 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 			return err
 		}
 		txn := b.db.NewTransaction(true)
-		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, fw: filterWriter{f: b.filter}, applied: appliedOf(ctx)}
+		w := &wtx{txn: txn, maxEntries: maxEntries, maxBytes: maxBytes, ix: ix, db: b.db, applied: appliedOf(ctx)}
 		if w.applied != nil {
 			w.newIDs = w.applied.newIDs
 		}
@@ -182,12 +129,23 @@ func (b *Badger) updateBudget(ctx context.Context, maxEntries, maxBytes int, f f
 		}
 		if err == nil {
 			err = txn.Commit()
+			switch {
+			case err == nil:
+				if len(w.ixOps) > 0 {
+					ix.apply(w.ixOps)
+				}
+			case len(w.ixOps) > 0 && !errors.Is(err, badger.ErrConflict):
+				b.keys.broken.Store(true)
+				b.log.Error("store: a commit changing key lists failed; the key index is rebuilt at the next start", "err", err)
+			}
 		}
 		if w.applied != nil {
 			w.applied.committed(err == nil, w.newIDs)
 		}
 		txn.Discard()
-		w.fw.done()
+		if w.ro != nil {
+			w.ro.Discard()
+		}
 		if errors.Is(err, badger.ErrConflict) && attempt < maxConflictRetries {
 			time.Sleep(time.Duration(rand.IntN(200*(attempt+1))) * time.Microsecond)
 			continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare.sh — nddmilter and rspamd's fuzzy_check side by side on the
-# SpamAssassin public corpus (docs/PEERS.md). One command, bounded in time:
+# SpamAssassin public corpus (docs/design/methods.md). One command, bounded in time:
 #
 #   scripts/peers/compare.sh [FLAGS...]
 #

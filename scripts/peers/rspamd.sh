@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rspamd.sh — a private rspamd with a local fuzzy storage, on loopback.
 #
-# This is the peer nddmilter is measured against (docs/PEERS.md). It runs the
+# This is the peer nddmilter is measured against (docs/design/methods.md). It runs the
 # Debian package's rspamd from its own directory: its own configuration,
 # database, run and log directories, loopback ports chosen free at start, the
 # fuzzy_check module pointed at a local fuzzy storage worker (sqlite backend)

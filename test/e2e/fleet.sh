@@ -94,7 +94,18 @@ done
 free_port; SMTP_PORT=$PORT
 free_port; SINK_PORT=$PORT
 TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM
-NODE_PUB=$("$NDD" fleet nkey --seed "$T/node.nk") || die "nddmilter fleet nkey failed"
+# Each node its own key (it authenticates the node and signs its events);
+# node3's, the host added in (f), is made now so that every node's
+# fleet.nodes lists it from the start (the list is read at start only),
+# but the servers admit it only in (f). node0 stores the snapshots.
+declare -A NODE_PUB
+FLEET_NODES=
+for i in 0 1 2 3; do
+	NODE_PUB[$i]=$("$NDD" fleet nkey --seed "$T/node$i.nk") || die "nddmilter fleet nkey failed"
+	snap=false; [ "$i" = 0 ] && snap=true
+	FLEET_NODES="$FLEET_NODES    - {name: node$i, key: ${NODE_PUB[$i]}, snapshots: $snap}
+"
+done
 READ_PUB=$("$NDD" fleet nkey --seed "$T/reader.nk") || die "nddmilter fleet nkey failed"
 NATS_URLS=
 for i in 0 1 2; do NATS_URLS="$NATS_URLS${NATS_URLS:+, }nats://127.0.0.1:${NATS_PORT[$i]}"; done
@@ -102,7 +113,7 @@ for i in 0 1 2; do NATS_URLS="$NATS_URLS${NATS_URLS:+, }nats://127.0.0.1:${NATS_
 # --- (a) three nats-server processes -----------------------------------------
 ROUTES=()
 for i in 0 1 2; do ROUTES+=(--route "nats-route://127.0.0.1:${ROUTE_PORT[$i]}"); done
-NODE_KEYS=(--node-nkey "$NODE_PUB")
+NODE_KEYS=(--node "node0=${NODE_PUB[0]},snapshots" --node "node1=${NODE_PUB[1]}" --node "node2=${NODE_PUB[2]}")
 nats_conf() { # i: server i's configuration, admitting the keys of NODE_KEYS
 	"$NDD" fleet nats-conf --name "nats$1" --listen "127.0.0.1:${NATS_PORT[$1]}" \
 		--cluster-listen "127.0.0.1:${ROUTE_PORT[$1]}" "${ROUTES[@]}" --dir "$T/js$1" \
@@ -170,7 +181,7 @@ case $reply in
 esac
 
 # --- the three nddmilter daemons ---------------------------------------------
-write_config() { # i [nkey seed file, default the shared node.nk]
+write_config() { # i: node i's configuration, its own key
 	cat >"$T/ndd$1.yaml" <<EOF
 milter:
   listen: inet:127.0.0.1:${MILTER_PORT[$1]}
@@ -187,8 +198,9 @@ fleet:
   node: node$1
   nats:
     urls: [$NATS_URLS]
-    nkey_seed: ${2:-$T/node.nk}
-  stream: $STREAM
+    nkey_seed: $T/node$1.nk
+  nodes:
+$FLEET_NODES  stream: $STREAM
   replicas: 3
   hits_every: 1s
 EOF
@@ -316,8 +328,8 @@ if [ -n "${hash:-}" ]; then
 	# Each status names the node's build and the event versions it
 	# applies (report events go out in the newest once all apply it).
 	builds=$(jq -r '[.. | objects | select(has("state_hash")) | "\(.node)=\(.version // "")/\(.events // 0)"] | unique | join(" ")' "$T/fleet-status.json" 2>/dev/null)
-	if [ "$(echo "$builds" | grep -oE 'node[0-2]=[^ /]+/3' | wc -l)" = 3 ]; then
-		pass "(b) every node names its build and applies event version 3: $builds"
+	if [ "$(echo "$builds" | grep -oE 'node[0-2]=[^ /]+/4' | wc -l)" = 3 ]; then
+		pass "(b) every node names its build and applies event version 4: $builds"
 	else
 		fail "(b) builds and event versions in fleet status: '$builds'"
 	fi
@@ -472,14 +484,13 @@ fi
 # --- (f) a host added: its own key, the servers reloaded, an empty store -------
 free_port; MILTER_PORT[3]=$PORT
 free_port; HTTP_PORT[3]=$PORT
-NEW_PUB=$("$NDD" fleet nkey --seed "$T/node3.nk") || die "nddmilter fleet nkey failed"
-write_config 3 "$T/node3.nk"
+write_config 3
 if "$NDD" fleet check --connect "$T/ndd3.yaml" >"$T/check3-before.log" 2>&1; then
 	fail "(f) a key the servers do not list connects: $(tail -2 "$T/check3-before.log")"
 else
 	pass "(f) node3's new key is refused before the servers admit it: $(grep -i -m1 'author\|refus\|denied\|violation' "$T/check3-before.log" | head -c 160)"
 fi
-NODE_KEYS+=(--node-nkey "$NEW_PUB")
+NODE_KEYS+=(--node "node3=${NODE_PUB[3]}")
 for i in 0 1 2; do
 	nats_conf $i
 	kill -HUP "${NATS_PID[$i]}" 2>/dev/null || fail "(f) nats-server $i is not running"

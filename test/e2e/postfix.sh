@@ -317,7 +317,7 @@ fi
 # messages per connection (-d), LOAD messages in all: every one is
 # delivered, checked by nddmilter and carries its verdict, and Postfix logs
 # no milter trouble. NDD_E2E_LOAD sets the count (default 400); the rate
-# is printed, not asserted (docs/MILTER.md has the measured figures).
+# is printed, not asserted.
 LOAD=${NDD_E2E_LOAD:-400}
 ls "$T/sink" >"$T/sink-before.txt"
 checked0=$(grep -c '"from":"<load@example.net>"' "$T/nddmilter.log")

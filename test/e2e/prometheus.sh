@@ -84,7 +84,7 @@ free_port; PROM_PORT=$PORT
 TOKEN=e2e-token-$RANDOM$RANDOM$RANDOM$RANDOM
 NODE_PUB=$("$NDD" fleet nkey --seed "$T/node.nk") || die "nddmilter fleet nkey failed"
 "$NDD" fleet nats-conf --name nats0 --listen "127.0.0.1:$NATS_PORT" --cluster-listen - --dir "$T/js" \
-	--max-store-bytes $((64 << 20)) --node-nkey "$NODE_PUB" >"$T/nats.conf" || die "nddmilter fleet nats-conf failed"
+	--max-store-bytes $((64 << 20)) --node "mx1=$NODE_PUB,snapshots" >"$T/nats.conf" || die "nddmilter fleet nats-conf failed"
 start_nats() {
 	nats-server -c "$T/nats.conf" >>"$T/nats.log" 2>&1 &
 	NATS_PID=$!
@@ -106,6 +106,8 @@ fleet:
   nats:
     urls: [nats://127.0.0.1:$NATS_PORT]
     nkey_seed: $T/node.nk
+  nodes:
+    - {name: mx1, key: $NODE_PUB, snapshots: true}
 EOF
 "$NDD" serve --config "$T/ndd.yaml" >"$T/ndd.log" 2>&1 &
 NDD_PID=$!

@@ -223,3 +223,20 @@ func readable(path string) error {
 	}
 	return f.Close()
 }
+
+// ReadUserSeed reads a user nkey seed file (`nddmilter fleet nkey
+// --seed`) into a key pair that signs.
+func ReadUserSeed(path string) (nkeys.KeyPair, error) {
+	seed, err := readSecret(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := UserSeedPublicKey([]byte(seed)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(seed)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return kp, nil
+}

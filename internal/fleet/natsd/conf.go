@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // ConfigFile renders the options as a configuration file of the
@@ -62,10 +64,10 @@ func (o Options) ConfigFile(monitor string) (string, error) {
 		w(0, "authorization {")
 		w(1, "users: [")
 		for _, u := range so.Nkeys {
-			w(2, "{ nkey: %s, permissions: %s }", q(u.Nkey), permConf(u.Permissions.Publish.Allow, u.Permissions.Subscribe.Allow))
+			w(2, "{ nkey: %s, permissions: %s }", q(u.Nkey), permConf(u.Permissions))
 		}
 		for _, u := range so.Users {
-			w(2, "{ user: %s, password: %s, permissions: %s }", q(u.Username), q(u.Password), permConf(u.Permissions.Publish.Allow, u.Permissions.Subscribe.Allow))
+			w(2, "{ user: %s, password: %s, permissions: %s }", q(u.Username), q(u.Password), permConf(u.Permissions))
 		}
 		w(1, "]")
 		w(0, "}")
@@ -108,7 +110,7 @@ func tlsBlock(w func(int, string, ...any), indent int, t TLS, verify bool) {
 	}
 }
 
-func permConf(pub, sub []string) string {
+func permConf(p *server.Permissions) string {
 	list := func(ss []string) string {
 		qs := make([]string, len(ss))
 		for i, s := range ss {
@@ -116,5 +118,9 @@ func permConf(pub, sub []string) string {
 		}
 		return "[" + strings.Join(qs, ", ") + "]"
 	}
-	return fmt.Sprintf("{ publish: { allow: %s }, subscribe: { allow: %s } }", list(pub), list(sub))
+	pub := "allow: " + list(p.Publish.Allow)
+	if len(p.Publish.Deny) > 0 {
+		pub += ", deny: " + list(p.Publish.Deny)
+	}
+	return fmt.Sprintf("{ publish: { %s }, subscribe: { allow: %s } }", pub, list(p.Subscribe.Allow))
 }

@@ -8,11 +8,11 @@
 // form a JetStream cluster with a Raft meta group, which the fleet's R3
 // stream needs.
 //
-// Security: with Users set, every client connection authenticates (an nkey
-// signs the server's nonce, or a user and password) and a user's role bounds
-// the subjects it may publish to; a connection without credentials is
-// refused, so it cannot publish events. Without Users the server refuses to
-// listen beyond loopback. Client and route connections can use TLS (routes
+// Security: every client connection authenticates (an nkey signs the
+// server's nonce, or a user and password) and a user's role bounds the
+// subjects it may publish to; a connection without credentials is refused,
+// so it cannot read or publish events. A server without Users does not
+// start, also on loopback. Client and route connections can use TLS (routes
 // with mutual TLS), and routes can authenticate with a user and password.
 package natsd
 
@@ -64,6 +64,10 @@ const (
 	// RoleRead may read the stream (consumers, stream info) but not publish
 	// events: monitoring, `nddmilter fleet status` from another host.
 	RoleRead Role = "read"
+	// RoleAdmin may do anything in the fleet's account: an operator's
+	// key, for repairs such as taking an event out of the stream (`nats
+	// stream rmm`). No node needs it.
+	RoleAdmin Role = "admin"
 )
 
 // User is one identity allowed to connect: an nkey, or a user name with a
@@ -77,6 +81,12 @@ type User struct {
 	PasswordFile string
 	// Role: RoleNode when empty.
 	Role Role
+	// Node is the fleet node a RoleNode nkey belongs to (fleet.nodes):
+	// it may then write only that node's status; Snapshots lets it store
+	// snapshots and purge the stream. Empty: a node user of an older
+	// configuration, allowed every node's subjects.
+	Node      string
+	Snapshots bool
 }
 
 // TLS names PEM files. CA verifies the peer; Cert and Key are this side's
@@ -93,8 +103,8 @@ type TLS struct {
 // Enabled reports whether any TLS file is set.
 func (t TLS) Enabled() bool { return t.CA != "" || t.Cert != "" || t.Key != "" }
 
-// Options of an embedded server. The zero value (plus Dir) is a single,
-// unauthenticated server on loopback with the default ports.
+// Options of an embedded server. The zero value plus Dir and Users is a
+// server on loopback with the default ports.
 type Options struct {
 	// Name identifies the server in the cluster; default: the host name
 	// followed by the client port.
@@ -123,8 +133,8 @@ type Options struct {
 	MaxMemory int64
 	// MaxPayload bounds one message in bytes; 0: the server's 1 MiB.
 	MaxPayload int32
-	// Users who may connect; empty: no authentication (only allowed when
-	// Listen is a loopback address).
+	// Users who may connect (at least one: there is no anonymous
+	// access, also on loopback).
 	Users []User
 	// Stream is the fleet's stream name (fleet.stream): a RoleNode user may
 	// publish events to the subjects Stream+".>". Default DefaultStream.
@@ -296,9 +306,6 @@ func (o Options) serverOptions() (*server.Options, error) {
 	if err != nil {
 		return nil, cfgErr("listen %q: %v", listen, err)
 	}
-	if len(o.Users) == 0 && !isLoopback(host) {
-		return nil, cfgErr("listen %q is not a loopback address and no users are configured: anyone could publish events (add users with nkeys or passwords)", listen)
-	}
 	name := o.Name
 	if name == "" {
 		h, _ := os.Hostname()
@@ -349,13 +356,17 @@ func (o Options) serverOptions() (*server.Options, error) {
 	if err := o.addCluster(so); err != nil {
 		return nil, err
 	}
+	if len(o.Users) == 0 {
+		// Not even on loopback: any local process could read the stream
+		// and publish to it.
+		return nil, cfgErr("no users: every client must authenticate, also on loopback (list the fleet's nodes in fleet.nodes; nddmilter fleet init makes a node's key)")
+	}
 	return so, nil
 }
 
 func (o Options) addUsers(so *server.Options) error {
-	subjects := []string{EventSubjects(o.Stream)}
 	for i, u := range o.Users {
-		perms, err := Permissions(u.Role, subjects)
+		perms, err := Permissions(u, o.Stream)
 		if err != nil {
 			return cfgErr("users[%d]: %v", i, err)
 		}
@@ -450,25 +461,61 @@ func (o Options) addCluster(so *server.Options) error {
 	return nil
 }
 
-// Permissions are what a user of the role may publish and subscribe to:
-// a node publishes events to subjects, uses the JetStream API, acks, flow
-// control, the object store and key-value buckets ($O.>, $KV.>: the
-// snapshots); a reader only asks
-// the API for information and consumes. Both receive replies on _INBOX.>.
-func Permissions(r Role, subjects []string) (*server.Permissions, error) {
+// Permissions are what user u may publish and subscribe to in the fleet
+// of stream ("" for DefaultStream).
+//
+// A node (RoleNode) publishes events to the stream's subjects, uses the
+// JetStream API for consumers and reads, acks and flow control, and reads
+// the buckets. No node may delete a stream message, a stream, the
+// account's streams or restore one. A node named in u.Node (fleet.nodes)
+// writes only its own status ($KV.<stream>_nodes.<its key>); unless
+// u.Snapshots, it may neither store snapshots ($O.<stream>_snapshot.>),
+// purge a stream nor change a stream's settings (it creates what does
+// not exist yet). A node user without Node (an older configuration) may
+// write every bucket. A reader (RoleRead) only asks for information and
+// consumes; an admin (RoleAdmin) may do anything. All receive replies on
+// _INBOX.>.
+func Permissions(u User, stream string) (*server.Permissions, error) {
+	if stream == "" {
+		stream = DefaultStream
+	}
 	sub := &server.SubjectPermission{Allow: []string{"_INBOX.>", "$JS.FC.>"}}
-	switch r {
+	switch u.Role {
 	case RoleNode, "":
-		pub := append([]string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$O.>", "$KV.>", "_INBOX.>"}, subjects...)
-		sub.Allow = append(sub.Allow, "$O.>", "$KV.>")
-		sub.Allow = append(sub.Allow, subjects...)
-		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub}, Subscribe: sub}, nil
+		pub := []string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", EventSubjects(stream)}
+		deny := []string{"$JS.API.STREAM.MSG.DELETE.>", "$JS.API.STREAM.DELETE.>", "$JS.API.ACCOUNT.PURGE.>",
+			"$JS.API.STREAM.RESTORE.>", "$JS.API.STREAM.PEER.REMOVE.>"}
+		switch {
+		case u.Node == "":
+			pub = append(pub, "$O.>", "$KV.>")
+		case u.Snapshots:
+			pub = append(pub, "$O."+stream+"_snapshot.>", "$KV."+stream+"_nodes.>")
+		default:
+			pub = append(pub, "$KV."+stream+"_nodes."+StatusKey(u.Node))
+			deny = append(deny, "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.UPDATE.>")
+		}
+		sub.Allow = append(sub.Allow, "$O.>", "$KV.>", EventSubjects(stream))
+		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub, Deny: deny}, Subscribe: sub}, nil
 	case RoleRead:
 		pub := []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
 			"$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>"}
 		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub}, Subscribe: sub}, nil
+	case RoleAdmin:
+		return &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}}, Subscribe: &server.SubjectPermission{Allow: []string{">"}}}, nil
 	}
-	return nil, fmt.Errorf("role %q: want %q or %q", r, RoleNode, RoleRead)
+	return nil, fmt.Errorf("role %q: want %q, %q or %q", u.Role, RoleNode, RoleRead, RoleAdmin)
+}
+
+// StatusKey is a node's key in the fleet's status bucket: its name with
+// every character but letters, digits, - and _ replaced by _.
+func StatusKey(node string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, node)
 }
 
 // EventSubjects are the subjects of a stream's events: stream+".>"

@@ -132,13 +132,11 @@ func TestRemoveServer(t *testing.T) {
 		t.Fatalf("the stream's replicas are %v, want n0, n1, n3 all current", members)
 	}
 
-	// A server without users has no system user; a server alone has no
-	// cluster to remove a server from.
+	// A server alone has no cluster to remove a server from.
 	for _, tt := range []struct {
 		opt  Options
 		want error
 	}{
-		{Options{Listen: "127.0.0.1:0", ClusterListen: "-"}, ErrNoSystemUser},
 		{Options{Listen: "127.0.0.1:0", ClusterListen: "-", Users: users}, ErrNotClustered},
 	} {
 		tt.opt.Dir = t.TempDir()

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/fleet"
@@ -161,6 +164,11 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		}
 		routes[i] = "nats-route://" + a
 	}
+	// The fleet's keys: one per node, and the catch-up node's.
+	keys, err := newBenchKeys([]string{"mx0", "mx1", "mx2", "catchup"})
+	if err != nil {
+		return err
+	}
 	nodes := make([]*fleetBenchNode, 3)
 	defer func() {
 		for _, n := range nodes {
@@ -193,7 +201,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 			}
 			nodes[i].srv, errs[i] = natsd.Start(natsd.Options{
 				Name: fmt.Sprintf("bench%d", i), Listen: listen, ClusterListen: routes[i][len("nats-route://"):],
-				Routes: routes, Dir: filepath.Join(dir, fmt.Sprintf("nats%d", i)),
+				Routes: routes, Dir: filepath.Join(dir, fmt.Sprintf("nats%d", i)), Users: keys.users(),
 			})
 		}()
 	}
@@ -210,13 +218,16 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		name := fmt.Sprintf("mx%d", i)
 		n.node, err = fleet.Start(ctx, n.eng, n.st, fleet.Options{
-			Node: fmt.Sprintf("mx%d", i), URLs: []string{n.srv.ClientURL()}, SnapshotEvery: -1, Logger: quiet,
+			Node: name, URLs: []string{n.srv.ClientURL()}, SnapshotEvery: -1, Logger: quiet,
 			ApplyTimeout: 30 * time.Second, PublishTimeout: 10 * time.Second,
+			Signer: keys.kp[name], Nodes: keys.nodes, NATS: keys.nats(name),
 		})
 		if err != nil {
 			return err
 		}
+		wireFleet(n.eng, n.node)
 	}
 	// The stream is ready once a first report is replicated.
 	v, err := newVocab()
@@ -226,7 +237,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	tmpl := v.templates(o.Latency + o.Reports + 1)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		oc, err := nodes[0].eng.Report(ctx, tmpl[0], campaign.KindSpam, "warmup")
+		oc, err := nodes[0].eng.Ingester.Report(ctx, tmpl[0], store.KindSpam, "warmup")
 		if err == nil && oc.Replication == campaign.Replicated {
 			// Measured from when every node applies the stream.
 			seq, _ := store.EventOf(oc.Campaign)
@@ -264,7 +275,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	for i := 0; i < o.Latency; i++ {
 		from := i % 3
 		start := time.Now()
-		oc, err := nodes[from].eng.Report(ctx, tmpl[1+i], campaign.KindSpam, "lat")
+		oc, err := nodes[from].eng.Ingester.Report(ctx, tmpl[1+i], store.KindSpam, "lat")
 		if err != nil {
 			return err
 		}
@@ -318,9 +329,9 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 			for b := g * o.Batch; b < len(reqs); b += 3 * o.Senders * o.Batch {
 				batch := make([]campaign.ReportRequest, 0, o.Batch)
 				for _, raw := range reqs[b:min(b+o.Batch, len(reqs))] {
-					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: campaign.KindSpam, Reporter: fmt.Sprint("tp", w)})
+					batch = append(batch, campaign.ReportRequest{Raw: raw, Kind: store.KindSpam, Reporter: fmt.Sprint("tp", w)})
 				}
-				outs, err := nodes[w].eng.ReportBatch(ctx, batch)
+				outs, err := nodes[w].eng.Ingester.ReportBatch(ctx, batch)
 				if err != nil {
 					errs[g] = err
 					return
@@ -356,7 +367,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 	n := sent.Load()
 	fmt.Fprintf(out, "\nthroughput: %d reports (%d per campaign) in batches of %d by %d senders per node through 3 nodes at once, applied on all 3 in %v: %.0f reports/s, process CPU %v per report (3 servers + 3 nodes; the node that takes a report signs it, every node ingests its evidence)\n",
 		n, o.Copies, o.Batch, o.Senders, el.Round(time.Millisecond), float64(n)/el.Seconds(), (cpu / time.Duration(max(n, 1))).Round(time.Microsecond))
-	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), lex, model, o, quiet); err != nil {
+	if err := catchUp(ctx, out, dir, nodes[0].srv.ClientURL(), keys, lex, model, o, quiet); err != nil {
 		return err
 	}
 
@@ -468,7 +479,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 // catchUp measures one node alone applying the whole stream from an
 // empty store: what a node of a fleet can apply when it has the machine
 // to itself (the other nodes and the servers are idle meanwhile).
-func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag.Lexicon, model *andd.Model, o FleetOptions, log *slog.Logger) error {
+func catchUp(ctx context.Context, out io.Writer, dir, url string, keys *benchKeys, lex *imatchbag.Lexicon, model *andd.Model, o FleetOptions, log *slog.Logger) error {
 	st, err := store.Open(filepath.Join(dir, "store-catchup"), store.Options{NoSyncWrites: o.NoSync, Expiry: -1, Logger: log})
 	if err != nil {
 		return err
@@ -486,10 +497,12 @@ func catchUp(ctx context.Context, out io.Writer, dir, url string, lex *imatchbag
 		defer stop()
 	}
 	cpu0, t0 := cputime.Process(), time.Now()
-	node, err := fleet.Start(ctx, eng, st, fleet.Options{Node: "catchup", URLs: []string{url}, SnapshotEvery: -1, Logger: log})
+	node, err := fleet.Start(ctx, eng, st, fleet.Options{Node: "catchup", URLs: []string{url}, SnapshotEvery: -1, Logger: log,
+		Signer: keys.kp["catchup"], Nodes: keys.nodes, NATS: keys.nats("catchup")})
 	if err != nil {
 		return err
 	}
+	wireFleet(eng, node)
 	defer node.Close()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -554,7 +567,7 @@ func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g i
 			var lat []time.Duration
 			for i := w; time.Now().Before(stop); i++ {
 				t := time.Now()
-				if _, err := eng.Check(ctx, msgs[i%len(msgs)]); err != nil {
+				if _, err := eng.Checker.Check(ctx, msgs[i%len(msgs)]); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
@@ -574,4 +587,55 @@ func measureChecks(ctx context.Context, eng *campaign.Engine, msgs [][]byte, g i
 	}
 	slices.Sort(all)
 	return all, float64(len(all)) / time.Since(start).Seconds(), nil
+}
+
+// benchKeys are the bench fleet's node keys, as `nddmilter fleet init`
+// makes them for a real fleet: each node signs its events and logs in to
+// the servers with its own nkey.
+type benchKeys struct {
+	kp    map[string]nkeys.KeyPair
+	nodes []fleet.NodeKey
+}
+
+func newBenchKeys(names []string) (*benchKeys, error) {
+	k := &benchKeys{kp: make(map[string]nkeys.KeyPair)}
+	for i, name := range names {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("bench fleet: key of %s: %w", name, err)
+		}
+		pub, err := kp.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("bench fleet: key of %s: %w", name, err)
+		}
+		k.kp[name] = kp
+		k.nodes = append(k.nodes, fleet.NodeKey{Name: name, Key: pub, Snapshots: i == 0})
+	}
+	return k, nil
+}
+
+// users are the servers' users: one per node.
+func (k *benchKeys) users() []natsd.User {
+	us := make([]natsd.User, len(k.nodes))
+	for i, n := range k.nodes {
+		us[i] = natsd.User{Nkey: n.Key, Node: n.Name, Snapshots: n.Snapshots}
+	}
+	return us
+}
+
+// nats are the client options of node name: its nkey.
+func (k *benchKeys) nats(name string) []nats.Option {
+	kp := k.kp[name]
+	pub, _ := kp.PublicKey()
+	return []nats.Option{nats.Nkey(pub, kp.Sign)}
+}
+
+// wireFleet makes node the write target of eng, as the daemon wires a
+// fleet node's engine: eng's Ingester hands its writes to the node, its
+// Checker counts hits through it and consults its provisional reports.
+func wireFleet(eng *campaign.Engine, node *fleet.Node) {
+	node.SetEngine(eng)
+	eng.Ingester.SetWriter(node)
+	eng.Checker.SetHitCounter(node)
+	eng.Checker.SetProvisional(node.Provisional())
 }

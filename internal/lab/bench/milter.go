@@ -180,15 +180,7 @@ func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out 
 	if err != nil {
 		return nil, err
 	}
-	// Measure the steady state: the store's index filter is built in the
-	// background at open (a scan of every key), not while mail flows.
-	t := time.Now()
-	if err := rt.Store.WaitIndexFilter(ctx); err != nil {
-		rt.Close()
-		return nil, err
-	}
-	fmt.Fprintf(out, "index filter    built in %v\n", time.Since(t).Round(time.Millisecond))
-	srv, err := milter.New(rt.Engine, milter.Options{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := milter.New(rt.Engine.Checker, milter.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		rt.Close()
 		return nil, err
@@ -205,7 +197,7 @@ func startTarget(ctx context.Context, o *MilterOptions, templates [][]byte, out 
 	}
 	go serve(ln)
 	return &target{
-		network: o.Network, addr: ln.Addr().String(), cacheStats: rt.Engine.CacheStats,
+		network: o.Network, addr: ln.Addr().String(), cacheStats: rt.Engine.Checker.CacheStats,
 		close: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

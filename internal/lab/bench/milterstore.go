@@ -33,10 +33,12 @@ func milterStore(ctx context.Context, cfg *config.Config, o *MilterOptions, temp
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if _, err := os.Stat(filepath.Join(dir, completeMark)); err == nil {
 		cfg.Store.Dir = dir
+		t := time.Now()
 		rt, err := daemon.OpenRuntime(cfg, log)
 		if err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(out, "open            %v (store, engine, lexicon and model: lookups at full speed from then on)\n", time.Since(t).Round(time.Millisecond))
 		s, err := rt.Store.Stats(ctx)
 		if err != nil {
 			rt.Close()
@@ -90,7 +92,7 @@ func fillMilterStore(ctx context.Context, cfg *config.Config, log *slog.Logger, 
 			if err != nil {
 				return err
 			}
-			if _, err := rt.Engine.Report(ctx, m.raw(), store.KindSpam, user+"@example.org"); err != nil {
+			if _, err := rt.Engine.Ingester.Report(ctx, m.raw(), store.KindSpam, user+"@example.org"); err != nil {
 				return fmt.Errorf("bench milter: report: %w", err)
 			}
 		}

@@ -87,41 +87,41 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 	}
 	eng := rt.Engine
 	day := time.Now().Add(-24 * time.Hour)
-	var top campaign.CampaignID
+	var top store.CampaignID
 	queries := []struct {
 		name string
 		f    func() (int, error)
 	}{
-		{"list volume", listQ(ctx, eng, campaign.Query{Sort: campaign.SortVolume})},
-		{"list recent since 24h", listQ(ctx, eng, campaign.Query{Sort: campaign.SortRecent, Since: day})},
-		{"list volume since 24h", listQ(ctx, eng, campaign.Query{Sort: campaign.SortVolume, Since: day})},
-		{"list reports", listQ(ctx, eng, campaign.Query{Sort: campaign.SortReports})},
-		{"list day (24h volume)", listQ(ctx, eng, campaign.Query{Sort: campaign.SortDay})},
-		{"list volume page 101", listQ(ctx, eng, campaign.Query{Sort: campaign.SortVolume, Offset: 10000})},
+		{"list volume", listQ(ctx, eng, store.Query{Sort: store.SortVolume})},
+		{"list recent since 24h", listQ(ctx, eng, store.Query{Sort: store.SortRecent, Since: day})},
+		{"list volume since 24h", listQ(ctx, eng, store.Query{Sort: store.SortVolume, Since: day})},
+		{"list reports", listQ(ctx, eng, store.Query{Sort: store.SortReports})},
+		{"list day (24h volume)", listQ(ctx, eng, store.Query{Sort: store.SortDay})},
+		{"list volume page 101", listQ(ctx, eng, store.Query{Sort: store.SortVolume, Offset: 10000})},
 		{"now view (hour)", func() (int, error) {
-			v, err := eng.Now(ctx, campaign.NowQuery{Limit: 50})
+			v, err := eng.Reader.Now(ctx, campaign.NowQuery{Limit: 50})
 			if err == nil && len(v.Campaigns) > 0 {
 				top = v.Campaigns[0].ID
 			}
 			return len(v.Campaigns), err
 		}},
 		{"now view (day)", func() (int, error) {
-			v, err := eng.Now(ctx, campaign.NowQuery{Sort: campaign.SortDay, Limit: 50})
+			v, err := eng.Reader.Now(ctx, campaign.NowQuery{Sort: store.SortDay, Limit: 50})
 			return len(v.Campaigns), err
 		}},
 		{"one campaign", func() (int, error) {
 			if top == 0 {
 				return 0, errors.New("no ranked campaign to show")
 			}
-			d, err := api.GetDetail(ctx, eng, top)
+			d, err := api.GetDetail(ctx, eng.Reader, top)
 			return len(d.Hours), err
 		}},
 		{"false-positive watch", func() (int, error) {
-			cs, err := eng.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: 100})
+			cs, err := eng.Reader.FalsePositiveWatch(ctx, campaign.WatchOptions{Limit: 100})
 			return len(cs), err
 		}},
 		{"stats", func() (int, error) {
-			s, err := eng.Stats(ctx)
+			s, err := eng.Reader.Stats(ctx)
 			return int(s.Campaigns), err
 		}},
 	}
@@ -141,13 +141,13 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 		fmt.Fprintf(out, "%-22s median %8s  max %8s  (%d results)\n", q.name, stats.Median(ds).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond), n)
 	}
 	rss, hwm := procMemory()
-	fmt.Fprintf(out, "memory          VmRSS %s, VmHWM %s (whole process: store, index filter, engine)\n", rss, hwm)
+	fmt.Fprintf(out, "memory          VmRSS %s, VmHWM %s (whole process: store, key index, engine)\n", rss, hwm)
 	return nil
 }
 
-func listQ(ctx context.Context, eng *campaign.Engine, q campaign.Query) func() (int, error) {
+func listQ(ctx context.Context, eng *campaign.Engine, q store.Query) func() (int, error) {
 	return func() (int, error) {
-		cs, err := eng.List(ctx, q)
+		cs, err := eng.Reader.List(ctx, q)
 		return len(cs), err
 	}
 }
@@ -221,9 +221,9 @@ func get(c *http.Client, url string) (int, error) {
 // counts and reputation stay as they were), and o.HamReports not-spam
 // reports, and prints the time it took.
 func countHits(ctx context.Context, rt *daemon.Runtime, o QueryOptions, out io.Writer) error {
-	var ids []campaign.CampaignID
+	var ids []store.CampaignID
 	for off := 0; len(ids) < 20000; off += store.MaxListLimit {
-		cs, err := rt.Engine.List(ctx, campaign.Query{Limit: store.MaxListLimit, Offset: off})
+		cs, err := rt.Engine.Reader.List(ctx, store.Query{Limit: store.MaxListLimit, Offset: off})
 		if err != nil {
 			return err
 		}

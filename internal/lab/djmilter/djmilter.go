@@ -41,7 +41,7 @@ import (
 type Options struct {
 	// NoQuickAck leaves delayed acknowledgements on (the library as it
 	// comes); with Postfix over TCP each message then waits 40 ms (see
-	// docs/MILTER.md, "Delayed acknowledgements").
+	// docs/design/milter.md, "Delayed acknowledgements").
 	NoQuickAck bool
 	// Buffered reads the socket through a 16 KiB buffer and holds the
 	// replies until the server next reads (one write per batch of

@@ -519,7 +519,7 @@ func engineMatch(ctx context.Context, c *Corpus, e *experiment, eo campaign.Opti
 		return o, fmt.Errorf("engine: %w", err)
 	}
 	for n, q := range e.queries {
-		if _, err := eng.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n)); err != nil {
+		if _, err := eng.Ingester.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n)); err != nil {
 			return o, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 		}
 	}
@@ -529,7 +529,7 @@ func engineMatch(ctx context.Context, c *Corpus, e *experiment, eo campaign.Opti
 	todo := append(slices.Clone(e.queries), e.checked...)
 	parallel(len(todo), opts.Workers, func(k int) {
 		i := todo[k]
-		v, err := eng.Evaluate(ctx, c.Docs[i].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[i].Raw)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {

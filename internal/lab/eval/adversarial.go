@@ -179,7 +179,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	for n, q := range e.queries {
-		out, err := eng.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n))
+		out, err := eng.Ingester.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", n))
 		if err != nil {
 			return nil, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 		}
@@ -189,7 +189,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	}
 	var detectable []int
 	for _, q := range e.queries {
-		v, err := eng.Evaluate(ctx, c.Docs[q].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[q].Raw)
 		if err != nil {
 			return nil, fmt.Errorf("check %s: %w", c.Docs[q].Path, err)
 		}
@@ -241,7 +241,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 			mu.Unlock()
 			return
 		}
-		v, err := eng.Evaluate(ctx, raw)
+		v, err := eng.Checker.Evaluate(ctx, raw)
 		copyDoc := mime.Parse(raw, ao.Engine.Mime)
 		terms := mime.UniqueTerms(mime.Tokenize(copyDoc, ao.Engine.Tokens))
 		cos := Cosine(c.Docs[j.q].Terms, terms)
@@ -318,7 +318,7 @@ func RunAdversarial(ctx context.Context, c *Corpus, opts AdversarialOptions) (*A
 	}
 	flagged := make([]bool, len(c.Docs))
 	parallel(len(hams), ao.Workers, func(k int) {
-		v, err := eng.Evaluate(ctx, c.Docs[hams[k]].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[hams[k]].Raw)
 		if err == nil && v.Action != action.Accept {
 			flagged[hams[k]] = true
 		}

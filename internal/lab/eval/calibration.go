@@ -160,7 +160,7 @@ func CalibrationPairs(ctx context.Context, c *Corpus, seed uint64, o Calibration
 	members := map[store.CampaignID][]int{}
 	reported := make([]bool, len(c.Docs))
 	report := func(i int, reporter string) error {
-		out, err := eng.Report(ctx, c.Docs[i].Raw, store.KindSpam, reporter)
+		out, err := eng.Ingester.Report(ctx, c.Docs[i].Raw, store.KindSpam, reporter)
 		if err != nil {
 			return fmt.Errorf("report %s: %w", c.Docs[i].Path, err)
 		}
@@ -229,7 +229,7 @@ func CalibrationPairs(ctx context.Context, c *Corpus, seed uint64, o Calibration
 			it.raw = raw
 			it.terms = mime.UniqueTerms(mime.Tokenize(mime.Parse(raw, ao.Engine.Mime), ao.Engine.Tokens))
 		}
-		insp, err := eng.Inspect(ctx, it.raw)
+		insp, err := eng.Checker.Inspect(ctx, it.raw)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {
@@ -415,7 +415,8 @@ type CalModel struct {
 
 // CalBin is one bin of a reliability diagram.
 type CalBin struct {
-	Lo, Hi    float64 `json:"lo"`
+	Lo        float64 `json:"lo"`
+	Hi        float64 `json:"hi"`
 	Pairs     int     `json:"pairs"`
 	Predicted float64 `json:"predicted"`
 	Observed  float64 `json:"observed"`
@@ -487,8 +488,10 @@ type CalibrationResult struct {
 	FitSeeds []uint64 `json:"fit_seeds"`
 	HeldOut  []uint64 `json:"held_out"`
 	// FitPairs and HeldPairs count the pairs (positives, negatives).
-	FitPos, FitNeg   int `json:"fit_pos"`
-	HeldPos, HeldNeg int `json:"held_pos"`
+	FitPos  int `json:"fit_pos"`
+	FitNeg  int `json:"fit_neg"`
+	HeldPos int `json:"held_pos"`
+	HeldNeg int `json:"held_neg"`
 	// HeldNegHam counts the held-out negatives that are legitimate mail
 	// found against reported legitimate mail (look-alikes).
 	HeldNegHam int `json:"held_neg_ham"`

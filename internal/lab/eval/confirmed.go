@@ -115,7 +115,7 @@ func RunConfirmed(ctx context.Context, c *Corpus, o ConfirmedOptions) (*Confirme
 	}
 	for r := range o.Reporters {
 		for _, q := range e.queries {
-			if _, err := eng.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", r)); err != nil {
+			if _, err := eng.Ingester.Report(ctx, c.Docs[q].Raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", r)); err != nil {
 				return nil, fmt.Errorf("report %s: %w", c.Docs[q].Path, err)
 			}
 		}
@@ -143,7 +143,7 @@ func RunConfirmed(ctx context.Context, c *Corpus, o ConfirmedOptions) (*Confirme
 			if err != nil {
 				return
 			}
-			v, err := eng.Evaluate(ctx, raw)
+			v, err := eng.Checker.Evaluate(ctx, raw)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

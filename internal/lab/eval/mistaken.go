@@ -229,13 +229,13 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, seed uint6
 	}
 	if !opts.ColdSenders {
 		for _, i := range hams {
-			if _, err := eng.Check(ctx, c.Docs[i].Raw); err != nil {
+			if _, err := eng.Checker.Check(ctx, c.Docs[i].Raw); err != nil {
 				return fmt.Errorf("check %s: %w", c.Docs[i].Path, err)
 			}
 		}
 	}
 	for _, r := range reps {
-		if _, err := eng.Report(ctx, c.Docs[r.doc].Raw, store.KindSpam, r.reporter); err != nil {
+		if _, err := eng.Ingester.Report(ctx, c.Docs[r.doc].Raw, store.KindSpam, r.reporter); err != nil {
 			return fmt.Errorf("report %s: %w", c.Docs[r.doc].Path, err)
 		}
 	}
@@ -243,7 +243,7 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, seed uint6
 	var mu sync.Mutex
 	var firstErr error
 	parallel(len(checked), ao.Workers, func(k int) {
-		v, err := eng.Evaluate(ctx, c.Docs[checked[k]].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[checked[k]].Raw)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {

@@ -186,7 +186,7 @@ func padRun(ctx context.Context, ao AccuracyOptions, eo campaign.Options, docs [
 	for i, d := range docs {
 		raw := spamgen.NewMessage(d.Subject, d.Text, false)
 		for r := range opts.Reporters {
-			if _, err := eng.Report(ctx, raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", r)); err != nil {
+			if _, err := eng.Ingester.Report(ctx, raw, store.KindSpam, fmt.Sprintf("user%d@eval.example", r)); err != nil {
 				return nil, fmt.Errorf("report %d: %w", i, err)
 			}
 		}
@@ -199,7 +199,7 @@ func padRun(ctx context.Context, ao AccuracyOptions, eo campaign.Options, docs [
 			if kb > 0 {
 				text += "\n\n" + padding(words, kb<<10, opts.Seed, uint64(i))
 			}
-			v, err := eng.Evaluate(ctx, spamgen.NewMessage(d.Subject, text, false))
+			v, err := eng.Checker.Evaluate(ctx, spamgen.NewMessage(d.Subject, text, false))
 			if err != nil {
 				return nil, fmt.Errorf("check copy %d: %w", i, err)
 			}

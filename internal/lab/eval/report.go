@@ -128,7 +128,7 @@ func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, " %s | %s | %s | %s |\n", pct(float64(im), float64(det)), pct(float64(an), float64(det)), pct(float64(sh), float64(det)), pct(float64(qg), float64(det)))
 	}
 	fmt.Fprintf(w, "\n✗: below the 0.9 goal. Evidence columns: share of the detected copies (all strengths) whose verdict has a matching I-Match signature / a verified ANDD sketch / a short-message key (internal/shortsig; for these long messages, the lead key: same subject and leading text) / a verified q-gram sketch (internal/qgram). Ham flagged with the same store: %d of %d.\n", r.HamFlagged, r.HamChecked)
-	fmt.Fprintf(w, "\nThe seed methods alone on the same copies (docs/METHODS.md): share of the copies whose original SpotSigs (its index of the reported messages; weighted Jaccard of spot signatures ≥ %.2f) / PPJoin (exact cosine over unique terms ≥ %.2f) finds:\n\n", spotsigs.DefaultThreshold, seedCosine)
+	fmt.Fprintf(w, "\nThe seed methods alone on the same copies (docs/design/methods.md): share of the copies whose original SpotSigs (its index of the reported messages; weighted Jaccard of spot signatures ≥ %.2f) / PPJoin (exact cosine over unique terms ≥ %.2f) finds:\n\n", spotsigs.DefaultThreshold, seedCosine)
 	fmt.Fprint(w, "| kind |")
 	for _, s := range strengths {
 		fmt.Fprintf(w, " SpotSigs %.2f | PPJoin %.2f |", s, s)

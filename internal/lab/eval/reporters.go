@@ -47,7 +47,7 @@ type FlaggedHam struct {
 	Rule   string `json:"rule"`
 }
 
-// RunReporters is the protocol of docs/POLICY.md sect. 5: every spam message
+// RunReporters is the protocol of docs/design/methods.md: every spam message
 // of the corpus is reported by Reporters users (all spam by the first user,
 // then by the second, ...) into a fresh Badger store, then every message is
 // checked (Evaluate: no hit is counted).
@@ -85,7 +85,7 @@ func RunReporters(ctx context.Context, c *Corpus, opts ReportersOptions) (*Repor
 			if c.Docs[i].Class != Spam {
 				continue
 			}
-			if _, err := eng.Report(ctx, c.Docs[i].Raw, store.KindSpam, fmt.Sprintf("u%d@eval.example", r+1)); err != nil {
+			if _, err := eng.Ingester.Report(ctx, c.Docs[i].Raw, store.KindSpam, fmt.Sprintf("u%d@eval.example", r+1)); err != nil {
 				return nil, fmt.Errorf("report %s: %w", c.Docs[i].Path, err)
 			}
 		}
@@ -95,7 +95,7 @@ func RunReporters(ctx context.Context, c *Corpus, opts ReportersOptions) (*Repor
 	var mu sync.Mutex
 	var firstErr error
 	parallel(len(c.Docs), ao.Workers, func(i int) {
-		v, err := eng.Evaluate(ctx, c.Docs[i].Raw)
+		v, err := eng.Checker.Evaluate(ctx, c.Docs[i].Raw)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {

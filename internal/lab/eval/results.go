@@ -25,6 +25,7 @@ type Results struct {
 	Calibration *CalibrationResult `json:"calibration,omitempty"`
 	Confirmed   *ConfirmedResult   `json:"confirmed,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
+	Zap         *ZapResult         `json:"zap,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
 }
 
@@ -130,6 +131,12 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w)
 		r.Speed.WriteMarkdown(w)
 	}
+	if r.Zap != nil {
+		fmt.Fprintln(w, "## Zero-hour purge")
+		fmt.Fprintln(w)
+		r.Zap.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	for _, p := range r.Plots {
 		fmt.Fprintln(w, "plot:", p)
 	}
@@ -198,6 +205,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddlab eval confirmed            # copies of campaigns reported by 5 users")
 	fmt.Fprintln(w, "./nddlab eval calibration          # the match probability's calibration on held-out seeds")
 	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
+	fmt.Fprintln(w, "./nddlab eval zap                  # zero-hour purge: a campaign's copies left in INBOX without and with it")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
 	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil || r.Mistaken != nil || r.Confirmed != nil {
@@ -209,7 +217,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	if a := r.Accuracy; a != nil {
 		fmt.Fprintln(w, "## Near-duplicate detection on the SpamAssassin public corpus")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Protocol of Kolcz & Chowdhury, *Lexicon randomization for near-duplicate detection with I-Match* (sect. 6.3, 6.4, 7.2): subject and body text, words of at least 4 letters with at most one digit, unique terms; messages with fewer than 5 unique terms and trivial duplicates are left out of the spam; near-duplicates are pairs with cosine ≥ 0.9 over unique terms (eq. 2). The I-Match and ANDD rows use signatures in memory, as do the seed methods' rows (docs/METHODS.md): SpotSigs' exact matcher over the checked messages' spot signatures (stopwords included), and a PPJoin+ exact cosine join of the reported and checked messages' unique terms (at 0.90 it is the ground truth itself); the engine rows report the spam through `campaign.Engine.Report` into a fresh Badger store and check every other message with the engine (`Evaluate`, the verdict of `Check` without counting hits), where any action other than accept counts as flagged. The paper's own figures on its Honeypot-spam data (Table 2): recall 0.66 with the original lexicon, 0.72 / 0.76 / 0.80 with 2 / 5 / 10 bagged lexicons, no false positives.")
+		fmt.Fprintln(w, "Protocol of Kolcz & Chowdhury, *Lexicon randomization for near-duplicate detection with I-Match* (sect. 6.3, 6.4, 7.2); [design/methods.md](design/methods.md) describes it and each row. Near-duplicates are pairs with cosine ≥ 0.9 over unique terms; an engine row counts any action other than accept as flagged. The paper's own figures on its Honeypot-spam data (Table 2): recall 0.66 with the original lexicon, 0.72 / 0.76 / 0.80 with 2 / 5 / 10 bagged lexicons, no false positives.")
 		fmt.Fprintln(w)
 		a.WriteMarkdown(w)
 		fmt.Fprintln(w)
@@ -263,8 +271,14 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The comparison with rspamd's fuzzy storage on the same corpus and protocol is in [PEERS.md](PEERS.md).")
+	fmt.Fprintln(w, "`scripts/peers/compare.sh` measures rspamd's fuzzy_check and Pyzor against nddmilter on the same corpus and prints its own tables ([design/methods.md](design/methods.md#peers)).")
 	fmt.Fprintln(w)
+	if z := r.Zap; z != nil {
+		fmt.Fprintln(w, "## Zero-hour purge")
+		fmt.Fprintln(w)
+		z.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
 	if s := r.Speed; s != nil {
 		fmt.Fprintln(w, "## Speed and scale")
 		fmt.Fprintln(w)

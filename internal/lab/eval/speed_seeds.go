@@ -13,7 +13,7 @@ import (
 	"github.com/nddmilter/nddmilter/internal/ppjoin"
 )
 
-// SeedCost is the cost of one step of a seed method (docs/METHODS.md).
+// SeedCost is the cost of one step of a seed method (docs/design/methods.md).
 type SeedCost struct {
 	Name      string  `json:"name"`
 	MicrosPer float64 `json:"micros_per_message"`
@@ -119,7 +119,7 @@ func writeSeedCosts(w io.Writer, costs []SeedCost, clock string) {
 	if len(costs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nSeed methods (docs/METHODS.md), 1 core, one pass, %s:\n\n", clock)
+	fmt.Fprintf(w, "\nSeed methods (docs/design/methods.md), 1 core, one pass, %s:\n\n", clock)
 	fmt.Fprintln(w, "| step | µs/message | index bytes/message |")
 	fmt.Fprintln(w, "| --- | ---: | ---: |")
 	for _, s := range costs {

@@ -1,5 +1,5 @@
 // Command compare measures nddmilter side by side with rspamd's fuzzy_check
-// on a labelled corpus and prints Markdown tables (docs/PEERS.md). It is run
+// on a labelled corpus and prints Markdown tables (docs/design/methods.md). It is run
 // by scripts/peers/compare.sh, which starts the private rspamd and passes
 // its addresses through the environment (RSPAMD_NORMAL, RSPAMD_CONTROLLER).
 //

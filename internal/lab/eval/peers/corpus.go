@@ -1,6 +1,6 @@
 // Package peers measures nddmilter side by side with the tools
 // administrators use today for the same job, first of all rspamd's
-// fuzzy_check module with a local fuzzy storage (docs/PEERS.md).
+// fuzzy_check module with a local fuzzy storage (docs/design/methods.md).
 //
 // Both tools get the same protocol as `nddlab eval`: a seeded random
 // share of the spam of a labelled corpus is reported (rspamd learns it with

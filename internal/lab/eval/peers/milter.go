@@ -229,7 +229,7 @@ func NDDFlagged(mods []gomilter.ModifyAction, act *gomilter.Action) bool {
 // options, logging discarded) over n's engine on a free loopback port and
 // returns its address and a function that stops it.
 func ServeNDDMilter(n *NDD) (string, func() error, error) {
-	srv, err := milter.New(n.eng, milter.Options{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := milter.New(n.eng.Checker, milter.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return "", nil, fmt.Errorf("nddmilter milter: %w", err)
 	}

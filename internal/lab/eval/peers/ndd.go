@@ -23,7 +23,7 @@ const Reporter = "peers"
 type NDD struct {
 	st  *store.Badger
 	eng *campaign.Engine
-	// Record makes Check count hits like the milter does (Engine.Check);
+	// Record makes Check count hits like the milter does (Checker.Check);
 	// false is the dry run of `nddmilter check` (Engine.Evaluate), which
 	// does not depend on the order of the checks.
 	Record bool
@@ -65,7 +65,7 @@ var ErrSkipped = errors.New("report skipped")
 
 // Report implements Detector: a junk report by Reporter.
 func (n *NDD) Report(ctx context.Context, raw []byte) error {
-	o, err := n.eng.Report(ctx, raw, store.KindSpam, Reporter)
+	o, err := n.eng.Ingester.Report(ctx, raw, store.KindSpam, Reporter)
 	if err != nil {
 		return fmt.Errorf("nddmilter report: %w", err)
 	}
@@ -82,9 +82,9 @@ func (n *NDD) Check(ctx context.Context, raw []byte) (bool, error) {
 		err error
 	)
 	if n.Record {
-		v, err = n.eng.Check(ctx, raw)
+		v, err = n.eng.Checker.Check(ctx, raw)
 	} else {
-		v, err = n.eng.Evaluate(ctx, raw)
+		v, err = n.eng.Checker.Evaluate(ctx, raw)
 	}
 	if err != nil {
 		return false, fmt.Errorf("nddmilter check: %w", err)

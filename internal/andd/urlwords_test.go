@@ -1,0 +1,89 @@
+package andd
+
+import (
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/nddmilter/nddmilter/internal/mime"
+)
+
+// urlWordsReference is urlWords written plainly (strings.FieldsFuncSeq,
+// new maps): the definition the faster one is checked against.
+func urlWordsReference(doc *mime.Document) (words map[string]bool, hosts []string) {
+	if doc == nil || (len(doc.URLs) == 0 && len(doc.Hosts) == 0) {
+		return nil, nil
+	}
+	words = make(map[string]bool)
+	add := func(s string) {
+		for w := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		}) {
+			if len(w) >= 3 {
+				words[w] = true
+			}
+		}
+	}
+	for _, u := range doc.URLs {
+		if len(u) > 2048 {
+			u = u[:2048]
+		}
+		add(u)
+	}
+	seen := map[string]bool{}
+	for _, h := range doc.Hosts {
+		add(h)
+		if rh := registeredHost(strings.ToLower(h)); rh != "" && !seen[rh] {
+			seen[rh] = true
+			hosts = append(hosts, hostPrefix+rh)
+		}
+	}
+	return words, hosts
+}
+
+// TestURLWordsMatchesReference: urlWords (through one scratch reused, as
+// the signer does) equals urlWordsReference on random URLs and hosts of
+// ASCII, accented letters, digits, separators and invalid UTF-8.
+func TestURLWordsMatchesReference(t *testing.T) {
+	pieces := []string{"http://", "https://", "www.", "Example", "COM", ".", "/", "?", "=", "&", "-", "_", "%20", "x", "ab",
+		"abc", "Ünïcödé", "İstanbul", "中文", "١٢٣", "42", "\xff", "\xe2\x82", ".co.uk", "#", ":8080"}
+	r := rand.New(rand.NewPCG(31, 32))
+	part := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	var sc scratch
+	for i := range 2000 {
+		doc := &mime.Document{}
+		for range r.IntN(6) {
+			doc.URLs = append(doc.URLs, part(r.IntN(20)))
+		}
+		if i%50 == 0 {
+			doc.URLs = append(doc.URLs, part(1500)) // beyond the 2048 bytes read
+		}
+		for range r.IntN(4) {
+			doc.Hosts = append(doc.Hosts, part(r.IntN(6)))
+		}
+		gw, gh := sc.urlWords(doc)
+		ww, wh := urlWordsReference(doc)
+		if !maps.Equal(gw, ww) || !slices.Equal(gh, wh) {
+			t.Fatalf("document %d %q %q: words %v hosts %q, want %v %q", i, doc.URLs, doc.Hosts, gw, gh, ww, wh)
+		}
+		sc.clearURLWords()
+	}
+	for i := range 2000 {
+		s := part(r.IntN(12))
+		var got []string
+		eachAlnumWord(s, func(w string) { got = append(got, w) })
+		want := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("case %d %q: words %q, want %q", i, s, got, want)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package store
+
+import "context"
+
+// The store's optional capabilities: what a store may do besides Store.
+// The Badger store has them all; the campaign engine asserts them once,
+// when it is built over a store, and does without those it lacks
+// (SenderStore, senders.go, is one more).
+
+// BatchReporter applies many reports in as few transactions as fit
+// (Badger.ReportBatch), each report atomic, in order.
+type BatchReporter interface {
+	ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportResult, error)
+}
+
+// ReporterLister lists the distinct reporters of a campaign, at most
+// limit (0: all), as the store keeps them (Badger.Reporters).
+type ReporterLister interface {
+	Reporters(ctx context.Context, id CampaignID, limit int) ([]Reporter, error)
+}
+
+// EventStore applies the events of a fleet's stream (fleet.go): the
+// writes of an event go through the EventWriter it returns, which records
+// the event as applied in the same transactions.
+type EventStore interface {
+	// ForEvent is the store as stream event seq writes it.
+	ForEvent(seq uint64) *EventWriter
+	// ForRound is the store as a round of a report event writes it.
+	ForRound(r *Round) *EventWriter
+}
+
+var (
+	_ BatchReporter  = (*Badger)(nil)
+	_ ReporterLister = (*Badger)(nil)
+	_ EventStore     = (*Badger)(nil)
+	_ Store          = (*EventWriter)(nil)
+	_ BatchReporter  = (*EventWriter)(nil)
+)
