@@ -53,6 +53,10 @@ type MatchInputs struct {
 	// Short is set when a short-message key other than a lead key
 	// matched (all, media, links, body), Lead when a lead key did.
 	Short bool `json:"short,omitempty"`
+	// Whole is set when the short-message key of the whole content (kind
+	// all: media, links and text) matched. The model does not weigh it
+	// apart from Short; the graymail near-copy test does.
+	Whole bool `json:"whole,omitempty"`
 	Lead  bool `json:"lead,omitempty"`
 }
 
@@ -73,9 +77,12 @@ func inputsOf(ev []Evidence) MatchInputs {
 		case FamilyQGram:
 			in.QGram = math.Max(in.QGram, e.Similarity)
 		case FamilyShort:
-			if e.Kind == shortsig.KindLead.String() {
+			switch e.Kind {
+			case shortsig.KindLead.String():
 				in.Lead = true
-			} else {
+			case shortsig.KindAll.String():
+				in.Short, in.Whole = true, true
+			default:
 				in.Short = true
 			}
 		}
@@ -105,7 +112,9 @@ func (in MatchInputs) String() string {
 	if in.QGram >= 0 {
 		parts = append(parts, fmt.Sprintf("q-grams %.3f", in.QGram))
 	}
-	if in.Short {
+	if in.Whole {
+		parts = append(parts, "short-message key (whole content)")
+	} else if in.Short {
 		parts = append(parts, "short-message key")
 	}
 	if in.Lead {

@@ -76,20 +76,38 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 // (Reject when the campaign has enough reporters to be decided as any
 // other).
 func (p *Policy) graymailLimit(spam int64, in MatchInputs) action.Action {
+	switch {
+	case spam >= int64(p.GraymailReporters):
+		return action.Reject
+	case p.nearCopy(in):
+		return action.Tag
+	}
+	return action.Accept
+}
+
+// nearCopy reports whether the measurements in say that the message is a
+// near-copy of the reported text rather than a look-alike of it (another
+// issue of the same newsletter, another post to the same list): its text
+// similarity, the q-gram estimate (the share of distinct text shared; the
+// ANDD estimate when the message has no q-gram sketch), reaches
+// GraymailSimilarity with an I-Match signature in common (the set of
+// distinct words agrees through one of the lexicons), GraymailSimilarity
+// + 0.1 without one; with an I-Match signature and no similarity measured
+// (a message too short for sketches), it is one. Look-alike issues of a
+// newsletter share most of their words, in another order and with other
+// details, which the q-grams tell apart. A short message whose whole
+// content matched is one; its body or lead alone does not make one (a
+// short post's body is often a signature or a quoted line).
+func (p *Policy) nearCopy(in MatchInputs) bool {
+	if in.Whole {
+		return true
+	}
 	sim := in.QGram
 	if sim < 0 {
 		sim = in.ANDD
 	}
-	// Near the bar, texts that share most of their words are also those
-	// of look-alike issues of one newsletter: a near-copy there must share
-	// an I-Match signature too, or be halfway closer to identical.
-	near := sim >= p.GraymailSimilarity && (in.Bags > 0 || sim >= (1+p.GraymailSimilarity)/2) ||
-		in.Short // a short message's whole content, media or links
-	switch {
-	case spam >= int64(p.GraymailReporters):
-		return action.Reject
-	case near:
-		return action.Tag
+	if in.Bags > 0 {
+		return sim < 0 || sim >= p.GraymailSimilarity
 	}
-	return action.Accept
+	return sim >= min(p.GraymailSimilarity+0.1, 1)
 }

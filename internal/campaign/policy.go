@@ -161,7 +161,7 @@ type Policy struct {
 	RevokeRatio        float64 `yaml:"revoke_ratio" json:"revoke_ratio"`
 
 	// model is the calibrated match model (MatchModel "calibrated").
-	model *MatchModel
+	model *MatchModel `yaml:"-" json:"-"`
 }
 
 // Match models (Policy.MatchModel).
@@ -488,9 +488,10 @@ type Decision struct {
 	// Short are the kinds of the short-message keys matched ("all",
 	// "media", "links", "body", "lead"), in order of evidence.
 	Short []string `json:"short,omitempty"`
-	// Inputs are the measurements the calibrated match model weighed and
-	// MatchModel its version (0 when match came from the hand-set
-	// confidences, policy.match_model: confidences).
+	// Inputs are the measurements of the message against the campaign
+	// (what the calibrated match model weighs and the graymail near-copy
+	// test reads) and MatchModel the version of the model match came from
+	// (0 when it came from the hand-set confidences).
 	Inputs     *MatchInputs `json:"inputs,omitempty"`
 	MatchModel int          `json:"match_model,omitempty"`
 	// Confirmed is set when the campaign is confirmed (at least
@@ -517,8 +518,10 @@ type Decision struct {
 	// held the action back (graymail.go), GraymailLimit to what.
 	Graymail      *Graymail      `json:"graymail,omitempty"`
 	GraymailLimit *action.Action `json:"graymail_limit,omitempty"`
-	// graymailReporters is the policy's GraymailReporters, for Explain.
+	// graymailReporters is the policy's GraymailReporters and
+	// graymailInputs the measurements the near-copy test read, for Explain.
 	graymailReporters int
+	graymailInputs    MatchInputs
 	// PooledWith lists the other campaigns whose reporters were counted
 	// (each reporter once) with the campaign's: the message matched them
 	// too and they are near-duplicates of it (pool.go).
@@ -565,8 +568,23 @@ func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold 
 			return m, p.model.Version
 		}
 		return c, 0
+	case p.model != nil && p.MatchModel == MatchConfirmed && loose(in):
+		// A loose match (text similarity only) is no more certain than
+		// the model, which weighs the families' agreement, says.
+		c, m := p.matchConfidence(ev, threshold), p.model.Probability(in, false)
+		if m < c {
+			return m, p.model.Version
+		}
+		return c, 0
 	}
 	return p.matchConfidence(ev, threshold), 0
+}
+
+// loose reports a match resting on estimated text similarity alone (ANDD
+// or q-grams, perhaps a lead key), with no I-Match signature and no other
+// short-message key in common, and with a text similarity measured.
+func loose(in MatchInputs) bool {
+	return in.Bags == 0 && !in.Short && (in.ANDD >= 0 || in.QGram >= 0)
 }
 
 // decide is Decide for a policy with defaults applied and its thresholds,
@@ -580,8 +598,8 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *
 	}
 	confirmed := c.State == store.StateActive && c.SpamReporters >= int64(p.ConfirmedReporters) && c.HamReporters == 0
 	d.Match, d.MatchModel = p.match(ev, in, confirmed, threshold)
+	d.Inputs = &in
 	if d.MatchModel > 0 {
-		d.Inputs = &in
 		d.Confirmed = confirmed && len(p.model.Confirmed) > 0
 	}
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
@@ -610,7 +628,7 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *
 	}
 	if gray != nil {
 		if lim := p.graymailLimit(c.SpamReporters, in); best > lim {
-			d.Graymail, d.GraymailLimit, d.graymailReporters = gray, &lim, p.GraymailReporters
+			d.Graymail, d.GraymailLimit, d.graymailReporters, d.graymailInputs = gray, &lim, p.GraymailReporters, in
 			best = p.bestBelow(lim+1, d.P)
 		}
 	}
@@ -647,7 +665,7 @@ func (d *Decision) Explain() string {
 	}
 	if d.Graymail != nil {
 		if *d.GraymailLimit == action.Accept {
-			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless a near-copy", d.Graymail, d.graymailReporters)
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless a near-copy, and %s is not one", d.Graymail, d.graymailReporters, d.graymailInputs)
 		} else {
 			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts is at most tagged", d.Graymail, d.graymailReporters)
 		}
@@ -660,7 +678,7 @@ func (d *Decision) Explain() string {
 		pooled = fmt.Sprintf(" with campaign%s %s", plural(len(d.PooledWith)), joinIDs(d.PooledWith))
 	}
 	summary := d.evidenceSummary()
-	if d.Inputs != nil {
+	if d.MatchModel > 0 && d.Inputs != nil {
 		conf := ""
 		if d.Confirmed {
 			conf = ", confirmed campaign"
