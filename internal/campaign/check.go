@@ -115,10 +115,13 @@ func (e *Checker) decide(ctx context.Context, m *pipeline.Message, record bool, 
 		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
 			e.log.Warn("record check", "err", err)
 		}
-		if e.senders != nil && v.Taken() == action.Accept {
-			if d := SenderDomain(m.From); d != "" {
-				e.senders.RecordHam(d)
+		if v.Taken() == action.Accept {
+			if e.senders != nil {
+				if d := SenderDomain(m.From); d != "" {
+					e.senders.RecordHam(d)
+				}
 			}
+			e.lists.record(m.List)
 		}
 		return v, nil
 	}

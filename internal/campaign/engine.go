@@ -51,6 +51,7 @@ type core struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache       // nil when disabled
+	lists     *listTable         // accepted messages by mailing list (graymail.go)
 	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
 	// The store's optional capabilities, asserted once (nil: it has
 	// not that one).
@@ -115,6 +116,7 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		th:     opts.Policy.Thresholds(),
 		log:    log,
 		now:    opts.Clock,
+		lists:  newListTable(),
 	}
 	e.capabilities()
 	if opts.CacheTTL > 0 {

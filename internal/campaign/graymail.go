@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
@@ -11,25 +12,27 @@ import (
 // Graymail (docs/POLICY.md, "Graymail").
 //
 // Users report mail they once subscribed to: newsletters, mailing-list
-// posts, notifications. Such mail carries signs of legitimate bulk mail:
-// it came through a mailing list (List-Id, List-Post, …), it carries a
-// bulk-mail header (List-Unsubscribe, Precedence bulk/list/junk), or its
-// sender domain sends much mail that is accepted (the ham-senders table,
-// senders.go). A checked copy with such signs of a campaign that fewer
-// than Policy.GraymailReporters accounts reported stays at accept (the
+// posts, notifications. Such mail carries signs of legitimate bulk mail
+// that this server has seen before: it came through a mailing list
+// (List-Id, List-Post, …) that delivered at least
+// Policy.GraymailHamMessages accepted messages here, or its sender domain
+// did (the ham-senders table, senders.go). A header alone is no sign: a
+// spammer writes List-Id and List-Unsubscribe headers as easily as any
+// other. A checked copy with such signs of a campaign that fewer than
+// Policy.GraymailReporters accounts reported stays at accept (the
 // reporters' own copies are theirs: their Junk folders), unless it is a
-// near-copy of the reported text (its q-gram similarity, the share of
-// distinct text shared, or its ANDD estimate when it has no q-gram
-// sketch, reaches Policy.GraymailSimilarity with an I-Match signature in
-// common, or halfway from there to 1 without), and it is never more than
-// tagged. A campaign that many accounts
-// reported is decided as any other.
+// near-copy of the reported text (nearCopy), and it is then never more
+// than tagged. A campaign that many accounts reported is decided as any
+// other.
 
 // Graymail lists the signs of legitimate bulk mail a checked message
 // carries.
 type Graymail struct {
-	// List is the mailing list the message came through (mime's List).
-	List string `json:"list,omitempty"`
+	// List is the mailing list the message came through (mime's List)
+	// when it delivered at least Policy.GraymailHamMessages accepted
+	// messages (ListHam of them, counted by this process).
+	List    string `json:"list,omitempty"`
+	ListHam int64  `json:"list_ham,omitempty"`
 	// Bulk is set for a List-Unsubscribe or Precedence bulk/list/junk
 	// header.
 	Bulk bool `json:"bulk,omitempty"`
@@ -44,7 +47,7 @@ type Graymail struct {
 func (g *Graymail) String() string {
 	var parts []string
 	if g.List != "" {
-		parts = append(parts, "list "+g.List)
+		parts = append(parts, fmt.Sprintf("list %s (%d accepted messages)", g.List, g.ListHam))
 	}
 	if g.Bulk {
 		parts = append(parts, "bulk-mail header")
@@ -57,7 +60,12 @@ func (g *Graymail) String() string {
 
 // graymailOf returns the graymail signs of m, nil when it has none.
 func (e *core) graymailOf(m *pipeline.Message) *Graymail {
-	g := Graymail{List: m.List, Bulk: m.Bulk}
+	var g Graymail
+	if m.List != "" {
+		if n := e.lists.count(m.List); n >= e.policy.GraymailHamMessages {
+			g.List, g.ListHam = m.List, n
+		}
+	}
 	if e.senders != nil {
 		if d := SenderDomain(m.From); d != "" {
 			if n := e.senders.HamMessages(d); n >= e.policy.GraymailHamMessages {
@@ -65,10 +73,52 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 			}
 		}
 	}
-	if g.List == "" && !g.Bulk && g.Sender == "" {
+	if g.List == "" && g.Sender == "" {
 		return nil
 	}
+	g.Bulk = m.Bulk
 	return &g
+}
+
+// maxLists bounds the lists counted by a listTable.
+const maxLists = 4096
+
+// listTable counts the accepted messages that matched no campaign by the
+// mailing list they came through, in memory (this process's own count; a
+// restart starts it again). When full, a new list takes the place of the
+// least counted one, so that lists named once cannot keep out a list
+// that delivers every day. It is safe for concurrent use.
+type listTable struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func newListTable() *listTable { return &listTable{n: map[string]int64{}} }
+
+// record counts one accepted message of list.
+func (t *listTable) record(list string) {
+	if list == "" || len(list) > MaxReporterLen {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.n[list]; !ok && len(t.n) >= maxLists {
+		least, ln := "", int64(-1)
+		for k, v := range t.n {
+			if ln < 0 || v < ln {
+				least, ln = k, v
+			}
+		}
+		delete(t.n, least)
+	}
+	t.n[list]++
+}
+
+// count is the accepted messages counted for list.
+func (t *listTable) count(list string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[list]
 }
 
 // graymailLimit is the strongest action the policy allows on a graymail

@@ -568,23 +568,8 @@ func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold 
 			return m, p.model.Version
 		}
 		return c, 0
-	case p.model != nil && p.MatchModel == MatchConfirmed && loose(in):
-		// A loose match (text similarity only) is no more certain than
-		// the model, which weighs the families' agreement, says.
-		c, m := p.matchConfidence(ev, threshold), p.model.Probability(in, false)
-		if m < c {
-			return m, p.model.Version
-		}
-		return c, 0
 	}
 	return p.matchConfidence(ev, threshold), 0
-}
-
-// loose reports a match resting on estimated text similarity alone (ANDD
-// or q-grams, perhaps a lead key), with no I-Match signature and no other
-// short-message key in common, and with a text similarity measured.
-func loose(in MatchInputs) bool {
-	return in.Bags == 0 && !in.Short && (in.ANDD >= 0 || in.QGram >= 0)
 }
 
 // decide is Decide for a policy with defaults applied and its thresholds,
