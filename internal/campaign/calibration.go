@@ -227,6 +227,11 @@ func ParseMatchModel(b []byte) (*MatchModel, error) {
 			return nil, err
 		}
 	}
+	for _, w := range [][]float64{m.w, m.wc} {
+		if err := checkMonotone(w); err != nil {
+			return nil, err
+		}
+	}
 	return &m, nil
 }
 
@@ -293,7 +298,10 @@ const maxMatch = 1 - 1e-6
 
 // Probability is P(the message is a copy of the campaign | in), for a
 // confirmed campaign when confirmed is set. A message with no evidence at
-// all has probability 0.
+// all has probability 0. More I-Match bags in common are never weaker
+// evidence than fewer: the bags' part of the sum is the largest it is for
+// any number of bags up to in.Bags (a model fitted with a bonus for
+// exactly one bag would otherwise rank one bag above two).
 func (m *MatchModel) Probability(in MatchInputs, confirmed bool) float64 {
 	if in.Bags == 0 && in.ANDD < 0 && in.QGram < 0 && !in.Short && !in.Lead {
 		return 0
@@ -304,9 +312,50 @@ func (m *MatchModel) Probability(in MatchInputs, confirmed bool) float64 {
 	}
 	z := 0.0
 	for i, x := range MatchFeatures(in) {
-		z += w[i] * x
+		if !bagFeature[i] {
+			z += w[i] * x
+		}
 	}
+	bags := 0.0
+	for b := 1; b <= in.Bags; b++ {
+		bags = max(bags, bagTerm(w, b))
+	}
+	z += bags
 	return math.Min(1/(1+math.Exp(-z)), maxMatch)
+}
+
+// bagFeature marks the features of the I-Match bags in common.
+var bagFeature = func() []bool {
+	f := make([]bool, len(matchFeatureNames))
+	for i, n := range matchFeatureNames {
+		f[i] = n == "imatch" || n == "imatch_log" || n == "imatch_one"
+	}
+	return f
+}()
+
+// bagTerm is the bags' part of the model's sum for b bags in common.
+func bagTerm(w []float64, b int) float64 {
+	x := MatchFeatures(MatchInputs{Bags: b, ANDD: -1, QGram: -1})
+	t := 0.0
+	for i, v := range x {
+		if bagFeature[i] {
+			t += w[i] * v
+		}
+	}
+	return t
+}
+
+// checkMonotone refuses weights under which a higher ANDD or q-gram
+// estimate (in [0, 1]) would lower the probability: the partial
+// derivatives w_x + w_xy·y + 2·w_xx·x must stay ≥ 0 over the square.
+func checkMonotone(w []float64) error {
+	at := func(n string) float64 { return w[indexOf(matchFeatureNames, n)] }
+	for _, f := range []struct{ x, xx string }{{"andd", "andd_sq"}, {"qgram", "qgram_sq"}} {
+		if at(f.x)+min(0, at("andd_qgram"))+min(0, 2*at(f.xx)) < 0 {
+			return fmt.Errorf("%w: the probability falls as the %s estimate rises", ErrMatchModel, f.x)
+		}
+	}
+	return nil
 }
 
 //go:embed data/match-model.json

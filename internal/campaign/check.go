@@ -121,7 +121,7 @@ func (e *Checker) decide(ctx context.Context, m *pipeline.Message, record bool, 
 					e.senders.RecordHam(d)
 				}
 			}
-			e.lists.record(m.List)
+			e.lists.record(m.ListID)
 		}
 		return v, nil
 	}

@@ -28,8 +28,8 @@ import (
 // Graymail lists the signs of legitimate bulk mail a checked message
 // carries.
 type Graymail struct {
-	// List is the mailing list the message came through (mime's List)
-	// when it delivered at least Policy.GraymailHamMessages accepted
+	// List is the mailing list the message came through (its whole
+	// identifier, mime's ListID) when it delivered at least Policy.GraymailHamMessages accepted
 	// messages (ListHam of them, counted by this process).
 	List    string `json:"list,omitempty"`
 	ListHam int64  `json:"list_ham,omitempty"`
@@ -61,9 +61,9 @@ func (g *Graymail) String() string {
 // graymailOf returns the graymail signs of m, nil when it has none.
 func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 	var g Graymail
-	if m.List != "" {
-		if n := e.lists.count(m.List); n >= e.policy.GraymailHamMessages {
-			g.List, g.ListHam = m.List, n
+	if m.ListID != "" {
+		if n := e.lists.count(m.ListID); n >= e.policy.GraymailHamMessages {
+			g.List, g.ListHam = m.ListID, n
 		}
 	}
 	if e.senders != nil {

@@ -135,14 +135,14 @@ type Policy struct {
 	MaxAction string `yaml:"max_action" json:"max_action"`
 
 	// GraymailReporters: a checked message with signs of legitimate bulk
-	// mail (a mailing list's headers, a List-Unsubscribe or Precedence
-	// bulk header, a sender domain with at least GraymailHamMessages
-	// accepted messages: graymail.go) that matches a campaign with fewer
-	// than GraymailReporters distinct spam reporters is accepted unless
-	// it is a near-copy of the reported text (q-gram similarity, or the
-	// ANDD estimate when it has no q-gram sketch, at least
-	// GraymailSimilarity), and is then at most tagged. Defaults 5, 10 and
-	// 0.7.
+	// mail seen before (a mailing list or a sender domain that delivered
+	// at least GraymailHamMessages accepted messages: graymail.go) that
+	// matches a campaign with fewer than GraymailReporters distinct spam
+	// reporters is accepted unless it is a near-copy of the reported text
+	// (nearCopy: q-gram similarity, or the ANDD estimate when it has no
+	// q-gram sketch, at least GraymailSimilarity with an I-Match signature
+	// in common, GraymailSimilarity + 0.1 without), and is then at most
+	// tagged. Defaults 5, 10 and 0.7.
 	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
 	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
 	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`

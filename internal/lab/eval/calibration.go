@@ -428,8 +428,14 @@ const tagBar = (2.0 / 3.0) / 0.75
 
 // measureModel scores the weights w on pairs.
 func measureModel(name string, w []float64, pairs []CalPair) CalModel {
-	m, _ := campaign.NewMatchModel(1, w, nil, "")
 	r := CalModel{Name: name, Weights: w}
+	m, err := campaign.NewMatchModel(1, w, nil, "")
+	if err != nil {
+		// Weights the product refuses (not monotone in the estimates):
+		// named as such, not measured.
+		r.Name += " (refused: " + err.Error() + ")"
+		return r
+	}
 	const nb = 10
 	var bw, bp, by [nb]float64
 	var bn [nb]int
