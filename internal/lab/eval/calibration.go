@@ -28,7 +28,7 @@ import (
 // a mistaken reporter's share of the legitimate mail are reported into a
 // fresh store; then spamgen copies of every reported spam (each kind and
 // strength of the adversarial table) and every other message of the corpus
-// are inspected (campaign.Engine.Inspect: every campaign the lookup finds,
+// are inspected (campaign.Checker.Inspect: every campaign the lookup finds,
 // matched or not, with the model's inputs). A pair is positive when the
 // message is a copy of one of the campaign's reported messages, or a
 // corpus message whose cosine over unique terms with one of them is at
@@ -610,7 +610,7 @@ func RunCalibration(ctx context.Context, c *Corpus, o CalibrationOptions) (*Cali
 
 // WriteMarkdown prints the calibration table.
 func (r *CalibrationResult) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "Labelled (message, campaign) pairs that the engine's lookup finds (`campaign.Engine.Inspect`): per seed, 10%% of the usable spam (one reporter each) and 10%% of the legitimate mail (one mistaken reporter) reported into a fresh store; positives are spamgen copies of a reported spam (every kind at strengths 0.05–0.3) against its campaign and corpus messages with cosine ≥ 0.9 over unique terms to a campaign's reported message; negatives are corpus messages below 0.7 (legitimate look-alikes of reported legitimate mail included). Fitted on seeds %v (%d positive, %d negative pairs), measured on the held-out seeds %v (%d positive, %d negative pairs, of which %d legitimate look-alikes of reported legitimate mail). Positives and negatives weigh the same; log loss, Brier score and expected calibration error (ECE, over tenths of p) on the held-out pairs; \"tag bar\": share of the pairs whose p exceeds the %.4f a campaign with one reporter needs to be tagged.\n\n",
+	fmt.Fprintf(w, "Labelled (message, campaign) pairs that the engine's lookup finds (`campaign.Checker.Inspect`): per seed, 10%% of the usable spam (one reporter each) and 10%% of the legitimate mail (one mistaken reporter) reported into a fresh store; positives are spamgen copies of a reported spam (every kind at strengths 0.05–0.3) against its campaign and corpus messages with cosine ≥ 0.9 over unique terms to a campaign's reported message; negatives are corpus messages below 0.7 (legitimate look-alikes of reported legitimate mail included). Fitted on seeds %v (%d positive, %d negative pairs), measured on the held-out seeds %v (%d positive, %d negative pairs, of which %d legitimate look-alikes of reported legitimate mail). Positives and negatives weigh the same; log loss, Brier score and expected calibration error (ECE, over tenths of p) on the held-out pairs; \"tag bar\": share of the pairs whose p exceeds the %.4f a campaign with one reporter needs to be tagged.\n\n",
 		r.FitSeeds, r.FitPos, r.FitNeg, r.HeldOut, r.HeldPos, r.HeldNeg, r.HeldNegHam, tagBar)
 	fmt.Fprintln(w, "| model | log loss | Brier | ECE | positives over the tag bar | negatives over the tag bar |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
