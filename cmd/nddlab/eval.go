@@ -18,19 +18,21 @@ import (
 
 // evalFlags are shared by the eval subcommands.
 type evalFlags struct {
-	corpus      string
-	seeds       int
-	reportShare float64
-	k           []int
-	noEngine    bool
-	workers     int
-	json        bool
-	markdown    bool
-	plots       string
-	docsDir     string
-	quiet       bool
-	anddExact   float64
-	anddVerif   float64
+	corpus         string
+	seeds          int
+	reportShare    float64
+	k              []int
+	noEngine       bool
+	workers        int
+	json           bool
+	markdown       bool
+	plots          string
+	docsDir        string
+	quiet          bool
+	anddExact      float64
+	anddVerif      float64
+	matchModel     string
+	matchModelFile string
 
 	kinds     []string
 	strengths []float64
@@ -61,6 +63,8 @@ func (f *evalFlags) common(cmd *cobra.Command) {
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fl.Float64Var(&f.anddExact, "andd-exact", 0, "engine: exact cosine over distinct terms an ANDD-only match must reach (0: off)")
 	fl.Float64Var(&f.anddVerif, "andd-verified", 0, "engine: estimated cosine from which an exactly verified ANDD-only candidate matches (0: the model's threshold)")
+	fl.StringVar(&f.matchModelFile, "match-model-file", "", "engine: a match model file (nddlab train calibration -o) instead of the embedded one")
+	fl.StringVar(&f.matchModel, "match-model", "", "engine: policy.match_model, calibrated or confidences (default: the policy's)")
 }
 
 func (f *evalFlags) accuracyFlags(cmd *cobra.Command) {
@@ -112,8 +116,26 @@ func (f *evalFlags) load() (*eval.Corpus, error) {
 }
 
 func (f *evalFlags) accuracyOptions() eval.AccuracyOptions {
+	o := f.accuracyOptions0()
+	if f.matchModelFile != "" {
+		b, err := os.ReadFile(f.matchModelFile)
+		if err == nil {
+			var m *campaign.MatchModel
+			if m, err = campaign.ParseMatchModel(b); err == nil {
+				o.Engine.Policy = o.Engine.Policy.WithMatchModel(m)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "match model:", err)
+			os.Exit(2)
+		}
+	}
+	return o
+}
+
+func (f *evalFlags) accuracyOptions0() eval.AccuracyOptions {
 	return eval.AccuracyOptions{Seeds: f.seeds, ReportShare: f.reportShare, K: f.k, SkipEngine: f.noEngine, Workers: f.workers, Log: f.logger(),
-		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif}}
+		Engine: campaign.Options{ANDDExactCosine: f.anddExact, ANDDVerifiedThreshold: f.anddVerif, Policy: campaign.Policy{MatchModel: f.matchModel}}}
 }
 
 func (f *evalFlags) adversarialOptions() (eval.AdversarialOptions, error) {
@@ -160,10 +182,13 @@ Fetch the corpus first: scripts/fetch-corpus.sh.
 
 Subcommands: adversarial (robustness to spamgen randomizations), padding
 (copies padded with appended random words), reporters (every spam reported
-by N users, then every message checked), speed (pipeline and store/milter
+by N users, then every message checked), mistaken (legitimate mail reported
+as junk by 1 and 3 users, the rest of it checked), confirmed (campaigns with
+many spam reporters and no dissent), calibration (the match model's
+reliability on held-out seeds), speed (pipeline and store/milter
 benchmarks), zap (zero-hour purge of a campaign's delivered copies), all
-(accuracy, adversarial, reporters, speed and zap: with --markdown it
-prints docs/RESULTS.md).`,
+(accuracy, adversarial, reporters, mistaken, confirmed, calibration, speed
+and zap: with --markdown it prints docs/RESULTS.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.load()
@@ -249,6 +274,74 @@ prints docs/RESULTS.md).`,
 	}
 	fr.common(rep)
 	rep.Flags().IntVar(&reporters, "reporters", 3, "users who report every spam message")
+
+	fm := &evalFlags{}
+	var mistakenReporters []int
+	var mistakenShare float64
+	mis := &cobra.Command{
+		Use:   "mistaken",
+		Short: "Legitimate mail reported as junk by mistaken users: the other legitimate mail flagged, near-copies of a reported message or not",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fm.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fm.seeds, Share: mistakenShare, Reporters: mistakenReporters, Accuracy: fm.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval mistaken: %w", err)
+			}
+			return fm.output(cmd.OutOrStdout(), &eval.Results{Mistaken: r})
+		},
+	}
+	fm.common(mis)
+	mis.Flags().IntVar(&fm.seeds, "seeds", 5, "random report sets to average over")
+	mis.Flags().IntSliceVar(&mistakenReporters, "reporters", []int{1, 3}, "numbers of mistaken reporters measured")
+	mis.Flags().Float64Var(&mistakenShare, "share", 0.1, "share of the legitimate mail each mistaken reporter reports")
+
+	fc := &evalFlags{}
+	conf := &cobra.Command{
+		Use:   "confirmed",
+		Short: "Copies of campaigns reported by 5 users (no dissent): those at estimated similarity ≥ 0.8 should be quarantined",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fc.load()
+			if err != nil {
+				return err
+			}
+			o, err := fc.adversarialOptions()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunConfirmed(cmd.Context(), c, eval.ConfirmedOptions{Seed: o.Seed, ReportShare: o.ReportShare, Kinds: o.Kinds, Strengths: o.Strengths, Accuracy: o.Accuracy})
+			if err != nil {
+				return fmt.Errorf("eval confirmed: %w", err)
+			}
+			return fc.output(cmd.OutOrStdout(), &eval.Results{Confirmed: r})
+		},
+	}
+	fc.common(conf)
+	conf.Flags().Float64Var(&fc.reportShare, "report-share", 0.1, "share of the usable spam reported")
+	fc.adversarialFlags(conf)
+
+	fk := &evalFlags{}
+	cal := &cobra.Command{
+		Use:   "calibration",
+		Short: "The match probability's calibration: each family's model and the joint one fitted on seeds 1-3, measured with the shipped model on seeds 4-5",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := fk.load()
+			if err != nil {
+				return err
+			}
+			r, err := eval.RunCalibration(cmd.Context(), c, eval.CalibrationOptions{Accuracy: fk.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval calibration: %w", err)
+			}
+			return fk.output(cmd.OutOrStdout(), &eval.Results{Calibration: r})
+		},
+	}
+	fk.common(cal)
 
 	fs := &evalFlags{}
 	speed := &cobra.Command{
@@ -337,11 +430,23 @@ unread copies only). The clock is simulated; the corpus is not needed.`,
 			if err != nil {
 				return fmt.Errorf("eval reporters: %w", err)
 			}
+			mis, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fl.seeds, Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval mistaken: %w", err)
+			}
+			conf, err := eval.RunConfirmed(cmd.Context(), c, eval.ConfirmedOptions{Seed: o.Seed, ReportShare: o.ReportShare, Kinds: o.Kinds, Strengths: o.Strengths, Accuracy: o.Accuracy})
+			if err != nil {
+				return fmt.Errorf("eval confirmed: %w", err)
+			}
+			cal, err := eval.RunCalibration(cmd.Context(), c, eval.CalibrationOptions{Accuracy: fl.accuracyOptions()})
+			if err != nil {
+				return fmt.Errorf("eval calibration: %w", err)
+			}
 			zr, err := eval.RunZap(cmd.Context(), eval.ZapOptions{Log: fl.logger()})
 			if err != nil {
 				return fmt.Errorf("eval zap: %w", err)
 			}
-			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Speed: sp, Zap: zr})
+			return fl.output(cmd.OutOrStdout(), &eval.Results{Accuracy: acc, Adversarial: adv, Reporters: reps, Mistaken: mis, Confirmed: conf, Calibration: cal, Speed: sp, Zap: zr})
 		},
 	}
 	fl.common(all)
@@ -350,6 +455,6 @@ unread copies only). The clock is simulated; the corpus is not needed.`,
 	fl.speedFlags(all)
 	all.Flags().StringVar(&fl.speedFrom, "speed-from", "", "take the speed table from this file (the output of eval speed --json) instead of measuring again")
 
-	cmd.AddCommand(adv, pad, rep, speed, zapCmd, all)
+	cmd.AddCommand(adv, pad, rep, mis, conf, cal, speed, zapCmd, all)
 	return cmd
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
+	"github.com/nddmilter/nddmilter/internal/lab/eval"
 	"github.com/nddmilter/nddmilter/internal/lab/eval/pairs"
 	"github.com/nddmilter/nddmilter/internal/lab/train"
 )
@@ -64,7 +68,7 @@ given --seed.`,
 	fl.IntVar(&o.LSH.Bands, "bands", 0, "band keys b (default: the base model's)")
 	fl.IntVar(&o.LSH.BandBits, "band-bits", 0, "bits per band r (default: the base model's)")
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress bars")
-	cmd.AddCommand(newTrainCompareCmd(gf))
+	cmd.AddCommand(newTrainCompareCmd(gf), newTrainCalibrationCmd())
 	return cmd
 }
 
@@ -105,5 +109,80 @@ cosine ≥ --natural) are merged into one campaign.`,
 	fl.StringSliceVar(&o.Bands, "bands", nil, "also measure these band layouts BxR of the cosine sketch (e.g. 16x16,32x12), at the model's threshold")
 	fl.StringSliceVar(&o.Methods, "methods", nil, "methods to run (default all: "+strings.Join(pairs.AllMethods(), ", ")+")")
 	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress bars")
+	return cmd
+}
+
+func newTrainCalibrationCmd() *cobra.Command {
+	f := &evalFlags{}
+	var out string
+	var fitSeeds, heldOut []uint
+	var l2, prior, cprior float64
+	var version int
+	var pairsOut string
+	cmd := &cobra.Command{
+		Use:   "calibration -o FILE",
+		Short: "Fit the match probability (one logistic model over every evidence family) on labelled pairs of the corpus and write the model file",
+		Long: `Fit P(message is a copy of the campaign | evidence), the match model the
+policy weighs every family's measurements with (docs/POLICY.md, "The
+probability model"), on labelled pairs of the corpus: spamgen copies of
+reported spam (positives), and the other messages the engine's lookup finds
+against reported spam and against a mistaken reporter's legitimate mail
+(negatives below cosine 0.7; corpus pairs ≥ 0.9 are positives). Fitted on
+--fit-seeds, measured on --held-out; the model file (-o) is what
+internal/campaign/data/match-model.json embeds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.load()
+			if err != nil {
+				return err
+			}
+			o := eval.CalibrationOptions{L2: l2, PriorOdds: prior, ConfirmedPriorOdds: cprior, Accuracy: f.accuracyOptions()}
+			for _, s := range fitSeeds {
+				o.FitSeeds = append(o.FitSeeds, uint64(s))
+			}
+			for _, s := range heldOut {
+				o.HeldOut = append(o.HeldOut, uint64(s))
+			}
+			r, err := eval.RunCalibration(cmd.Context(), c, o)
+			if err != nil {
+				return fmt.Errorf("train calibration: %w", err)
+			}
+			if pairsOut != "" {
+				var b []byte
+				for _, p := range r.Pairs {
+					l, _ := json.Marshal(p)
+					b = append(append(b, l...), '\n')
+				}
+				if err := os.WriteFile(pairsOut, b, 0o644); err != nil {
+					return fmt.Errorf("write pairs: %w", err)
+				}
+			}
+			if out != "" {
+				m := r.Joint
+				m.Version = version
+				joint := r.Models[len(r.Models)-1]
+				m.Fitted = fmt.Sprintf("nddlab %s; fitted on seeds %v (%d positive, %d negative pairs); held-out seeds %v: log loss %.4f, Brier %.4f, ECE %.4f",
+					strings.Join(os.Args[1:], " "), r.FitSeeds, r.FitPos, r.FitNeg, r.HeldOut, joint.LogLoss, joint.Brier, joint.ECE)
+				b, err := json.MarshalIndent(m, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+					return fmt.Errorf("write model: %w", err)
+				}
+			}
+			return f.output(cmd.OutOrStdout(), &eval.Results{Calibration: r})
+		},
+	}
+	f.common(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "output", "o", "", "model file to write (internal/campaign/data/match-model.json)")
+	fl.UintSliceVar(&fitSeeds, "fit-seeds", []uint{1, 2, 3}, "seeds the model is fitted on")
+	fl.UintSliceVar(&heldOut, "held-out", []uint{4, 5}, "seeds the model is measured on")
+	fl.Float64Var(&l2, "l2", 1e-4, "ridge penalty per unit of pair weight")
+	fl.Float64Var(&cprior, "confirmed-prior-odds", 0, "--prior-odds of the weights for confirmed campaigns (default: --prior-odds)")
+	fl.Float64Var(&prior, "prior-odds", 1, "total weight of the positive pairs over the negative ones (the prior odds that a campaign the lookup found is the message's)")
+	fl.IntVar(&version, "model-version", 1, "version of the model written")
+	fl.StringVar(&pairsOut, "pairs", "", "also write the labelled pairs here (JSON lines)")
 	return cmd
 }

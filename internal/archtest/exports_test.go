@@ -29,6 +29,22 @@ var labOnlyAllowed = map[string]string{
 	// (internal/lab/anddtrain). The daemon weighs through a Signer.
 	"internal/andd.NewFeatureExtractor":    "the seam of learning the model",
 	"internal/andd.FeatureExtractor.Terms": "the seam of learning the model",
+	// The match model's features and file format are the product's (the
+	// embedded data/match-model.json); fitting it is the lab's (nddlab
+	// train calibration, eval calibration): the lookup's measurements of
+	// every campaign found, matched or not, and a fitted model to weigh.
+	"internal/campaign.Checker.Inspect":        "the seam of fitting the match model",
+	"internal/campaign.Inspected.Campaign":     "the seam of fitting the match model",
+	"internal/campaign.Inspected.Inputs":       "the seam of fitting the match model",
+	"internal/campaign.MatchInputs":            "the seam of fitting the match model",
+	"internal/campaign.MatchFeatures":          "the seam of fitting the match model",
+	"internal/campaign.MatchFeatureNames":      "the seam of fitting the match model",
+	"internal/campaign.MatchModel":             "the seam of fitting the match model",
+	"internal/campaign.MatchModel.Probability": "the seam of fitting the match model",
+	"internal/campaign.NewMatchModel":          "the seam of fitting the match model",
+	"internal/campaign.ParseMatchModel":        "the seam of fitting the match model",
+	"internal/campaign.DefaultMatchModel":      "the seam of fitting the match model",
+	"internal/campaign.Policy.WithMatchModel":  "the seam of fitting the match model",
 	// The zero-hour purge scenario (nddlab eval zap) runs the real
 	// engine, ledger and purger on a simulated clock, one step at a time
 	// (the daemon runs them on the wall clock, in their own loops).

@@ -115,10 +115,13 @@ func (e *Checker) decide(ctx context.Context, m *pipeline.Message, record bool, 
 		if err := e.st.RecordCheck(ctx, v.Taken().String(), e.now()); err != nil {
 			e.log.Warn("record check", "err", err)
 		}
-		if e.senders != nil && v.Taken() == action.Accept {
-			if d := SenderDomain(m.From); d != "" {
-				e.senders.RecordHam(d)
+		if v.Taken() == action.Accept {
+			if e.senders != nil {
+				if d := SenderDomain(m.From); d != "" {
+					e.senders.RecordHam(d)
+				}
 			}
+			e.lists.record(m.ListID)
 		}
 		return v, nil
 	}
@@ -155,8 +158,10 @@ func (e *Checker) verdict(ctx context.Context, m *pipeline.Message, o CheckOptio
 	if len(res.matched) == 0 {
 		return v, nil
 	}
+	gray := e.graymailOf(m)
 	for _, c := range res.matched {
-		c.decision = e.policy.decide(c.rec.rec, c.evidence, e.threshold, e.th)
+		c.gray = gray
+		c.decision = e.policy.decide(c.rec.rec, c.evidence, c.inputs, gray, e.threshold, e.th)
 	}
 	best, ex := e.choose(ctx, m, res.matched)
 	v.Exempt = ex

@@ -51,6 +51,7 @@ type core struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache       // nil when disabled
+	lists     *listTable         // accepted messages by mailing list (graymail.go)
 	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
 	// The store's optional capabilities, asserted once (nil: it has
 	// not that one).
@@ -103,6 +104,10 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("campaign engine: I-Match signer: %w", err)
 	}
+	if (opts.Policy.MatchModel == "" || opts.Policy.MatchModel == MatchConfirmed) && (opts.DisableANDD || opts.DisableQGram || model == nil) {
+		// The calibrated model is fitted with every family on.
+		opts.Policy.MatchModel = MatchConfidences
+	}
 	e := &core{
 		st:     st,
 		imatch: im,
@@ -111,6 +116,7 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		th:     opts.Policy.Thresholds(),
 		log:    log,
 		now:    opts.Clock,
+		lists:  newListTable(),
 	}
 	e.capabilities()
 	if opts.CacheTTL > 0 {
@@ -190,6 +196,27 @@ type candidate struct {
 	// the campaign has no such sketch (not measured). They weigh an
 	// allowed campaign against a campaign to act on (exempt.go).
 	wholeANDD, wholeQ measure
+	// anddFooterOnly is set when the ANDD match rested on the message's
+	// mailing-list footer only (not measured for the match model).
+	anddFooterOnly bool
+	// inputs are the measurements the match model weighs (set by match).
+	inputs MatchInputs
+	// gray are the checked message's graymail signs (nil: none).
+	gray *Graymail
+}
+
+// matchInputs gathers the candidate's measurements for the match model:
+// its evidence, and the whole-message ANDD and q-gram estimates below
+// their thresholds (an ANDD match through the footer only is left out).
+func (c *candidate) matchInputs() MatchInputs {
+	in := inputsOf(c.evidence)
+	if !in.ANDDVerified && c.wholeANDD.ok && !c.anddFooterOnly {
+		in.ANDD = c.wholeANDD.v
+	}
+	if c.wholeQ.ok {
+		in.QGram = max(in.QGram, c.wholeQ.v)
+	}
+	return in
 }
 
 // hasFamily reports whether c has evidence of the family.
@@ -246,6 +273,9 @@ type matches struct {
 	// footerOnly are the campaigns matched through the message's
 	// mailing-list footer only (their ANDD evidence was not counted).
 	footerOnly []FooterOnly
+	// found are all the candidates the lookup found, matched or not,
+	// with their inputs (Inspect).
+	found []*candidate
 }
 
 // match looks up a signed message in the store and returns the campaigns
@@ -333,6 +363,7 @@ func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bo
 				if fo != nil {
 					res.footerOnly = append(res.footerOnly, *fo)
 					best = -1
+					c.anddFooterOnly = true
 				}
 				c.footerNote = note
 			}
@@ -364,6 +395,8 @@ func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bo
 				c.addEvidence(Evidence{Family: FamilyQGram, Similarity: best, Threshold: e.qthresh}, key)
 			}
 		}
+		c.inputs = c.matchInputs()
+		res.found = append(res.found, c)
 		if len(c.evidence) == 0 {
 			if wantUnverified {
 				for _, k := range c.bandKeys {

@@ -75,6 +75,17 @@ type Policy struct {
 	VolumeLR    float64 `yaml:"volume_lr" json:"volume_lr"`
 	VolumeMaxLR float64 `yaml:"volume_max_lr" json:"volume_max_lr"`
 
+	// MatchModel chooses how match is estimated: "calibrated" weighs
+	// every family's measurements at once with the embedded logistic model
+	// fitted on labelled pairs (calibration.go, `nddlab train
+	// calibration`); "confidences" combines the hand-set confidences below
+	// (noisy-or of I-Match and the better of ANDD and q-grams, short keys
+	// by maximum), the model of earlier versions; "calibrated-confirmed"
+	// (the default) is "confidences" except for the copies of a confirmed
+	// campaign (ConfirmedReporters), read with the calibrated model's
+	// weights for confirmed campaigns.
+	MatchModel string `yaml:"match_model" json:"match_model"`
+
 	// IMatchConfidence is the confidence that a message is a copy of a
 	// campaign given that one of its I-Match signatures (one bag) matched;
 	// matched bags combine as independent evidence: 1 − Π(1 − c).
@@ -123,13 +134,45 @@ type Policy struct {
 	// never reject). Default reject.
 	MaxAction string `yaml:"max_action" json:"max_action"`
 
+	// GraymailReporters: a checked message with signs of legitimate bulk
+	// mail seen before (a mailing list or a sender domain that delivered
+	// at least GraymailHamMessages accepted messages: graymail.go) that
+	// matches a campaign with fewer than GraymailReporters distinct spam
+	// reporters is accepted unless it is a near-copy of the reported text
+	// (nearCopy: q-gram similarity, or the ANDD estimate when it has no
+	// q-gram sketch, at least GraymailSimilarity with an I-Match signature
+	// in common, GraymailSimilarity + 0.1 without), and is then at most
+	// tagged. Defaults 5, 10 and 0.7.
+	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
+	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
+	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`
+
+	// ConfirmedReporters: a campaign with at least this many distinct
+	// spam reporters and no not-spam reporter is confirmed spam, and the
+	// calibrated model reads its copies' match with the weights fitted
+	// against reported spam only (MatchModel.Confirmed). Default 5.
+	ConfirmedReporters int `yaml:"confirmed_reporters" json:"confirmed_reporters"`
+
 	// RevokeHamReporters and RevokeRatio: a not-spam report revokes a
 	// campaign (it is never acted on again) when its distinct not-spam
 	// reporters are at least RevokeHamReporters and at least RevokeRatio ×
 	// its distinct spam reporters. Defaults 2 and 0.5.
 	RevokeHamReporters int     `yaml:"revoke_ham_reporters" json:"revoke_ham_reporters"`
 	RevokeRatio        float64 `yaml:"revoke_ratio" json:"revoke_ratio"`
+
+	// model is the calibrated match model (MatchModel "calibrated").
+	model *MatchModel `yaml:"-" json:"-"`
 }
+
+// Match models (Policy.MatchModel).
+const (
+	MatchCalibrated  = "calibrated"
+	MatchConfidences = "confidences"
+	// MatchConfirmed: the hand-set confidences, except for the copies of
+	// confirmed campaigns, read with the calibrated model's weights for
+	// them.
+	MatchConfirmed = "calibrated-confirmed"
+)
 
 // DefaultPolicy returns the policy with every default filled in.
 func DefaultPolicy() Policy { return Policy{}.WithDefaults() }
@@ -166,9 +209,32 @@ func (p Policy) WithDefaults() Policy {
 	if p.RevokeHamReporters == 0 {
 		p.RevokeHamReporters = 2
 	}
+	if p.GraymailReporters == 0 {
+		p.GraymailReporters = 5
+	}
+	if p.ConfirmedReporters == 0 {
+		p.ConfirmedReporters = 5
+	}
+	if p.GraymailHamMessages == 0 {
+		p.GraymailHamMessages = 10
+	}
+	def(&p.GraymailSimilarity, 0.7)
 	if p.MaxAction == "" {
 		p.MaxAction = action.Reject.String()
 	}
+	if p.MatchModel == "" {
+		p.MatchModel = MatchConfirmed
+	}
+	if p.MatchModel != MatchConfidences && p.model == nil {
+		p.model, _ = DefaultMatchModel() // Validate reports the error
+	}
+	return p
+}
+
+// WithMatchModel returns p with the calibrated match model m instead of
+// the embedded one (a model fitted by `nddlab train calibration`).
+func (p Policy) WithMatchModel(m *MatchModel) Policy {
+	p.MatchModel, p.model = MatchCalibrated, m
 	return p
 }
 
@@ -211,6 +277,7 @@ func (p Policy) Validate() error {
 	prob("qgram_confidence_max", p.QGramConfidenceMax)
 	prob("short_confidence", p.ShortConfidence)
 	prob("lead_confidence", p.LeadConfidence)
+	prob("graymail_similarity", p.GraymailSimilarity)
 	if p.ANDDConfidenceMax < p.ANDDConfidenceAtThreshold {
 		errs = append(errs, errors.New("policy.andd_confidence_max must be ≥ policy.andd_confidence_at_threshold"))
 	}
@@ -223,8 +290,27 @@ func (p Policy) Validate() error {
 	if p.RevokeHamReporters < 0 {
 		errs = append(errs, fmt.Errorf("policy.revoke_ham_reporters must be ≥ 0, got %d", p.RevokeHamReporters))
 	}
+	if p.ConfirmedReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.confirmed_reporters must be ≥ 0, got %d", p.ConfirmedReporters))
+	}
+	if p.GraymailReporters < 0 {
+		errs = append(errs, fmt.Errorf("policy.graymail_reporters must be ≥ 0, got %d", p.GraymailReporters))
+	}
+	if p.GraymailHamMessages < 0 {
+		errs = append(errs, fmt.Errorf("policy.graymail_ham_messages must be ≥ 0, got %d", p.GraymailHamMessages))
+	}
 	if _, err := action.Parse(p.MaxAction); err != nil {
 		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))
+	}
+	switch p.MatchModel {
+	case MatchCalibrated, MatchConfirmed:
+		if p.model == nil {
+			_, err := DefaultMatchModel()
+			errs = append(errs, fmt.Errorf("policy.match_model: %w", err))
+		}
+	case MatchConfidences:
+	default:
+		errs = append(errs, fmt.Errorf("policy.match_model must be %q, %q or %q, got %q", MatchConfirmed, MatchCalibrated, MatchConfidences, p.MatchModel))
 	}
 	return errors.Join(errs...)
 }
@@ -402,6 +488,16 @@ type Decision struct {
 	// Short are the kinds of the short-message keys matched ("all",
 	// "media", "links", "body", "lead"), in order of evidence.
 	Short []string `json:"short,omitempty"`
+	// Inputs are the measurements of the message against the campaign
+	// (what the calibrated match model weighs and the graymail near-copy
+	// test reads) and MatchModel the version of the model match came from
+	// (0 when it came from the hand-set confidences).
+	Inputs     *MatchInputs `json:"inputs,omitempty"`
+	MatchModel int          `json:"match_model,omitempty"`
+	// Confirmed is set when the campaign is confirmed (at least
+	// policy.confirmed_reporters spam reporters, no not-spam reporter)
+	// and the model's weights for confirmed campaigns were used.
+	Confirmed bool `json:"confirmed,omitempty"`
 	// Threshold is the probability above which the policy picks Action
 	// (for accept, the tag threshold P stayed at or below), and CostFP the
 	// false-positive cost that set it (cost_fp of Action; cost_fp.tag for
@@ -414,6 +510,18 @@ type Decision struct {
 	RejectMinReporters int `json:"reject_min_reporters,omitempty"`
 	// MaxAction is set when policy.max_action capped the action.
 	MaxAction *action.Action `json:"max_action,omitempty"`
+	// SingleReporter is set when the campaign has one spam reporter and
+	// p asked for more than tag: one account never raises a campaign above
+	// tag.
+	SingleReporter bool `json:"single_reporter,omitempty"`
+	// Graymail is set when the message's signs of legitimate bulk mail
+	// held the action back (graymail.go), GraymailLimit to what.
+	Graymail      *Graymail      `json:"graymail,omitempty"`
+	GraymailLimit *action.Action `json:"graymail_limit,omitempty"`
+	// graymailReporters is the policy's GraymailReporters and
+	// graymailInputs the measurements the near-copy test read, for Explain.
+	graymailReporters int
+	graymailInputs    MatchInputs
 	// PooledWith lists the other campaigns whose reporters were counted
 	// (each reporter once) with the campaign's: the message matched them
 	// too and they are near-duplicates of it (pool.go).
@@ -426,19 +534,58 @@ type Decision struct {
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	d := p.decide(c, ev, threshold, p.Thresholds())
+	d := p.decide(c, ev, inputsOf(verifiedOnly(ev, threshold)), nil, threshold, p.Thresholds())
 	d.Rule = d.Explain()
 	return d
 }
 
+// verifiedOnly returns ev without the ANDD and q-gram evidence below its
+// threshold (threshold for ANDD, the evidence's own for q-grams): no
+// evidence for the hand-set confidences either, and what the engine never
+// passes on as evidence.
+func verifiedOnly(ev []Evidence, threshold float64) []Evidence {
+	out := make([]Evidence, 0, len(ev))
+	for _, e := range ev {
+		if e.Family == FamilyANDD && e.Similarity < threshold || e.Family == FamilyQGram && e.Similarity < e.Threshold {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// match is the match probability of the evidence ev, whose measurements
+// are in: the calibrated model's, or the hand-set confidences'.
+func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold float64) (float64, int) {
+	switch {
+	case p.model != nil && p.MatchModel == MatchCalibrated:
+		return p.model.Probability(in, confirmed), p.model.Version
+	case p.model != nil && p.MatchModel == MatchConfirmed && confirmed:
+		// Never below the hand-set confidences: the model reads the
+		// measurements a copy has, the confidences the signatures.
+		c, m := p.matchConfidence(ev, threshold), p.model.Probability(in, true)
+		if m > c {
+			return m, p.model.Version
+		}
+		return c, 0
+	}
+	return p.matchConfidence(ev, threshold), 0
+}
+
 // decide is Decide for a policy with defaults applied and its thresholds,
 // without rendering Rule (only the chosen campaign's is needed).
-func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th []Threshold) Decision {
+func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, threshold float64, th []Threshold) Decision {
 	d := Decision{
-		Match: p.matchConfidence(ev, threshold), Reputation: p.reputation(c),
-		Campaign: c.ID, State: c.State,
+		Reputation: p.reputation(c),
+		Campaign:   c.ID, State: c.State,
 		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
 		ANDDThreshold: threshold,
+	}
+	confirmed := c.State == store.StateActive && c.SpamReporters >= int64(p.ConfirmedReporters) && c.HamReporters == 0
+	d.Match, d.MatchModel = p.match(ev, in, confirmed, threshold)
+	d.Inputs = &in
+	if d.MatchModel > 0 {
+		d.Confirmed = confirmed && len(p.model.Confirmed) > 0
 	}
 	d.IMatchBags, d.ANDD, d.Short = evidenceFactors(ev)
 	d.QGram, d.QGramThreshold = qgramFactor(ev)
@@ -459,6 +606,16 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, threshold float64, th 
 	if best == action.Reject && c.SpamReporters < int64(p.RejectMinReporters) {
 		d.RejectMinReporters = p.RejectMinReporters
 		best = p.bestBelow(action.Reject, d.P)
+	}
+	if best > action.Tag && c.SpamReporters <= 1 {
+		d.SingleReporter = true
+		best = p.bestBelow(action.Quarantine, d.P)
+	}
+	if gray != nil {
+		if lim := p.graymailLimit(c.SpamReporters, in); best > lim {
+			d.Graymail, d.GraymailLimit, d.graymailReporters, d.graymailInputs = gray, &lim, p.GraymailReporters, in
+			best = p.bestBelow(lim+1, d.P)
+		}
 	}
 	if best > maxA {
 		d.MaxAction = &maxA
@@ -488,6 +645,16 @@ func (d *Decision) Explain() string {
 	if d.RejectMinReporters > 0 {
 		why = fmt.Sprintf("; reject needs %d spam reporters, has %d", d.RejectMinReporters, d.SpamReporters)
 	}
+	if d.SingleReporter {
+		why += "; one spam reporter never raises a campaign above tag"
+	}
+	if d.Graymail != nil {
+		if *d.GraymailLimit == action.Accept {
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless a near-copy, and %s is not one", d.Graymail, d.graymailReporters, d.graymailInputs)
+		} else {
+			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts is at most tagged", d.Graymail, d.graymailReporters)
+		}
+	}
 	if d.MaxAction != nil {
 		why += fmt.Sprintf("; capped by max_action=%s", *d.MaxAction)
 	}
@@ -495,8 +662,16 @@ func (d *Decision) Explain() string {
 	if len(d.PooledWith) > 0 {
 		pooled = fmt.Sprintf(" with campaign%s %s", plural(len(d.PooledWith)), joinIDs(d.PooledWith))
 	}
+	summary := d.evidenceSummary()
+	if d.MatchModel > 0 && d.Inputs != nil {
+		conf := ""
+		if d.Confirmed {
+			conf = ", confirmed campaign"
+		}
+		summary = fmt.Sprintf("match model v%d%s: %s", d.MatchModel, conf, d.Inputs)
+	}
 	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters%s, %d msgs)",
-		d.Match, d.evidenceSummary(), d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
+		d.Match, summary, d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
 	switch {
 	case d.Action == action.Accept && why == "":
 		return fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",

@@ -85,8 +85,13 @@ func TestDecide(t *testing.T) {
 		{name: "ham outweighs", c: camp(2, 2, 10), ev: allBags(), want: action.Accept, ruleHas: "accept: p="},
 		{name: "allowed never acts", c: allowed, ev: allBags(), want: action.Accept, ruleHas: "allowed by an administrator"},
 		{name: "revoked never acts", c: revoked, ev: allBags(), want: action.Accept, ruleHas: "revoked"},
-		{name: "ANDD at threshold caps at tag", c: camp(20, 0, 100), ev: anddAt(0.8), want: action.Tag, maxMatch: 0.7 + 1e-9},
-		{name: "ANDD alone never beyond tag", c: camp(20, 0, 100), ev: anddAt(1), want: action.Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
+		// The hand-set confidences hold ANDD alone at tag; the default
+		// reads a confirmed campaign's copies with the calibrated model.
+		{name: "ANDD at threshold caps at tag", policy: Policy{MatchModel: MatchConfidences}, c: camp(20, 0, 100), ev: anddAt(0.8), want: action.Tag, maxMatch: 0.7 + 1e-9},
+		{name: "ANDD alone never beyond tag", policy: Policy{MatchModel: MatchConfidences}, c: camp(20, 0, 100), ev: anddAt(1), want: action.Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
+		{name: "ANDD alone, unconfirmed campaign, tag", c: camp(4, 0, 100), ev: anddAt(1), want: action.Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
+		{name: "ANDD alone, dissent, tag", c: camp(20, 1, 100), ev: anddAt(1), want: action.Tag},
+		{name: "ANDD alone, confirmed campaign, quarantine", c: camp(20, 0, 100), ev: anddAt(1), want: action.Quarantine, ruleHas: "confirmed campaign"},
 		{name: "ANDD and one bag reject", c: camp(20, 0, 100), ev: append(allBags()[:1], anddAt(0.95)...), want: action.Reject, ruleHas: "1 I-Match bag, ANDD 0.950"},
 		{name: "ANDD below threshold is no evidence", c: camp(20, 0, 100), ev: anddAt(0.5), want: action.Accept, maxMatch: 0},
 		{name: "min reporters guard", policy: Policy{PriorOdds: 1000}, c: camp(2, 0, 0), ev: allBags(), want: action.Quarantine, ruleHas: "reject needs 3 spam reporters, has 2"},

@@ -136,7 +136,7 @@ func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidat
 			continue
 		}
 		rec.SpamReporters = ns
-		d := e.policy.decide(&rec, c.evidence, e.threshold, e.th)
+		d := e.policy.decide(&rec, c.evidence, c.inputs, c.gray, e.threshold, e.th)
 		for _, o := range in {
 			if o != c {
 				d.PooledWith = append(d.PooledWith, o.rec.rec.ID)

@@ -111,6 +111,15 @@ type Document struct {
 	// address in List-Post, Mailing-List or X-Mailing-List; "" when the
 	// message has none of them. It does not enter any signature.
 	List string
+	// ListID is the mailing list's whole identifier: the List-Id's
+	// <list.example.org>, else the List-Post (Mailing-List,
+	// X-Mailing-List) address; "" when none. It does not enter any
+	// signature.
+	ListID string
+	// Bulk is set when the message carries a bulk-mail header: a
+	// List-Unsubscribe header, or Precedence bulk, list or junk. It does
+	// not enter any signature.
+	Bulk bool
 	// Parts are the parts not read as text (images, attachments), in
 	// order, at most 64 of them; see Part.
 	Parts []Part

@@ -146,6 +146,8 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 		doc.MessageID = messageID(id)
 	}
 	doc.List = listName(&h)
+	doc.ListID = listID(&h)
+	doc.Bulk = isBulk(&h)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
 		if p.done() {
@@ -619,6 +621,47 @@ func listName(h *header) string {
 		return ""
 	}
 	return name
+}
+
+// listID is the whole identifier of a message's mailing list (see
+// Document.ListID).
+func listID(h *header) string {
+	id := ""
+	if v, ok := h.get("List-Id"); ok {
+		id = v
+		if i := strings.LastIndexByte(v, '<'); i >= 0 {
+			id = v[i+1:]
+			if j := strings.IndexByte(id, '>'); j >= 0 {
+				id = id[:j]
+			}
+		}
+	}
+	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+		if strings.TrimSpace(id) != "" {
+			break
+		}
+		if v, ok := h.get(k); ok {
+			id = addressOf(strings.ReplaceAll(v, "mailto:", " "))
+		}
+	}
+	id = strings.ToLower(strings.TrimSpace(id))
+	if len(id) > 255 || strings.ContainsAny(id, " \t\r\n<>") {
+		return ""
+	}
+	return id
+}
+
+// isBulk reports a bulk-mail header (see Document.Bulk).
+func isBulk(h *header) bool {
+	if _, ok := h.get("List-Unsubscribe"); ok {
+		return true
+	}
+	v, _ := h.get("Precedence")
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "bulk", "list", "junk":
+		return true
+	}
+	return false
 }
 
 func messageID(v string) string {

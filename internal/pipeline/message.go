@@ -27,6 +27,15 @@ type Message struct {
 	// MessageID is its Message-ID without angle brackets ("" if none); it
 	// enters no signature (a report's once-per-message rule uses it).
 	MessageID string
+	// List names the mailing list the message came through and Bulk says
+	// it carries a bulk-mail header (mime.Document.List, Bulk): the signs
+	// of graymail a check weighs. They are the checked message's own and
+	// not part of the evidence format (a replicated report has none).
+	List string
+	Bulk bool
+	// ListID is the list's whole identifier (mime.Document.ListID), what
+	// the graymail signs count accepted messages under.
+	ListID string
 	// Excerpt is the start of the message's visible text (at most
 	// MaxExcerpt bytes, cut between characters), for a campaign's sample.
 	Excerpt string
@@ -258,7 +267,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, List: doc.List, ListID: doc.ListID, Bulk: doc.Bulk, Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 		sorted: terms.Sorted,
 	}

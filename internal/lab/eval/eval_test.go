@@ -419,3 +419,37 @@ func TestRunReporters(t *testing.T) {
 		}
 	}
 }
+
+func TestRunMistaken(t *testing.T) {
+	c, opts := loadSynthetic(t)
+	res, err := RunMistaken(context.Background(), c, MistakenOptions{Seeds: 2, Accuracy: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 || res.Rows[0].Reporters != 1 || res.Rows[1].Reporters != 3 {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	ham := float64(c.Count(Ham))
+	for _, row := range res.Rows {
+		if row.Reported+row.Checked != ham || row.Near+row.Far != row.Checked {
+			t.Errorf("row %+v: reported + checked ≠ %g ham", row, ham)
+		}
+		// The synthetic ham are random texts: none is a near-copy of
+		// another, and none may be flagged.
+		if row.Near != 0 || row.Flagged(false) != 0 {
+			t.Errorf("row %+v: near-copies or flagged ham", row)
+		}
+	}
+	if got := res.Rows[0].Reported; got != math.Round(0.1*ham) {
+		t.Errorf("1 reporter reported %g, want %g", got, math.Round(0.1*ham))
+	}
+	var b bytes.Buffer
+	if err := (&Results{Mistaken: res}).WriteMarkdown(&b, "docs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Mistaken reports", "| mistaken reporters |", "not-near-copies flagged 0: met"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+}

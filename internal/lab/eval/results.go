@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/nddmilter/nddmilter/internal/action"
 )
 
 // Results is everything one eval invocation measured.
@@ -19,6 +21,9 @@ type Results struct {
 	Adversarial *AdversarialResult `json:"adversarial,omitempty"`
 	Padding     *PaddingResult     `json:"padding,omitempty"`
 	Reporters   *ReportersResult   `json:"reporters,omitempty"`
+	Mistaken    *MistakenResult    `json:"mistaken,omitempty"`
+	Calibration *CalibrationResult `json:"calibration,omitempty"`
+	Confirmed   *ConfirmedResult   `json:"confirmed,omitempty"`
 	Speed       *SpeedResult       `json:"speed,omitempty"`
 	Zap         *ZapResult         `json:"zap,omitempty"`
 	Plots       []string           `json:"plots,omitempty"`
@@ -49,6 +54,13 @@ func (r *Results) Write(w io.Writer, o OutputOptions) error {
 			return err
 		}
 		r.Plots = p
+		if r.Calibration != nil {
+			f := filepath.Join(o.Plots, "reliability.svg")
+			if err := os.WriteFile(f, []byte(r.Calibration.reliabilityPlot()), 0o644); err != nil {
+				return fmt.Errorf("plots: %w", err)
+			}
+			r.Plots = append(r.Plots, f)
+		}
 		// the raw figures beside the plots, for --speed-from and scripts
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
@@ -94,6 +106,24 @@ func (r *Results) writeText(w io.Writer) {
 		fmt.Fprintln(w, "## Every spam reported")
 		fmt.Fprintln(w)
 		r.Reporters.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Mistaken != nil {
+		fmt.Fprintln(w, "## Mistaken reports")
+		fmt.Fprintln(w)
+		r.Mistaken.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Calibration != nil {
+		fmt.Fprintln(w, "## Calibration of the match probability")
+		fmt.Fprintln(w)
+		r.Calibration.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if r.Confirmed != nil {
+		fmt.Fprintln(w, "## Copies of confirmed campaigns")
+		fmt.Fprintln(w)
+		r.Confirmed.WriteMarkdown(w)
 		fmt.Fprintln(w)
 	}
 	if r.Speed != nil {
@@ -171,11 +201,14 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 	fmt.Fprintln(w, "./nddlab eval                      # near-duplicate accuracy table")
 	fmt.Fprintln(w, "./nddlab eval adversarial          # robustness per randomization kind")
 	fmt.Fprintln(w, "./nddlab eval reporters            # every spam reported by 3 users, every message checked")
+	fmt.Fprintln(w, "./nddlab eval mistaken             # legitimate mail reported as junk by 1 and 3 users")
+	fmt.Fprintln(w, "./nddlab eval confirmed            # copies of campaigns reported by 5 users")
+	fmt.Fprintln(w, "./nddlab eval calibration          # the match probability's calibration on held-out seeds")
 	fmt.Fprintln(w, "./nddlab eval speed                # speed table")
 	fmt.Fprintln(w, "./nddlab eval zap                  # zero-hour purge: a campaign's copies left in INBOX without and with it")
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
-	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil {
+	if r.Accuracy != nil || r.Adversarial != nil || r.Reporters != nil || r.Mistaken != nil || r.Confirmed != nil {
 		fmt.Fprintln(w, "## Goals of the default configuration")
 		fmt.Fprintln(w)
 		r.writeGoals(w)
@@ -210,6 +243,31 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 		fmt.Fprintln(w)
 		rp.WriteMarkdown(w)
 		fmt.Fprintln(w)
+	}
+	if m := r.Mistaken; m != nil {
+		fmt.Fprintln(w, "## Mistaken reports")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Users report mail they once subscribed to. This protocol measures what such reports do to everybody else's legitimate mail: not-near-copies of a reported message must never be flagged, near-copies at most tagged.")
+		fmt.Fprintln(w)
+		m.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if cf := r.Confirmed; cf != nil {
+		fmt.Fprintln(w, "## Copies of confirmed campaigns")
+		fmt.Fprintln(w)
+		cf.WriteMarkdown(w)
+		fmt.Fprintln(w)
+	}
+	if cal := r.Calibration; cal != nil {
+		fmt.Fprintln(w, "## Calibration of the match probability")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "The probability that a message is a copy of a campaign (docs/POLICY.md, \"The probability model\") is one logistic model over every evidence family's measurements, fitted by `nddlab train calibration` and embedded in the binary (`internal/campaign/data/match-model.json`). Each family's own model and the joint model are fitted here again on the fit seeds and measured, with the shipped one, on held-out seeds.")
+		fmt.Fprintln(w)
+		cal.WriteMarkdown(w)
+		fmt.Fprintln(w)
+		if p := plot("reliability.svg"); p != "" {
+			fmt.Fprintf(w, "![Reliability diagram of the match probability](%s)\n\n", p)
+		}
 	}
 	fmt.Fprintln(w, "## Comparison with peers")
 	fmt.Fprintln(w)
@@ -283,6 +341,17 @@ func (r *Results) writeGoals(w io.Writer) {
 			fmt.Fprintf(w, "- %.1f%% of the reported spam is not flagged even unmodified (%d of %d reports gave no signature: too few words); the robustness rates are measured on copies of the others.\n", 100*(1-a.Baseline), a.Skipped, a.Reported)
 		}
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
+	}
+	if m := r.Mistaken; m != nil {
+		for _, row := range m.Rows {
+			above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
+				row.Reporters, 100*m.Share, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
+		}
+	}
+	if cf := r.Confirmed; cf != nil {
+		n, of := cf.CloseQuarantined()
+		fmt.Fprintf(w, "- A campaign with %d spam reporters and no dissent: its copies at estimated similarity ≥ %.2f reach quarantine: %s (%d of %d).\n", cf.Reporters, cf.Similarity, mark(n == of), n, of)
 	}
 	if rp := r.Reporters; rp != nil {
 		fmt.Fprintf(w, "- Zero false positives when every spam is reported by %d users and every ham then checked: %s (%d of %d ham flagged).\n", rp.Reporters, mark(len(rp.FlaggedHam) == 0), len(rp.FlaggedHam), rp.Ham)

@@ -1,0 +1,163 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/nddmilter/nddmilter/internal/action"
+	"github.com/nddmilter/nddmilter/internal/pipeline"
+)
+
+// Graymail (docs/POLICY.md, "Graymail").
+//
+// Users report mail they once subscribed to: newsletters, mailing-list
+// posts, notifications. Such mail carries signs of legitimate bulk mail
+// that this server has seen before: it came through a mailing list
+// (List-Id, List-Post, …) that delivered at least
+// Policy.GraymailHamMessages accepted messages here, or its sender domain
+// did (the ham-senders table, senders.go). A header alone is no sign: a
+// spammer writes List-Id and List-Unsubscribe headers as easily as any
+// other. A checked copy with such signs of a campaign that fewer than
+// Policy.GraymailReporters accounts reported stays at accept (the
+// reporters' own copies are theirs: their Junk folders), unless it is a
+// near-copy of the reported text (nearCopy), and it is then never more
+// than tagged. A campaign that many accounts reported is decided as any
+// other.
+
+// Graymail lists the signs of legitimate bulk mail a checked message
+// carries.
+type Graymail struct {
+	// List is the mailing list the message came through (its whole
+	// identifier, mime's ListID) when it delivered at least Policy.GraymailHamMessages accepted
+	// messages (ListHam of them, counted by this process).
+	List    string `json:"list,omitempty"`
+	ListHam int64  `json:"list_ham,omitempty"`
+	// Bulk is set for a List-Unsubscribe or Precedence bulk/list/junk
+	// header.
+	Bulk bool `json:"bulk,omitempty"`
+	// Sender is the message's sender domain when it sent at least
+	// Policy.GraymailHamMessages accepted messages (SenderHam of them).
+	Sender    string `json:"sender,omitempty"`
+	SenderHam int64  `json:"sender_ham,omitempty"`
+}
+
+// String names the signs: "list spamassassin-talk, bulk-mail header,
+// sender example.org (120 accepted messages)".
+func (g *Graymail) String() string {
+	var parts []string
+	if g.List != "" {
+		parts = append(parts, fmt.Sprintf("list %s (%d accepted messages)", g.List, g.ListHam))
+	}
+	if g.Bulk {
+		parts = append(parts, "bulk-mail header")
+	}
+	if g.Sender != "" {
+		parts = append(parts, fmt.Sprintf("sender %s (%d accepted messages)", g.Sender, g.SenderHam))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// graymailOf returns the graymail signs of m, nil when it has none.
+func (e *core) graymailOf(m *pipeline.Message) *Graymail {
+	var g Graymail
+	if m.ListID != "" {
+		if n := e.lists.count(m.ListID); n >= e.policy.GraymailHamMessages {
+			g.List, g.ListHam = m.ListID, n
+		}
+	}
+	if e.senders != nil {
+		if d := SenderDomain(m.From); d != "" {
+			if n := e.senders.HamMessages(d); n >= e.policy.GraymailHamMessages {
+				g.Sender, g.SenderHam = d, n
+			}
+		}
+	}
+	if g.List == "" && g.Sender == "" {
+		return nil
+	}
+	g.Bulk = m.Bulk
+	return &g
+}
+
+// maxLists bounds the lists counted by a listTable.
+const maxLists = 4096
+
+// listTable counts the accepted messages that matched no campaign by the
+// mailing list they came through, in memory (this process's own count; a
+// restart starts it again). When full, a new list takes the place of the
+// least counted one, so that lists named once cannot keep out a list
+// that delivers every day. It is safe for concurrent use.
+type listTable struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func newListTable() *listTable { return &listTable{n: map[string]int64{}} }
+
+// record counts one accepted message of list.
+func (t *listTable) record(list string) {
+	if list == "" || len(list) > MaxReporterLen {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.n[list]; !ok && len(t.n) >= maxLists {
+		least, ln := "", int64(-1)
+		for k, v := range t.n {
+			if ln < 0 || v < ln {
+				least, ln = k, v
+			}
+		}
+		delete(t.n, least)
+	}
+	t.n[list]++
+}
+
+// count is the accepted messages counted for list.
+func (t *listTable) count(list string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[list]
+}
+
+// graymailLimit is the strongest action the policy allows on a graymail
+// copy, measured in, of a campaign with spam distinct spam reporters
+// (Reject when the campaign has enough reporters to be decided as any
+// other).
+func (p *Policy) graymailLimit(spam int64, in MatchInputs) action.Action {
+	switch {
+	case spam >= int64(p.GraymailReporters):
+		return action.Reject
+	case p.nearCopy(in):
+		return action.Tag
+	}
+	return action.Accept
+}
+
+// nearCopy reports whether the measurements in say that the message is a
+// near-copy of the reported text rather than a look-alike of it (another
+// issue of the same newsletter, another post to the same list): its text
+// similarity, the q-gram estimate (the share of distinct text shared; the
+// ANDD estimate when the message has no q-gram sketch), reaches
+// GraymailSimilarity with an I-Match signature in common (the set of
+// distinct words agrees through one of the lexicons), GraymailSimilarity
+// + 0.1 without one; with an I-Match signature and no similarity measured
+// (a message too short for sketches), it is one. Look-alike issues of a
+// newsletter share most of their words, in another order and with other
+// details, which the q-grams tell apart. A short message whose whole
+// content matched is one; its body or lead alone does not make one (a
+// short post's body is often a signature or a quoted line).
+func (p *Policy) nearCopy(in MatchInputs) bool {
+	if in.Whole {
+		return true
+	}
+	sim := in.QGram
+	if sim < 0 {
+		sim = in.ANDD
+	}
+	if in.Bags > 0 {
+		return sim < 0 || sim >= p.GraymailSimilarity
+	}
+	return sim >= min(p.GraymailSimilarity+0.1, 1)
+}
