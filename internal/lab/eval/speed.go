@@ -393,11 +393,12 @@ func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 }
 
 // markdownOmits reports the benchmark lines RESULTS.md leaves out: the
-// temporary store's path, the noise probe and the cache warm-up say
-// nothing about the product (--json keeps them).
+// temporary store's path, the noise probe, the cache warm-up and the
+// record cache's hit rate say nothing about the product (--json keeps
+// them).
 func markdownOmits(line string) bool {
 	switch line {
-	case "store", "noise probe", "warm-up":
+	case "store", "noise probe", "warm-up", "record cache":
 		return true
 	}
 	return false
