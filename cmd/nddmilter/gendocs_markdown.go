@@ -19,8 +19,8 @@ const cliPage = "docs/CLI.md"
 // writeMarkdown writes one Markdown page of every available command, from
 // the commands' own help: the short description, the usage line and the
 // flags of each. The global flags are listed once, under the root command.
-// cobra's completion subcommands (one per shell) are left out: `nddmilter
-// completion SHELL --help` documents them.
+// cobra's completion command is left out: `nddmilter completion --help`
+// documents it.
 func writeMarkdown(w io.Writer, root *cobra.Command) error {
 	var b bytes.Buffer
 	b.WriteString("# Command-line reference\n\n")
@@ -41,9 +41,13 @@ func writeMarkdown(w io.Writer, root *cobra.Command) error {
 		if c != root && !c.IsAvailableCommand() {
 			return
 		}
-		writeCommand(&b, c, c == root, shared)
 		if c.Name() == "completion" {
 			return
+		}
+		// A group that only holds subcommands gets no section of its
+		// own: its subcommands' paths name it.
+		if c == root || c.Runnable() {
+			writeCommand(&b, c, c == root, shared)
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)

@@ -27,7 +27,11 @@ func num(x float64) string {
 }
 
 // WriteMarkdown prints the accuracy tables as Markdown.
-func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
+func (r *AccuracyResult) WriteMarkdown(w io.Writer) { r.writeMarkdown(w, true) }
+
+// writeMarkdown prints the accuracy tables; detail adds the engine's
+// actions per class (RESULTS.md leaves them to the plain-text output).
+func (r *AccuracyResult) writeMarkdown(w io.Writer, detail bool) {
 	fmt.Fprintf(w, "Corpus: %d messages (%d spam, %d ham). Usable spam: %d (%d trivial duplicates and %d with fewer than %d unique terms removed, as in the paper's sect. 6.3).\n",
 		r.Messages, r.Spam, r.Ham, r.UsableSpam, r.TrivialDups, r.ShortSpam, MinUnique)
 	fmt.Fprintf(w, "Per seed, %.0f spam (%.0f%%) are reported and every other message is checked; %.1f of the reported messages have at least one checked near-duplicate (cosine ≥ %.2f over unique terms), %.1f on average. Averages over %d seeds.\n\n",
@@ -47,7 +51,7 @@ func (r *AccuracyResult) WriteMarkdown(w io.Writer) {
 			eng = append(eng, row)
 		}
 	}
-	if len(eng) > 0 {
+	if len(eng) > 0 && detail {
 		acts := []action.Action{action.Accept, action.Tag, action.Quarantine, action.Reject}
 		fmt.Fprintln(w, "\nActions taken by the engine on the checked messages (mean per seed):")
 		fmt.Fprintln(w)
@@ -92,8 +96,13 @@ func rel(base, p string) string {
 	return p
 }
 
-// WriteMarkdown prints the adversarial table as Markdown.
-func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
+// WriteMarkdown prints the adversarial tables as Markdown.
+func (r *AdversarialResult) WriteMarkdown(w io.Writer) { r.writeMarkdown(w, true) }
+
+// writeMarkdown prints the adversarial tables; detail adds the seed
+// methods and the q-gram sketches alone per kind (RESULTS.md leaves them
+// to the plain-text output of nddlab eval adversarial).
+func (r *AdversarialResult) writeMarkdown(w io.Writer, detail bool) {
 	fmt.Fprintf(w, "Seed %d: %d spam reported (%d without any signature); %.1f%% of the reported messages are flagged unmodified, and copies are made of those. Detection rate of the default engine (action ≠ accept) per randomization kind and strength (share of words affected, of paragraphs moved, or length of appended text):\n\n",
 		r.Seed, r.Reported, r.Skipped, 100*r.Baseline)
 	strengths := r.Strengths()
@@ -125,6 +134,17 @@ func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, " %s | %s | %s | %s |\n", pct(float64(im), float64(det)), pct(float64(an), float64(det)), pct(float64(sh), float64(det)), pct(float64(qg), float64(det)))
 	}
 	fmt.Fprintf(w, "\n✗: below the 0.9 goal. Evidence columns: share of the detected copies (all strengths) whose verdict has a matching I-Match signature / a verified ANDD sketch / a short-message key (internal/shortsig; for these long messages, the lead key: same subject and leading text) / a verified q-gram sketch (internal/qgram). Ham flagged with the same store: %d of %d.\n", r.HamFlagged, r.HamChecked)
+	if detail {
+		r.writeSeedMethods(w, strengths)
+	} else {
+		fmt.Fprintf(w, "\n`nddlab eval adversarial` also measures SpotSigs, PPJoin and the q-gram sketches alone on the same copies; for them the ham found is: SpotSigs %d, PPJoin %d of %d.\n", r.SpotSigsHam, r.PPJoinHam, r.HamChecked)
+	}
+	r.writeDistance(w, strengths)
+}
+
+// writeSeedMethods prints what the seed methods and the q-gram sketches
+// alone find of the copies, per kind and strength.
+func (r *AdversarialResult) writeSeedMethods(w io.Writer, strengths []float64) {
 	fmt.Fprintf(w, "\nThe seed methods alone on the same copies (docs/design/methods.md): share of the copies whose original SpotSigs (its index of the reported messages; weighted Jaccard of spot signatures ≥ %.2f) / PPJoin (exact cosine over unique terms ≥ %.2f) finds:\n\n", spotsigs.DefaultThreshold, seedCosine)
 	fmt.Fprint(w, "| kind |")
 	for _, s := range strengths {
@@ -146,6 +166,11 @@ func (r *AdversarialResult) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nHam for which they find a reported message: SpotSigs %d, PPJoin %d of %d.\n", r.SpotSigsHam, r.PPJoinHam, r.HamChecked)
 	writeQGramAlone(w, r, strengths)
+}
+
+// writeDistance prints how far the copies are from their originals and
+// the detection among those still near-duplicates.
+func (r *AdversarialResult) writeDistance(w io.Writer, strengths []float64) {
 	fmt.Fprintln(w, "\nHow far the copies are from their originals: mean cosine over unique terms (the ground truth's measure), and the detection rate among the copies that are still near-duplicates by the paper's definition (cosine ≥ 0.9; their number in parentheses):")
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| kind |")

@@ -392,13 +392,13 @@ func (r *SpeedResult) WriteMarkdown(w io.Writer) {
 	}
 }
 
-// markdownOmits reports the benchmark lines RESULTS.md leaves out: the
+// markdownOmits reports the benchmark lines the tables leave out: the
 // temporary store's path, the noise probe, the cache warm-up and the
-// record cache's hit rate say nothing about the product (--json keeps
-// them).
+// record cache's hit rate say nothing about the product, and a sample
+// verdict is not a figure (--json keeps them all).
 func markdownOmits(line string) bool {
 	switch line {
-	case "store", "noise probe", "warm-up", "record cache":
+	case "store", "noise probe", "warm-up", "record cache", "sample tag":
 		return true
 	}
 	return false
