@@ -113,7 +113,11 @@ func defaultValues(t *testing.T) map[string]string {
 			case v.Kind == yaml.MappingNode:
 				out[prefix+k] = "{}"
 			case v.Kind == yaml.SequenceNode:
-				out[prefix+k] = "[]"
+				var items []string
+				for _, it := range v.Content {
+					items = append(items, it.Value)
+				}
+				out[prefix+k] = "[" + strings.Join(items, ", ") + "]"
 			case v.Value == "":
 				out[prefix+k] = `""`
 			default:

@@ -13,7 +13,7 @@ import (
 )
 
 // SchemaVersion is the version of the key schema this code writes. See
-// docs/STORE.md for the layout.
+// docs/design/store.md for the layout.
 const SchemaVersion = 4
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's

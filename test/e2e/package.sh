@@ -102,6 +102,8 @@ id nddmilter >/dev/null 2>&1 && pass "(a) system user: $(id nddmilter)" || fail 
 check_stat /var/lib/nddmilter "nddmilter:nddmilter 700"
 check_stat "$CONF" "root:nddmilter 640"
 grep -qx /etc/nddmilter/nddmilter.yaml /var/lib/dpkg/info/nddmilter.conffiles && pass "(a) $CONF is a conffile" || fail "(a) $CONF is not a conffile"
+grep -q '^License: Apache-2.0' /usr/share/doc/nddmilter/copyright 2>/dev/null && grep -q 'Apache License' /usr/share/doc/nddmilter/LICENSE &&
+	pass "(a) /usr/share/doc/nddmilter/copyright (Apache-2.0) and LICENSE" || fail "(a) no Apache-2.0 copyright file or LICENSE in /usr/share/doc/nddmilter"
 grep -q '^  dir: /var/lib/nddmilter$' "$CONF" && pass "(a) packaged store.dir: /var/lib/nddmilter" || fail "(a) packaged store.dir: $(grep -A2 '^store:' "$CONF" | grep dir:)"
 want="nddmilter $(cd "$ROOT" && git describe --tags --always --dirty)"
 version=$(/usr/bin/nddmilter version 2>&1)
