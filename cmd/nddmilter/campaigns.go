@@ -299,7 +299,7 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 		}
 		fmt.Fprintf(w, "    %s\n", k)
 	}
-	fmt.Fprintln(w, "  reporters (hash of the id: first 16 hex digits of its SHA-256; kind, first and last report)")
+	fmt.Fprintln(w, "  reporters (hash of the id: first 16 hex digits of its SHA-256; kind, first and last report; a spam reporter's weight from its record)")
 	named := map[string]string{}
 	for _, n := range names {
 		// Reports are counted under the normalized id (reports.realm
@@ -316,6 +316,9 @@ func printDetail(w io.Writer, d api.Detail, allKeys bool, names []string) {
 			continue
 		}
 		line := fmt.Sprintf("    %s  %-4s  %s  %s", r.Hash, r.Kind, ts(r.First), ts(r.Last))
+		if tr := r.Trust; tr != nil {
+			line += fmt.Sprintf("  weight %.2f (%d agreed, %d contradicted of %d)", tr.Weight, tr.Agreed, tr.Contradicted, tr.Judged)
+		}
 		if n := named[r.Hash]; n != "" {
 			line += "  = " + oneLine(n)
 		}

@@ -330,6 +330,7 @@ daemon stopped.`,
 					{res.OrphanKeyList, "key-list entries not backed by the index"},
 					{res.OrphanReporters, "reporter records of missing campaigns"},
 					{res.OrphanDays, "day counters of missing campaigns"},
+					{res.ReporterIndex, "entries of the index by reporter missing or without their reporter record"},
 					{res.CountMismatch, "campaign records with wrong key or reporter counts"},
 				} {
 					if p.n > 0 {

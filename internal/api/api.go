@@ -311,7 +311,15 @@ type Reporter struct {
 	Hash  string    `json:"hash"` // 16 hex digits: SHA-256 of the reporter id
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
+	// Trust is a spam reporter's record and weight (docs/POLICY.md,
+	// "Reporter trust"), for the first MaxTrustReporters spam reporters
+	// when reporter trust is on.
+	Trust *campaign.TrustRecord `json:"trust,omitempty"`
 }
+
+// MaxTrustReporters is the number of a campaign's spam reporters whose
+// records a detail reads.
+const MaxTrustReporters = 32
 
 // ReporterHash is the Reporter.Hash of a reporter id.
 func ReporterHash(id string) string { return fmt.Sprintf("%016x", store.ReporterHash(id)) }
@@ -348,8 +356,17 @@ func GetDetail(ctx context.Context, r *campaign.Reader, id store.CampaignID) (De
 		return Detail{}, err
 	}
 	d.Reporters = make([]Reporter, len(reps))
-	for i, r := range reps {
-		d.Reporters[i] = Reporter{Kind: KindName(r.Kind), Hash: fmt.Sprintf("%016x", r.Hash), First: r.First, Last: r.Last}
+	for i, rp := range reps {
+		d.Reporters[i] = Reporter{Kind: KindName(rp.Kind), Hash: fmt.Sprintf("%016x", rp.Hash), First: rp.First, Last: rp.Last}
+		if rp.Kind == store.KindSpam && i < MaxTrustReporters {
+			tr, ok, err := r.ReporterTrust(ctx, rp.Hash)
+			if err != nil {
+				return Detail{}, err
+			}
+			if ok {
+				d.Reporters[i].Trust = &tr
+			}
+		}
 	}
 	return d, nil
 }

@@ -75,6 +75,7 @@ type VerifyAnswer struct {
 	OrphanKeyList   int64 `json:"orphan_key_list"`
 	OrphanReporters int64 `json:"orphan_reporters"`
 	OrphanDays      int64 `json:"orphan_days"`
+	ReporterIndex   int64 `json:"reporter_index"`
 	CountMismatch   int64 `json:"count_mismatch"`
 	BadIndexEntries int64 `json:"bad_index_entries"`
 	CountersWrong   bool  `json:"counters_wrong"`
@@ -86,8 +87,8 @@ type VerifyAnswer struct {
 // NewVerifyAnswer is the JSON view of r.
 func NewVerifyAnswer(r store.VerifyResult) VerifyAnswer {
 	return VerifyAnswer{r.Campaigns, r.IndexKeys, r.KeyListEntries, r.Reporters, r.DayCounters, r.BadRecords,
-		r.DanglingIndex, r.UnlistedIndex, r.OrphanKeyList, r.OrphanReporters, r.OrphanDays, r.CountMismatch,
-		r.BadIndexEntries, r.CountersWrong, r.NoSchema, r.Repaired, r.Problems()}
+		r.DanglingIndex, r.UnlistedIndex, r.OrphanKeyList, r.OrphanReporters, r.OrphanDays, r.ReporterIndex,
+		r.CountMismatch, r.BadIndexEntries, r.CountersWrong, r.NoSchema, r.Repaired, r.Problems()}
 }
 
 // Result is the store's view of the answer.
@@ -95,7 +96,7 @@ func (a VerifyAnswer) Result() store.VerifyResult {
 	return store.VerifyResult{Campaigns: a.Campaigns, IndexKeys: a.IndexKeys, KeyListEntries: a.KeyListEntries,
 		Reporters: a.Reporters, DayCounters: a.DayCounters, BadRecords: a.BadRecords, DanglingIndex: a.DanglingIndex,
 		UnlistedIndex: a.UnlistedIndex, OrphanKeyList: a.OrphanKeyList, OrphanReporters: a.OrphanReporters,
-		OrphanDays: a.OrphanDays, CountMismatch: a.CountMismatch, BadIndexEntries: a.BadIndexEntries,
+		OrphanDays: a.OrphanDays, ReporterIndex: a.ReporterIndex, CountMismatch: a.CountMismatch, BadIndexEntries: a.BadIndexEntries,
 		CountersWrong: a.CountersWrong, NoSchema: a.NoSchema, Repaired: a.Repaired}
 }
 

@@ -21,6 +21,7 @@ func (e *Ingester) SetState(ctx context.Context, id store.CampaignID, s store.St
 func (e *Ingester) setState(ctx context.Context, st store.Store, id store.CampaignID, s store.State) error {
 	err := st.SetState(ctx, id, s)
 	e.invalidate(id)
+	e.trust.forget() // its reporters' records changed
 	return err
 }
 

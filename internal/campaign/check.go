@@ -161,7 +161,8 @@ func (e *Checker) verdict(ctx context.Context, m *pipeline.Message, o CheckOptio
 	gray := e.graymailOf(m)
 	for _, c := range res.matched {
 		c.gray = gray
-		c.decision = e.policy.decide(c.rec.rec, c.evidence, c.inputs, gray, e.threshold, e.th)
+		e.weigh(ctx, c)
+		c.decision = e.policy.decide(c.rec.rec, c.evidence, c.inputs, gray, c.weights, e.threshold, e.th)
 	}
 	best, ex := e.choose(ctx, m, res.matched)
 	v.Exempt = ex

@@ -59,6 +59,9 @@ type core struct {
 	reporters store.ReporterLister
 	batch     store.BatchReporter
 	events    store.EventStore
+	// trust weighs spam reporters by their records (trust.go); nil when
+	// off or the store keeps no history.
+	trust *trustBook
 }
 
 // capabilities asserts the optional capabilities of e.st.
@@ -67,6 +70,8 @@ func (e *core) capabilities() {
 	e.reporters, _ = e.st.(store.ReporterLister)
 	e.batch, _ = e.st.(store.BatchReporter)
 	e.events, _ = e.st.(store.EventStore)
+	hist, _ := e.st.(store.ReporterHistory)
+	e.trust = newTrustBook(hist, &e.policy, e.now)
 }
 
 // New returns an Engine over st with the given lexicon and model (model may
@@ -144,7 +149,7 @@ func (e *core) engine() *Engine {
 	return &Engine{
 		Checker:  &Checker{core: e},
 		Ingester: newIngester(e),
-		Reader: &Reader{st: e.st, senders: e.senders, reporters: e.reporters, policy: e.policy,
+		Reader: &Reader{st: e.st, senders: e.senders, reporters: e.reporters, trust: e.trust, policy: e.policy,
 			bags: e.imatch.Options().K + 1, now: e.now, log: e.log},
 	}
 }
@@ -185,6 +190,7 @@ type candidate struct {
 	bandKeys [][]byte // band keys that found it
 	qKeys    [][]byte // q-gram band keys that found it
 	decision Decision
+	weights  Weights // its spam reporters' weights (nil: each 1; trust.go)
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
 	footerNote string
@@ -471,6 +477,12 @@ type cachedRecord struct {
 	keysMu     sync.Mutex
 	keysLoaded bool
 	campKeys   [][]byte
+
+	// spam are the hashes of the campaign's spam reporters (at most
+	// trustLimit+1), read the first time they are asked for (spamHashes).
+	repMu     sync.Mutex
+	repLoaded bool
+	spam      []uint64
 }
 
 // keys returns the campaign's index keys, read from the store the first

@@ -160,6 +160,17 @@ type Policy struct {
 	RevokeHamReporters int     `yaml:"revoke_ham_reporters" json:"revoke_ham_reporters"`
 	RevokeRatio        float64 `yaml:"revoke_ratio" json:"revoke_ratio"`
 
+	// TrustHistory, TrustPrior and TrustMax weigh each spam reporter by
+	// its record (trust.go): of its TrustHistory latest campaigns, those
+	// reported as spam and allowed or revoked since contradict it, those
+	// confirmed (ConfirmedReporters) agree; its weight is (k + agreed) /
+	// (k + agreed + contradicted) × (1 + (TrustMax − 1) × agreed /
+	// (agreed + k)), k = TrustPrior, 1 without a record. Defaults 100, 4
+	// and 1.5; a negative TrustHistory turns reporter trust off.
+	TrustHistory int     `yaml:"trust_history" json:"trust_history"`
+	TrustPrior   float64 `yaml:"trust_prior" json:"trust_prior"`
+	TrustMax     float64 `yaml:"trust_max" json:"trust_max"`
+
 	// model is the calibrated match model (MatchModel "calibrated").
 	model *MatchModel `yaml:"-" json:"-"`
 }
@@ -219,6 +230,11 @@ func (p Policy) WithDefaults() Policy {
 		p.GraymailHamMessages = 10
 	}
 	def(&p.GraymailSimilarity, 0.7)
+	if p.TrustHistory == 0 {
+		p.TrustHistory = 100
+	}
+	def(&p.TrustPrior, 4)
+	def(&p.TrustMax, 1.5)
 	if p.MaxAction == "" {
 		p.MaxAction = action.Reject.String()
 	}
@@ -256,6 +272,7 @@ func (p Policy) Validate() error {
 	nonneg("miss_cost", p.MissCost)
 	nonneg("prior_odds", p.PriorOdds)
 	nonneg("revoke_ratio", p.RevokeRatio)
+	nonneg("trust_prior", p.TrustPrior)
 	lr := func(name string, v float64) {
 		if !(v >= 1) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("policy.%s must be a finite number ≥ 1, got %v", name, v))
@@ -265,6 +282,7 @@ func (p Policy) Validate() error {
 	lr("ham_reporter_lr", p.HamReporterLR)
 	lr("volume_lr", p.VolumeLR)
 	lr("volume_max_lr", p.VolumeMaxLR)
+	lr("trust_max", p.TrustMax)
 	prob := func(name string, v float64) {
 		if !(v > 0 && v < 1) {
 			errs = append(errs, fmt.Errorf("policy.%s must be in (0, 1), got %v", name, v))
@@ -397,14 +415,31 @@ func (p Policy) Reputation(c *store.Campaign) float64 {
 	return p.reputation(c)
 }
 
-func (p *Policy) reputation(c *store.Campaign) float64 {
+func (p *Policy) reputation(c *store.Campaign) float64 { return p.weightedReputation(c, nil) }
+
+// weightedReputation is Reputation with each spam reporter counting its
+// weight (trust.go), the heaviest as the first; nil weights count 1 each.
+func (p *Policy) weightedReputation(c *store.Campaign, w Weights) float64 {
 	spam := c.SpamReporters
 	if spam < 1 {
 		spam = 1
 	}
-	logOdds := math.Log(p.PriorOdds) +
-		float64(spam-1)*math.Log(p.SpamReporterLR) -
-		float64(c.HamReporters)*math.Log(p.HamReporterLR)
+	var logOdds float64
+	if w == nil {
+		logOdds = math.Log(p.PriorOdds) + float64(spam-1)*math.Log(p.SpamReporterLR)
+	} else {
+		for i, x := range w {
+			if i == 0 {
+				logOdds += x * math.Log(p.PriorOdds)
+			} else {
+				logOdds += x * math.Log(p.SpamReporterLR)
+			}
+		}
+		if rest := spam - int64(len(w)); rest > 0 {
+			logOdds += float64(rest) * math.Log(p.SpamReporterLR)
+		}
+	}
+	logOdds -= float64(c.HamReporters) * math.Log(p.HamReporterLR)
 	if c.Messages > 0 {
 		v := math.Log10(1+float64(c.Messages)) * math.Log(p.VolumeLR)
 		logOdds += math.Min(v, math.Log(p.VolumeMaxLR))
@@ -514,6 +549,9 @@ type Decision struct {
 	// p asked for more than tag: one account never raises a campaign above
 	// tag.
 	SingleReporter bool `json:"single_reporter,omitempty"`
+	// SpamWeight is the sum of the spam reporters' weights when their
+	// records make it differ from their number (reporter trust, trust.go).
+	SpamWeight float64 `json:"spam_weight,omitempty"`
 	// Graymail is set when the message's signs of legitimate bulk mail
 	// held the action back (graymail.go), GraymailLimit to what.
 	Graymail      *Graymail      `json:"graymail,omitempty"`
@@ -534,7 +572,7 @@ type Decision struct {
 // given evidence. Allowed and revoked campaigns are never acted on.
 func (p Policy) Decide(c *store.Campaign, ev []Evidence, threshold float64) Decision {
 	p = p.WithDefaults()
-	d := p.decide(c, ev, inputsOf(verifiedOnly(ev, threshold)), nil, threshold, p.Thresholds())
+	d := p.decide(c, ev, inputsOf(verifiedOnly(ev, threshold)), nil, nil, threshold, p.Thresholds())
 	d.Rule = d.Explain()
 	return d
 }
@@ -574,14 +612,17 @@ func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold 
 
 // decide is Decide for a policy with defaults applied and its thresholds,
 // without rendering Rule (only the chosen campaign's is needed).
-func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, threshold float64, th []Threshold) Decision {
+func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, w Weights, threshold float64, th []Threshold) Decision {
 	d := Decision{
-		Reputation: p.reputation(c),
+		Reputation: p.weightedReputation(c, w),
 		Campaign:   c.ID, State: c.State,
 		SpamReporters: c.SpamReporters, HamReporters: c.HamReporters, Messages: c.Messages,
 		ANDDThreshold: threshold,
 	}
 	confirmed := c.State == store.StateActive && c.SpamReporters >= int64(p.ConfirmedReporters) && c.HamReporters == 0
+	if w != nil {
+		d.SpamWeight = math.Round(w.sum(c.SpamReporters)*1000) / 1000
+	}
 	d.Match, d.MatchModel = p.match(ev, in, confirmed, threshold)
 	d.Inputs = &in
 	if d.MatchModel > 0 {
@@ -670,8 +711,12 @@ func (d *Decision) Explain() string {
 		}
 		summary = fmt.Sprintf("match model v%d%s: %s", d.MatchModel, conf, d.Inputs)
 	}
-	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam/%d not-spam reporters%s, %d msgs)",
-		d.Match, summary, d.Reputation, d.SpamReporters, d.HamReporters, pooled, d.Messages)
+	weighed := ""
+	if d.SpamWeight > 0 {
+		weighed = fmt.Sprintf(" weighing %.2f by their records", d.SpamWeight)
+	}
+	basis := fmt.Sprintf("match %.4f (%s) × reputation %.4f (%d spam%s/%d not-spam reporters%s, %d msgs)",
+		d.Match, summary, d.Reputation, d.SpamReporters, weighed, d.HamReporters, pooled, d.Messages)
 	switch {
 	case d.Action == action.Accept && why == "":
 		return fmt.Sprintf("accept: p=%.4f ≤ %.4f (tag threshold, cost_fp.tag=%g); p = %s",

@@ -129,6 +129,21 @@ func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidat
 		return best
 	}
 	ns := int64(len(spam))
+	var ws Weights
+	if ns <= trustLimit {
+		hs := make([]uint64, 0, len(spam))
+		for h := range spam {
+			hs = append(hs, h)
+		}
+		var err error
+		ids := make([]store.CampaignID, len(in))
+		for i, c := range in {
+			ids[i] = c.rec.rec.ID
+		}
+		if ws, err = e.trust.weights(ctx, ids, hs); err != nil {
+			e.log.Warn("check: reporter trust of a pool", "campaign", best.rec.rec.ID, "err", err)
+		}
+	}
 	out := best
 	for _, c := range in {
 		rec := *c.rec.rec
@@ -136,7 +151,7 @@ func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidat
 			continue
 		}
 		rec.SpamReporters = ns
-		d := e.policy.decide(&rec, c.evidence, c.inputs, c.gray, e.threshold, e.th)
+		d := e.policy.decide(&rec, c.evidence, c.inputs, c.gray, ws, e.threshold, e.th)
 		for _, o := range in {
 			if o != c {
 				d.PooledWith = append(d.PooledWith, o.rec.rec.ID)

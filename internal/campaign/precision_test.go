@@ -159,7 +159,7 @@ func TestGraymailLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &store.Campaign{ID: 3, SpamReporters: tt.spam, SpamReports: tt.spam, Messages: 10}
-			d := p.decide(c, tt.ev, tt.in, tt.gray, 0.8, p.Thresholds())
+			d := p.decide(c, tt.ev, tt.in, tt.gray, nil, 0.8, p.Thresholds())
 			d.Rule = d.Explain()
 			if d.Action != tt.want {
 				t.Errorf("action %v, want %v (rule %q)", d.Action, tt.want, d.Rule)

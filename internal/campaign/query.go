@@ -18,6 +18,7 @@ type Reader struct {
 	st        store.Store
 	senders   store.SenderStore    // nil when the store keeps no sender domains
 	reporters store.ReporterLister // nil when the store lists no reporters
+	trust     *trustBook           // nil when reporter trust is off
 	policy    Policy
 	bags      int // I-Match bags of an exact copy (ExactCopy)
 	now       func() time.Time

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/nddmilter/nddmilter/internal/store"
 	"html/template"
 	"maps"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nddmilter/nddmilter/internal/campaign"
+	"github.com/nddmilter/nddmilter/internal/store"
 )
 
 // Bounds of what a page shows of a campaign's sample and lists.
@@ -248,9 +248,16 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, se *session) {
 	h.render(w, r, se, http.StatusOK, "watch", d)
 }
 
+// maxTrustReporters is the number of a campaign's spam reporters whose
+// records the campaign page reads (api.MaxTrustReporters).
+const maxTrustReporters = 32
+
 type reporterRow struct {
 	Kind, Hash  string
 	First, Last time.Time
+	// Weight is a spam reporter's weight from its record, "" when not
+	// read (docs/POLICY.md, "Reporter trust").
+	Weight string
 }
 
 type campaignPage struct {
@@ -361,8 +368,19 @@ func (h *Handler) campaign(w http.ResponseWriter, r *http.Request, se *session) 
 	if len(reps) > maxReporters {
 		d.MoreReporters, reps = true, reps[:maxReporters]
 	}
-	for _, rp := range reps {
-		d.Reporters = append(d.Reporters, reporterRow{Kind: kindName(rp.Kind), Hash: shortHash(rp.Hash), First: rp.First, Last: rp.Last})
+	for i, rp := range reps {
+		row := reporterRow{Kind: kindName(rp.Kind), Hash: shortHash(rp.Hash), First: rp.First, Last: rp.Last}
+		if rp.Kind == store.KindSpam && i < maxTrustReporters {
+			tr, ok, err := eng.Reader.ReporterTrust(ctx, rp.Hash)
+			if err != nil {
+				h.failStore(w, r, se, id, err)
+				return
+			}
+			if ok {
+				row.Weight = fmt.Sprintf("%.2f (%d agreed, %d contradicted)", tr.Weight, tr.Agreed, tr.Contradicted)
+			}
+		}
+		d.Reporters = append(d.Reporters, row)
 	}
 	d.Purge = h.purgeSection(ctx, id)
 	h.render(w, r, se, http.StatusOK, "campaign", d)

@@ -19,6 +19,13 @@ type ReporterLister interface {
 	Reporters(ctx context.Context, id CampaignID, limit int) ([]Reporter, error)
 }
 
+// ReporterHistory lists the campaigns a reporter reported, newest
+// first, as their records stand (Badger.ReporterCampaigns): a reporter's
+// record.
+type ReporterHistory interface {
+	ReporterCampaigns(ctx context.Context, hash uint64, limit int) ([]ReporterCampaign, error)
+}
+
 // EventStore applies the events of a fleet's stream (fleet.go): the
 // writes of an event go through the EventWriter it returns, which records
 // the event as applied in the same transactions.
@@ -30,9 +37,10 @@ type EventStore interface {
 }
 
 var (
-	_ BatchReporter  = (*Badger)(nil)
-	_ ReporterLister = (*Badger)(nil)
-	_ EventStore     = (*Badger)(nil)
-	_ Store          = (*EventWriter)(nil)
-	_ BatchReporter  = (*EventWriter)(nil)
+	_ BatchReporter   = (*Badger)(nil)
+	_ ReporterLister  = (*Badger)(nil)
+	_ ReporterHistory = (*Badger)(nil)
+	_ EventStore      = (*Badger)(nil)
+	_ Store           = (*EventWriter)(nil)
+	_ BatchReporter   = (*EventWriter)(nil)
 )

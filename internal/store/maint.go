@@ -259,6 +259,7 @@ type VerifyResult struct {
 	OrphanKeyList   int64 // key-list entry not backed by the index
 	OrphanReporters int64 // reporter record of a missing campaign
 	OrphanDays      int64 // day counter of a missing campaign
+	ReporterIndex   int64 // reporters' index entries (by reporter) missing or without their reporter record
 	CountMismatch   int64 // records whose key or reporter counts are wrong
 	BadIndexEntries int64 // ranking index entries missing, stale or of a missing campaign
 	CountersWrong   bool  // the store's counters differ from a recount of the records
@@ -270,7 +271,7 @@ type VerifyResult struct {
 // Problems is the number of inconsistencies found.
 func (r VerifyResult) Problems() int64 {
 	n := r.BadRecords + r.DanglingIndex + r.UnlistedIndex + r.OrphanKeyList +
-		r.OrphanReporters + r.OrphanDays + r.CountMismatch + r.BadIndexEntries
+		r.OrphanReporters + r.OrphanDays + r.CountMismatch + r.BadIndexEntries + r.ReporterIndex
 	if r.NoSchema {
 		n++
 	}
@@ -511,10 +512,38 @@ func (b *Badger) Verify(ctx context.Context, repair bool) (VerifyResult, error) 
 				ops = append(ops, repairOp{key: append([]byte{pfxReporter}, s...), del: true})
 				return nil
 			}
+			// Its entry in the reporters' index by reporter.
+			rk := reporterCampKey(binary.BigEndian.Uint64(s[9:]), CampaignID(binary.BigEndian.Uint64(s)), Kind(s[8]))
+			if _, err := txn.Get(rk); errors.Is(err, badger.ErrKeyNotFound) {
+				res.ReporterIndex++
+				ops = append(ops, repairOp{key: rk, val: []byte{}})
+			} else if err != nil {
+				return err
+			}
 			if Kind(s[8]) == KindSpam {
 				vc.spamRep++
 			} else {
 				vc.hamRep++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// The reporters' index by reporter: each entry backed by its
+		// reporter record.
+		_, err = scanPrefix(txn, []byte{pfxReporterCamp}, false, 0, func(s, _ []byte) error {
+			ok := len(s) == 17 && recs[CampaignID(binary.BigEndian.Uint64(s[8:]))] != nil
+			if ok {
+				_, gerr := txn.Get(reporterKey(CampaignID(binary.BigEndian.Uint64(s[8:])), Kind(s[16]), binary.BigEndian.Uint64(s)))
+				if gerr != nil && !errors.Is(gerr, badger.ErrKeyNotFound) {
+					return gerr
+				}
+				ok = gerr == nil
+			}
+			if !ok {
+				res.ReporterIndex++
+				ops = append(ops, repairOp{key: append([]byte{pfxReporterCamp}, s...), del: true})
 			}
 			return nil
 		})

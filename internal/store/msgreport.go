@@ -106,6 +106,9 @@ func withdraw(w *wtx, dst *record, in *ReportInput, prior msgReport) (bool, erro
 	if err := w.del(rk); err != nil {
 		return false, err
 	}
+	if err := w.del(reporterCampKey(in.reporterKey(), dst.ID, prior.kind)); err != nil {
+		return false, err
+	}
 	dec := func(n *int64) {
 		if *n > 0 {
 			*n--

@@ -274,6 +274,11 @@ func (b *Badger) deleteCampaign(ctx context.Context, id CampaignID, cond func(*r
 					if err := w.del(append(idKey(p, id), e.k...)); err != nil {
 						return err
 					}
+					if p == pfxReporter && len(e.k) == 9 {
+						if err := w.del(reporterCampKey(binary.BigEndian.Uint64(e.k[1:]), id, Kind(e.k[0]))); err != nil {
+							return err
+						}
+					}
 				}
 				n += len(es)
 			}

@@ -445,6 +445,9 @@ func (b *Badger) applyReport(w *wtx, in *ReportInput, drained []CampaignID) (Rep
 		} else {
 			dst.HamReporters++
 		}
+		if err := w.set(reporterCampKey(in.reporterKey(), dst.ID, in.Kind), nil); err != nil {
+			return ReportResult{}, err
+		}
 	case err != nil:
 		return ReportResult{}, fmt.Errorf("read reporter: %w", err)
 	default:
@@ -691,6 +694,9 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 				} else {
 					dst.HamReporters++
 				}
+				if err := w.set(reporterCampKey(h, dst.ID, kind), nil); err != nil {
+					return false, err
+				}
 			case err != nil:
 				return false, err
 			default:
@@ -710,6 +716,9 @@ func moveEntries(w *wtx, dst, src *record, limit int) (done bool, err error) {
 				return false, err
 			}
 			if err := w.del(reporterKey(src.ID, kind, h)); err != nil {
+				return false, err
+			}
+			if err := w.del(reporterCampKey(h, src.ID, kind)); err != nil {
 				return false, err
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the version of the key schema this code writes. See
 // docs/design/store.md for the layout.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Key prefixes (one byte). IDs are 8 bytes big-endian so that a campaign's
 // entries are contiguous and ordered.
@@ -27,6 +27,9 @@ const (
 	pfxKeyChunk = 'X' // 'X' + id + chunk (uint64 BE) → keys of a campaign (keylist.go)
 	pfxReporter = 'r' // 'r' + id + kind + reporter hash (8) → first, last (2×8 bytes BE unix ns)
 	pfxDay      = 'd' // 'd' + id + day (uint32 BE days since 1970-01-01 UTC) → uvarints messages, spam, ham
+	// pfxReporterCamp is the reporters' index by reporter: one entry per
+	// 'r' entry, written and deleted with it (reporterhistory.go).
+	pfxReporterCamp = 'u' // 'u' + reporter hash (8) + id + kind → empty
 )
 
 var metaSchemaKey = []byte{pfxMeta, 's', 'c', 'h', 'e', 'm', 'a'}
@@ -36,6 +39,7 @@ var migrations = map[uint32]func(*badger.DB, *slog.Logger) error{
 	1: migrateV2, // ranking indexes and counters (migrate.go)
 	2: migrateV3, // key lists in chunks (keylist.go)
 	3: migrateV4, // the key index in memory (keyindex.go)
+	4: migrateV5, // the reporters' index by reporter (reporterhistory.go)
 }
 
 // checkSchema validates (or, on a new empty store, writes) the schema
@@ -130,6 +134,15 @@ func keyListKey(id CampaignID, sig []byte) []byte {
 func reporterKey(id CampaignID, kind Kind, h uint64) []byte {
 	k := append(idKey(pfxReporter, id), byte(kind))
 	return binary.BigEndian.AppendUint64(k, h)
+}
+
+// reporterCampKey is the 'u' entry of 'r' entry reporterKey(id, kind, h).
+func reporterCampKey(h uint64, id CampaignID, kind Kind) []byte {
+	k := make([]byte, 0, 18)
+	k = append(k, pfxReporterCamp)
+	k = binary.BigEndian.AppendUint64(k, h)
+	k = binary.BigEndian.AppendUint64(k, uint64(id))
+	return append(k, byte(kind))
 }
 
 func dayNumber(t time.Time) uint32 {

@@ -386,8 +386,8 @@ func TestSchemaVersion(t *testing.T) {
 		version uint32
 		want    string
 	}{
-		{99, "store schema v99 is newer than this nddmilter (v4); upgrade nddmilter"},
-		{0, "store schema v0 is older than this nddmilter (v4) and cannot be migrated"},
+		{99, "store schema v99 is newer than this nddmilter (v5); upgrade nddmilter"},
+		{0, "store schema v0 is older than this nddmilter (v5) and cannot be migrated"},
 		{SchemaVersion, ""},
 	}
 	for _, tc := range tests {
