@@ -426,7 +426,8 @@ func TestRunMistaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 2 || res.Rows[0].Reporters != 1 || res.Rows[1].Reporters != 3 {
+	if len(res.Rows) != 4 || res.Rows[0].Reporters != 1 || res.Rows[2].Reporters != 3 || res.Rows[1].Allowed != 0.05 ||
+		res.Rows[1].AllowedCampaigns == 0 {
 		t.Fatalf("rows %+v", res.Rows)
 	}
 	ham := float64(c.Count(Ham))

@@ -30,6 +30,11 @@ type MistakenOptions struct {
 	// Reporters lists the numbers of mistaken reporters measured, each
 	// reporting its own random Share of the legitimate mail. Default 1, 3.
 	Reporters []int
+	// Allowed lists the shares of each mistaken reporter's campaigns that
+	// an administrator allows after the reports, each measured: the
+	// corrections reporter trust learns from (docs/POLICY.md). Default
+	// 0 and 0.05.
+	Allowed []float64
 	// NearCopy is the cosine over unique terms (the ground truth's measure)
 	// from which a checked message is a near-copy of a reported one.
 	// Default 0.7.
@@ -49,6 +54,11 @@ type MistakenOptions struct {
 // averaged over seeds.
 type MistakenRow struct {
 	Reporters int `json:"reporters"`
+	// Allowed is the share of each mistaken reporter's campaigns allowed
+	// by an administrator before the checks; AllowedCampaigns their
+	// number (mean per seed).
+	Allowed          float64 `json:"allowed"`
+	AllowedCampaigns float64 `json:"allowed_campaigns"`
 	// Reported is the number of distinct legitimate messages reported,
 	// Checked the other legitimate messages checked (means per seed).
 	Reported float64 `json:"reported"`
@@ -127,6 +137,9 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 	if len(opts.Reporters) == 0 {
 		opts.Reporters = []int{1, 3}
 	}
+	if len(opts.Allowed) == 0 {
+		opts.Allowed = []float64{0, 0.05}
+	}
 	if opts.NearCopy <= 0 {
 		opts.NearCopy = 0.7
 	}
@@ -141,31 +154,44 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 	}
 	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, ColdSenders: opts.ColdSenders, Ham: len(hams)}
 	for _, nr := range opts.Reporters {
-		row := MistakenRow{Reporters: nr, NearActions: map[string]float64{}, FarActions: map[string]float64{}}
-		far, near := map[string]*MistakenFlag{}, map[string]*MistakenFlag{}
-		for s := 1; s <= opts.Seeds; s++ {
-			ao.Log.Info("mistaken reports", "reporters", nr, "seed", s)
-			if err := mistakenSeed(ctx, c, hams, nr, uint64(s), opts, ao, &row, far, near); err != nil {
+		for _, allowed := range opts.Allowed {
+			row, err := mistakenRow(ctx, c, hams, nr, allowed, opts, ao)
+			if err != nil {
 				return nil, err
 			}
+			res.Rows = append(res.Rows, row)
 		}
-		n := float64(opts.Seeds)
-		row.Reported /= n
-		row.Checked /= n
-		row.Near /= n
-		row.Far /= n
-		for k := range row.NearActions {
-			row.NearActions[k] /= n
-		}
-		for k := range row.FarActions {
-			row.FarActions[k] /= n
-		}
-		row.FarFlagged = sortedFlags(far)
-		row.NearAboveTag = sortedFlags(near)
-		res.Rows = append(res.Rows, row)
 	}
 	res.Elapsed = time.Since(start).Round(time.Second).String()
 	return res, nil
+}
+
+// mistakenRow measures nr mistaken reporters with a share allowed of
+// their campaigns allowed, over every seed.
+func mistakenRow(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, opts MistakenOptions, ao AccuracyOptions) (MistakenRow, error) {
+	row := MistakenRow{Reporters: nr, Allowed: allowed, NearActions: map[string]float64{}, FarActions: map[string]float64{}}
+	far, near := map[string]*MistakenFlag{}, map[string]*MistakenFlag{}
+	for s := 1; s <= opts.Seeds; s++ {
+		ao.Log.Info("mistaken reports", "reporters", nr, "allowed", allowed, "seed", s)
+		if err := mistakenSeed(ctx, c, hams, nr, allowed, uint64(s), opts, ao, &row, far, near); err != nil {
+			return MistakenRow{}, err
+		}
+	}
+	n := float64(opts.Seeds)
+	row.AllowedCampaigns /= n
+	row.Reported /= n
+	row.Checked /= n
+	row.Near /= n
+	row.Far /= n
+	for k := range row.NearActions {
+		row.NearActions[k] /= n
+	}
+	for k := range row.FarActions {
+		row.FarActions[k] /= n
+	}
+	row.FarFlagged = sortedFlags(far)
+	row.NearAboveTag = sortedFlags(near)
+	return row, nil
 }
 
 func sortedFlags(m map[string]*MistakenFlag) []MistakenFlag {
@@ -179,7 +205,7 @@ func sortedFlags(m map[string]*MistakenFlag) []MistakenFlag {
 
 // mistakenSeed runs one seed with nr mistaken reporters and adds its
 // counts (sums over seeds) to row.
-func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, seed uint64, opts MistakenOptions, ao AccuracyOptions,
+func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, seed uint64, opts MistakenOptions, ao AccuracyOptions,
 	row *MistakenRow, far, near map[string]*MistakenFlag) error {
 	rng := rand.New(rand.NewPCG(seed, 0x6d697374616b656e+uint64(nr)))
 	k := max(1, int(math.Round(opts.Share*float64(len(hams)))))
@@ -234,9 +260,27 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, seed uint6
 			}
 		}
 	}
+	byReporter := map[string][]store.CampaignID{}
 	for _, r := range reps {
-		if _, err := eng.Ingester.Report(ctx, c.Docs[r.doc].Raw, store.KindSpam, r.reporter); err != nil {
+		o, err := eng.Ingester.Report(ctx, c.Docs[r.doc].Raw, store.KindSpam, r.reporter)
+		if err != nil {
 			return fmt.Errorf("report %s: %w", c.Docs[r.doc].Path, err)
+		}
+		if o.Campaign != 0 && !slices.Contains(byReporter[r.reporter], o.Campaign) {
+			byReporter[r.reporter] = append(byReporter[r.reporter], o.Campaign)
+		}
+	}
+	// An administrator allows a random share of each reporter's campaigns
+	// (in reporter order, so that the same seed allows the same ones).
+	for r := range nr {
+		ids := byReporter[fmt.Sprintf("mistaken%d@eval.example", r+1)]
+		n := int(math.Round(allowed * float64(len(ids))))
+		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		for _, id := range ids[:n] {
+			if err := eng.Ingester.SetState(ctx, id, store.StateAllowed); err != nil {
+				return fmt.Errorf("allow campaign %d: %w", id, err)
+			}
+			row.AllowedCampaigns++
 		}
 	}
 	verdicts := make([]campaign.Verdict, len(checked))
@@ -314,13 +358,15 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages as junk into a fresh store; every legitimate message nobody reported is then checked (a dry run). A checked message is a near-copy when its best cosine over unique terms with a reported message is at least %.2f. Means over %d seeds:\n\n",
 		warm, 100*r.Share, r.Ham, r.NearCopy, r.Seeds)
-	fmt.Fprintln(w, "| mistaken reporters | reported | checked | not near-copies | flagged (tag / quarantine / reject) | near-copies | flagged (tag / quarantine / reject) |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "An administrator then allows the given share of each mistaken reporter's campaigns, which lowers that reporter's weight (reporter trust); the campaigns allowed are checked like any other.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mistaken reporters | campaigns allowed | reported | checked | not near-copies | flagged (tag / quarantine / reject) | near-copies | flagged (tag / quarantine / reject) |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	acts := func(m map[string]float64) string {
 		return fmt.Sprintf("%g / %g / %g", m[action.Tag.String()], m[action.Quarantine.String()], m[action.Reject.String()])
 	}
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "| %d | %g | %g | %g | %g (%s) | %g | %g (%s) |\n", row.Reporters, row.Reported, row.Checked,
+		fmt.Fprintf(w, "| %d | %g%% (%g) | %g | %g | %g | %g (%s) | %g | %g (%s) |\n", row.Reporters, 100*row.Allowed, row.AllowedCampaigns, row.Reported, row.Checked,
 			row.Far, row.Flagged(false), acts(row.FarActions), row.Near, row.Flagged(true), acts(row.NearActions))
 	}
 	fmt.Fprintln(w)
@@ -332,7 +378,7 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 			if len(l.fs) == 0 {
 				continue
 			}
-			fmt.Fprintf(w, "With %d mistaken reporter(s), %s:\n\n", row.Reporters, l.what)
+			fmt.Fprintf(w, "With %d mistaken reporter(s), %g%% allowed, %s:\n\n", row.Reporters, 100*row.Allowed, l.what)
 			for i, f := range l.fs {
 				if i == 10 {
 					fmt.Fprintf(w, "- and %d more (--json lists them all)\n", len(l.fs)-i)

@@ -306,8 +306,12 @@ func (r *Results) writeGoals(w io.Writer) {
 	if m := r.Mistaken; m != nil {
 		for _, row := range m.Rows {
 			above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
-			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
-				row.Reporters, 100*m.Share, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
+			allowed := ""
+			if row.Allowed > 0 {
+				allowed = fmt.Sprintf(", %g%% of their campaigns allowed", 100*row.Allowed)
+			}
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each%s: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
+				row.Reporters, 100*m.Share, allowed, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
 		}
 	}
 	if cf := r.Confirmed; cf != nil {
