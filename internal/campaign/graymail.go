@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -40,6 +41,10 @@ type Graymail struct {
 	// Policy.GraymailHamMessages accepted messages (SenderHam of them).
 	Sender    string `json:"sender,omitempty"`
 	SenderHam int64  `json:"sender_ham,omitempty"`
+	// Authenticated names the result that vouched for the list's or the
+	// sender's domain when Policy.AuthservIDs asks for one, e.g. "dkim
+	// example.org by mx.example.net".
+	Authenticated string `json:"authenticated,omitempty"`
 }
 
 // String names the signs: "list spamassassin-talk, bulk-mail header,
@@ -55,6 +60,9 @@ func (g *Graymail) String() string {
 	if g.Sender != "" {
 		parts = append(parts, fmt.Sprintf("sender %s (%d accepted messages)", g.Sender, g.SenderHam))
 	}
+	if g.Authenticated != "" {
+		parts = append(parts, "authenticated: "+g.Authenticated)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -63,13 +71,20 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 	var g Graymail
 	if m.ListID != "" {
 		if n := e.lists.count(m.ListID); n >= e.policy.GraymailHamMessages {
-			g.List, g.ListHam = m.ListID, n
+			if a, ok := e.policy.vouched(m.AuthPasses, listDomain(m.ListID)); ok {
+				g.List, g.ListHam, g.Authenticated = m.ListID, n, a
+			}
 		}
 	}
 	if e.senders != nil {
 		if d := SenderDomain(m.From); d != "" {
 			if n := e.senders.HamMessages(d); n >= e.policy.GraymailHamMessages {
-				g.Sender, g.SenderHam = d, n
+				if a, ok := e.policy.vouched(m.AuthPasses, d); ok {
+					g.Sender, g.SenderHam = d, n
+					if g.Authenticated == "" {
+						g.Authenticated = a
+					}
+				}
 			}
 		}
 	}
@@ -78,6 +93,35 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 	}
 	g.Bulk = m.Bulk
 	return &g
+}
+
+// vouched says whether a list's or a sender's organizational domain
+// (SenderDomain) counts as a graymail sign: always without
+// Policy.AuthservIDs; with them, only when a passing DKIM or DMARC result
+// that one of them added names a domain of the same organization (what
+// DMARC calls relaxed alignment), which it then names.
+func (p *Policy) vouched(passes []pipeline.AuthPass, org string) (string, bool) {
+	if len(p.AuthservIDs) == 0 {
+		return "", true
+	}
+	if org == "" {
+		return "", false
+	}
+	for _, a := range passes {
+		if slices.Contains(p.AuthservIDs, a.Serv) && SenderDomain("x@"+a.Domain) == org {
+			return fmt.Sprintf("%s %s by %s", a.Method, a.Domain, a.Serv), true
+		}
+	}
+	return "", false
+}
+
+// listDomain is the organizational domain of a list identifier: of
+// "users.lists.example.org" or "list@example.org", example.org.
+func listDomain(id string) string {
+	if !strings.Contains(id, "@") {
+		id = "x@" + id
+	}
+	return SenderDomain(id)
 }
 
 // maxLists bounds the lists counted by a listTable.

@@ -146,6 +146,14 @@ type Policy struct {
 	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
 	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
 	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`
+	// AuthservIDs are the authserv-ids of this server's own MTA, whose
+	// Authentication-Results fields the graymail signs trust (the MTA
+	// must remove fields with those ids that arrive from outside). When
+	// set, a list or sender domain is a sign only for a message with a
+	// passing DKIM or DMARC result of one of them for a domain of the
+	// same organization: a forged From or List-Id is then no sign.
+	// Default none: the domains count as they are written.
+	AuthservIDs []string `yaml:"authserv_ids" json:"authserv_ids"`
 
 	// ConfirmedReporters: a campaign with at least this many distinct
 	// spam reporters and no not-spam reporter is confirmed spam, and the
@@ -230,6 +238,15 @@ func (p Policy) WithDefaults() Policy {
 		p.GraymailHamMessages = 10
 	}
 	def(&p.GraymailSimilarity, 0.7)
+	if p.AuthservIDs == nil {
+		p.AuthservIDs = []string{}
+	} else {
+		ids := make([]string, len(p.AuthservIDs))
+		for i, id := range p.AuthservIDs {
+			ids[i] = strings.ToLower(strings.TrimSpace(id))
+		}
+		p.AuthservIDs = ids
+	}
 	if p.TrustHistory == 0 {
 		p.TrustHistory = 100
 	}
@@ -316,6 +333,11 @@ func (p Policy) Validate() error {
 	}
 	if p.GraymailHamMessages < 0 {
 		errs = append(errs, fmt.Errorf("policy.graymail_ham_messages must be ≥ 0, got %d", p.GraymailHamMessages))
+	}
+	for _, id := range p.AuthservIDs {
+		if id == "" || strings.ContainsAny(id, " \t;()\"") {
+			errs = append(errs, fmt.Errorf("policy.authserv_ids: %q is not an authserv-id (a host name)", id))
+		}
 	}
 	if _, err := action.Parse(p.MaxAction); err != nil {
 		errs = append(errs, fmt.Errorf("policy.max_action: %w", err))

@@ -189,6 +189,11 @@ func TestPolicyValidate(t *testing.T) {
 		{"confidence one", Policy{IMatchConfidence: 1}, false},
 		{"bad action", Policy{MaxAction: "drop"}, false},
 		{"NaN", Policy{MissCost: math.NaN()}, false},
+		{"authserv id", Policy{AuthservIDs: []string{"mx.example.net"}}, true},
+		{"empty authserv id", Policy{AuthservIDs: []string{" "}}, false},
+		{"authserv id with a result", Policy{AuthservIDs: []string{"mx; dkim=pass"}}, false},
+		{"trust max below one", Policy{TrustMax: 0.5}, false},
+		{"trust off", Policy{TrustHistory: -1}, true},
 	}
 	for _, tt := range tests {
 		if err := tt.p.Validate(); (err == nil) != tt.ok {

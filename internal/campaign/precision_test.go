@@ -403,3 +403,57 @@ func TestParseMatchModelRefuses(t *testing.T) {
 		t.Errorf("a valid model: %v", err)
 	}
 }
+
+// With policy.authserv_ids, a list or sender domain is a graymail sign
+// only for a message that this server's MTA authenticated for a domain
+// of the same organization: a forged List-Id or From is none.
+func TestGraymailAuthenticated(t *testing.T) {
+	f := newFixture(t, Options{Policy: Policy{AuthservIDs: []string{"MX.example.net"}}})
+	f.knowList(t, "announce.example.org", 10)
+	for i := range 10 {
+		raw := spamgen.NewMessage(fmt.Sprintf("Invoice %d", i), fmt.Sprintf("Your invoice number %d of order %d is attached; the amount of %d euros is due within thirty days of delivery.", i, 5000+i, 20+i), false)
+		f.check(t, bytes.Replace(raw, []byte("sender@campaign.example"), []byte("billing@shop.example"), 1))
+	}
+	text := campaignTexts[1].body
+	tests := []struct {
+		name, ar string // ar: an Authentication-Results value, "" for none
+		list     bool   // a post of the known list, else a message of shop.example
+		want     string // Graymail.String(), "" for none
+	}{
+		{name: "list, no result", list: true},
+		{name: "list, dkim of the list's domain", list: true, ar: "mx.example.net; dkim=pass header.d=example.org",
+			want: "list announce.example.org (10 accepted messages), bulk-mail header, authenticated: dkim example.org by mx.example.net"},
+		{name: "list, result of another host", list: true, ar: "relay.spammer.example; dkim=pass header.d=example.org"},
+		{name: "list, dkim of another domain", list: true, ar: "mx.example.net; dkim=pass header.d=spammer.example"},
+		{name: "list, dkim failed", list: true, ar: "mx.example.net; dkim=fail header.d=example.org"},
+		{name: "sender, no result"},
+		{name: "sender, dmarc pass", ar: "mx.example.net; dmarc=pass header.from=shop.example",
+			want: "sender shop.example (10 accepted messages), authenticated: dmarc shop.example by mx.example.net"},
+		{name: "sender, dkim of a subdomain", ar: "mx.example.net; dkim=pass header.d=mail.shop.example",
+			want: "sender shop.example (10 accepted messages), authenticated: dkim mail.shop.example by mx.example.net"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var raw []byte
+			if tt.list {
+				raw = listPost("Offer", text, "announce.example.org", "new.example")
+			} else {
+				raw = bytes.Replace(baseMessage(2), []byte("sender@campaign.example"), []byte("news@shop.example"), 1)
+			}
+			if tt.ar != "" {
+				raw = append([]byte("Authentication-Results: "+tt.ar+"\r\n"), raw...)
+			}
+			m, err := f.sign(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if g := f.eng.Checker.graymailOf(m); g != nil {
+				got = g.String()
+			}
+			if got != tt.want {
+				t.Errorf("graymail %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

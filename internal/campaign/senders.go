@@ -98,6 +98,16 @@ type Watched struct {
 	// HamSenders are the campaign's sender domains that also send ham
 	// (WatchOptions), most ham first.
 	HamSenders []HamSender
+	// Graymail is set when copies from those senders are graymail
+	// (graymail.go): the campaign has fewer than Policy.GraymailReporters
+	// spam reporters and a sender sent at least Policy.GraymailHamMessages
+	// accepted messages, so such copies are accepted unless they are
+	// near-copies of the reported text (with Policy.AuthservIDs, only
+	// those authenticated for the sender's domain).
+	Graymail bool
+	// graymailReporters and authenticated are the policy's, for Reasons.
+	graymailReporters int
+	authenticated     bool
 }
 
 // Reasons says in words why the campaign is watched.
@@ -109,6 +119,14 @@ func (w *Watched) Reasons() []string {
 	for _, s := range w.HamSenders {
 		rs = append(rs, fmt.Sprintf("%d copies from %s, which sent %d accepted messages", s.Copies, s.Domain, s.Ham))
 	}
+	if w.Graymail {
+		auth := ""
+		if w.authenticated {
+			auth = " and authenticated"
+		}
+		rs = append(rs, fmt.Sprintf("graymail: with fewer than %d spam reporters, its copies from those senders%s are accepted unless near-copies of the reported text",
+			w.graymailReporters, auth))
+	}
 	return rs
 }
 
@@ -118,7 +136,7 @@ func (w *Watched) Reasons() []string {
 // those that received not-spam reports (most distinct not-spam reporters
 // first), each with its reasons. The sender statistics are this node's
 // (store.SenderStore); a store without them gives the second list only.
-func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watched, error) {
+func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) (out []Watched, err error) {
 	o = o.withDefaults()
 	limit := o.Limit
 	if limit <= 0 || limit > store.MaxListLimit {
@@ -128,7 +146,11 @@ func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watc
 	if err != nil {
 		return nil, err
 	}
-	var out []Watched
+	defer func() {
+		for i := range out {
+			r.markGraymail(&out[i])
+		}
+	}()
 	offset := max(o.Offset, 0)
 	if offset < len(flagged) {
 		out = append(out, flagged[offset:min(len(flagged), offset+limit)]...)
@@ -150,6 +172,21 @@ func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) ([]Watc
 		}
 	}
 	return out, nil
+}
+
+// markGraymail sets w.Graymail (see Watched).
+func (r *Reader) markGraymail(w *Watched) {
+	p := &r.policy
+	w.graymailReporters, w.authenticated = p.GraymailReporters, len(p.AuthservIDs) > 0
+	if w.State != store.StateActive || w.SpamReporters >= int64(p.GraymailReporters) {
+		return
+	}
+	for _, s := range w.HamSenders {
+		if s.Ham >= p.GraymailHamMessages {
+			w.Graymail = true
+			return
+		}
+	}
 }
 
 // hamSenderCampaigns lists the campaigns without not-spam reports that

@@ -66,8 +66,14 @@ func TestFalsePositiveWatchSenders(t *testing.T) {
 	if hs := w[0].HamSenders; len(hs) != 1 || hs[0] != (HamSender{Domain: "shop.example", Copies: 3, Ham: 30}) {
 		t.Errorf("ham senders: %+v", hs)
 	}
-	if r := w[0].Reasons(); len(r) != 1 || !strings.Contains(r[0], "3 copies from shop.example, which sent 30 accepted messages") {
-		t.Errorf("reasons: %q", r)
+	// One spam reporter and a sender of accepted mail: its copies from
+	// the shop are graymail, and the watch says so.
+	if r := w[0].Reasons(); len(r) != 2 || !strings.Contains(r[0], "3 copies from shop.example, which sent 30 accepted messages") ||
+		!w[0].Graymail || !strings.Contains(r[1], "graymail: with fewer than 5 spam reporters") {
+		t.Errorf("reasons: %q (graymail %v)", r, w[0].Graymail)
+	}
+	if w[1].Graymail {
+		t.Errorf("campaign %d with no ham sender is labelled graymail", w[1].ID)
 	}
 	if r := w[1].Reasons(); len(r) != 1 || !strings.Contains(r[0], "1 not-spam report(s) from 1 reporter(s)") {
 		t.Errorf("reasons of the not-spam campaign: %q", r)

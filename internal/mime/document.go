@@ -85,6 +85,12 @@ type Options struct {
 	testPanic bool
 }
 
+// Bounds of Document.AuthResults.
+const (
+	MaxAuthResults   = 8
+	MaxAuthResultLen = 2048
+)
+
 // Document is the normalized content of one message.
 //
 // Subject and Text are NFKC-normalized, stripped of zero-width characters
@@ -116,6 +122,11 @@ type Document struct {
 	// X-Mailing-List) address; "" when none. It does not enter any
 	// signature.
 	ListID string
+	// AuthResults are the values of the message's Authentication-Results
+	// header fields (RFC 8601), topmost first, at most MaxAuthResults of
+	// at most MaxAuthResultLen bytes each: who vouches for them is the
+	// reader's question. They do not enter any signature.
+	AuthResults []string
 	// Bulk is set when the message carries a bulk-mail header: a
 	// List-Unsubscribe header, or Precedence bulk, list or junk. It does
 	// not enter any signature.

@@ -31,6 +31,23 @@ func (h *header) get(name string) (string, bool) {
 	return "", false
 }
 
+// all returns the unfolded, trimmed values of the fields called name, in
+// order, at most limit of them, each at most maxLen bytes (longer ones
+// are left out).
+func (h *header) all(name string, limit, maxLen int) []string {
+	var out []string
+	for i := range h.fields {
+		f := &h.fields[i]
+		if len(f.name) == len(name) && equalFoldASCII(f.name, name) && len(f.value) <= maxLen {
+			out = append(out, unfold(f.value))
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
 func equalFoldASCII(b []byte, s string) bool {
 	for i := 0; i < len(b); i++ {
 		c, d := b[i], s[i]

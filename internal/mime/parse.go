@@ -148,6 +148,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	doc.List = listName(&h)
 	doc.ListID = listID(&h)
 	doc.Bulk = isBulk(&h)
+	doc.AuthResults = h.all("Authentication-Results", MaxAuthResults, MaxAuthResultLen)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
 		if p.done() {
