@@ -56,6 +56,7 @@ the actions taken and the resident memory of the process (VmRSS, VmHWM).`,
 	fl.Float64Var(&o.Spam, "spam", 0.2, "fraction of messages that are campaign copies")
 	fl.StringVar(&o.Dir, "dir", "", "store directory, reused when it holds the same shape (default .cache/bench-milter-v3-CAMPAIGNS-TEMPLATES)")
 	fl.StringVar(&o.Addr, "addr", "", "drive a running milter at inet:HOST:PORT or unix:/path instead (its store is used as is)")
+	fl.IntVar(&o.DaemonPID, "daemon-pid", 0, "with --addr: the daemon's process id, whose own CPU per message and memory are printed")
 	fl.Uint64Var(&o.Seed, "seed", 1, "random seed of the message mix")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	fl.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile (allocations of the whole process) to this file")

@@ -626,6 +626,7 @@ func (e *Ingester) finishReport(ctx context.Context, p *preparedReport, res stor
 	if res.Revoked {
 		// Revoked in the report's own transaction (ReportInput.Revoke).
 		e.invalidate(res.Campaign)
+		e.trust.forget() // its spam reporters' records changed
 		e.log.Info("campaign revoked", "campaign", res.Campaign)
 	}
 	return out, nil

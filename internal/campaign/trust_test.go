@@ -75,25 +75,39 @@ func TestTrustRecord(t *testing.T) {
 	}
 }
 
-// A reporter whose spam reports administrators allowed loses weight: its
+// A reporter whose spam reports administrators allowed, or not-spam
+// reports revoked, loses weight: its
 // next report alone no longer tags other people's copies. The same
 // reports with reporter trust off still tag them.
 func TestDistrustedReporter(t *testing.T) {
+	allow := func(t *testing.T, f *fixture, i int, id store.CampaignID) {
+		if err := f.eng.Ingester.SetState(f.ctx, id, store.StateAllowed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revoke := func(t *testing.T, f *fixture, i int, id store.CampaignID) {
+		for _, who := range []string{"carol", "dave"} {
+			f.report(t, legitMessage(i), store.KindHam, who)
+		}
+		if c, err := f.st.Record(f.ctx, id); err != nil || c.State != store.StateRevoked {
+			t.Fatalf("campaign %d not revoked: %+v, %v", id, c, err)
+		}
+	}
 	for _, tt := range []struct {
-		name   string
-		policy Policy
-		want   action.Action
+		name       string
+		policy     Policy
+		contradict func(*testing.T, *fixture, int, store.CampaignID)
+		want       action.Action
 	}{
-		{"trust", Policy{}, action.Accept},
-		{"trust off", Policy{TrustHistory: -1}, action.Tag},
+		{"allowed by an administrator", Policy{}, allow, action.Accept},
+		{"revoked by not-spam reports", Policy{}, revoke, action.Accept},
+		{"trust off", Policy{TrustHistory: -1}, allow, action.Tag},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{Policy: tt.policy})
 			for i := range legitTexts {
 				o := f.report(t, legitMessage(i), store.KindSpam, "mallory@example.org")
-				if err := f.eng.Ingester.SetState(f.ctx, o.Campaign, store.StateAllowed); err != nil {
-					t.Fatal(err)
-				}
+				tt.contradict(t, f, i, o.Campaign)
 			}
 			f.report(t, baseMessage(0), store.KindSpam, "mallory@example.org")
 			v := f.check(t, copyOf(t, 0, 7))

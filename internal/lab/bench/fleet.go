@@ -471,7 +471,7 @@ func Fleet(ctx context.Context, o FleetOptions, out io.Writer) error {
 		fmt.Fprintf(out, "%s\n              %s\n              rounds: %s\n", line, fmtLatency(m.lat), strings.Join(rounds, " "))
 	}
 	fmt.Fprintf(out, "  (waited %v before the rounds for the process to go quiet: compactions after the throughput phase, the servers' shutdown)\n", settled.Round(100*time.Millisecond))
-	rss, hwm := procMemory()
+	rss, hwm := procMemory("self")
 	fmt.Fprintf(out, "\nmemory of this process (3 servers + 3 nodes): VmRSS %s, VmHWM %s\n", rss, hwm)
 	return nil
 }

@@ -6,10 +6,12 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,9 +62,34 @@ func writeHeapProfile(path string) error {
 	return mf.Close()
 }
 
-// procMemory reads VmRSS and VmHWM from /proc/self/status.
-func procMemory() (rss, hwm string) {
-	f, err := os.Open("/proc/self/status")
+// procCPU reads the user and system CPU time of process pid from
+// /proc/PID/stat (in clock ticks of 1/100 s, as Linux reports them).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
+}
+
+// procMemory reads VmRSS and VmHWM from /proc/PID/status ("self": this
+// process).
+func procMemory(pid string) (rss, hwm string) {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return "?", "?"
 	}

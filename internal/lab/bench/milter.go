@@ -40,7 +40,12 @@ type MilterOptions struct {
 	// Addr drives a running milter (inet:HOST:PORT or unix:/path) instead
 	// of one in this process.
 	Addr string
-	Seed uint64 // of the message mix
+	// DaemonPID is the process id of the running milter of Addr, whose
+	// own CPU time per message and memory are then printed (read from
+	// /proc): the daemon's cost without this program's clients and
+	// message pool.
+	DaemonPID int
+	Seed      uint64 // of the message mix
 	// CPUProfile and MemProfile are files for a CPU profile of the
 	// measured run and an allocation profile of the process.
 	CPUProfile, MemProfile string
@@ -132,6 +137,12 @@ func Milter(ctx context.Context, o MilterOptions, out io.Writer) error {
 	if tg.cacheStats != nil {
 		cache0 = tg.cacheStats()
 	}
+	var dcpu0 time.Duration
+	if o.DaemonPID > 0 {
+		if dcpu0, err = procCPU(o.DaemonPID); err != nil {
+			return fmt.Errorf("bench milter: --daemon-pid: %w", err)
+		}
+	}
 	start, cpu0 := time.Now(), cputime.Process()
 	results, err := drive(&o, tg, msgs)
 	elapsed, cpu := time.Since(start), cputime.Process()-cpu0
@@ -151,8 +162,18 @@ func Milter(ctx context.Context, o MilterOptions, out io.Writer) error {
 		fmt.Fprintf(out, "record cache    %d hits, %d misses (hit rate %.1f%%)\n", c.Hits, c.Misses, 100*c.HitRate())
 	}
 	if o.Addr == "" {
-		rss, hwm := procMemory()
+		rss, hwm := procMemory("self")
 		fmt.Fprintf(out, "memory          VmRSS %s, VmHWM %s (whole process: store, engine, clients)\n", rss, hwm)
+	}
+	if o.DaemonPID > 0 {
+		dcpu, err := procCPU(o.DaemonPID)
+		if err != nil {
+			return fmt.Errorf("bench milter: --daemon-pid: %w", err)
+		}
+		dcpu -= dcpu0
+		rss, hwm := procMemory(strconv.Itoa(o.DaemonPID))
+		fmt.Fprintf(out, "daemon          %.0f µs CPU per message (%.0f%% of 2 cores); VmRSS %s, VmHWM %s (process %d alone)\n",
+			float64(dcpu.Microseconds())/float64(len(results)), 100*dcpu.Seconds()/elapsed.Seconds()/2, rss, hwm, o.DaemonPID)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func Query(ctx context.Context, o QueryOptions, out io.Writer) error {
 		slices.Sort(ds)
 		fmt.Fprintf(out, "%-22s median %8s  max %8s  (%d results)\n", q.name, stats.Median(ds).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond), n)
 	}
-	rss, hwm := procMemory()
+	rss, hwm := procMemory("self")
 	fmt.Fprintf(out, "memory          VmRSS %s, VmHWM %s (whole process: store, key index, engine)\n", rss, hwm)
 	return nil
 }
