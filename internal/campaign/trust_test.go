@@ -76,9 +76,9 @@ func TestTrustRecord(t *testing.T) {
 }
 
 // A reporter whose spam reports administrators allowed, or not-spam
-// reports revoked, loses weight: its
-// next report alone no longer tags other people's copies. The same
-// reports with reporter trust off still tag them.
+// reports revoked, loses weight: its next report alone no longer tags
+// other people's copies. The same reports with reporter trust off still
+// tag them.
 func TestDistrustedReporter(t *testing.T) {
 	allow := func(t *testing.T, f *fixture, i int, id store.CampaignID) {
 		if err := f.eng.Ingester.SetState(f.ctx, id, store.StateAllowed); err != nil {
