@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,7 +190,9 @@ func localError(err error) bool {
 
 // consume reads the stream from the applied sequence (the last applied
 // event again: applied again when idempotent, its effect may span several
-// transactions) and applies each event.
+// transactions) and applies each event. The events are received,
+// verified and decoded ahead of the one being applied (readAhead), in
+// stream order: what does not depend on the store overlaps its writes.
 func (n *Node) consume() error {
 	n.mu.Lock()
 	applied := n.applied
@@ -215,9 +218,13 @@ func (n *Node) consume() error {
 	default:
 	}
 	done := make(chan struct{})
-	defer close(done)
 	var stalled atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait() // the reader is gone before another consumer starts
+	defer close(done)
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		select {
 		case <-n.ctx.Done():
 		case <-done:
@@ -226,28 +233,75 @@ func (n *Node) consume() error {
 		}
 		it.Stop()
 	}()
+	ahead := make(chan received, readAhead)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.readAhead(it, ahead, done)
+	}()
 	for {
 		n.waiting.Store(true)
-		msg, err := it.Next()
+		r := <-ahead
 		n.waiting.Store(false)
 		if stalled.Load() {
 			return ErrStalled
 		}
-		if err != nil {
-			return fmt.Errorf("fleet: next event: %w", err)
+		if r.err != nil {
+			return r.err
+		}
+		if err := n.ctx.Err(); err != nil {
+			return err // stopping: events read ahead are left to the next start
 		}
 		if n.dropEvents.Load() {
 			continue
 		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("fleet: event metadata: %w", err)
+		if h := n.opts.beforeApply; h != nil {
+			h(r.in.seq)
 		}
-		in := incoming{seq: md.Sequence.Stream, subject: msg.Subject(), header: msg.Headers(), stored: md.Timestamp, data: msg.Data()}
-		if err := n.applyMsg(in); err != nil {
+		if err := n.applyVerified(r.in, r.verdict); err != nil {
 			return err
 		}
 		n.clearErr() // applying again: an earlier error is over
+	}
+}
+
+// readAhead bounds the events received and verified ahead of the one
+// being applied: enough to keep the applier busy between two deliveries,
+// few because each may be as large as a NATS message.
+const readAhead = 4
+
+// received is a message of the stream as readAhead passes it on: verified
+// and decoded, or the error that ends the consumer.
+type received struct {
+	in      incoming
+	verdict verdict
+	err     error
+}
+
+// readAhead receives the messages of it in stream order, verifies and
+// decodes each (n.verdict: it depends on the message alone, not on the
+// store) and passes them on to out, until it fails (after Stop, too: its
+// error is the last thing passed on) or done is closed.
+func (n *Node) readAhead(it jetstream.MessagesContext, out chan<- received, done <-chan struct{}) {
+	for {
+		var r received
+		msg, err := it.Next()
+		if err != nil {
+			r.err = fmt.Errorf("fleet: next event: %w", err)
+		} else if md, err := msg.Metadata(); err != nil {
+			r.err = fmt.Errorf("fleet: event metadata: %w", err)
+		} else {
+			r.in = incoming{seq: md.Sequence.Stream, subject: msg.Subject(), header: msg.Headers(), stored: md.Timestamp, data: msg.Data()}
+			r.verdict = n.verdict(r.in)
+		}
+		select {
+		case out <- r:
+		case <-done:
+			return
+		}
+		if r.err != nil {
+			return
+		}
 	}
 }
 
@@ -265,13 +319,19 @@ type incoming struct {
 // not verify, cannot be read, or is a replay, is skipped: counted as
 // applied, as on every node.
 func (n *Node) applyMsg(in incoming) error {
+	return n.applyVerified(in, n.verdict(in))
+}
+
+// applyVerified is applyMsg of a message verified and decoded already
+// (v is n.verdict(in)).
+func (n *Node) applyVerified(in incoming, v verdict) error {
 	n.mu.Lock()
 	applied := n.applied
 	n.mu.Unlock()
 	if in.seq < applied {
 		return nil
 	}
-	ev, origin, reason, err := n.verdict(in)
+	ev, reason := v.ev, v.reason
 	if reason == "" && ev.V <= eventVersion {
 		reason = n.replay.check(in.seq, in.stored, ev, n.opts.ReplayWindow)
 	}
@@ -279,16 +339,25 @@ func (n *Node) applyMsg(in incoming) error {
 		if in.seq == applied {
 			return nil // skipped already
 		}
-		return n.reject(in, origin, reason, ev, err)
+		return n.reject(in, v.origin, reason, ev, v.err)
 	}
 	return n.applyEvent(in.seq, ev)
 }
 
-// verdict verifies a message of the stream and decodes its event: reason
-// is "" for an event to apply (unless a replay), else why it is skipped.
-func (n *Node) verdict(in incoming) (ev *event, origin, reason string, err error) {
-	origin, reason = n.trust.verify(in.subject, in.header, in.data)
-	ev, err = decodeEvent(in.data)
+// verdict is what verifying a message of the stream and decoding its
+// event found: reason is "" for an event to apply (unless a replay),
+// else why it is skipped; err is the decoding error, if any.
+type verdict struct {
+	ev     *event
+	origin string
+	reason string
+	err    error
+}
+
+// verdict verifies a message of the stream and decodes its event.
+func (n *Node) verdict(in incoming) verdict {
+	origin, reason := n.trust.verify(in.subject, in.header, in.data)
+	ev, err := decodeEvent(in.data)
 	switch {
 	case reason == RejectUnsigned && err == nil && ev.Node == origin && n.trust.unsignedAllowed(origin, in.stored):
 		reason = "" // an older build's event, in the upgrade window
@@ -299,7 +368,7 @@ func (n *Node) verdict(in incoming) (ev *event, origin, reason string, err error
 		// Signed by one node in another's name.
 		reason = RejectWrongNode
 	}
-	return ev, origin, reason, err
+	return verdict{ev: ev, origin: origin, reason: reason, err: err}
 }
 
 // reject skips the event at in.seq: it is marked applied (so that the

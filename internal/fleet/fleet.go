@@ -116,6 +116,10 @@ type Options struct {
 	// event is applied once (replay.go). Every node must have the same.
 	// Default 5m.
 	ReplayWindow time.Duration
+
+	// beforeApply, when set (tests), is called by the applier with the
+	// stream sequence of each event it received, before applying it.
+	beforeApply func(seq uint64)
 }
 
 func (o Options) withDefaults() Options {

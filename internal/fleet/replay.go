@@ -187,8 +187,8 @@ func (n *Node) primeReplay(applied uint64) (err error) {
 			}
 			read++
 			in := incoming{seq: md.Sequence.Stream, subject: msg.Subject(), header: msg.Headers(), stored: md.Timestamp, data: msg.Data()}
-			if ev, _, reason, _ := n.verdict(in); reason == "" && ev.V <= eventVersion {
-				g.check(in.seq, in.stored, ev, n.opts.ReplayWindow)
+			if v := n.verdict(in); v.reason == "" && v.ev.V <= eventVersion {
+				g.check(in.seq, in.stored, v.ev, n.opts.ReplayWindow)
 			}
 		}
 		if err := batch.Error(); err != nil {
