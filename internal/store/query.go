@@ -13,9 +13,9 @@ import (
 
 // Lookup returns the campaigns of the given index keys, one Hit per key
 // found, in the order of keys. The key index (keyindex.go) gives each
-// key's candidates from memory; a key with one is verified against the
-// candidate campaign's key list (one read of its chunks per campaign, in
-// a single read transaction). Empty and over-long keys are ignored.
+// key's candidates from memory; a campaign that only one of the keys
+// found is verified against its key list (one read of its chunks, in a
+// single read transaction). Empty and over-long keys are ignored.
 func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("lookup: %w", ErrClosed)
@@ -38,8 +38,25 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	// Verify, campaign by campaign.
+	// Verify, campaign by campaign, the campaigns one key alone found. A
+	// campaign that two or more of the keys found needs no read: each
+	// false candidate is a collision of keyed fingerprints of about 60
+	// bits (the shard and the in-shard fingerprint), so two on one
+	// campaign do not happen, and nobody can make them without the
+	// store's secret.
 	ok := make([]bool, len(cands))
+	several := func(id CampaignID) bool {
+		first := -1
+		for _, c := range cands {
+			if c.id == id {
+				if first >= 0 && c.i != first {
+					return true
+				}
+				first = c.i
+			}
+		}
+		return false
+	}
 	var (
 		want  [][]byte
 		found []bool
@@ -49,6 +66,14 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 		for j := range cands {
 			if at = at[:0]; slices.ContainsFunc(cands[:j], func(c cand) bool { return c.id == cands[j].id }) {
 				continue // verified with the first
+			}
+			if several(cands[j].id) {
+				for l := j; l < len(cands); l++ {
+					if cands[l].id == cands[j].id {
+						ok[l] = true
+					}
+				}
+				continue
 			}
 			want = want[:0]
 			for l := j; l < len(cands); l++ {
