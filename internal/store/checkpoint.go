@@ -188,6 +188,8 @@ func (b *Badger) loadCheckpoint(k0, k1 uint64) (*keyTable, error) {
 	t := &keyTable{k0: k0, k1: k1, shards: make([]tableShard, shards)}
 	t.releaseWhenUnreachable()
 	buf := make([]byte, 12*4096)
+	var a slotArena
+	defer a.finish()
 	for i := range t.shards {
 		var sh [5]byte
 		if _, err := io.ReadFull(r, sh[:]); err != nil {
@@ -198,7 +200,7 @@ func (b *Badger) loadCheckpoint(k0, k1 uint64) (*keyTable, error) {
 		if s.bits < minShardBits || s.bits > 34 || s.n > 1<<s.bits {
 			return nil, fmt.Errorf("checkpoint shard %d: %d bits, %d entries", i, s.bits, s.n)
 		}
-		s.slots, s.mapped = allocSlots(1 << s.bits)
+		s.slots, s.mapped = a.alloc(1 << s.bits)
 		for j := 0; j < len(s.slots); {
 			m := min(len(buf)/12, len(s.slots)-j)
 			if _, err := io.ReadFull(r, buf[:12*m]); err != nil {

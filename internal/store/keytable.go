@@ -133,9 +133,13 @@ func newKeyTable(k0, k1 uint64, n int) *keyTable {
 	}
 	shards = max(shards, minShards)
 	t := &keyTable{k0: k0, k1: k1, shards: make([]tableShard, shards)}
+	var a slotArena
 	for i := range t.shards {
-		t.shards[i].alloc(uint8(b))
+		s := &t.shards[i]
+		s.bits = uint8(b)
+		s.slots, s.mapped = a.alloc(1 << b)
 	}
+	a.finish()
 	t.releaseWhenUnreachable()
 	return t
 }
