@@ -84,6 +84,7 @@ type MistakenFlag struct {
 	Seeds  int     `json:"seeds"`
 	Cosine float64 `json:"cosine"` // best cosine with a reported message
 	Action string  `json:"action"`
+	P      float64 `json:"p"`
 	Rule   string  `json:"rule"`
 }
 
@@ -318,7 +319,7 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed fl
 			f.Seeds++
 			continue
 		}
-		list[c.Docs[i].Path] = &MistakenFlag{Path: c.Docs[i].Path, Seeds: 1, Cosine: best[k], Action: v.Action.String(), Rule: v.Rule}
+		list[c.Docs[i].Path] = &MistakenFlag{Path: c.Docs[i].Path, Seeds: 1, Cosine: best[k], Action: v.Action.String(), P: v.Score, Rule: v.Rule}
 	}
 	return nil
 }
@@ -352,14 +353,12 @@ func bestCosines(c *Corpus, reported, checked []int, workers int) []float64 {
 // WriteMarkdown prints the mistaken-reports table and the messages behind
 // its failures.
 func (r *MistakenResult) WriteMarkdown(w io.Writer) {
-	warm := "every legitimate message is first delivered (checked and counted, which fills the table of sender domains of accepted mail), then "
+	warm := "all legitimate mail is first delivered (checked, filling the table of senders of accepted mail), then "
 	if r.ColdSenders {
 		warm = ""
 	}
-	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages as junk into a fresh store; every legitimate message nobody reported is then checked (a dry run). A checked message is a near-copy when its best cosine over unique terms with a reported message is at least %.2f. Means over %d seeds:\n\n",
+	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages into a fresh store, an administrator allows the given share of each one's campaigns (lowering its weight: reporter trust), and the legitimate mail nobody reported is checked (a dry run). A near-copy has a best cosine over unique terms of at least %.2f with a reported message. Means over %d seeds:\n\n",
 		warm, 100*r.Share, r.Ham, r.NearCopy, r.Seeds)
-	fmt.Fprintln(w, "An administrator then allows the given share of each mistaken reporter's campaigns, which lowers that reporter's weight (reporter trust); the campaigns allowed are checked like any other.")
-	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| mistaken reporters | campaigns allowed | reported | checked | not near-copies | flagged (tag / quarantine / reject) | near-copies | flagged (tag / quarantine / reject) |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	acts := func(m map[string]float64) string {
@@ -384,7 +383,12 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 					fmt.Fprintf(w, "- and %d more (--json lists them all)\n", len(l.fs)-i)
 					break
 				}
-				fmt.Fprintf(w, "- `%s` (%d of %d seeds, best cosine %.2f): %s\n", rel(r.Corpus, f.Path), f.Seeds, r.Seeds, f.Cosine, strings.ReplaceAll(f.Rule, "|", "/"))
+				// The rule from its basis on ("p = match … × reputation …").
+				rule := f.Rule
+				if _, basis, ok := strings.Cut(rule, "; p = "); ok {
+					rule = fmt.Sprintf("%s at p=%.4f = %s", f.Action, f.P, basis)
+				}
+				fmt.Fprintf(w, "- `%s` (%d of %d seeds, cosine %.2f): %s\n", rel(r.Corpus, f.Path), f.Seeds, r.Seeds, f.Cosine, strings.ReplaceAll(rule, "|", "/"))
 			}
 			fmt.Fprintln(w)
 		}

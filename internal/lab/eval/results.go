@@ -304,14 +304,18 @@ func (r *Results) writeGoals(w io.Writer) {
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
 	}
 	if m := r.Mistaken; m != nil {
-		for _, row := range m.Rows {
-			above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
-			allowed := ""
-			if row.Allowed > 0 {
-				allowed = fmt.Sprintf(", %g%% of their campaigns allowed", 100*row.Allowed)
+		// One line per number of reporters, its rows by share allowed.
+		for i := 0; i < len(m.Rows); {
+			n := m.Rows[i].Reporters
+			var far, near []string
+			for ; i < len(m.Rows) && m.Rows[i].Reporters == n; i++ {
+				row := &m.Rows[i]
+				above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
+				far = append(far, fmt.Sprintf("%s (%g) with %g%% of their campaigns allowed", mark(row.Flagged(false) == 0), row.Flagged(false), 100*row.Allowed))
+				near = append(near, fmt.Sprintf("%s (%g)", mark(above == 0), above))
 			}
-			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each%s: not-near-copies flagged 0: %s (%g); near-copies at most tagged: %s (%g quarantined or rejected).\n",
-				row.Reporters, 100*m.Share, allowed, mark(row.Flagged(false) == 0), row.Flagged(false), mark(above == 0), above)
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s; near-copies at most tagged: %s quarantined or rejected.\n",
+				n, 100*m.Share, strings.Join(far, ", "), strings.Join(near, ", "))
 		}
 	}
 	if cf := r.Confirmed; cf != nil {
