@@ -190,7 +190,7 @@ type candidate struct {
 	bandKeys [][]byte // band keys that found it
 	qKeys    [][]byte // q-gram band keys that found it
 	decision Decision
-	weights  Weights // its spam reporters' weights (nil: each 1; trust.go)
+	weights  reporterWeights // its spam reporters' weights (nil: each 1; trust.go)
 	// footerNote tells how an ANDD-only match was confirmed despite the
 	// message's mailing-list footer ("" when it has none).
 	footerNote string

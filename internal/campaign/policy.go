@@ -441,7 +441,7 @@ func (p *Policy) reputation(c *store.Campaign) float64 { return p.weightedReputa
 
 // weightedReputation is Reputation with each spam reporter counting its
 // weight (trust.go), the heaviest as the first; nil weights count 1 each.
-func (p *Policy) weightedReputation(c *store.Campaign, w Weights) float64 {
+func (p *Policy) weightedReputation(c *store.Campaign, w reporterWeights) float64 {
 	spam := c.SpamReporters
 	if spam < 1 {
 		spam = 1
@@ -634,7 +634,7 @@ func (p *Policy) match(ev []Evidence, in MatchInputs, confirmed bool, threshold 
 
 // decide is Decide for a policy with defaults applied and its thresholds,
 // without rendering Rule (only the chosen campaign's is needed).
-func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, w Weights, threshold float64, th []Threshold) Decision {
+func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *Graymail, w reporterWeights, threshold float64, th []Threshold) Decision {
 	d := Decision{
 		Reputation: p.weightedReputation(c, w),
 		Campaign:   c.ID, State: c.State,

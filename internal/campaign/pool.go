@@ -129,7 +129,7 @@ func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidat
 		return best
 	}
 	ns := int64(len(spam))
-	var ws Weights
+	var ws reporterWeights
 	if ns <= trustLimit {
 		hs := make([]uint64, 0, len(spam))
 		for h := range spam {

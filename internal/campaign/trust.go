@@ -170,17 +170,17 @@ func (t *trustBook) forget() {
 	t.mu.Unlock()
 }
 
-// Weights are the weights of a campaign's spam reporters, heaviest first.
-type Weights []float64
+// reporterWeights are the weights of a campaign's spam reporters, heaviest first.
+type reporterWeights []float64
 
 // weights returns the weights of the spam reporters hashes on their
 // records without campaigns ids (those being decided), nil when they all
 // weigh 1 or there are more than trustLimit.
-func (t *trustBook) weights(ctx context.Context, ids []store.CampaignID, hashes []uint64) (Weights, error) {
+func (t *trustBook) weights(ctx context.Context, ids []store.CampaignID, hashes []uint64) (reporterWeights, error) {
 	if t == nil || len(hashes) == 0 || len(hashes) > trustLimit {
 		return nil, nil
 	}
-	ws := make(Weights, 0, len(hashes))
+	ws := make(reporterWeights, 0, len(hashes))
 	plain := true
 	for _, h := range hashes {
 		r, err := t.record(ctx, h)
@@ -234,7 +234,7 @@ func (e *Checker) weigh(ctx context.Context, c *candidate) {
 }
 
 // sum is the weights' sum, n for nil weights of n reporters.
-func (w Weights) sum(n int64) float64 {
+func (w reporterWeights) sum(n int64) float64 {
 	if w == nil {
 		return float64(n)
 	}
