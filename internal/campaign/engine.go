@@ -59,6 +59,7 @@ type core struct {
 	reporters store.ReporterLister
 	batch     store.BatchReporter
 	events    store.EventStore
+	sketched  store.SketchLookup
 	// trust weighs spam reporters by their records (trust.go); nil when
 	// off or the store keeps no history.
 	trust *trustBook
@@ -70,6 +71,7 @@ func (e *core) capabilities() {
 	e.reporters, _ = e.st.(store.ReporterLister)
 	e.batch, _ = e.st.(store.BatchReporter)
 	e.events, _ = e.st.(store.EventStore)
+	e.sketched, _ = e.st.(store.SketchLookup)
 	hist, _ := e.st.(store.ReporterHistory)
 	e.trust = newTrustBook(hist, &e.policy, e.now)
 }
@@ -294,7 +296,13 @@ func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bo
 	if len(keys) == 0 {
 		return res, nil
 	}
-	hits, err := e.st.Lookup(ctx, keys)
+	var hits []store.Hit
+	if e.sketched != nil {
+		// Band keys' campaigns are compared with their sketches below.
+		hits, err = e.sketched.LookupSketched(ctx, keys, m.ExactKeys())
+	} else {
+		hits, err = e.st.Lookup(ctx, keys)
+	}
 	if err != nil {
 		return res, fmt.Errorf("lookup signatures: %w", err)
 	}

@@ -235,9 +235,10 @@ func (m *Message) decodeParts(lists [][][]byte, bodySketch []byte, bodyKeys [][]
 	m.keys = append(m.keys, lists[0]...)
 	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
 	m.ShortKeys = appendPart(&m.keys, lists[1])
+	m.ShortLookup = appendPart(&m.keys, lists[2])
+	m.exact = len(m.keys)
 	m.BandKeys = appendPart(&m.keys, lists[3])
 	m.QKeys = appendPart(&m.keys, lists[4])
-	m.ShortLookup = appendPart(&m.keys, lists[2])
 	if len(m.SketchBytes) > 0 {
 		sk, err := andd.UnmarshalSketch(m.SketchBytes)
 		if err != nil {

@@ -81,9 +81,10 @@ type Message struct {
 	// Skip is set when the message has no usable signature.
 	Skip Skip
 
-	keys [][]byte // IMatchKeys, ShortKeys, BandKeys, QKeys, ShortLookup: one backing array
-	p    *Pipeline
-	doc  *mime.Document // for Body
+	keys  [][]byte // IMatchKeys, ShortKeys, ShortLookup, BandKeys, QKeys: one backing array
+	exact int      // len(IMatchKeys)+len(ShortKeys)+len(ShortLookup)
+	p     *Pipeline
+	doc   *mime.Document // for Body
 	// footless is doc without its footer (withoutFooterAt, with doc's
 	// parts and list), set by sign when FooterAt ≥ 0: the short keys and
 	// Body share it.
@@ -174,10 +175,16 @@ func (m *Message) HasSketch() bool { return len(m.SketchBytes) > 0 }
 // HasQSketch reports whether the message has a q-gram sketch.
 func (m *Message) HasQSketch() bool { return len(m.QSketchBytes) > 0 }
 
-// Keys returns the I-Match keys, the short keys, the band keys, the
-// q-gram band keys and the short lookup keys, for one store lookup. The slice is shared: do not
-// modify it.
+// Keys returns the I-Match keys, the short keys, the short lookup keys,
+// the band keys and the q-gram band keys, for one store lookup. The slice
+// is shared: do not modify it.
 func (m *Message) Keys() [][]byte { return m.keys }
+
+// ExactKeys returns how many of Keys, from the first, are keys a hit on
+// which is evidence in itself (I-Match and short keys); the others are
+// band keys of sketches, whose campaigns are compared with the message's
+// sketches.
+func (m *Message) ExactKeys() int { return m.exact }
 
 // Body returns the ANDD evidence of the message without its mailing-list
 // footer (HasFooter false when it has none or there is no ANDD signer). It
@@ -347,9 +354,10 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 	}
 	m.IMatchKeys = m.keys[:len(m.keys):len(m.keys)]
 	m.keys = append(m.keys, m.ShortKeys...)
+	m.keys = append(m.keys, m.ShortLookup...)
+	m.exact = len(m.keys)
 	m.keys = append(m.keys, m.BandKeys...)
 	m.keys = append(m.keys, m.QKeys...)
-	m.keys = append(m.keys, m.ShortLookup...)
 	if err := stageErr(ctx, "sign"); err != nil {
 		return nil, err
 	}

@@ -39,9 +39,12 @@ func TestSignMatchesAnalyze(t *testing.T) {
 		if !slices.Equal(m.Sketch.Bits, r.Sketch.Bits) || !slices.EqualFunc(m.BandKeys, r.BandKeys, bytes.Equal) {
 			t.Errorf("message %d: sketch or band keys differ from Analyze's", i)
 		}
-		want := slices.Concat(m.IMatchKeys, m.ShortKeys, m.BandKeys, m.QKeys, m.ShortLookup)
+		want := slices.Concat(m.IMatchKeys, m.ShortKeys, m.ShortLookup, m.BandKeys, m.QKeys)
 		if !slices.EqualFunc(m.Keys(), want, bytes.Equal) {
-			t.Errorf("message %d: %d keys, want %d + %d + %d + %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.ShortKeys), len(m.BandKeys), len(m.QKeys), len(m.ShortLookup))
+			t.Errorf("message %d: %d keys, want %d + %d + %d + %d + %d", i, len(m.Keys()), len(m.IMatchKeys), len(m.ShortKeys), len(m.ShortLookup), len(m.BandKeys), len(m.QKeys))
+		}
+		if exact := len(m.IMatchKeys) + len(m.ShortKeys) + len(m.ShortLookup); m.ExactKeys() != exact {
+			t.Errorf("message %d: %d exact keys, want %d", i, m.ExactKeys(), exact)
 		}
 		if sk, ok := qgram.NewSketcher(qgram.SketchOptions{}).Sketch(r.Doc.Subject, "\n", r.Doc.Text); m.Skip == NoSkip && (ok != m.HasQSketch() || ok && sk != m.QSketch) {
 			t.Errorf("message %d: q-gram sketch differs from the subject's and text's", i)

@@ -26,6 +26,16 @@ type ReporterHistory interface {
 	ReporterCampaigns(ctx context.Context, hash uint64, limit int) ([]ReporterCampaign, error)
 }
 
+// SketchLookup is Lookup for keys of two kinds (Badger.LookupSketched):
+// keys[:exact] are keys a hit on which is evidence in itself, and a
+// campaign one of them alone found is verified against its key list, as
+// Lookup does; keys[exact:] are keys of similarity sketches (band keys),
+// whose campaigns the caller compares with their sketches anyway, and a
+// campaign only they found is taken without reading its key list.
+type SketchLookup interface {
+	LookupSketched(ctx context.Context, keys [][]byte, exact int) ([]Hit, error)
+}
+
 // EventStore applies the events of a fleet's stream (fleet.go): the
 // writes of an event go through the EventWriter it returns, which records
 // the event as applied in the same transactions.
@@ -41,6 +51,7 @@ var (
 	_ ReporterLister  = (*Badger)(nil)
 	_ ReporterHistory = (*Badger)(nil)
 	_ EventStore      = (*Badger)(nil)
+	_ SketchLookup    = (*Badger)(nil)
 	_ Store           = (*EventWriter)(nil)
 	_ BatchReporter   = (*EventWriter)(nil)
 )

@@ -132,6 +132,46 @@ func TestLookupVerifiesCandidates(t *testing.T) {
 	verifyClean(t, s)
 }
 
+// LookupSketched verifies only the campaigns one exact key alone found:
+// a campaign found through sketch keys is the caller's to check.
+func TestLookupSketched(t *testing.T) {
+	s := openTest(t, "", Options{})
+	a := mustReport(t, s, spam("r", t0, "a", "b")).Campaign
+	tbl := s.keys.table()
+	tbl.add(tbl.hash([]byte("forged")), a)
+	defer tbl.remove(tbl.hash([]byte("forged")), a)
+	for _, tc := range []struct {
+		name  string
+		keys  []string
+		exact int
+		want  []string // the keys hit, all on a
+	}{
+		{"forged exact key", []string{"forged"}, 1, nil},
+		{"forged sketch key", []string{"forged"}, 0, []string{"forged"}},
+		{"listed exact key", []string{"a"}, 1, []string{"a"}},
+		{"listed sketch key", []string{"x", "a"}, 1, []string{"a"}},
+		{"exact and sketch keys", []string{"forged", "b"}, 1, []string{"forged", "b"}},
+		{"unknown keys", []string{"x", "y"}, 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits, err := s.LookupSketched(ctx, keys(tc.keys...), tc.exact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hits {
+				if h.Campaign != a {
+					t.Errorf("key %q hit campaign %d, want %d", h.Key, h.Campaign, a)
+				}
+				got = append(got, string(h.Key))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hits %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // A clean close leaves a checkpoint that the next open loads; a store
 // changed since, a damaged file or another store's file is not used, and
 // the index is rebuilt from the key lists.

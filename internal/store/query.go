@@ -17,6 +17,16 @@ import (
 // found is verified against its key list (one read of its chunks, in a
 // single read transaction). Empty and over-long keys are ignored.
 func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
+	return b.LookupSketched(ctx, keys, len(keys))
+}
+
+// LookupSketched is Lookup, except that a campaign that keys from index
+// exact on found is not verified (SketchLookup): the caller checks it
+// against its sketches. A false candidate is a collision of keyed
+// fingerprints of about 60 bits, which nobody can make without the
+// store's secret; reading the key list for every band key's campaign
+// would cost a read per message for nothing.
+func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) ([]Hit, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("lookup: %w", ErrClosed)
 	}
@@ -38,62 +48,59 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	// Verify, campaign by campaign, the campaigns one key alone found. A
-	// campaign that two or more of the keys found needs no read: each
-	// false candidate is a collision of keyed fingerprints of about 60
-	// bits (the shard and the in-shard fingerprint), so two on one
+	// Verify, campaign by campaign, the campaigns one exact key alone
+	// found. A campaign that two or more of the keys found needs no read:
+	// each false candidate is a collision of keyed fingerprints of about
+	// 60 bits (the shard and the in-shard fingerprint), so two on one
 	// campaign do not happen, and nobody can make them without the
-	// store's secret.
+	// store's secret. Nor does one that only sketch keys found.
 	ok := make([]bool, len(cands))
-	several := func(id CampaignID) bool {
-		first := -1
-		for _, c := range cands {
-			if c.id == id {
-				if first >= 0 && c.i != first {
-					return true
-				}
-				first = c.i
+	var check []int // the first candidate of each campaign to verify
+	for j, c := range cands {
+		if slices.ContainsFunc(cands[:j], func(d cand) bool { return d.id == c.id }) {
+			continue // decided with the first
+		}
+		// A key listed twice for one campaign (a damaged store) finds it
+		// twice: only distinct keys count.
+		several := slices.ContainsFunc(cands[j:], func(d cand) bool { return d.id == c.id && d.i != c.i })
+		if !several && c.i < exact {
+			check = append(check, j)
+			continue
+		}
+		for l := j; l < len(cands); l++ {
+			if cands[l].id == c.id {
+				ok[l] = true
 			}
 		}
-		return false
 	}
-	var (
-		want  [][]byte
-		found []bool
-		at    []int
-	)
-	err := b.view(func(txn *badger.Txn) error {
-		for j := range cands {
-			if at = at[:0]; slices.ContainsFunc(cands[:j], func(c cand) bool { return c.id == cands[j].id }) {
-				continue // verified with the first
-			}
-			if several(cands[j].id) {
+	if len(check) > 0 {
+		var (
+			want  [][]byte
+			found []bool
+			at    []int
+		)
+		err := b.view(func(txn *badger.Txn) error {
+			for _, j := range check {
+				want, at = want[:0], at[:0]
 				for l := j; l < len(cands); l++ {
 					if cands[l].id == cands[j].id {
-						ok[l] = true
+						want = append(want, keys[cands[l].i])
+						at = append(at, l)
 					}
 				}
-				continue
-			}
-			want = want[:0]
-			for l := j; l < len(cands); l++ {
-				if cands[l].id == cands[j].id {
-					want = append(want, keys[cands[l].i])
-					at = append(at, l)
+				found = append(found[:0], make([]bool, len(want))...)
+				if err := verifyListed(txn, cands[j].id, want, found); err != nil {
+					return err
+				}
+				for x, l := range at {
+					ok[l] = found[x]
 				}
 			}
-			found = append(found[:0], make([]bool, len(want))...)
-			if err := verifyListed(txn, cands[j].id, want, found); err != nil {
-				return err
-			}
-			for x, l := range at {
-				ok[l] = found[x]
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("lookup: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
 	}
 	var hits []Hit
 	last := -1
