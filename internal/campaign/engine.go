@@ -491,6 +491,14 @@ type cachedRecord struct {
 	repMu     sync.Mutex
 	repLoaded bool
 	spam      []uint64
+
+	// pool are the hashes of the campaign's spam reporters when it has
+	// at most poolLimit reporters, poolOver whether it has more, read
+	// the first time a pool asks for them (poolReporters).
+	poolMu     sync.Mutex
+	poolLoaded bool
+	poolOver   bool
+	pool       []uint64
 }
 
 // keys returns the campaign's index keys, read from the store the first

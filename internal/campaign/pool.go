@@ -84,6 +84,30 @@ func nearDuplicates(a, b []andd.Sketch, bar float64) bool {
 	return true
 }
 
+// poolReporters returns the hashes of campaign r's spam reporters, or
+// over when it has more than poolLimit reporters, read from the store
+// once per cached record.
+func (r *cachedRecord) poolReporters(ctx context.Context, rs store.ReporterLister) (spam []uint64, over bool, err error) {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.poolLoaded {
+		return r.pool, r.poolOver, nil
+	}
+	reps, err := rs.Reporters(ctx, r.rec.ID, poolLimit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("reporters of campaign %d: %w", r.rec.ID, err)
+	}
+	if r.poolOver = len(reps) > poolLimit; !r.poolOver {
+		for _, rep := range reps {
+			if rep.Kind == store.KindSpam {
+				r.pool = append(r.pool, rep.Hash)
+			}
+		}
+	}
+	r.poolLoaded = true
+	return r.pool, r.poolOver, nil
+}
+
 // pool decides a message that matched best (the verdict's campaign by
 // its own reporters) and other campaigns on the distinct spam reporters
 // of best's pool group (see poolGroup), when they are more than a
@@ -107,21 +131,19 @@ func (e *Checker) pool(ctx context.Context, best *candidate, matched []*candidat
 	spam := map[uint64]bool{}
 	var in []*candidate // the group's campaigns whose reporters were read
 	for i, c := range group {
-		reps, err := rs.Reporters(ctx, c.rec.rec.ID, poolLimit+1)
+		hs, over, err := c.rec.poolReporters(ctx, rs)
 		if err != nil {
 			e.log.Warn("check: reporters to pool", "campaign", c.rec.rec.ID, "err", err)
 			return best
 		}
-		if len(reps) > poolLimit {
+		if over {
 			if i == 0 {
 				return best // best alone has plenty
 			}
 			continue // left out: never more than its reporters
 		}
-		for _, r := range reps {
-			if r.Kind == store.KindSpam {
-				spam[r.Hash] = true
-			}
+		for _, h := range hs {
+			spam[h] = true
 		}
 		in = append(in, c)
 	}
