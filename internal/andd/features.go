@@ -248,54 +248,35 @@ func (e *extractor) idfDF(df int) (float64, bool) {
 }
 
 // urlWords returns the lower-cased alphanumeric words of the document's
-// URLs and hosts, and the host pseudo-terms. The map is sc's, valid
-// until sc.clearURLWords.
-func (sc *scratch) urlWords(doc *mime.Document) (words map[string]bool, hosts []string) {
+// URLs and hosts, and the host pseudo-terms. The set is sc's, valid until
+// sc.clearURLWords.
+func (sc *scratch) urlWords(doc *mime.Document) (words *wordSet, hosts []string) {
 	if doc == nil || (len(doc.URLs) == 0 && len(doc.Hosts) == 0) {
 		return nil, nil
 	}
-	if sc.inURL == nil {
-		sc.inURL = make(map[string]bool)
-		sc.hostSeen = make(map[string]bool)
-	}
-	words = sc.inURL
-	add := func(s string) {
-		eachAlnumWord(strings.ToLower(s), func(w string) {
-			if len(w) >= 3 {
-				words[w] = true
-			}
-		})
-	}
+	words = &sc.inURL
 	for _, u := range doc.URLs {
 		if len(u) > 2048 {
 			u = u[:2048]
 		}
-		add(u)
+		words.addWords(u)
 	}
-	seen := sc.hostSeen
 	for _, h := range doc.Hosts {
-		add(h)
-		if rh := registeredHost(strings.ToLower(h)); rh != "" && !seen[rh] {
-			seen[rh] = true
+		words.addWords(h)
+		if rh := registeredHost(strings.ToLower(h)); rh != "" && !slices.Contains(sc.hostSeen, rh) {
+			sc.hostSeen = append(sc.hostSeen, rh)
 			hosts = append(hosts, hostPrefix+rh)
 		}
 	}
 	return words, hosts
 }
 
-// maxPooledURLWords bounds the maps a scratch keeps: clearing a map costs
-// its capacity, which one message of many links would leave large.
-const maxPooledURLWords = 4096
-
-// clearURLWords empties the maps of urlWords, not to keep the message's
+// clearURLWords empties the sets of urlWords, not to keep the message's
 // strings.
 func (sc *scratch) clearURLWords() {
-	if len(sc.inURL) > maxPooledURLWords || len(sc.hostSeen) > maxPooledURLWords {
-		sc.inURL, sc.hostSeen = nil, nil
-		return
-	}
-	clear(sc.inURL)
+	sc.inURL.reset()
 	clear(sc.hostSeen)
+	sc.hostSeen = sc.hostSeen[:0]
 }
 
 // eachAlnumWord calls fn with each maximal run of letters and digits of
@@ -366,8 +347,9 @@ type scratch struct {
 	hash   uint64
 	hashOK bool
 	hashes []uint64
-	// inURL and hostSeen are the maps of urlWords.
-	inURL, hostSeen map[string]bool
+	// inURL and hostSeen are the sets of urlWords.
+	inURL    wordSet
+	hostSeen []string
 }
 
 func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
@@ -468,7 +450,7 @@ func (e *extractor) extractTerms(doc *mime.Document, t *mime.Terms, df []int32, 
 func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(term string, phi *[numFeatures]float64, z float64)) {
 	stats := sc.stats
 	defer func() { sc.stats = stats }()
-	var inURL map[string]bool
+	var inURL *wordSet
 	var hostTerms []string
 	if doc != nil {
 		inURL, hostTerms = sc.urlWords(doc)
@@ -517,7 +499,7 @@ func (e *extractor) features(doc *mime.Document, sc *scratch, n int, fn func(ter
 
 // termFeatures fills phi with the features of s that do not depend on the
 // df table, and zeroes the others.
-func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL map[string]bool, lenF, den float64) {
+func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL *wordSet, lenF, den float64) {
 	phi[fBias] = 1
 	if int(s.tf) < len(tfTab) {
 		phi[fTF] = tfTab[s.tf]
@@ -535,7 +517,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL m
 	}
 	phi[fSubject] = b2f(s.subject)
 	phi[fInURL] = 0
-	if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
+	if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
 		phi[fInURL] = 1
 	}
 	phi[fHost] = b2f(s.host)
@@ -551,7 +533,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL m
 // sum but the sign of a zero z, and only z > 0 matters). It skips every
 // term whose z cannot be positive before looking up its df, and passes a
 // nil phi to fn.
-func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL map[string]bool, lenF, den float64, fn func(term string, phi *[numFeatures]float64, z float64)) {
+func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL *wordSet, lenF, den float64, fn func(term string, phi *[numFeatures]float64, z float64)) {
 	lam, zt := e.lam, e.zt
 	lenZ := float64(lam[fLen] * lenF) // explicit conversions keep products rounded: no FMA fusion, same weights on every architecture
 	idfMax := e.idfMax
@@ -579,7 +561,7 @@ func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL map[string]bo
 		if s.subject {
 			z += lam[fSubject]
 		}
-		if len(inURL) > 0 && !s.host && inURL[firstWord(s.term)] {
+		if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
 			z += lam[fInURL]
 		}
 		if s.host {

@@ -1,7 +1,6 @@
 package andd
 
 import (
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -72,8 +71,21 @@ func TestURLWordsMatchesReference(t *testing.T) {
 		}
 		gw, gh := sc.urlWords(doc)
 		ww, wh := urlWordsReference(doc)
-		if !maps.Equal(gw, ww) || !slices.Equal(gh, wh) {
-			t.Fatalf("document %d %q %q: words %v hosts %q, want %v %q", i, doc.URLs, doc.Hosts, gw, gh, ww, wh)
+		if gw.len() != len(ww) || !slices.Equal(gh, wh) {
+			t.Fatalf("document %d %q %q: %d words, hosts %q, want %v %q", i, doc.URLs, doc.Hosts, gw.len(), gh, ww, wh)
+		}
+		for w := range ww {
+			if !gw.has(w) {
+				t.Fatalf("document %d %q %q: %q not among the words", i, doc.URLs, doc.Hosts, w)
+			}
+			if up := strings.ToUpper(w); up != w && gw.has(up) {
+				t.Fatalf("document %d: %q among the words", i, up)
+			}
+		}
+		for _, w := range []string{"zzzz", "ab", "exampl"} {
+			if gw.has(w) != ww[w] {
+				t.Fatalf("document %d %q %q: has(%q) %v", i, doc.URLs, doc.Hosts, w, !ww[w])
+			}
 		}
 		sc.clearURLWords()
 	}
