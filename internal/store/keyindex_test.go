@@ -94,6 +94,31 @@ func TestKeyTable(t *testing.T) {
 	if grown := tbl.shards[0].bits; grown <= minShardBits {
 		t.Errorf("shard 0 has %d bits: the test did not grow the table", grown)
 	}
+	// findAll finds what find does, hash by hash, with hashes repeated,
+	// absent, and several in one shard.
+	var hs []uint64
+	for j := range 300 {
+		switch j % 3 {
+		case 0:
+			hs = append(hs, live[rng.IntN(len(live))].h)
+		case 1:
+			hs = append(hs, rng.Uint64())
+		default:
+			hs = append(hs, hs[rng.IntN(len(hs))])
+		}
+	}
+	type found struct {
+		i  int
+		id CampaignID
+	}
+	var got, wantFound []found
+	tbl.findAll(hs, func(i int, id CampaignID) { got = append(got, found{i, id}) })
+	for i, h := range hs {
+		tbl.find(h, func(id CampaignID) { wantFound = append(wantFound, found{i, id}) })
+	}
+	if !slices.Equal(got, wantFound) || len(got) < 100 {
+		t.Errorf("findAll found %d pairs, find %d", len(got), len(wantFound))
+	}
 }
 
 func TestKeyTableSizing(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -193,6 +194,55 @@ func (t *keyTable) find(h uint64, f func(CampaignID)) {
 	s.mu.RLock()
 	s.find(q, f)
 	s.mu.RUnlock()
+}
+
+// findAll calls f(i, id) with the campaign of every entry whose
+// fingerprint is hs[i]'s, for each i in order. It takes the read locks of
+// all the shards concerned first, in shard order, then loads the home
+// slot of every hash before probing any: the loads do not depend on each
+// other, so the processor overlaps their cache and TLB misses, which a
+// lock's atomic instruction between two loads would keep apart. Writers
+// lock one shard at a time, so holding several read locks cannot
+// deadlock.
+func (t *keyTable) findAll(hs []uint64, f func(i int, id CampaignID)) {
+	type located struct {
+		s     *tableShard
+		shard int
+		q     uint64
+		first slot
+	}
+	var (
+		buf  [128]located
+		locs = buf[:0]
+		sbuf [128]int
+		held = sbuf[:0]
+	)
+	for _, h := range hs {
+		i, _ := bits.Mul64(h, uint64(len(t.shards)))
+		s, q := t.locate(h)
+		locs = append(locs, located{s: s, shard: int(i), q: q})
+		held = append(held, int(i))
+	}
+	slices.Sort(held)
+	held = slices.Compact(held)
+	for _, i := range held {
+		t.shards[i].mu.RLock()
+	}
+	for j := range locs {
+		l := &locs[j]
+		home, _ := l.s.split(l.q)
+		l.first = l.s.slots[home]
+	}
+	for j := range locs {
+		l := &locs[j]
+		if l.first.empty() {
+			continue
+		}
+		l.s.find(l.q, func(id CampaignID) { f(j, id) })
+	}
+	for _, i := range held {
+		t.shards[i].mu.RUnlock()
+	}
 }
 
 // add adds the pair (h, id).

@@ -39,12 +39,20 @@ func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) (
 		buf   [16]cand
 		cands = buf[:0]
 	)
+	var (
+		hbuf [128]uint64
+		hs   = hbuf[:0]
+		ibuf [128]int
+		idx  = ibuf[:0] // the index in keys of each of hs
+	)
 	for i, k := range keys {
 		if len(k) == 0 || len(k) > MaxKeyLen {
 			continue
 		}
-		t.find(t.hash(k), func(id CampaignID) { cands = append(cands, cand{i, id}) })
+		hs = append(hs, t.hash(k))
+		idx = append(idx, i)
 	}
+	t.findAll(hs, func(j int, id CampaignID) { cands = append(cands, cand{idx[j], id}) })
 	if len(cands) == 0 {
 		return nil, nil
 	}
