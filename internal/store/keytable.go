@@ -32,8 +32,9 @@ import (
 // exclusively; a shard grows alone, so growth costs a copy of one shard,
 // not of the table.
 type keyTable struct {
-	k0, k1 uint64 // the hash key (keyHash)
-	shards []tableShard
+	k0, k1  uint64 // the hash key (keyHash)
+	shards  []tableShard
+	scratch sync.Pool // *findScratch
 }
 
 // tableShard is one shard of a keyTable.
@@ -205,24 +206,19 @@ func (t *keyTable) find(h uint64, f func(CampaignID)) {
 // lock one shard at a time, so holding several read locks cannot
 // deadlock.
 func (t *keyTable) findAll(hs []uint64, f func(i int, id CampaignID)) {
-	type located struct {
-		s     *tableShard
-		shard int
-		q     uint64
-		first slot
+	sc, _ := t.scratch.Get().(*findScratch)
+	if sc == nil {
+		sc = new(findScratch)
 	}
-	var (
-		buf  [128]located
-		locs = buf[:0]
-		sbuf [128]int
-		held = sbuf[:0]
-	)
+	defer t.scratch.Put(sc)
+	locs, held := sc.locs[:0], sc.held[:0]
 	for _, h := range hs {
 		i, _ := bits.Mul64(h, uint64(len(t.shards)))
 		s, q := t.locate(h)
-		locs = append(locs, located{s: s, shard: int(i), q: q})
+		locs = append(locs, located{s: s, q: q})
 		held = append(held, int(i))
 	}
+	sc.locs, sc.held = locs, held
 	slices.Sort(held)
 	held = slices.Compact(held)
 	for _, i := range held {
@@ -235,14 +231,27 @@ func (t *keyTable) findAll(hs []uint64, f func(i int, id CampaignID)) {
 	}
 	for j := range locs {
 		l := &locs[j]
-		if l.first.empty() {
-			continue
+		if !l.first.empty() {
+			l.s.find(l.q, func(id CampaignID) { f(j, id) })
 		}
-		l.s.find(l.q, func(id CampaignID) { f(j, id) })
 	}
 	for _, i := range held {
 		t.shards[i].mu.RUnlock()
 	}
+	clear(locs) // no shard kept alive by the pool
+}
+
+// findScratch is findAll's memory, reused: the shard, the in-shard
+// fingerprint and the home slot of each hash, and the shards to lock.
+type findScratch struct {
+	locs []located
+	held []int
+}
+
+type located struct {
+	s     *tableShard
+	q     uint64
+	first slot
 }
 
 // add adds the pair (h, id).

@@ -40,9 +40,9 @@ func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) (
 		cands = buf[:0]
 	)
 	var (
-		hbuf [128]uint64
+		hbuf [64]uint64
 		hs   = hbuf[:0]
-		ibuf [128]int
+		ibuf [64]int32
 		idx  = ibuf[:0] // the index in keys of each of hs
 	)
 	for i, k := range keys {
@@ -50,9 +50,9 @@ func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) (
 			continue
 		}
 		hs = append(hs, t.hash(k))
-		idx = append(idx, i)
+		idx = append(idx, int32(i))
 	}
-	t.findAll(hs, func(j int, id CampaignID) { cands = append(cands, cand{idx[j], id}) })
+	t.findAll(hs, func(j int, id CampaignID) { cands = append(cands, cand{int(idx[j]), id}) })
 	if len(cands) == 0 {
 		return nil, nil
 	}
