@@ -69,6 +69,8 @@ type parser struct {
 	charset  string // first non-UTF-8 charset declared by a text part
 	depthMsg bool
 	partsMsg bool
+	// scan is the span of text whose scan for URLs is scheduled.
+	scan textSpan
 	// over is set when a budget cut the content (Document.OverBudget).
 	over bool
 	// work counts the bytes examined by the scans that could repeat
@@ -106,6 +108,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	p.urls.reset(defaultMaxURLs)
 	p.parts, p.words, p.work = 0, 0, 0
 	p.over = false
+	p.scan = textSpan{}
 	p.nz.reset(p.opts.MaxComposeBytes)
 	p.nz.work = 0
 	p.fields = p.fields[:0]
@@ -194,11 +197,11 @@ func (p *parser) safely(what string, f func()) {
 
 // finish copies the accumulated state of p into doc.
 func (p *parser) finish(doc *Document) {
+	doc.Text = string(p.text)
+	p.safely("the body", func() { p.flushScan(doc.Text) })
 	doc.OverBudget = p.over
 	doc.work = p.work + p.urls.work + p.nz.work
-	doc.Text = string(p.text)
-	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
-	p.urls.urls, p.urls.hosts = nil, nil
+	doc.URLs, doc.Hosts = p.urls.take()
 	doc.Parts, p.media = p.media, nil
 	doc.Warnings = p.warnings
 	p.warnings = nil
@@ -342,6 +345,7 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	}
 	txt := p.decodeCharsetASCII(data, cs, what, ascii)
 	if isHTML {
+		p.flushScan("") // the attributes' URLs come after the text's before
 		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
 		p.html.onData = nil
@@ -365,8 +369,38 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		p.textOverBudget()
 	}
 	if mayHoldURL(p.text[start:]) {
-		p.urls.scanText(string(p.text[start:]))
+		p.scanLater(start, len(p.text))
 	}
+}
+
+// scanLater schedules the scan for URLs of p.text[from:to], the text of
+// the leaf just read. The scan runs before any other URL is added (the
+// next HTML part's attributes) or, for the last leaf, on the document's
+// text in finish: the text is then not copied once more for it.
+func (p *parser) scanLater(from, to int) {
+	p.flushScan("")
+	p.scan = textSpan{from: from, to: to, pending: true}
+}
+
+// flushScan runs the scheduled scan, on text (the whole of p.text as a
+// string) or, when text is "", on a copy of the span.
+func (p *parser) flushScan(text string) {
+	if !p.scan.pending {
+		return
+	}
+	sp := p.scan
+	p.scan.pending = false
+	if text == "" {
+		p.urls.scanText(string(p.text[sp.from:sp.to]))
+		return
+	}
+	p.urls.scanText(text[sp.from:sp.to])
+}
+
+// textSpan is a span of p.text waiting for its scan for URLs.
+type textSpan struct {
+	from, to int
+	pending  bool
 }
 
 func (p *parser) textOverBudget() {
