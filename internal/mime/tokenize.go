@@ -295,10 +295,19 @@ func uniqueTerms(toks []Token) []string {
 
 // prefixKey packs the first 6 bytes of s into the top of a uint64.
 func prefixKey(s string) uint64 {
-	if len(s) >= 6 {
+	switch {
+	case len(s) >= 6:
 		_ = s[5]
 		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
 			uint64(s[3])<<32 | uint64(s[4])<<24 | uint64(s[5])<<16
+	case len(s) == 5: // terms have at least four letters by default
+		_ = s[4]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
+			uint64(s[3])<<32 | uint64(s[4])<<24
+	case len(s) == 4:
+		_ = s[3]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
+			uint64(s[3])<<32
 	}
 	var k uint64
 	for j := 0; j < len(s); j++ {
@@ -320,10 +329,16 @@ type uniqScratch struct {
 // whose cost is mostly mispredicted branches.
 func sortKeys(keys, tmp []uint64) []uint64 {
 	var start [257]int32
+	first, last := uint64(255), uint64(0) // the range of top bytes in use
 	for _, k := range keys {
-		start[k>>56+1]++
+		b := k >> 56
+		start[b+1]++
+		first, last = min(first, b), max(last, b)
 	}
-	for b := 1; b < 257; b++ {
+	if first > last {
+		return tmp
+	}
+	for b := first + 1; b <= last+1; b++ {
 		start[b] += start[b-1]
 	}
 	next := start
@@ -332,7 +347,7 @@ func sortKeys(keys, tmp []uint64) []uint64 {
 		tmp[next[b]] = k
 		next[b]++
 	}
-	for b := 0; b < 256; b++ {
+	for b := first; b <= last; b++ {
 		lo, hi := start[b], start[b+1]
 		switch n := hi - lo; {
 		case n <= 1:
