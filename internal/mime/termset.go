@@ -2,6 +2,7 @@ package mime
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -239,7 +240,19 @@ func (ts *termSet) sorted() []string {
 
 // lowerAppend appends the lower-case form of the word s to dst.
 func lowerAppend(dst []byte, s string) []byte {
-	for k := 0; k < len(s); {
+	// The ASCII prefix, written in place.
+	k := 0
+	n := len(dst)
+	dst = slices.Grow(dst, len(s))[:n+len(s)]
+	for ; k < len(s) && s[k] < utf8.RuneSelf; k++ {
+		c := s[k]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[n+k] = c
+	}
+	dst = dst[:n+k]
+	for k < len(s) {
 		c := s[k]
 		if c < utf8.RuneSelf {
 			if 'A' <= c && c <= 'Z' {

@@ -121,11 +121,21 @@ func (u *urlSet) addBytes(v []byte) {
 
 // hasWebPrefix reports whether v starts as urlHost requires of a web URL.
 func hasWebPrefix(v []byte) bool {
-	return len(v) >= 2 && v[0] == '/' && v[1] == '/' ||
-		len(v) >= 4 && equalFoldASCII(v[:4], "www.") ||
-		len(v) >= 6 && equalFoldASCII(v[:6], "ftp://") ||
-		len(v) >= 7 && equalFoldASCII(v[:7], "http://") ||
-		len(v) >= 8 && equalFoldASCII(v[:8], "https://")
+	if len(v) < 2 {
+		return false
+	}
+	switch v[0] | 0x20 {
+	case '/': // v[0] is '/' or 0x0f
+		return v[0] == '/' && v[1] == '/'
+	case 'w':
+		return len(v) >= 4 && equalFoldASCII(v[:4], "www.")
+	case 'f':
+		return len(v) >= 6 && equalFoldASCII(v[:6], "ftp://")
+	case 'h':
+		return len(v) >= 7 && equalFoldASCII(v[:7], "http://") ||
+			len(v) >= 8 && equalFoldASCII(v[:8], "https://")
+	}
+	return false
 }
 
 // add records raw (an href/src value or a URL found in text; the caller
@@ -218,8 +228,7 @@ func urlEnd(s string, i int) int {
 	for j < len(t) {
 		c := t[j]
 		if c < utf8.RuneSelf {
-			if c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\'' || c == '`' ||
-				c == '{' || c == '}' || c == '|' || c == '^' || c == 0x7f {
+			if urlStop[c] {
 				break
 			}
 			j++
@@ -254,6 +263,18 @@ trimmed:
 	}
 	return i + j
 }
+
+// urlStop marks the ASCII bytes that end a URL in text: control
+// characters, space, DEL and <>"'`{}|^.
+var urlStop = func() (t [utf8.RuneSelf]bool) {
+	for c := 0; c <= ' '; c++ {
+		t[c] = true
+	}
+	for _, c := range "<>\"'`{}|^\x7f" {
+		t[c] = true
+	}
+	return t
+}()
 
 // scanText adds the URLs found in text to u. A URL must start a word.
 func (u *urlSet) scanText(text string) {
