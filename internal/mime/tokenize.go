@@ -116,8 +116,20 @@ func (t *tokenizer) words(s string, inSubject bool) {
 // word scans the word starting at s[i], appends it as a token when it
 // passes the filters, and returns the index after it.
 func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) int {
+	// The common word first: lower-case ASCII letters up to an ASCII byte
+	// that is no part of a word, or the end of s.
 	j := i
-	runes, digits, letters, upper := 0, 0, 0, 0
+	for j < len(s) && 'a' <= s[j] && s[j] <= 'z' {
+		j++
+	}
+	if j == len(s) || s[j] < utf8.RuneSelf && asciiClass[s[j]] == rcNone {
+		if n := j - i; n < t.opts.MinLen || n > t.opts.MaxLen {
+			return j
+		}
+		return t.emit(s, i, j, inSubject, false, false, false)
+	}
+	// Any other word, its lower-case ASCII start already counted.
+	runes, digits, letters, upper := j-i, 0, j-i, 0
 	capitalized := false
 	for j < len(s) {
 		c := s[j]
@@ -168,6 +180,13 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	if runes < t.opts.MinLen || runes > t.opts.MaxLen || digits > t.opts.MaxDigits {
 		return j
 	}
+	return t.emit(s, i, j, inSubject, upper != 0, capitalized, letters > 1 && upper == letters)
+}
+
+// emit appends the word s[i:j], which passed the filters, as a token (or
+// term), unless the token budget is spent, and returns the index where
+// scanning goes on: j, or len(s) once the budget is spent.
+func (t *tokenizer) emit(s string, i, j int, inSubject, hasUpper, capitalized, allCaps bool) int {
 	if t.n >= t.opts.MaxTokens {
 		t.full = true // a token past the budget: stop here
 		return len(s)
@@ -175,13 +194,13 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	t.n++
 	if t.set != nil {
 		var idx int
-		if upper == 0 {
+		if !hasUpper {
 			idx = t.set.add(s[i:j])
 		} else {
 			idx = t.set.addLower(s[i:j])
 		}
 		if t.an != nil {
-			t.an.note(idx, inSubject, capitalized, letters > 1 && upper == letters)
+			t.an.note(idx, inSubject, capitalized, allCaps)
 		}
 		return j
 	}
@@ -189,9 +208,9 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 		Pos:         len(t.toks),
 		InSubject:   inSubject,
 		Capitalized: capitalized,
-		AllCaps:     letters > 1 && upper == letters,
+		AllCaps:     allCaps,
 	}
-	if upper == 0 {
+	if !hasUpper {
 		tok.Term = s[i:j] // already lower case: share the document's memory
 	} else {
 		start := len(t.arena)
