@@ -82,15 +82,19 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 
 // words appends the tokens of s.
 func (t *tokenizer) words(s string, inSubject bool) {
+	if t.full {
+		return
+	}
 	tab := bmpInfo()
-	for i := 0; i < len(s) && !t.full; {
+	// word returns len(s) once the budget is spent.
+	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if asciiClass[c] == rcNone {
 				i++
 				continue
 			}
-			if (c|0x20 == 'h' || c|0x20 == 'w') && (i == 0 || !isWordByteBefore(s, i)) {
+			if (c|0x20 == 'h' || c|0x20 == 'w') && (i == 0 || !wordByteBefore(s, i)) {
 				if end := urlEnd(s, i); end >= 0 {
 					i = end
 					continue
@@ -111,6 +115,15 @@ func (t *tokenizer) words(s string, inSubject bool) {
 		}
 		i = t.word(s, i, inSubject, tab)
 	}
+}
+
+// wordByteBefore is isWordByteBefore (i > 0) without decoding a rune when
+// s[i-1] is ASCII.
+func wordByteBefore(s string, i int) bool {
+	if c := s[i-1]; c < utf8.RuneSelf {
+		return asciiClass[c] != rcNone || c == '.' || c == '/' || c == '@'
+	}
+	return isWordByteBefore(s, i)
 }
 
 // word scans the word starting at s[i], appends it as a token when it
