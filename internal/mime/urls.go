@@ -169,23 +169,31 @@ func hasPrefixFold(s, prefix string) bool {
 // urlHost returns the lower-cased host of a web URL and true, or false
 // when s is not a web URL.
 func urlHost(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	// Only ASCII bytes fold to the ASCII prefixes: the first byte tells
+	// which prefixes to try.
 	var rest string
-	switch {
-	case hasPrefixFold(s, "http://"):
+	switch c := s[0] | 0x20; {
+	case c == 'h' && hasPrefixFold(s, "http://"):
 		rest = s[7:]
-	case hasPrefixFold(s, "https://"):
+	case c == 'h' && hasPrefixFold(s, "https://"):
 		rest = s[8:]
-	case hasPrefixFold(s, "ftp://"):
+	case c == 'f' && hasPrefixFold(s, "ftp://"):
 		rest = s[6:]
 	case strings.HasPrefix(s, "//"):
 		rest = s[2:]
-	case hasPrefixFold(s, "www."):
+	case c == 'w' && hasPrefixFold(s, "www."):
 		rest = s
 	default:
 		return "", false
 	}
-	if i := strings.IndexAny(rest, "/?#\\"); i >= 0 {
-		rest = rest[:i]
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; c == '/' || c == '?' || c == '#' || c == '\\' {
+			rest = rest[:i]
+			break
+		}
 	}
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
 		rest = rest[i+1:]
@@ -200,13 +208,31 @@ func urlHost(s string) (string, bool) {
 		rest = rest[:i]
 	}
 	rest = strings.TrimRight(rest, ".")
-	for _, r := range rest {
-		if !(r == '.' || r == '-' || r == '_' || isWordRune(r)) {
+	for i := 0; i < len(rest); {
+		if c := rest[i]; c < utf8.RuneSelf {
+			if !hostByte[c] {
+				return "", true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(rest[i:])
+		if !isWordRune(r) {
 			return "", true
 		}
+		i += size
 	}
 	return strings.ToLower(rest), true
 }
+
+// hostByte marks the ASCII bytes allowed in a host name: letters, digits,
+// '.', '-' and '_'.
+var hostByte = func() (t [utf8.RuneSelf]bool) {
+	for c := 0; c < utf8.RuneSelf; c++ {
+		t[c] = isWordRune(rune(c)) || c == '.' || c == '-' || c == '_'
+	}
+	return t
+}()
 
 // urlEnd returns the end of the URL starting at s[i] (after trailing
 // punctuation is removed), or -1 when no URL starts there. A URL starts
