@@ -345,7 +345,7 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	}
 	txt := p.decodeCharsetASCII(data, cs, what, ascii)
 	if isHTML {
-		p.flushScan("") // the attributes' URLs come after the text's before
+		p.flushScan("") // URLs of the text before come before this part's attributes
 		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
 		p.html.onData = nil
