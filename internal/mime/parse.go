@@ -148,8 +148,9 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	if id, ok := h.get("Message-Id"); ok {
 		doc.MessageID = messageID(id)
 	}
-	doc.List = listName(&h)
-	doc.ListID = listID(&h)
+	lf := listFields{h: &h}
+	doc.List = listName(&lf)
+	doc.ListID = listID(&lf)
 	doc.Bulk = isBulk(&h)
 	doc.AuthResults = h.all("Authentication-Results", MaxAuthResults, MaxAuthResultLen)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
@@ -264,8 +265,7 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 		}
 		mt.typ = defType
 	}
-	cte, _ := h.get("Content-Transfer-Encoding")
-	cte = strings.ToLower(cte)
+	cte := transferEncoding(h)
 	switch {
 	case strings.HasPrefix(mt.typ, "multipart/"):
 		if depth >= p.opts.MaxDepth {
@@ -629,9 +629,9 @@ func addressOf(v string) string {
 // messageID returns the first message id of v without angle brackets.
 // listName names the mailing list of a message from its list headers
 // (see Document.List).
-func listName(h *header) string {
+func listName(h *listFields) string {
 	name := ""
-	if v, ok := h.get("List-Id"); ok {
+	if v, ok := h.get(listIDField); ok {
 		// "Users of X <users.lists.example.org>": the first label.
 		id := v
 		if i := strings.LastIndexByte(v, '<'); i >= 0 {
@@ -642,7 +642,7 @@ func listName(h *header) string {
 		}
 		name, _, _ = strings.Cut(strings.TrimSpace(id), ".")
 	}
-	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+	for k := listIDField + 1; k < len(listFieldNames); k++ {
 		if name != "" {
 			break
 		}
@@ -660,9 +660,9 @@ func listName(h *header) string {
 
 // listID is the whole identifier of a message's mailing list (see
 // Document.ListID).
-func listID(h *header) string {
+func listID(h *listFields) string {
 	id := ""
-	if v, ok := h.get("List-Id"); ok {
+	if v, ok := h.get(listIDField); ok {
 		id = v
 		if i := strings.LastIndexByte(v, '<'); i >= 0 {
 			id = v[i+1:]
@@ -671,7 +671,7 @@ func listID(h *header) string {
 			}
 		}
 	}
-	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+	for k := listIDField + 1; k < len(listFieldNames); k++ {
 		if strings.TrimSpace(id) != "" {
 			break
 		}
@@ -686,9 +686,32 @@ func listID(h *header) string {
 	return id
 }
 
+// listFields reads the fields that name a mailing list for listName and
+// listID, each at most once.
+type listFields struct {
+	h    *header
+	val  [len(listFieldNames)]string
+	ok   [len(listFieldNames)]bool
+	read [len(listFieldNames)]bool
+}
+
+// listFieldNames are the fields listFields reads, List-Id first.
+var listFieldNames = [...]string{"List-Id", "List-Post", "Mailing-List", "X-Mailing-List"}
+
+const listIDField = 0
+
+// get is header.get of listFieldNames[k].
+func (l *listFields) get(k int) (string, bool) {
+	if !l.read[k] {
+		l.val[k], l.ok[k] = l.h.get(listFieldNames[k])
+		l.read[k] = true
+	}
+	return l.val[k], l.ok[k]
+}
+
 // isBulk reports a bulk-mail header (see Document.Bulk).
 func isBulk(h *header) bool {
-	if _, ok := h.get("List-Unsubscribe"); ok {
+	if h.has("List-Unsubscribe") {
 		return true
 	}
 	v, _ := h.get("Precedence")
