@@ -31,6 +31,41 @@ func (h *header) get(name string) (string, bool) {
 	return "", false
 }
 
+// has reports whether a field called name exists.
+func (h *header) has(name string) bool {
+	for i := range h.fields {
+		f := &h.fields[i]
+		if len(f.name) == len(name) && equalFoldASCII(f.name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// transferEncodings are the Content-Transfer-Encoding values
+// transferEncoding returns without allocating.
+var transferEncodings = [...]string{"7bit", "8bit", "base64", "quoted-printable", "binary"}
+
+// transferEncoding returns the lower-cased Content-Transfer-Encoding of h,
+// "" without one: strings.ToLower of get's value.
+func transferEncoding(h *header) string {
+	for i := range h.fields {
+		f := &h.fields[i]
+		if len(f.name) != len("Content-Transfer-Encoding") || !equalFoldASCII(f.name, "Content-Transfer-Encoding") {
+			continue
+		}
+		// Only ASCII lower-cases to these ASCII names.
+		v := bytes.TrimSpace(f.value)
+		for _, e := range transferEncodings {
+			if len(v) == len(e) && equalFoldASCII(v, e) {
+				return e
+			}
+		}
+		return strings.ToLower(unfold(f.value))
+	}
+	return ""
+}
+
 // all returns the unfolded, trimmed values of the fields called name, in
 // order, at most limit of them, each at most maxLen bytes (longer ones
 // are left out).

@@ -65,8 +65,7 @@ func VisibleTextFromHTML(b []byte) (text string, urls []string) {
 	p.text = p.nz.normalizeAppend(p.text[:0], p.raw, defaultMaxTextBytes)
 	text = string(p.text)
 	p.urls.scanText(text)
-	urls = p.urls.urls
-	p.urls.urls, p.urls.hosts = nil, nil
+	urls, _ = p.urls.take()
 	return text, urls
 }
 
@@ -298,7 +297,9 @@ func (x *htmlExtractor) extract(dst, b []byte, urls *urlSet) []byte {
 			name := ts.name(z.Raw())
 			a := lookupAtom(name, &x.lname)
 			x.implicitClose(a)
-			hidden := isNeverShown(a)
+			// A void element is never pushed: whether it hides is moot.
+			void := isVoid(a)
+			hidden := void || isNeverShown(a)
 			var seenStyle, seenHidden bool
 			for {
 				key, val, ok := ts.next()
@@ -328,7 +329,7 @@ func (x *htmlExtractor) extract(dst, b []byte, urls *urlSet) []byte {
 			if k := blockKind(a); k != 0 && x.hidden == 0 {
 				x.sep(k)
 			}
-			if isVoid(a) {
+			if void {
 				continue
 			}
 			e := htmlElem{a: a, hidden: hidden}

@@ -1,6 +1,7 @@
 package mime
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -104,6 +105,40 @@ func TestTextURLs(t *testing.T) {
 		u.scanText(tt.text)
 		if !slices.Equal(u.urls, tt.urls) {
 			t.Errorf("scanText(%q) = %q, want %q", tt.text, u.urls, tt.urls)
+		}
+	}
+}
+
+// TestURLSetLarge checks that URLs and hosts stay distinct and in order of
+// first appearance past the size at which the set starts indexing them,
+// and after a reset.
+func TestURLSetLarge(t *testing.T) {
+	var u urlSet
+	for round := 0; round < 2; round++ {
+		u.reset(defaultMaxURLs)
+		var want, wantHosts []string
+		for i := 0; i < 3*urlSetSmall; i++ {
+			host := fmt.Sprintf("h%d.example.com", i%(urlSetSmall+5))
+			url := fmt.Sprintf("http://%s/%d", host, i%(2*urlSetSmall+3))
+			if !slices.Contains(want, url) {
+				want = append(want, url)
+			}
+			if !slices.Contains(wantHosts, host) {
+				wantHosts = append(wantHosts, host)
+			}
+			if i%2 == 0 {
+				u.add(url)
+			} else {
+				u.addBytes([]byte(url))
+			}
+			u.addBytes([]byte("mailto:x@example.com"))
+		}
+		urls, hosts := u.take()
+		if !slices.Equal(urls, want) || !slices.Equal(hosts, wantHosts) {
+			t.Fatalf("round %d: urls %q hosts %q, want %q %q", round, urls, hosts, want, wantHosts)
+		}
+		if urls, hosts := u.take(); urls != nil || hosts != nil {
+			t.Fatalf("take after take = %q %q", urls, hosts)
 		}
 	}
 }

@@ -255,6 +255,14 @@ func (nz *normalizer) reset(maxCompose int) {
 // text ends at a word boundary when one is near.
 func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 	const chunk = 64
+	// The length of the ASCII prefix of s, found in one pass: its chunks
+	// are copied without a test of their own.
+	ascii := asciiPrefix(s)
+	if ascii == len(s) && len(s) < 64<<10 && len(dst)+len(s) <= limit {
+		// What the loop does with such text (nz.done is not yet due).
+		nz.work += len(s)
+		return append(dst, s...)
+	}
 	start := len(dst)
 	next := len(s) - 64<<10 // when to ask nz.done next
 	for len(s) > 0 {
@@ -276,7 +284,7 @@ func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 			}
 		}
 		nz.work += n
-		if isASCII(s[:n]) {
+		if n <= ascii || isASCII(s[:n]) {
 			dst = append(dst, s[:n]...)
 		} else {
 			var stop bool
@@ -287,6 +295,7 @@ func (nz *normalizer) normalizeAppend(dst, s []byte, limit int) []byte {
 			}
 		}
 		s = s[n:]
+		ascii = max(0, ascii-n)
 	}
 	if len(dst) > limit {
 		nz.cut = true

@@ -69,6 +69,8 @@ type parser struct {
 	charset  string // first non-UTF-8 charset declared by a text part
 	depthMsg bool
 	partsMsg bool
+	// scan is the span of text whose scan for URLs is scheduled.
+	scan textSpan
 	// over is set when a budget cut the content (Document.OverBudget).
 	over bool
 	// work counts the bytes examined by the scans that could repeat
@@ -106,6 +108,7 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	p.urls.reset(defaultMaxURLs)
 	p.parts, p.words, p.work = 0, 0, 0
 	p.over = false
+	p.scan = textSpan{}
 	p.nz.reset(p.opts.MaxComposeBytes)
 	p.nz.work = 0
 	p.fields = p.fields[:0]
@@ -145,8 +148,9 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	if id, ok := h.get("Message-Id"); ok {
 		doc.MessageID = messageID(id)
 	}
-	doc.List = listName(&h)
-	doc.ListID = listID(&h)
+	lf := listFields{h: &h}
+	doc.List = listName(&lf)
+	doc.ListID = listID(&lf)
 	doc.Bulk = isBulk(&h)
 	doc.AuthResults = h.all("Authentication-Results", MaxAuthResults, MaxAuthResultLen)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
@@ -194,11 +198,11 @@ func (p *parser) safely(what string, f func()) {
 
 // finish copies the accumulated state of p into doc.
 func (p *parser) finish(doc *Document) {
+	doc.Text = string(p.text)
+	p.safely("the body", func() { p.flushScan(doc.Text) })
 	doc.OverBudget = p.over
 	doc.work = p.work + p.urls.work + p.nz.work
-	doc.Text = string(p.text)
-	doc.URLs, doc.Hosts = p.urls.urls, p.urls.hosts
-	p.urls.urls, p.urls.hosts = nil, nil
+	doc.URLs, doc.Hosts = p.urls.take()
 	doc.Parts, p.media = p.media, nil
 	doc.Warnings = p.warnings
 	p.warnings = nil
@@ -261,8 +265,7 @@ func (p *parser) entity(h *header, body []byte, depth int, defType string) {
 		}
 		mt.typ = defType
 	}
-	cte, _ := h.get("Content-Transfer-Encoding")
-	cte = strings.ToLower(cte)
+	cte := transferEncoding(h)
 	switch {
 	case strings.HasPrefix(mt.typ, "multipart/"):
 		if depth >= p.opts.MaxDepth {
@@ -342,6 +345,7 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 	}
 	txt := p.decodeCharsetASCII(data, cs, what, ascii)
 	if isHTML {
+		p.flushScan("") // URLs of the text before come before this part's attributes
 		p.html.onData = p.dataURI
 		p.raw = p.html.extract(p.raw[:0], txt, &p.urls)
 		p.html.onData = nil
@@ -365,8 +369,38 @@ func (p *parser) leaf(mt mediaType, cte string, body []byte) {
 		p.textOverBudget()
 	}
 	if mayHoldURL(p.text[start:]) {
-		p.urls.scanText(string(p.text[start:]))
+		p.scanLater(start, len(p.text))
 	}
+}
+
+// scanLater schedules the scan for URLs of p.text[from:to], the text of
+// the leaf just read. The scan runs before any other URL is added (the
+// next HTML part's attributes) or, for the last leaf, on the document's
+// text in finish: the text is then not copied once more for it.
+func (p *parser) scanLater(from, to int) {
+	p.flushScan("")
+	p.scan = textSpan{from: from, to: to, pending: true}
+}
+
+// flushScan runs the scheduled scan, on text (the whole of p.text as a
+// string) or, when text is "", on a copy of the span.
+func (p *parser) flushScan(text string) {
+	if !p.scan.pending {
+		return
+	}
+	sp := p.scan
+	p.scan.pending = false
+	if text == "" {
+		p.urls.scanText(string(p.text[sp.from:sp.to]))
+		return
+	}
+	p.urls.scanText(text[sp.from:sp.to])
+}
+
+// textSpan is a span of p.text waiting for its scan for URLs.
+type textSpan struct {
+	from, to int
+	pending  bool
 }
 
 func (p *parser) textOverBudget() {
@@ -595,9 +629,9 @@ func addressOf(v string) string {
 // messageID returns the first message id of v without angle brackets.
 // listName names the mailing list of a message from its list headers
 // (see Document.List).
-func listName(h *header) string {
+func listName(h *listFields) string {
 	name := ""
-	if v, ok := h.get("List-Id"); ok {
+	if v, ok := h.get(listIDField); ok {
 		// "Users of X <users.lists.example.org>": the first label.
 		id := v
 		if i := strings.LastIndexByte(v, '<'); i >= 0 {
@@ -608,7 +642,7 @@ func listName(h *header) string {
 		}
 		name, _, _ = strings.Cut(strings.TrimSpace(id), ".")
 	}
-	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+	for k := listIDField + 1; k < len(listFieldNames); k++ {
 		if name != "" {
 			break
 		}
@@ -626,9 +660,9 @@ func listName(h *header) string {
 
 // listID is the whole identifier of a message's mailing list (see
 // Document.ListID).
-func listID(h *header) string {
+func listID(h *listFields) string {
 	id := ""
-	if v, ok := h.get("List-Id"); ok {
+	if v, ok := h.get(listIDField); ok {
 		id = v
 		if i := strings.LastIndexByte(v, '<'); i >= 0 {
 			id = v[i+1:]
@@ -637,7 +671,7 @@ func listID(h *header) string {
 			}
 		}
 	}
-	for _, k := range []string{"List-Post", "Mailing-List", "X-Mailing-List"} {
+	for k := listIDField + 1; k < len(listFieldNames); k++ {
 		if strings.TrimSpace(id) != "" {
 			break
 		}
@@ -652,9 +686,32 @@ func listID(h *header) string {
 	return id
 }
 
+// listFields reads the fields that name a mailing list for listName and
+// listID, each at most once.
+type listFields struct {
+	h    *header
+	val  [len(listFieldNames)]string
+	ok   [len(listFieldNames)]bool
+	read [len(listFieldNames)]bool
+}
+
+// listFieldNames are the fields listFields reads, List-Id first.
+var listFieldNames = [...]string{"List-Id", "List-Post", "Mailing-List", "X-Mailing-List"}
+
+const listIDField = 0
+
+// get is header.get of listFieldNames[k].
+func (l *listFields) get(k int) (string, bool) {
+	if !l.read[k] {
+		l.val[k], l.ok[k] = l.h.get(listFieldNames[k])
+		l.read[k] = true
+	}
+	return l.val[k], l.ok[k]
+}
+
 // isBulk reports a bulk-mail header (see Document.Bulk).
 func isBulk(h *header) bool {
-	if _, ok := h.get("List-Unsubscribe"); ok {
+	if h.has("List-Unsubscribe") {
 		return true
 	}
 	v, _ := h.get("Precedence")

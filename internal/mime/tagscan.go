@@ -1,5 +1,7 @@
 package mime
 
+import "bytes"
+
 // tagScanner reads the name and attributes of a tag from the raw bytes of
 // a tokenizer token, following the same rules as
 // golang.org/x/net/html.Tokenizer (readTagName, readTagAttrKey,
@@ -11,8 +13,22 @@ type tagScanner struct {
 }
 
 func isTagSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f'
+	return tagByte[c]&tbSpace != 0
 }
+
+// tagByte classifies the bytes that end a tag name, an attribute key or
+// an unquoted value.
+var tagByte = [256]uint8{
+	' ': tbSpace, '\n': tbSpace, '\r': tbSpace, '\t': tbSpace, '\f': tbSpace,
+	'/': tbSlash, '>': tbGT, '=': tbEq,
+}
+
+const (
+	tbSpace = 1 << iota
+	tbSlash
+	tbGT
+	tbEq
+)
 
 // name returns the tag name (not lower-cased) of raw, which starts with
 // "<" or "</".
@@ -22,11 +38,7 @@ func (s *tagScanner) name(raw []byte) []byte {
 		s.i++
 	}
 	start := s.i
-	for s.i < len(raw) {
-		c := raw[s.i]
-		if isTagSpace(c) || c == '/' || c == '>' {
-			break
-		}
+	for s.i < len(raw) && tagByte[raw[s.i]]&(tbSpace|tbSlash|tbGT) == 0 {
 		s.i++
 	}
 	return raw[start:s.i]
@@ -48,15 +60,10 @@ func (s *tagScanner) next() (key, val []byte, ok bool) {
 		}
 		// key
 		ks := s.i
-		for s.i < len(s.raw) {
-			c := s.raw[s.i]
-			if c == '=' && s.i == ks {
-				s.i++
-				continue
-			}
-			if c == '=' || isTagSpace(c) || c == '/' || c == '>' {
-				break
-			}
+		if s.raw[s.i] == '=' { // a leading '=' belongs to the key
+			s.i++
+		}
+		for s.i < len(s.raw) && tagByte[s.raw[s.i]] == 0 {
 			s.i++
 		}
 		key = s.raw[ks:s.i]
@@ -78,16 +85,17 @@ func (s *tagScanner) next() (key, val []byte, ok bool) {
 					case '\'', '"':
 						s.i++
 						vs := s.i
-						for s.i < len(s.raw) && s.raw[s.i] != q {
+						if k := bytes.IndexByte(s.raw[vs:], q); k >= 0 {
+							s.i = vs + k
+							val = s.raw[vs:s.i]
 							s.i++
-						}
-						val = s.raw[vs:s.i]
-						if s.i < len(s.raw) {
-							s.i++
+						} else {
+							s.i = len(s.raw)
+							val = s.raw[vs:]
 						}
 					default:
 						vs := s.i
-						for s.i < len(s.raw) && !isTagSpace(s.raw[s.i]) && s.raw[s.i] != '>' {
+						for s.i < len(s.raw) && tagByte[s.raw[s.i]]&(tbSpace|tbGT) == 0 {
 							s.i++
 						}
 						val = s.raw[vs:s.i]

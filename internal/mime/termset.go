@@ -2,6 +2,7 @@ package mime
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -32,19 +33,21 @@ func UniqueTermsOf(doc *Document, opts TokenOptions) []string {
 // their first letters and their length) piles them up in one probe chain.
 // Each term's 6-byte prefix (see prefixKey) is kept for sorting.
 //
+// A slot of the table holds the top 32 bits of its term's hash beside
+// 1 + the term's index, so that a probe compares hashes without reading
+// the term, and the table can grow without the terms' hashes.
+//
 // Terms that are slices of the document are kept as such. Lower-cased
 // copies of capitalized words are written to one arena while the text is
-// scanned (terms[i] is then "" and aoff[i] ≥ 0 its offset), and become
+// scanned (terms[i] is then "" and ref[i].off ≥ 0 its offset), and become
 // slices of a single string in finish: one allocation per document, not
 // one per distinct capitalized word.
 type termSet struct {
-	table  []int32  // 1 + index into terms; 0 is empty
+	table  []uint64 // hash&hashTag | (1 + index into terms); 0 is empty
 	prefix []uint64 // prefixKey of terms[i]
-	hash   []uint64 // maphash of terms[i]
 	seed   maphash.Seed
 	terms  []string
-	aoff   []int32 // offset of terms[i] in arena, -1 for document slices
-	alen   []int32 // length of terms[i] when in the arena
+	ref    []arenaSpan // where terms[i] is in arena
 	arena  []byte
 	keys   []uint64 // scratch for sorted
 	tmp    []uint64
@@ -54,6 +57,16 @@ type termSet struct {
 	probes int // table slots visited, for the tests of linearity
 }
 
+// arenaSpan is the place of a term in the arena; off is -1 for a term
+// that is a slice of the document.
+type arenaSpan struct {
+	off, n int32
+}
+
+// hashTag selects the bits of a term's hash kept in its table slot: the
+// top ones, from which the slot is also computed (see slot).
+const hashTag uint64 = 0xffffffff00000000
+
 var termSetPool = sync.Pool{New: func() any { return new(termSet) }}
 
 func (ts *termSet) reset(textLen int) {
@@ -62,16 +75,16 @@ func (ts *termSet) reset(textLen int) {
 		ts.seed = maphash.MakeSeed()
 	}
 	ts.resize(max(64, textLen/12))
-	ts.prefix, ts.hash = ts.prefix[:0], ts.hash[:0]
+	ts.prefix = ts.prefix[:0]
 	ts.probes = 0
 	ts.terms = ts.terms[:0]
-	ts.aoff, ts.alen, ts.arena = ts.aoff[:0], ts.alen[:0], ts.arena[:0]
+	ts.ref, ts.arena = ts.ref[:0], ts.arena[:0]
 }
 
 // length is the length of term i.
 func (ts *termSet) length(i int) int {
-	if ts.aoff[i] >= 0 {
-		return int(ts.alen[i])
+	if ts.ref[i].off >= 0 {
+		return int(ts.ref[i].n)
 	}
 	return len(ts.terms[i])
 }
@@ -83,9 +96,9 @@ func (ts *termSet) finish() {
 		return
 	}
 	all := string(ts.arena)
-	for i, o := range ts.aoff {
-		if o >= 0 {
-			ts.terms[i] = all[o : o+ts.alen[i]]
+	for i, r := range ts.ref {
+		if r.off >= 0 {
+			ts.terms[i] = all[r.off : r.off+r.n]
 		}
 	}
 }
@@ -97,7 +110,7 @@ func (ts *termSet) resize(n int) {
 		size *= 2
 	}
 	if cap(ts.table) < size {
-		ts.table = make([]int32, size)
+		ts.table = make([]uint64, size)
 	}
 	ts.table = ts.table[:size]
 	clear(ts.table)
@@ -113,21 +126,30 @@ func bitLen(x int) int {
 	return n
 }
 
+// slot is the first slot of a term of hash h (or of the tagged entry of
+// one): its top bits, as the table has at most 2^32 slots.
 func (ts *termSet) slot(h uint64) uint64 {
 	return h >> ts.shift
 }
 
 // grow doubles the table when it is half full.
 func (ts *termSet) grow() {
+	// The entries in the order of their terms, placed again in that order.
+	byTerm := make([]uint64, len(ts.terms))
+	for _, e := range ts.table {
+		if e != 0 {
+			byTerm[uint32(e)-1] = e
+		}
+	}
 	ts.resize(len(ts.terms) * 2)
 	mask := uint64(len(ts.table) - 1)
-	for i := range ts.terms {
-		h := ts.slot(ts.hash[i])
+	for _, e := range byTerm {
+		h := ts.slot(e)
 		for ts.table[h] != 0 {
 			ts.probes++
 			h = (h + 1) & mask
 		}
-		ts.table[h] = int32(i + 1)
+		ts.table[h] = e
 	}
 }
 
@@ -135,6 +157,7 @@ func (ts *termSet) grow() {
 // document), and returns its index in ts.terms.
 func (ts *termSet) add(s string) int {
 	hs := maphash.String(ts.seed, s)
+	tag := hs & hashTag
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(hs)
 	for {
@@ -143,9 +166,10 @@ func (ts *termSet) add(s string) int {
 		if e == 0 {
 			break
 		}
-		if i := e - 1; ts.hash[i] == hs {
-			if o := ts.aoff[i]; o >= 0 {
-				if string(ts.arena[o:o+ts.alen[i]]) == s {
+		if e&hashTag == tag {
+			i := uint32(e) - 1
+			if r := ts.ref[i]; r.off >= 0 {
+				if string(ts.arena[r.off:r.off+r.n]) == s {
 					return int(i)
 				}
 			} else if ts.terms[i] == s {
@@ -154,12 +178,10 @@ func (ts *termSet) add(s string) int {
 		}
 		h = (h + 1) & mask
 	}
-	ts.table[h] = int32(len(ts.terms) + 1)
+	ts.table[h] = tag | uint64(len(ts.terms)+1)
 	ts.terms = append(ts.terms, s)
-	ts.aoff = append(ts.aoff, -1)
-	ts.alen = append(ts.alen, 0)
+	ts.ref = append(ts.ref, arenaSpan{off: -1})
 	ts.prefix = append(ts.prefix, prefixKey(s))
-	ts.hash = append(ts.hash, hs)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
@@ -173,6 +195,7 @@ func (ts *termSet) addLower(w string) int {
 	ts.arena = lowerAppend(ts.arena, w)
 	b := ts.arena[start:]
 	hs := maphash.Bytes(ts.seed, b)
+	tag := hs & hashTag
 	mask := uint64(len(ts.table) - 1)
 	h := ts.slot(hs)
 	for {
@@ -181,9 +204,10 @@ func (ts *termSet) addLower(w string) int {
 		if e == 0 {
 			break
 		}
-		if i := e - 1; ts.hash[i] == hs {
-			if o := ts.aoff[i]; o >= 0 {
-				if string(ts.arena[o:o+ts.alen[i]]) == string(b) {
+		if e&hashTag == tag {
+			i := uint32(e) - 1
+			if r := ts.ref[i]; r.off >= 0 {
+				if string(ts.arena[r.off:r.off+r.n]) == string(b) {
 					ts.arena = ts.arena[:start]
 					return int(i)
 				}
@@ -194,12 +218,10 @@ func (ts *termSet) addLower(w string) int {
 		}
 		h = (h + 1) & mask
 	}
-	ts.table[h] = int32(len(ts.terms) + 1)
+	ts.table[h] = tag | uint64(len(ts.terms)+1)
 	ts.terms = append(ts.terms, "")
-	ts.aoff = append(ts.aoff, int32(start))
-	ts.alen = append(ts.alen, int32(len(b)))
+	ts.ref = append(ts.ref, arenaSpan{off: int32(start), n: int32(len(b))})
 	ts.prefix = append(ts.prefix, prefixKey(string(b))) // no allocation: the conversion does not escape
-	ts.hash = append(ts.hash, hs)
 	if 2*len(ts.terms) >= len(ts.table) {
 		ts.grow()
 	}
@@ -218,7 +240,19 @@ func (ts *termSet) sorted() []string {
 
 // lowerAppend appends the lower-case form of the word s to dst.
 func lowerAppend(dst []byte, s string) []byte {
-	for k := 0; k < len(s); {
+	// The ASCII prefix, written in place.
+	k := 0
+	n := len(dst)
+	dst = slices.Grow(dst, len(s))[:n+len(s)]
+	for ; k < len(s) && s[k] < utf8.RuneSelf; k++ {
+		c := s[k]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[n+k] = c
+	}
+	dst = dst[:n+k]
+	for k < len(s) {
 		c := s[k]
 		if c < utf8.RuneSelf {
 			if 'A' <= c && c <= 'Z' {

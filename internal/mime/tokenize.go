@@ -82,15 +82,19 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 
 // words appends the tokens of s.
 func (t *tokenizer) words(s string, inSubject bool) {
+	if t.full {
+		return
+	}
 	tab := bmpInfo()
-	for i := 0; i < len(s) && !t.full; {
+	// word returns len(s) once the budget is spent.
+	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if asciiClass[c] == rcNone {
 				i++
 				continue
 			}
-			if (c|0x20 == 'h' || c|0x20 == 'w') && (i == 0 || !isWordByteBefore(s, i)) {
+			if (c|0x20 == 'h' || c|0x20 == 'w') && (i == 0 || !wordByteBefore(s, i)) {
 				if end := urlEnd(s, i); end >= 0 {
 					i = end
 					continue
@@ -113,11 +117,32 @@ func (t *tokenizer) words(s string, inSubject bool) {
 	}
 }
 
+// wordByteBefore is isWordByteBefore (i > 0) without decoding a rune when
+// s[i-1] is ASCII.
+func wordByteBefore(s string, i int) bool {
+	if c := s[i-1]; c < utf8.RuneSelf {
+		return asciiClass[c] != rcNone || c == '.' || c == '/' || c == '@'
+	}
+	return isWordByteBefore(s, i)
+}
+
 // word scans the word starting at s[i], appends it as a token when it
 // passes the filters, and returns the index after it.
 func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) int {
+	// The common word first: lower-case ASCII letters up to an ASCII byte
+	// that is no part of a word, or the end of s.
 	j := i
-	runes, digits, letters, upper := 0, 0, 0, 0
+	for j < len(s) && 'a' <= s[j] && s[j] <= 'z' {
+		j++
+	}
+	if j == len(s) || s[j] < utf8.RuneSelf && asciiClass[s[j]] == rcNone {
+		if n := j - i; n < t.opts.MinLen || n > t.opts.MaxLen {
+			return j
+		}
+		return t.emit(s, i, j, inSubject, false, false, false)
+	}
+	// Any other word, its lower-case ASCII start already counted.
+	runes, digits, letters, upper := j-i, 0, j-i, 0
 	capitalized := false
 	for j < len(s) {
 		c := s[j]
@@ -168,6 +193,13 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	if runes < t.opts.MinLen || runes > t.opts.MaxLen || digits > t.opts.MaxDigits {
 		return j
 	}
+	return t.emit(s, i, j, inSubject, upper != 0, capitalized, letters > 1 && upper == letters)
+}
+
+// emit appends the word s[i:j], which passed the filters, as a token (or
+// term), unless the token budget is spent, and returns the index where
+// scanning goes on: j, or len(s) once the budget is spent.
+func (t *tokenizer) emit(s string, i, j int, inSubject, hasUpper, capitalized, allCaps bool) int {
 	if t.n >= t.opts.MaxTokens {
 		t.full = true // a token past the budget: stop here
 		return len(s)
@@ -175,13 +207,13 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 	t.n++
 	if t.set != nil {
 		var idx int
-		if upper == 0 {
+		if !hasUpper {
 			idx = t.set.add(s[i:j])
 		} else {
 			idx = t.set.addLower(s[i:j])
 		}
 		if t.an != nil {
-			t.an.note(idx, inSubject, capitalized, letters > 1 && upper == letters)
+			t.an.note(idx, inSubject, capitalized, allCaps)
 		}
 		return j
 	}
@@ -189,9 +221,9 @@ func (t *tokenizer) word(s string, i int, inSubject bool, tab *[0x10000]uint8) i
 		Pos:         len(t.toks),
 		InSubject:   inSubject,
 		Capitalized: capitalized,
-		AllCaps:     letters > 1 && upper == letters,
+		AllCaps:     allCaps,
 	}
-	if upper == 0 {
+	if !hasUpper {
 		tok.Term = s[i:j] // already lower case: share the document's memory
 	} else {
 		start := len(t.arena)
@@ -295,10 +327,19 @@ func uniqueTerms(toks []Token) []string {
 
 // prefixKey packs the first 6 bytes of s into the top of a uint64.
 func prefixKey(s string) uint64 {
-	if len(s) >= 6 {
+	switch {
+	case len(s) >= 6:
 		_ = s[5]
 		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
 			uint64(s[3])<<32 | uint64(s[4])<<24 | uint64(s[5])<<16
+	case len(s) == 5: // terms have at least four letters by default
+		_ = s[4]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
+			uint64(s[3])<<32 | uint64(s[4])<<24
+	case len(s) == 4:
+		_ = s[3]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 |
+			uint64(s[3])<<32
 	}
 	var k uint64
 	for j := 0; j < len(s); j++ {
@@ -320,10 +361,16 @@ type uniqScratch struct {
 // whose cost is mostly mispredicted branches.
 func sortKeys(keys, tmp []uint64) []uint64 {
 	var start [257]int32
+	first, last := uint64(255), uint64(0) // the range of top bytes in use
 	for _, k := range keys {
-		start[k>>56+1]++
+		b := k >> 56
+		start[b+1]++
+		first, last = min(first, b), max(last, b)
 	}
-	for b := 1; b < 257; b++ {
+	if first > last {
+		return tmp
+	}
+	for b := first + 1; b <= last+1; b++ {
 		start[b] += start[b-1]
 	}
 	next := start
@@ -332,7 +379,7 @@ func sortKeys(keys, tmp []uint64) []uint64 {
 		tmp[next[b]] = k
 		next[b]++
 	}
-	for b := 0; b < 256; b++ {
+	for b := first; b <= last; b++ {
 		lo, hi := start[b], start[b+1]
 		switch n := hi - lo; {
 		case n <= 1:

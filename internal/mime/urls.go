@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -9,26 +10,96 @@ import (
 )
 
 // urlSet collects distinct URLs and hosts in order of first appearance.
+// A message holds a few URLs: up to urlSetSmall of each kind are found
+// again by a linear search, and only a set that grows beyond that is
+// indexed by a map (built then from the list), so that most messages
+// neither hash their URLs nor clear a map.
 type urlSet struct {
 	urls  []string
 	hosts []string
-	seenU map[string]struct{}
-	seenH map[string]struct{}
+	seenU map[string]struct{} // the members of urls, once past urlSetSmall
+	seenH map[string]struct{} // the members of hosts, once past urlSetSmall
 	max   int
 	work  int // bytes searched by scanText, for the tests of linearity
+	// bufU and bufH hold urls and hosts while the set is filled; the
+	// caller's copies are made by take.
+	bufU, bufH []string
 }
 
+// urlSetSmall is the size of a URL or host list searched linearly.
+const urlSetSmall = 16
+
+// urlSetMapKeep is the size of an index map that reset clears for the
+// next message; a larger one is dropped (clearing costs its capacity).
+const urlSetMapKeep = 256
+
 func (u *urlSet) reset(max int) {
-	u.urls, u.hosts = nil, nil
+	clear(u.bufU) // do not retain the previous message
+	clear(u.bufH)
+	u.urls, u.hosts = u.bufU[:0], u.bufH[:0]
 	u.work = 0
-	if u.seenU == nil {
-		u.seenU = make(map[string]struct{})
-		u.seenH = make(map[string]struct{})
-	} else {
-		clear(u.seenU)
-		clear(u.seenH)
-	}
+	u.seenU = resetIndex(u.seenU)
+	u.seenH = resetIndex(u.seenH)
 	u.max = max
+}
+
+func resetIndex(m map[string]struct{}) map[string]struct{} {
+	if len(m) > urlSetMapKeep {
+		return nil
+	}
+	clear(m)
+	return m
+}
+
+// take returns the URLs and hosts collected (nil when there are none) in
+// slices of their own, and empties the set.
+func (u *urlSet) take() (urls, hosts []string) {
+	if len(u.urls) > 0 {
+		urls = slices.Clone(u.urls)
+	}
+	if len(u.hosts) > 0 {
+		hosts = slices.Clone(u.hosts)
+	}
+	u.bufU, u.bufH = u.urls, u.hosts
+	u.reset(u.max)
+	return urls, hosts
+}
+
+// member reports whether s is in list, whose index is m.
+func member(list []string, m map[string]struct{}, s string) bool {
+	if len(list) > urlSetSmall {
+		_, ok := m[s]
+		return ok
+	}
+	for _, t := range list {
+		if t == s {
+			return true
+		}
+	}
+	return false
+}
+
+// insert appends s to list and to its index m, creating the index when
+// the list grows past urlSetSmall.
+func insert(list []string, m *map[string]struct{}, s string) []string {
+	list = append(list, s)
+	switch n := len(list); {
+	case n == urlSetSmall+1:
+		if *m == nil {
+			*m = make(map[string]struct{}, 2*n)
+		}
+		for _, t := range list {
+			(*m)[t] = struct{}{}
+		}
+	case n > urlSetSmall+1:
+		(*m)[s] = struct{}{}
+	}
+	return list
+}
+
+// hasURL reports whether s was recorded as a URL.
+func (u *urlSet) hasURL(s string) bool {
+	return member(u.urls, u.seenU, s)
 }
 
 // addBytes is add for an attribute value still holding character
@@ -42,10 +113,29 @@ func (u *urlSet) addBytes(v []byte) {
 		u.add(html.UnescapeString(string(v)))
 		return
 	}
-	if _, dup := u.seenU[string(v)]; dup {
-		return
+	if len(v) < 4 || !hasWebPrefix(v) || member(u.urls, u.seenU, string(v)) {
+		return // add would ignore it: no copy
 	}
 	u.add(string(v))
+}
+
+// hasWebPrefix reports whether v starts as urlHost requires of a web URL.
+func hasWebPrefix(v []byte) bool {
+	if len(v) < 2 {
+		return false
+	}
+	switch v[0] | 0x20 {
+	case '/': // v[0] is '/' or 0x0f
+		return v[0] == '/' && v[1] == '/'
+	case 'w':
+		return len(v) >= 4 && equalFoldASCII(v[:4], "www.")
+	case 'f':
+		return len(v) >= 6 && equalFoldASCII(v[:6], "ftp://")
+	case 'h':
+		return len(v) >= 7 && equalFoldASCII(v[:7], "http://") ||
+			len(v) >= 8 && equalFoldASCII(v[:8], "https://")
+	}
+	return false
 }
 
 // add records raw (an href/src value or a URL found in text; the caller
@@ -61,16 +151,14 @@ func (u *urlSet) add(raw string) {
 	if !ok {
 		return
 	}
-	if _, dup := u.seenU[s]; !dup {
-		u.seenU[s] = struct{}{}
-		u.urls = append(u.urls, s)
+	if !member(u.urls, u.seenU, s) {
+		u.urls = insert(u.urls, &u.seenU, s)
 	}
 	if host == "" {
 		return
 	}
-	if _, dup := u.seenH[host]; !dup {
-		u.seenH[host] = struct{}{}
-		u.hosts = append(u.hosts, host)
+	if !member(u.hosts, u.seenH, host) {
+		u.hosts = insert(u.hosts, &u.seenH, host)
 	}
 }
 
@@ -81,23 +169,31 @@ func hasPrefixFold(s, prefix string) bool {
 // urlHost returns the lower-cased host of a web URL and true, or false
 // when s is not a web URL.
 func urlHost(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	// Only ASCII bytes fold to the ASCII prefixes: the first byte tells
+	// which prefixes to try.
 	var rest string
-	switch {
-	case hasPrefixFold(s, "http://"):
+	switch c := s[0] | 0x20; {
+	case c == 'h' && hasPrefixFold(s, "http://"):
 		rest = s[7:]
-	case hasPrefixFold(s, "https://"):
+	case c == 'h' && hasPrefixFold(s, "https://"):
 		rest = s[8:]
-	case hasPrefixFold(s, "ftp://"):
+	case c == 'f' && hasPrefixFold(s, "ftp://"):
 		rest = s[6:]
 	case strings.HasPrefix(s, "//"):
 		rest = s[2:]
-	case hasPrefixFold(s, "www."):
+	case c == 'w' && hasPrefixFold(s, "www."):
 		rest = s
 	default:
 		return "", false
 	}
-	if i := strings.IndexAny(rest, "/?#\\"); i >= 0 {
-		rest = rest[:i]
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; c == '/' || c == '?' || c == '#' || c == '\\' {
+			rest = rest[:i]
+			break
+		}
 	}
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
 		rest = rest[i+1:]
@@ -112,13 +208,31 @@ func urlHost(s string) (string, bool) {
 		rest = rest[:i]
 	}
 	rest = strings.TrimRight(rest, ".")
-	for _, r := range rest {
-		if !(r == '.' || r == '-' || r == '_' || isWordRune(r)) {
+	for i := 0; i < len(rest); {
+		if c := rest[i]; c < utf8.RuneSelf {
+			if !hostByte[c] {
+				return "", true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(rest[i:])
+		if !isWordRune(r) {
 			return "", true
 		}
+		i += size
 	}
 	return strings.ToLower(rest), true
 }
+
+// hostByte marks the ASCII bytes allowed in a host name: letters, digits,
+// '.', '-' and '_'.
+var hostByte = func() (t [utf8.RuneSelf]bool) {
+	for c := 0; c < utf8.RuneSelf; c++ {
+		t[c] = isWordRune(rune(c)) || c == '.' || c == '-' || c == '_'
+	}
+	return t
+}()
 
 // urlEnd returns the end of the URL starting at s[i] (after trailing
 // punctuation is removed), or -1 when no URL starts there. A URL starts
@@ -140,8 +254,7 @@ func urlEnd(s string, i int) int {
 	for j < len(t) {
 		c := t[j]
 		if c < utf8.RuneSelf {
-			if c <= ' ' || c == '<' || c == '>' || c == '"' || c == '\'' || c == '`' ||
-				c == '{' || c == '}' || c == '|' || c == '^' || c == 0x7f {
+			if urlStop[c] {
 				break
 			}
 			j++
@@ -177,6 +290,18 @@ trimmed:
 	return i + j
 }
 
+// urlStop marks the ASCII bytes that end a URL in text: control
+// characters, space, DEL and <>"'`{}|^.
+var urlStop = func() (t [utf8.RuneSelf]bool) {
+	for c := 0; c <= ' '; c++ {
+		t[c] = true
+	}
+	for _, c := range "<>\"'`{}|^\x7f" {
+		t[c] = true
+	}
+	return t
+}()
+
 // scanText adds the URLs found in text to u. A URL must start a word.
 func (u *urlSet) scanText(text string) {
 	sc := urlScanner{scheme: cachedSearch{pos: -1}, www: cachedSearch{pos: -1}}
@@ -195,7 +320,7 @@ func (u *urlSet) scanText(text string) {
 			continue
 		}
 		u.work += end - j
-		if _, dup := u.seenU[text[j:end]]; !dup {
+		if !u.hasURL(text[j:end]) {
 			u.add(strings.Clone(text[j:end]))
 		}
 		i = end
