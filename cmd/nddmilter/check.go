@@ -141,8 +141,23 @@ func checkAll(ctx context.Context, paths []string, opts mailbox.Options, jobs in
 	check func(context.Context, []byte) (campaign.Verdict, error), print func(*checked) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// jobs long-lived workers, not a goroutine per message: a worker's
+	// stack, grown by its first message, serves the next ones.
+	type job struct {
+		c   *checked
+		raw []byte
+	}
+	work := make(chan job)
 	var pool errgroup.Group
-	pool.SetLimit(jobs)
+	for range max(jobs, 1) {
+		pool.Go(func() error {
+			for j := range work {
+				j.c.v, j.c.err = check(ctx, j.raw)
+				close(j.c.done)
+			}
+			return nil
+		})
+	}
 	inOrder := make(chan *checked, 4*jobs) // the window: bounds the messages held
 	printed := make(chan error, 1)
 	go func() {
@@ -168,13 +183,10 @@ func checkAll(ctx context.Context, paths []string, opts mailbox.Options, jobs in
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		pool.Go(func() error {
-			defer close(c.done)
-			c.v, c.err = check(ctx, raw)
-			return nil
-		})
+		work <- job{c, raw} // waits for a free worker
 		return nil
 	})
+	close(work)
 	_ = pool.Wait() // errors are per message
 	close(inOrder)
 	if err := <-printed; err != nil {
