@@ -102,8 +102,8 @@ func (o SketchOptions) withDefaults() SketchOptions {
 
 // Sketcher computes sketches. It is safe for concurrent use.
 type Sketcher struct {
-	opts   SketchOptions
-	tables sync.Pool // *[]uint64: open-addressing sets of q-gram hashes
+	opts SketchOptions
+	sets sync.Pool // *gramSet
 }
 
 // NewSketcher returns a Sketcher with the given options.
@@ -117,6 +117,12 @@ func (s *Sketcher) Threshold() float64 { return s.opts.Threshold }
 // Sketch returns the sketch of the texts, read one after the other as one
 // text (subject, then body), and false when they have fewer than
 // SketchOptions.MinGrams distinct q-grams.
+//
+// The texts are read in two steps a batch at a time: their characters
+// are reduced to the normal form in gramSet.runes, then the q-grams of
+// the batch are hashed into the sketch (gramSet.add). Each loop is small
+// and without a branch on the text (a dropped character, a repeated
+// q-gram) that the processor could not predict.
 func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	n := 0
 	for _, t := range texts {
@@ -127,79 +133,47 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	if n < SketchQ {
 		return sk, false
 	}
-	size := 64
-	for size < 2*n {
-		size <<= 1
+	g, _ := s.sets.Get().(*gramSet)
+	if g == nil {
+		g = new(gramSet)
 	}
-	tp, _ := s.tables.Get().(*[]uint64)
-	if tp == nil {
-		tp = new([]uint64)
-	}
-	if cap(*tp) < size {
-		*tp = make([]uint64, size)
-	}
-	table := (*tp)[:size]
-	clear(table)
-	defer s.tables.Put(tp)
-	mask := uint64(size - 1)
+	defer s.sets.Put(g)
+	g.reset(n)
 	for i := range sk.Min {
 		sk.Min[i] = emptyBin
 	}
-	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
 	// At most MaxRunes characters kept, and 8 × MaxRunes looked at: a
 	// text of white space alone is not read to its end.
 	read, seen := 0, 0
 	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
-	distinct := uint32(0)
-	// add counts the q-gram ending in r (k: the characters before it)
-	// and keeps its hash's minimum in its bin.
-	add := func(k uint64, r rune) {
-		h := sketchHash(k, r)
-		if h == 0 {
-			h = 1 // 0 marks a free slot
-		}
-		j := h & mask
-		for table[j] != 0 && table[j] != h {
-			j = (j + 1) & mask
-		}
-		if table[j] == h {
-			return
-		}
-		table[j] = h
-		distinct++
-		bin, v := h>>(64-7), uint32(h)
-		if v == emptyBin {
-			v--
-		}
-		sk.Min[bin] = min(sk.Min[bin], v)
-	}
+	buf := g.runes[:]
+	kept := 0 // the characters in buf
 	for _, t := range texts {
 		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
+			room := min(len(buf)-kept, maxRead-read)
+			if room == 0 {
+				g.add(&sk, buf[:kept])
+				kept = 0
+				continue
+			}
 			if t[i] < utf8.RuneSelf {
 				// A run of ASCII, one byte a character, read through one
-				// table (dropped, or lower-cased), up to the bounds.
-				end := min(len(t), i+maxSeen-seen)
-				start := i
+				// table (dropped, or lower-cased): a dropped character is
+				// written and overwritten. Each byte keeps at most one
+				// character, so that room bounds the bytes read.
+				end := min(len(t), i+room, i+maxSeen-seen)
+				start, from := i, kept
 				for ; i < end; i++ {
 					c := t[i]
 					if c >= utf8.RuneSelf {
 						break
 					}
 					l := asciiNormal[c]
-					if l == 0 {
-						continue
-					}
-					if read == maxRead {
-						break
-					}
-					read++
-					k := prev
-					prev = (prev<<21 | uint64(l)) & (1<<63 - 1)
-					if read >= SketchQ {
-						add(k, rune(l))
-					}
+					buf[kept] = uint32(l)
+					kept += int(l+0x7f) >> 7 // l < 0x80: 1 unless l is 0 (dropped)
 				}
 				seen += i - start
+				read += kept - from
 				continue
 			}
 			seen++
@@ -208,20 +182,85 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 			if drop(r) {
 				continue
 			}
-			r = toLower(r)
+			buf[kept] = uint32(toLower(r))
+			kept++
 			read++
-			k := prev
-			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
-			if read >= SketchQ {
-				add(k, r)
-			}
 		}
 	}
-	if int(distinct) < s.opts.MinGrams {
+	g.add(&sk, buf[:kept])
+	if int(g.n) < s.opts.MinGrams {
 		return Sketch{}, false
 	}
-	sk.Size = distinct
+	sk.Size = g.n
 	return sk, true
+}
+
+// gramSet holds the work of one sketch, reused from sketch to sketch: a
+// batch of characters of the normal form, the SketchQ−1 characters
+// before them, and the set of the hashes of the q-grams met, an
+// open-addressing table with linear probing (0 marks a free slot).
+type gramSet struct {
+	runes [1024]uint32
+	prev  uint64 // the SketchQ−1 previous characters, 21 bits each
+	lead  int    // the characters still to read before the first q-gram
+	table []uint64
+	mask  uint64
+	n     uint32 // the hashes in table
+}
+
+// reset empties the set, with a table of at least 2n slots: a text of
+// n characters has at most n q-grams, and the table stays half empty.
+func (g *gramSet) reset(n int) {
+	size := 64
+	for size < 2*n {
+		size <<= 1
+	}
+	if cap(g.table) < size {
+		g.table = make([]uint64, size)
+	}
+	g.table = g.table[:size]
+	clear(g.table)
+	g.mask = uint64(size - 1)
+	g.prev, g.lead, g.n = 0, SketchQ-1, 0
+}
+
+// add adds the q-grams ending in the characters rs to the sketch: the
+// hash of each is kept in the minimum of its bin and, when it is new, in
+// the set. A repeated q-gram finds its hash in the table, and leaves the
+// minimum as it is.
+func (g *gramSet) add(sk *Sketch, rs []uint32) {
+	prev := g.prev
+	for g.lead > 0 && len(rs) > 0 {
+		prev = (prev<<21 | uint64(rs[0])) & (1<<63 - 1)
+		rs = rs[1:]
+		g.lead--
+	}
+	table, mask, n := g.table, g.mask, g.n
+	for _, r := range rs {
+		h := sketchHash(prev, rune(r))
+		prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
+		h |= uint64(isZero(h)) // 0 marks a free slot
+		j := h & mask
+		e := table[j]
+		for min(e, e^h) != 0 { // neither free nor h
+			j = (j + 1) & mask
+			e = table[j]
+		}
+		table[j] = h
+		n += isZero(e)
+		// The value is the hash's low 32 bits, emptyBin (which marks an
+		// empty bin) taken as emptyBin−1.
+		sk.Min[h>>(64-7)] = min(sk.Min[h>>(64-7)], uint32(h), emptyBin-1)
+	}
+	g.prev, g.n = prev, n
+}
+
+// isZero returns 1 when x is 0, else 0 (without a branch).
+func isZero(x uint64) uint32 {
+	if x == 0 {
+		return 1
+	}
+	return 0
 }
 
 // asciiNormal holds, for each ASCII character, the character the normal
