@@ -25,7 +25,6 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 		return r
 	}
 	o := &s.opts
-	var kb keyBuilder
 	subj := refFirstUnits(doc.Subject, o.MaxUnits)
 	// The body's units: all of them for a short message; for a long one
 	// (known once it has more than MaxTextUnits), only until the lead is
@@ -62,17 +61,17 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 		mediaUsable := len(media) > 0
 		textUsable := len(text) >= o.MinTextUnits
 		if mediaUsable || linksUsable || textUsable {
-			r.Keys = append(r.Keys, kb.key(KindAll, media, links, text))
+			r.Keys = append(r.Keys, key(KindAll, media, links, text))
 		}
 		if mediaUsable && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindMedia, media, domains))
+			r.Keys = append(r.Keys, key(KindMedia, media, domains))
 		}
 		if linksUsable && len(doc.Parts) == 0 && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindLinks, links))
+			r.Keys = append(r.Keys, key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
 			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
-				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
+				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
 			}
 		}
 	}
@@ -83,7 +82,7 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 			if len(lead) < n {
 				continue
 			}
-			k := kb.key(KindLead, subjSet, lead[:n])
+			k := key(KindLead, subjSet, lead[:n])
 			if len(r.Keys) > 0 && r.Keys[len(r.Keys)-1][2] == byte(KindLead) {
 				r.Lookup = append(r.Lookup, k)
 			} else {
