@@ -88,17 +88,18 @@ func eachUnit(s string, f func(u string, at int, fl fold) bool) bool {
 			j := i
 			runes, digits := 0, 0
 			fl := foldNone
+			lower := byte(0x20) // cleared by an upper-case ASCII letter
 			for j < len(s) {
 				if c := s[j]; c < utf8.RuneSelf {
-					// fast path: ASCII letters and digits
+					// fast path: ASCII letters and digits, counted
+					// without a branch: digits are below 0x40, and of
+					// letters and digits only upper-case letters have
+					// bit 0x20 clear
 					if !isASCIIAlnum(c) {
 						break
 					}
-					if c <= '9' {
-						digits++
-					} else if c <= 'Z' {
-						fl = max(fl, foldASCII)
-					}
+					digits += 1 - int(c>>6)
+					lower &= c
 					runes++
 					j++
 					continue
@@ -113,6 +114,9 @@ func eachUnit(s string, f func(u string, at int, fl fold) bool) bool {
 				}
 				runes++
 				j += sz
+			}
+			if lower == 0 {
+				fl = max(fl, foldASCII)
 			}
 			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 {
 				if read++; !f(s[i:j], i, fl) || read >= maxUnitsRead {
@@ -130,6 +134,11 @@ func eachUnit(s string, f func(u string, at int, fl fold) bool) bool {
 // isURLStart reports whether a URL (http://, https:// or www.) starts at
 // s[i], not inside a word.
 func isURLStart(s string, i int) bool {
+	// Each prefix's second character is t or w, which no other character
+	// folds to: most words are ruled out without EqualFold.
+	if len(s)-i < 4 || s[i+1]|0x20 != 't' && s[i+1]|0x20 != 'w' {
+		return false
+	}
 	if i > 0 {
 		r, _ := utf8.DecodeLastRuneInString(s[:i])
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
