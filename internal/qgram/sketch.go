@@ -139,9 +139,6 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	}
 	defer s.sets.Put(g)
 	g.reset(n)
-	for i := range sk.Min {
-		sk.Min[i] = emptyBin
-	}
 	// At most MaxRunes characters kept, and 8 × MaxRunes looked at: a
 	// text of white space alone is not read to its end.
 	read, seen := 0, 0
@@ -152,7 +149,7 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
 			room := min(len(buf)-kept, maxRead-read)
 			if room == 0 {
-				g.add(&sk, buf[:kept])
+				g.add(buf[:kept])
 				kept = 0
 				continue
 			}
@@ -187,11 +184,17 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 			read++
 		}
 	}
-	g.add(&sk, buf[:kept])
+	g.add(buf[:kept])
 	if int(g.n) < s.opts.MinGrams {
 		return Sketch{}, false
 	}
 	sk.Size = g.n
+	for i, m := range g.mins {
+		// A bin's value is the smallest low 32 bits of its hashes,
+		// emptyBin (which marks an empty bin) taken as emptyBin−1; an
+		// empty bin's emptyMin sets every bit.
+		sk.Min[i] = uint32(min(m, emptyBin-1)) | -uint32(m>>32)
+	}
 	return sk, true
 }
 
@@ -206,7 +209,13 @@ type gramSet struct {
 	table []uint64
 	mask  uint64
 	n     uint32 // the hashes in table
+	// mins holds, per bin, the smallest low 32 bits of the hashes in
+	// it, or emptyMin.
+	mins [Bins]uint64
 }
+
+// emptyMin marks a bin of gramSet.mins no hash fell in.
+const emptyMin = 1 << 32
 
 // reset empties the set, with a table of at least 2n slots: a text of
 // n characters has at most n q-grams, and the table stays half empty.
@@ -222,13 +231,16 @@ func (g *gramSet) reset(n int) {
 	clear(g.table)
 	g.mask = uint64(size - 1)
 	g.prev, g.lead, g.n = 0, SketchQ-1, 0
+	for i := range g.mins {
+		g.mins[i] = emptyMin
+	}
 }
 
-// add adds the q-grams ending in the characters rs to the sketch: the
-// hash of each is kept in the minimum of its bin and, when it is new, in
-// the set. A repeated q-gram finds its hash in the table, and leaves the
-// minimum as it is.
-func (g *gramSet) add(sk *Sketch, rs []uint32) {
+// add adds the q-grams ending in the characters rs: the hash of each is
+// kept in the minimum of its bin and, when it is new, in the set. A
+// repeated q-gram finds its hash in the table, and leaves the minimum as
+// it is.
+func (g *gramSet) add(rs []uint32) {
 	prev := g.prev
 	for g.lead > 0 && len(rs) > 0 {
 		prev = (prev<<21 | uint64(rs[0])) & (1<<63 - 1)
@@ -239,7 +251,9 @@ func (g *gramSet) add(sk *Sketch, rs []uint32) {
 	for _, r := range rs {
 		h := sketchHash(prev, rune(r))
 		prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
-		h |= uint64(isZero(h)) // 0 marks a free slot
+		if h == 0 {
+			h = 1 // 0 marks a free slot
+		}
 		j := h & mask
 		e := table[j]
 		for min(e, e^h) != 0 { // neither free nor h
@@ -248,9 +262,7 @@ func (g *gramSet) add(sk *Sketch, rs []uint32) {
 		}
 		table[j] = h
 		n += isZero(e)
-		// The value is the hash's low 32 bits, emptyBin (which marks an
-		// empty bin) taken as emptyBin−1.
-		sk.Min[h>>(64-7)] = min(sk.Min[h>>(64-7)], uint32(h), emptyBin-1)
+		g.mins[h>>(64-7)] = min(g.mins[h>>(64-7)], h&math.MaxUint32)
 	}
 	g.prev, g.n = prev, n
 }
