@@ -235,3 +235,47 @@ func TestSignMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// refIsURLStart is isURLStart without its first-character shortcut.
+func refIsURLStart(s string, i int) bool {
+	if i > 0 {
+		r, _ := utf8.DecodeLastRuneInString(s[:i])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	rest := s[i:]
+	for _, p := range []string{"http://", "https://", "www."} {
+		if len(rest) >= len(p) && strings.EqualFold(rest[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestURLStartMatchesReference: isURLStart equals refIsURLStart on the
+// prefixes in every case, cut short, and with characters that fold to
+// ASCII letters (K, ſ) or look like them, at every offset.
+func TestURLStartMatchesReference(t *testing.T) {
+	pieces := []string{"h", "H", "t", "T", "p", "P", "s", "S", "w", "W", ":", "/", ".", " ", "x", "ſ", "K", "ｔ", "\xff", "é"}
+	r := rand.New(rand.NewPCG(31, 32))
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + r.IntN(10) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		for i := range len(s) {
+			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"http://a", "HTTPS://a", "WwW.a", " www.x", "xhttp://a", "hTtP:/", "www"} {
+		for i := range len(s) {
+			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
+			}
+		}
+	}
+}
