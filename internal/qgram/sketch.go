@@ -143,7 +143,7 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	// text of white space alone is not read to its end.
 	read, seen := 0, 0
 	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
-	buf := g.runes[:]
+	buf := &g.runes
 	kept := 0 // the characters in buf
 	for _, t := range texts {
 		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
@@ -160,14 +160,25 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 				// character, so that room bounds the bytes read.
 				end := min(len(t), i+room, i+maxSeen-seen)
 				start, from := i, kept
-				for ; i < end; i++ {
-					c := t[i]
-					if c >= utf8.RuneSelf {
+				for ; i+8 <= end; i += 8 {
+					// Eight bytes at a time while they are all ASCII.
+					b := t[i : i+8]
+					w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+						uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+					if w&0x8080808080808080 != 0 {
 						break
 					}
-					l := asciiNormal[c]
-					buf[kept] = uint32(l)
-					kept += int(l+0x7f) >> 7 // l < 0x80: 1 unless l is 0 (dropped)
+					kept = putASCII(buf, kept, b[0])
+					kept = putASCII(buf, kept, b[1])
+					kept = putASCII(buf, kept, b[2])
+					kept = putASCII(buf, kept, b[3])
+					kept = putASCII(buf, kept, b[4])
+					kept = putASCII(buf, kept, b[5])
+					kept = putASCII(buf, kept, b[6])
+					kept = putASCII(buf, kept, b[7])
+				}
+				for ; i < end && t[i] < utf8.RuneSelf; i++ {
+					kept = putASCII(buf, kept, t[i])
 				}
 				seen += i - start
 				read += kept - from
@@ -198,12 +209,16 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	return sk, true
 }
 
+// runeBatch is the number of characters of the normal form hashed at a
+// time.
+const runeBatch = 1024
+
 // gramSet holds the work of one sketch, reused from sketch to sketch: a
 // batch of characters of the normal form, the SketchQ−1 characters
 // before them, and the set of the hashes of the q-grams met, an
 // open-addressing table with linear probing (0 marks a free slot).
 type gramSet struct {
-	runes [1024]uint32
+	runes [runeBatch]uint32
 	prev  uint64 // the SketchQ−1 previous characters, 21 bits each
 	lead  int    // the characters still to read before the first q-gram
 	table []uint64
@@ -275,10 +290,20 @@ func isZero(x uint64) uint32 {
 	return 0
 }
 
+// putASCII writes to buf[kept] the normal form of c, an ASCII character,
+// and returns kept+1, or kept when c is dropped (written, to be
+// overwritten: there is no branch on it). kept is below len(buf).
+func putASCII(buf *[runeBatch]uint32, kept int, c byte) int {
+	l := asciiNormal[c]
+	buf[uint(kept)%runeBatch] = uint32(l)
+	return kept + int(l+0x7f)>>7 // l < 0x80: 1 unless l is 0
+}
+
 // asciiNormal holds, for each ASCII character, the character the normal
 // form keeps (lower-cased), or 0 when it drops it (see drop; NUL is
-// dropped).
-var asciiNormal = func() (t [utf8.RuneSelf]byte) {
+// dropped). It has 256 entries, so that a byte indexes it without a
+// bounds check (the others are not used).
+var asciiNormal = func() (t [256]byte) {
 	for c := range rune(utf8.RuneSelf) {
 		if !drop(c) {
 			t[c] = byte(toLower(c))
