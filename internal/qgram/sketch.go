@@ -389,16 +389,15 @@ func BandKeys(s *Sketch) [][]byte {
 	keys := make([][]byte, Bands)
 	buf := make([]byte, Bands*KeyLen)
 	for b := range Bands {
-		h := uint64(14695981039346656037)
-		for _, c := range []byte{SketchVersion, Family, byte(b)} {
-			h = (h ^ uint64(c)) * 1099511628211
-		}
-		for r := range Rows {
-			v := d[b*Rows+r]
-			for range 4 {
-				h = (h ^ uint64(v&0xff)) * 1099511628211
-				v >>= 8
-			}
+		// FNV-1a over the version, family and band bytes, then each
+		// bin's 4 bytes, little-endian.
+		h := bandFNV
+		h = (h ^ uint64(b)) * fnvPrime
+		for _, v := range d[b*Rows : (b+1)*Rows] {
+			h = (h ^ uint64(v&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>8&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>16&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>24)) * fnvPrime
 		}
 		k := buf[b*KeyLen : (b+1)*KeyLen : (b+1)*KeyLen]
 		k[0], k[1], k[2] = SketchVersion, Family, byte(b)
@@ -407,6 +406,17 @@ func BandKeys(s *Sketch) [][]byte {
 	}
 	return keys
 }
+
+// fnvPrime is the 64-bit FNV prime.
+const fnvPrime = 1099511628211
+
+// bandFNV is the FNV-1a state of a band key's hash after its version
+// and family bytes.
+var bandFNV = func() uint64 {
+	h := uint64(14695981039346656037)
+	h = (h ^ SketchVersion) * fnvPrime
+	return (h ^ Family) * fnvPrime
+}()
 
 // densify fills each empty bin with the value of the next non-empty bin
 // (circularly) plus a constant times the distance, so that two texts
