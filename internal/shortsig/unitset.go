@@ -10,7 +10,7 @@ type fold uint8
 
 const (
 	foldNone    fold = iota // the unit has no upper-case letter
-	foldASCII               // an ASCII unit with an upper-case letter
+	foldASCII               // ASCII letters and digits, some upper-case
 	foldUnicode             // a unit with a non-ASCII character
 )
 
@@ -33,7 +33,13 @@ type unitSet struct {
 	flags []uint8
 	slots []int32 // a power of two; index+1 of a unit, 0 free
 	lower []byte  // a unit being lower-cased
+	// arena holds the lower-cased units of a message, one allocation for
+	// many: a Builder never changes the bytes of a string it returned.
+	arena strings.Builder
 }
+
+// arenaSize is the room an arena is made with.
+const arenaSize = 512
 
 // minSlots is the size of an empty set's table: a short message's units
 // fit without a growth.
@@ -45,6 +51,7 @@ func (t *unitSet) reset() {
 		t.seed = maphash.MakeSeed()
 	}
 	clear(t.units) // no message's strings kept alive
+	t.arena = strings.Builder{}
 	t.units, t.flags = t.units[:0], t.flags[:0]
 	if cap(t.slots) < minSlots {
 		t.slots = make([]int32, minSlots)
@@ -62,20 +69,18 @@ func (t *unitSet) len() int { return len(t.units) }
 func (t *unitSet) add(u string, f fold) int {
 	switch f {
 	case foldASCII:
+		// u is ASCII letters and digits (eachUnit): setting bit 0x20
+		// lower-cases the letters and keeps the digits.
 		b := t.lower[:0]
 		for i := 0; i < len(u); i++ {
-			c := u[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b = append(b, c)
+			b = append(b, u[i]|0x20)
 		}
 		t.lower = b
-		i, slot := t.find(string(b)) // not kept: no copy
+		i, slot := t.findBytes(b)
 		if i >= 0 {
 			return i
 		}
-		return t.insert(string(b), slot)
+		return t.insert(t.intern(b), slot)
 	case foldUnicode:
 		u = strings.ToLower(u)
 	}
@@ -101,6 +106,34 @@ func (t *unitSet) find(u string) (int, int) {
 		}
 		j = (j + 1) & mask
 	}
+}
+
+// findBytes is find of string(b), without the conversion (maphash.Bytes
+// and maphash.String agree).
+func (t *unitSet) findBytes(b []byte) (int, int) {
+	mask := len(t.slots) - 1
+	j := int(maphash.Bytes(t.seed, b)) & mask
+	for {
+		k := t.slots[j]
+		if k == 0 {
+			return -1, j
+		}
+		if t.units[k-1] == string(b) {
+			return int(k - 1), j
+		}
+		j = (j + 1) & mask
+	}
+}
+
+// intern returns a string of the bytes of b, in the arena.
+func (t *unitSet) intern(b []byte) string {
+	if t.arena.Cap()-t.arena.Len() < len(b) {
+		t.arena = strings.Builder{} // its strings keep the full one
+		t.arena.Grow(max(arenaSize, len(b)))
+	}
+	start := t.arena.Len()
+	t.arena.Write(b)
+	return t.arena.String()[start:]
 }
 
 // insert adds u, which is not in the set, at the free slot, and returns
