@@ -102,8 +102,8 @@ func (o SketchOptions) withDefaults() SketchOptions {
 
 // Sketcher computes sketches. It is safe for concurrent use.
 type Sketcher struct {
-	opts   SketchOptions
-	tables sync.Pool // *[]uint64: open-addressing sets of q-gram hashes
+	opts SketchOptions
+	sets sync.Pool // *gramSet
 }
 
 // NewSketcher returns a Sketcher with the given options.
@@ -117,6 +117,12 @@ func (s *Sketcher) Threshold() float64 { return s.opts.Threshold }
 // Sketch returns the sketch of the texts, read one after the other as one
 // text (subject, then body), and false when they have fewer than
 // SketchOptions.MinGrams distinct q-grams.
+//
+// The texts are read in two steps a batch at a time: their characters
+// are reduced to the normal form in gramSet.runes, then the q-grams of
+// the batch are hashed into the sketch (gramSet.add). Each loop is small
+// and without a branch on the text (a dropped character, a repeated
+// q-gram) that the processor could not predict.
 func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	n := 0
 	for _, t := range texts {
@@ -127,79 +133,55 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 	if n < SketchQ {
 		return sk, false
 	}
-	size := 64
-	for size < 2*n {
-		size <<= 1
+	g, _ := s.sets.Get().(*gramSet)
+	if g == nil {
+		g = new(gramSet)
 	}
-	tp, _ := s.tables.Get().(*[]uint64)
-	if tp == nil {
-		tp = new([]uint64)
-	}
-	if cap(*tp) < size {
-		*tp = make([]uint64, size)
-	}
-	table := (*tp)[:size]
-	clear(table)
-	defer s.tables.Put(tp)
-	mask := uint64(size - 1)
-	for i := range sk.Min {
-		sk.Min[i] = emptyBin
-	}
-	var prev uint64 // the SketchQ−1 previous code points, 21 bits each
+	defer s.sets.Put(g)
+	g.reset(n)
 	// At most MaxRunes characters kept, and 8 × MaxRunes looked at: a
 	// text of white space alone is not read to its end.
 	read, seen := 0, 0
 	maxRead, maxSeen := s.opts.MaxRunes, 8*s.opts.MaxRunes
-	distinct := uint32(0)
-	// add counts the q-gram ending in r (k: the characters before it)
-	// and keeps its hash's minimum in its bin.
-	add := func(k uint64, r rune) {
-		h := sketchHash(k, r)
-		if h == 0 {
-			h = 1 // 0 marks a free slot
-		}
-		j := h & mask
-		for table[j] != 0 && table[j] != h {
-			j = (j + 1) & mask
-		}
-		if table[j] == h {
-			return
-		}
-		table[j] = h
-		distinct++
-		bin, v := h>>(64-7), uint32(h)
-		if v == emptyBin {
-			v--
-		}
-		sk.Min[bin] = min(sk.Min[bin], v)
-	}
+	buf := &g.runes
+	kept := 0 // the characters in buf
 	for _, t := range texts {
 		for i := 0; i < len(t) && read < maxRead && seen < maxSeen; {
+			room := min(len(buf)-kept, maxRead-read)
+			if room == 0 {
+				g.add(buf[:kept])
+				kept = 0
+				continue
+			}
 			if t[i] < utf8.RuneSelf {
 				// A run of ASCII, one byte a character, read through one
-				// table (dropped, or lower-cased), up to the bounds.
-				end := min(len(t), i+maxSeen-seen)
-				start := i
-				for ; i < end; i++ {
-					c := t[i]
-					if c >= utf8.RuneSelf {
+				// table (dropped, or lower-cased): a dropped character is
+				// written and overwritten. Each byte keeps at most one
+				// character, so that room bounds the bytes read.
+				end := min(len(t), i+room, i+maxSeen-seen)
+				start, from := i, kept
+				for ; i+8 <= end; i += 8 {
+					// Eight bytes at a time while they are all ASCII.
+					b := t[i : i+8]
+					w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+						uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+					if w&0x8080808080808080 != 0 {
 						break
 					}
-					l := asciiNormal[c]
-					if l == 0 {
-						continue
-					}
-					if read == maxRead {
-						break
-					}
-					read++
-					k := prev
-					prev = (prev<<21 | uint64(l)) & (1<<63 - 1)
-					if read >= SketchQ {
-						add(k, rune(l))
-					}
+					kept = putASCII(buf, kept, b[0])
+					kept = putASCII(buf, kept, b[1])
+					kept = putASCII(buf, kept, b[2])
+					kept = putASCII(buf, kept, b[3])
+					kept = putASCII(buf, kept, b[4])
+					kept = putASCII(buf, kept, b[5])
+					kept = putASCII(buf, kept, b[6])
+					kept = putASCII(buf, kept, b[7])
+				}
+				for ; i < end && t[i] < utf8.RuneSelf; i++ {
+					kept = putASCII(buf, kept, t[i])
 				}
 				seen += i - start
+				read += kept - from
 				continue
 			}
 			seen++
@@ -208,26 +190,120 @@ func (s *Sketcher) Sketch(texts ...string) (Sketch, bool) {
 			if drop(r) {
 				continue
 			}
-			r = toLower(r)
+			buf[kept] = uint32(toLower(r))
+			kept++
 			read++
-			k := prev
-			prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
-			if read >= SketchQ {
-				add(k, r)
-			}
 		}
 	}
-	if int(distinct) < s.opts.MinGrams {
+	g.add(buf[:kept])
+	if int(g.n) < s.opts.MinGrams {
 		return Sketch{}, false
 	}
-	sk.Size = distinct
+	sk.Size = g.n
+	for i, m := range g.mins {
+		// A bin's value is the smallest low 32 bits of its hashes,
+		// emptyBin (which marks an empty bin) taken as emptyBin−1; an
+		// empty bin's emptyMin sets every bit.
+		sk.Min[i] = uint32(min(m, emptyBin-1)) | -uint32(m>>32)
+	}
 	return sk, true
+}
+
+// runeBatch is the number of characters of the normal form hashed at a
+// time.
+const runeBatch = 1024
+
+// gramSet holds the work of one sketch, reused from sketch to sketch: a
+// batch of characters of the normal form, the SketchQ−1 characters
+// before them, and the set of the hashes of the q-grams met, an
+// open-addressing table with linear probing (0 marks a free slot).
+type gramSet struct {
+	runes [runeBatch]uint32
+	prev  uint64 // the SketchQ−1 previous characters, 21 bits each
+	lead  int    // the characters still to read before the first q-gram
+	table []uint64
+	mask  uint64
+	n     uint32 // the hashes in table
+	// mins holds, per bin, the smallest low 32 bits of the hashes in
+	// it, or emptyMin.
+	mins [Bins]uint64
+}
+
+// emptyMin marks a bin of gramSet.mins no hash fell in.
+const emptyMin = 1 << 32
+
+// reset empties the set, with a table of at least 2n slots: a text of
+// n characters has at most n q-grams, and the table stays half empty.
+func (g *gramSet) reset(n int) {
+	size := 64
+	for size < 2*n {
+		size <<= 1
+	}
+	if cap(g.table) < size {
+		g.table = make([]uint64, size)
+	}
+	g.table = g.table[:size]
+	clear(g.table)
+	g.mask = uint64(size - 1)
+	g.prev, g.lead, g.n = 0, SketchQ-1, 0
+	for i := range g.mins {
+		g.mins[i] = emptyMin
+	}
+}
+
+// add adds the q-grams ending in the characters rs: the hash of each is
+// kept in the minimum of its bin and, when it is new, in the set. A
+// repeated q-gram finds its hash in the table, and leaves the minimum as
+// it is.
+func (g *gramSet) add(rs []uint32) {
+	prev := g.prev
+	for g.lead > 0 && len(rs) > 0 {
+		prev = (prev<<21 | uint64(rs[0])) & (1<<63 - 1)
+		rs = rs[1:]
+		g.lead--
+	}
+	table, mask, n := g.table, g.mask, g.n
+	for _, r := range rs {
+		h := sketchHash(prev, rune(r))
+		prev = (prev<<21 | uint64(r)) & (1<<63 - 1)
+		if h == 0 {
+			h = 1 // 0 marks a free slot
+		}
+		j := h & mask
+		e := table[j]
+		for min(e, e^h) != 0 { // neither free nor h
+			j = (j + 1) & mask
+			e = table[j]
+		}
+		table[j] = h
+		n += isZero(e)
+		g.mins[h>>(64-7)] = min(g.mins[h>>(64-7)], h&math.MaxUint32)
+	}
+	g.prev, g.n = prev, n
+}
+
+// isZero returns 1 when x is 0, else 0 (without a branch).
+func isZero(x uint64) uint32 {
+	if x == 0 {
+		return 1
+	}
+	return 0
+}
+
+// putASCII writes to buf[kept] the normal form of c, an ASCII character,
+// and returns kept+1, or kept when c is dropped (written, to be
+// overwritten: there is no branch on it). kept is below len(buf).
+func putASCII(buf *[runeBatch]uint32, kept int, c byte) int {
+	l := asciiNormal[c]
+	buf[uint(kept)%runeBatch] = uint32(l)
+	return kept + int(l+0x7f)>>7 // l < 0x80: 1 unless l is 0
 }
 
 // asciiNormal holds, for each ASCII character, the character the normal
 // form keeps (lower-cased), or 0 when it drops it (see drop; NUL is
-// dropped).
-var asciiNormal = func() (t [utf8.RuneSelf]byte) {
+// dropped). It has 256 entries, so that a byte indexes it without a
+// bounds check (the others are not used).
+var asciiNormal = func() (t [256]byte) {
 	for c := range rune(utf8.RuneSelf) {
 		if !drop(c) {
 			t[c] = byte(toLower(c))
@@ -313,16 +389,15 @@ func BandKeys(s *Sketch) [][]byte {
 	keys := make([][]byte, Bands)
 	buf := make([]byte, Bands*KeyLen)
 	for b := range Bands {
-		h := uint64(14695981039346656037)
-		for _, c := range []byte{SketchVersion, Family, byte(b)} {
-			h = (h ^ uint64(c)) * 1099511628211
-		}
-		for r := range Rows {
-			v := d[b*Rows+r]
-			for range 4 {
-				h = (h ^ uint64(v&0xff)) * 1099511628211
-				v >>= 8
-			}
+		// FNV-1a over the version, family and band bytes, then each
+		// bin's 4 bytes, little-endian.
+		h := bandFNV
+		h = (h ^ uint64(b)) * fnvPrime
+		for _, v := range d[b*Rows : (b+1)*Rows] {
+			h = (h ^ uint64(v&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>8&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>16&0xff)) * fnvPrime
+			h = (h ^ uint64(v>>24)) * fnvPrime
 		}
 		k := buf[b*KeyLen : (b+1)*KeyLen : (b+1)*KeyLen]
 		k[0], k[1], k[2] = SketchVersion, Family, byte(b)
@@ -331,6 +406,17 @@ func BandKeys(s *Sketch) [][]byte {
 	}
 	return keys
 }
+
+// fnvPrime is the 64-bit FNV prime.
+const fnvPrime = 1099511628211
+
+// bandFNV is the FNV-1a state of a band key's hash after its version
+// and family bytes.
+var bandFNV = func() uint64 {
+	h := uint64(14695981039346656037)
+	h = (h ^ SketchVersion) * fnvPrime
+	return (h ^ Family) * fnvPrime
+}()
 
 // densify fills each empty bin with the value of the next non-empty bin
 // (circularly) plus a constant times the distance, so that two texts

@@ -25,7 +25,6 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 		return r
 	}
 	o := &s.opts
-	var kb keyBuilder
 	subj := refFirstUnits(doc.Subject, o.MaxUnits)
 	// The body's units: all of them for a short message; for a long one
 	// (known once it has more than MaxTextUnits), only until the lead is
@@ -62,17 +61,17 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 		mediaUsable := len(media) > 0
 		textUsable := len(text) >= o.MinTextUnits
 		if mediaUsable || linksUsable || textUsable {
-			r.Keys = append(r.Keys, kb.key(KindAll, media, links, text))
+			r.Keys = append(r.Keys, key(KindAll, media, links, text))
 		}
 		if mediaUsable && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindMedia, media, domains))
+			r.Keys = append(r.Keys, key(KindMedia, media, domains))
 		}
 		if linksUsable && len(doc.Parts) == 0 && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindLinks, links))
+			r.Keys = append(r.Keys, key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
 			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
-				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
+				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
 			}
 		}
 	}
@@ -83,7 +82,7 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 			if len(lead) < n {
 				continue
 			}
-			k := kb.key(KindLead, subjSet, lead[:n])
+			k := key(KindLead, subjSet, lead[:n])
 			if len(r.Keys) > 0 && r.Keys[len(r.Keys)-1][2] == byte(KindLead) {
 				r.Lookup = append(r.Lookup, k)
 			} else {
@@ -232,6 +231,50 @@ func TestSignMatchesReference(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("options %+v, document %d (unsigned %v, %d bytes of text): sign %+v, reference %+v", o, i, unsigned, len(d.Text), got, want)
 				}
+			}
+		}
+	}
+}
+
+// refIsURLStart is isURLStart without its first-character shortcut.
+func refIsURLStart(s string, i int) bool {
+	if i > 0 {
+		r, _ := utf8.DecodeLastRuneInString(s[:i])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	rest := s[i:]
+	for _, p := range []string{"http://", "https://", "www."} {
+		if len(rest) >= len(p) && strings.EqualFold(rest[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestURLStartMatchesReference: isURLStart equals refIsURLStart on the
+// prefixes in every case, cut short, and with characters that fold to
+// ASCII letters (K, ſ) or look like them, at every offset.
+func TestURLStartMatchesReference(t *testing.T) {
+	pieces := []string{"h", "H", "t", "T", "p", "P", "s", "S", "w", "W", ":", "/", ".", " ", "x", "ſ", "K", "ｔ", "\xff", "é"}
+	r := rand.New(rand.NewPCG(31, 32))
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + r.IntN(10) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		for i := range len(s) {
+			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"http://a", "HTTPS://a", "WwW.a", " www.x", "xhttp://a", "hTtP:/", "www"} {
+		for i := range len(s) {
+			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
 			}
 		}
 	}

@@ -239,97 +239,104 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		return r
 	}
 	o := &s.opts
-	var kb keyBuilder
-	subj := firstUnits(doc.Subject, o.MaxUnits)
-	// The body's units: all of them for a short message; for a long one
-	// (known once it has more than MaxTextUnits), only until the lead is
-	// complete, so that a long text costs little. seen holds every unit
-	// of the text, with inLead set for those of the lead and inRest for
-	// those of the body without its first line (rest, from restAt).
-	const inText, inLead, inRest = 1, 2, 4
-	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
 	sc := s.getScratch()
 	defer s.putScratch(sc)
-	seen := sc.seen
-	for _, u := range subj {
-		seen[u] = inText
-	}
+	kb := &sc.kb
+	// set holds the units of the subject (the first MaxUnits distinct
+	// ones, its first nsubj units) and of the body: all of them for a
+	// short message; for a long one (known once it has more than
+	// MaxTextUnits), only until the lead is complete, so that a long text
+	// costs little. Their flags say which are in the text, in the lead,
+	// and in the body without its first line (rest, from restAt).
+	const inText, inLead, inRest = 1, 2, 4
+	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
+	set := &sc.set
+	set.reset()
+	eachUnit(doc.Subject, func(u string, _ int, fl fold) bool {
+		set.flags[set.add(u, fl)] = inText
+		return set.len() < o.MaxUnits
+	})
+	nsubj := set.len()
 	rest, hasRest := afterFirstLine(doc.Text)
 	restAt := len(doc.Text) - len(rest)
 	lead := sc.lead[:0]
-	read := eachUnit(doc.Text, func(u string, at int) bool {
-		f, ok := seen[u]
+	read := eachUnit(doc.Text, func(u string, at int, fl fold) bool {
+		i := set.add(u, fl)
+		f := set.flags[i]
 		g := f | inText
 		if len(lead) < leadMax && f&inLead == 0 {
 			g |= inLead
-			lead = append(lead, u)
+			lead = append(lead, set.units[i])
 		}
 		if at >= restAt {
 			g |= inRest
 		}
-		if !ok || g != f {
-			seen[u] = g
-		}
-		return len(seen) < o.MaxUnits && (unsigned || len(seen) <= o.MaxTextUnits || len(lead) < leadMax)
+		set.flags[i] = g
+		n := set.len()
+		return n < o.MaxUnits && (unsigned || n <= o.MaxTextUnits || len(lead) < leadMax)
 	})
 	sc.lead = lead
-	r.Units = len(seen)
-	r.Short = unsigned || len(seen) <= o.MaxTextUnits
+	r.Units = set.len()
+	r.Short = unsigned || set.len() <= o.MaxTextUnits
+	keys := sc.keys[:0] // index keys, then lookup keys
 	if r.Short {
 		// Media and links matter to short messages only.
 		media := s.media(doc.Parts)
 		links, domains, linksUsable := s.links(doc.URLs)
 		r.Media, r.Links = len(media), len(links)
-		text := make([]string, 0, len(seen))
-		for u := range seen {
-			text = append(text, u)
-		}
+		text := append(sc.text[:0], set.units...)
 		slices.Sort(text)
+		sc.text = text
 		mediaUsable := len(media) > 0
 		textUsable := len(text) >= o.MinTextUnits
 		if mediaUsable || linksUsable || textUsable {
-			r.Keys = append(r.Keys, kb.key(KindAll, media, links, text))
+			keys = kb.key(keys, KindAll, media, links, text)
 		}
 		if mediaUsable && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindMedia, media, domains))
+			keys = kb.key(keys, KindMedia, media, domains)
 		}
 		if linksUsable && len(doc.Parts) == 0 && !textUsable {
-			r.Keys = append(r.Keys, kb.key(KindLinks, links))
+			keys = kb.key(keys, KindLinks, links)
 		}
 		if hasRest {
 			var bu []string
 			if read {
 				// The whole text was read, so rest's units are those
 				// met from restAt on (a unit never spans a line break).
-				for u, f := range seen {
+				bu = sc.rest[:0]
+				for i, f := range set.flags {
 					if f&inRest != 0 {
-						bu = append(bu, u)
+						bu = append(bu, set.units[i])
 					}
 				}
 				slices.Sort(bu)
+				sc.rest = bu
 			} else {
 				bu = sortedSet(firstUnits(rest, o.MaxUnits))
 			}
 			if len(bu) >= o.MinTextUnits {
-				r.Keys = append(r.Keys, kb.key(KindBody, media, domains, bu))
+				keys = kb.key(keys, KindBody, media, domains, bu)
 			}
 		}
 	}
+	nkeys := len(keys) // the index keys
 	if doc.List == "" {
-		subjSet := sortedSet(subj)
+		subjSet := append(sc.subj[:0], set.units[:nsubj]...)
+		slices.Sort(subjSet) // distinct already
+		sc.subj = subjSet
 		for i := len(o.LeadLevels) - 1; i >= 0; i-- {
 			n := o.LeadLevels[i]
 			if len(lead) < n {
 				continue
 			}
-			k := kb.key(KindLead, subjSet, lead[:n])
-			if len(r.Keys) > 0 && r.Keys[len(r.Keys)-1][2] == byte(KindLead) {
-				r.Lookup = append(r.Lookup, k)
-			} else {
-				r.Keys = append(r.Keys, k)
+			keys = kb.key(keys, KindLead, subjSet, lead[:n])
+			if nkeys == 0 || keys[nkeys-1][2] != byte(KindLead) {
+				nkeys++ // the first lead key is indexed unless another is
 			}
 		}
 	}
+	sc.keys = keys
+	r.Keys, r.Lookup = kb.result(keys, nkeys)
 	return r
 }
 
@@ -364,16 +371,20 @@ func (s *Signer) media(parts []mime.Part) []string {
 	return sortedSet(out)
 }
 
-// keyBuilder makes the keys of one message: its scratch buffer is reused
-// from key to key.
-type keyBuilder struct{ buf []byte }
+// keyBuilder makes the keys of one message: its scratch buffers are
+// reused from key to key and from message to message.
+type keyBuilder struct {
+	buf  []byte
+	sums []byte // the keys made, KeyLen bytes each
+}
 
-// key hashes the kind and the components (each a list of byte strings)
-// into a key: SHA-256 over the version, family and kind bytes and the
-// number of components, then for each component its number of elements
-// and each element's length (uvarints) and bytes; the first hashLen bytes
-// of the hash are kept.
-func (kb *keyBuilder) key(kind Kind, comps ...[]string) []byte {
+// key appends to keys the hash of the kind and the components (each a
+// list of byte strings): SHA-256 over the version, family and kind bytes
+// and the number of components, then for each component its number of
+// elements and each element's length (uvarints) and bytes; the first
+// hashLen bytes of the hash are kept. The key is in kb's memory until
+// result copies it.
+func (kb *keyBuilder) key(keys [][]byte, kind Kind, comps ...[]string) [][]byte {
 	b := append(kb.buf[:0], Version, Family, byte(kind), byte(len(comps)))
 	for _, c := range comps {
 		b = binary.AppendUvarint(b, uint64(len(c)))
@@ -384,16 +395,41 @@ func (kb *keyBuilder) key(kind Kind, comps ...[]string) []byte {
 	}
 	kb.buf = b
 	sum := sha256.Sum256(b)
-	k := make([]byte, KeyLen)
-	k[0], k[1], k[2] = Version, Family, byte(kind)
-	copy(k[3:], sum[:hashLen])
-	return k
+	if len(keys) == 0 {
+		kb.sums = kb.sums[:0]
+	}
+	start := len(kb.sums)
+	kb.sums = append(kb.sums, Version, Family, byte(kind))
+	kb.sums = append(kb.sums, sum[:hashLen]...)
+	return append(keys, kb.sums[start:len(kb.sums):len(kb.sums)])
 }
 
-// key is keyBuilder.key with a fresh buffer.
+// result returns copies of keys, made by key, in one array: the first n
+// are the index keys, the others the lookup keys (nil when none).
+func (kb *keyBuilder) result(keys [][]byte, n int) (index, lookup [][]byte) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make([][]byte, len(keys))
+	mem := make([]byte, len(keys)*KeyLen)
+	for i, k := range keys {
+		out[i] = mem[i*KeyLen : (i+1)*KeyLen : (i+1)*KeyLen]
+		copy(out[i], k)
+	}
+	index, lookup = out[:n:n], out[n:]
+	if len(lookup) == 0 {
+		lookup = nil
+	}
+	if n == 0 {
+		index = nil
+	}
+	return index, lookup
+}
+
+// key is keyBuilder.key of one key with a fresh builder.
 func key(kind Kind, comps ...[]string) []byte {
 	var kb keyBuilder
-	return kb.key(kind, comps...)
+	return kb.key(nil, kind, comps...)[0]
 }
 
 // sortedSet sorts ss and removes duplicates, in place.
@@ -406,7 +442,8 @@ func sortedSet(ss []string) []string {
 func firstUnits(s string, max int) []string {
 	var seen map[string]bool
 	var out []string
-	eachUnit(s, func(u string, _ int) bool {
+	eachUnit(s, func(u string, _ int, fl fold) bool {
+		u = lower(u, fl)
 		if len(out) < 8 { // a subject's few units: no map
 			if slices.Contains(out, u) {
 				return true
@@ -431,29 +468,34 @@ func firstUnits(s string, max int) []string {
 
 // scratch holds the buffers of one signing, reused between messages.
 type scratch struct {
-	seen map[string]uint8
-	lead []string
+	set              unitSet
+	lead             []string
+	text, rest, subj []string // sorted units of the components
+	keys             [][]byte
+	kb               keyBuilder
 }
 
-// maxPooledUnits bounds the map a scratch keeps: clearing a map costs its
-// capacity, which one long text signed by SignUnsigned would leave large.
-const maxPooledUnits = 1024
+// maxPooledUnits bounds the units a pooled scratch keeps room for: one
+// long text signed by SignUnsigned would leave it large.
+const maxPooledUnits = 1 << 14
 
 func (s *Signer) getScratch() *scratch {
 	if sc, ok := s.pool.Get().(*scratch); ok {
 		return sc
 	}
-	return &scratch{seen: make(map[string]uint8, s.opts.MaxTextUnits+1)}
+	return new(scratch)
 }
 
 // putScratch returns sc to the pool without the message's strings.
 func (s *Signer) putScratch(sc *scratch) {
-	if len(sc.seen) > maxPooledUnits {
+	if cap(sc.set.units) > maxPooledUnits {
 		return
 	}
-	clear(sc.seen)
+	clear(sc.set.units)
 	clear(sc.lead)
-	sc.lead = sc.lead[:0]
+	clear(sc.text)
+	clear(sc.rest)
+	clear(sc.subj)
 	s.pool.Put(sc)
 }
 

@@ -28,8 +28,8 @@ func isUnspaced(r rune) bool {
 // are skipped (a run of one
 // character is a unit of its own). s is NFKC-normalized text (mime.Parse).
 func units(dst []string, s string) []string {
-	eachUnit(s, func(u string, _ int) bool {
-		dst = append(dst, u)
+	eachUnit(s, func(u string, _ int, f fold) bool {
+		dst = append(dst, lower(u, f))
 		return true
 	})
 	return dst
@@ -41,10 +41,11 @@ func units(dst []string, s string) []string {
 // component, whatever MaxUnits says.
 const maxUnitsRead = 1 << 13
 
-// eachUnit calls f with each text unit of s in order (see units), and
-// the unit's byte offset in s, until f returns false or maxUnitsRead
-// units have been read. It reports whether it read s to its end.
-func eachUnit(s string, f func(u string, at int) bool) bool {
+// eachUnit calls f with each text unit of s in order (see units), not
+// lower-cased, its byte offset in s and how to lower-case it (see
+// lower), until f returns false or maxUnitsRead units have been read. It
+// reports whether it read s to its end.
+func eachUnit(s string, f func(u string, at int, fl fold) bool) bool {
 	read := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf && !isASCIIAlnum(c) {
@@ -70,7 +71,7 @@ func eachUnit(s string, f func(u string, at int) bool) bool {
 				if !isUnspaced(r2) {
 					break
 				}
-				if read++; !f(s[prev:j+sz], prev) || read >= maxUnitsRead {
+				if read++; !f(s[prev:j+sz], prev, foldNone) || read >= maxUnitsRead {
 					return false
 				}
 				prev = j
@@ -78,7 +79,7 @@ func eachUnit(s string, f func(u string, at int) bool) bool {
 				n++
 			}
 			if n == 1 {
-				if read++; !f(s[i:j], i) || read >= maxUnitsRead {
+				if read++; !f(s[i:j], i, foldNone) || read >= maxUnitsRead {
 					return false
 				}
 			}
@@ -86,15 +87,19 @@ func eachUnit(s string, f func(u string, at int) bool) bool {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			j := i
 			runes, digits := 0, 0
+			fl := foldNone
+			lower := byte(0x20) // cleared by an upper-case ASCII letter
 			for j < len(s) {
 				if c := s[j]; c < utf8.RuneSelf {
-					// fast path: ASCII letters and digits
+					// fast path: ASCII letters and digits, counted
+					// without a branch: digits are below 0x40, and of
+					// letters and digits only upper-case letters have
+					// bit 0x20 clear
 					if !isASCIIAlnum(c) {
 						break
 					}
-					if c <= '9' {
-						digits++
-					}
+					digits += 1 - int(c>>6)
+					lower &= c
 					runes++
 					j++
 					continue
@@ -103,14 +108,18 @@ func eachUnit(s string, f func(u string, at int) bool) bool {
 				if isUnspaced(r2) || !(unicode.IsLetter(r2) || unicode.IsDigit(r2) || unicode.IsMark(r2)) {
 					break
 				}
+				fl = foldUnicode
 				if unicode.IsDigit(r2) {
 					digits++
 				}
 				runes++
 				j += sz
 			}
+			if lower == 0 {
+				fl = max(fl, foldASCII)
+			}
 			if runes >= 2 && runes <= maxUnitRunes && digits <= 1 {
-				if read++; !f(strings.ToLower(s[i:j]), i) || read >= maxUnitsRead {
+				if read++; !f(s[i:j], i, fl) || read >= maxUnitsRead {
 					return false
 				}
 			}
@@ -125,6 +134,11 @@ func eachUnit(s string, f func(u string, at int) bool) bool {
 // isURLStart reports whether a URL (http://, https:// or www.) starts at
 // s[i], not inside a word.
 func isURLStart(s string, i int) bool {
+	// Each prefix's second character is t or w, which no other character
+	// folds to: most words are ruled out without EqualFold.
+	if len(s)-i < 4 || s[i+1]|0x20 != 't' && s[i+1]|0x20 != 'w' {
+		return false
+	}
 	if i > 0 {
 		r, _ := utf8.DecodeLastRuneInString(s[:i])
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {

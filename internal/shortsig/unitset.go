@@ -1,0 +1,168 @@
+package shortsig
+
+import (
+	"hash/maphash"
+	"strings"
+)
+
+// fold says how a text unit is lower-cased (see eachUnit).
+type fold uint8
+
+const (
+	foldNone    fold = iota // the unit has no upper-case letter
+	foldASCII               // ASCII letters and digits, some upper-case
+	foldUnicode             // a unit with a non-ASCII character
+)
+
+// lower returns the unit u lower-cased as f says (strings.ToLower).
+func lower(u string, f fold) string {
+	if f == foldNone {
+		return u
+	}
+	return strings.ToLower(u)
+}
+
+// unitSet is the set of the distinct text units of a message, in order
+// of first appearance, each with its flags: an open-addressing table
+// (linear probing) of indexes into units. Its memory is reused from
+// message to message, and emptying it costs what was put in it, where a
+// map's clear costs the largest size it ever had.
+type unitSet struct {
+	seed  maphash.Seed
+	units []string
+	flags []uint8
+	slots []int32 // a power of two; index+1 of a unit, 0 free
+	lower []byte  // a unit being lower-cased
+	// arena holds the lower-cased units of a message, one allocation for
+	// many: a Builder never changes the bytes of a string it returned.
+	arena strings.Builder
+}
+
+// arenaSize is the room an arena is made with.
+const arenaSize = 512
+
+// minSlots is the size of an empty set's table: a short message's units
+// fit without a growth.
+const minSlots = 256
+
+// reset empties the set.
+func (t *unitSet) reset() {
+	if t.seed == (maphash.Seed{}) {
+		t.seed = maphash.MakeSeed()
+	}
+	clear(t.units) // no message's strings kept alive
+	t.arena = strings.Builder{}
+	t.units, t.flags = t.units[:0], t.flags[:0]
+	if cap(t.slots) < minSlots {
+		t.slots = make([]int32, minSlots)
+	}
+	t.slots = t.slots[:minSlots]
+	clear(t.slots)
+}
+
+// len returns the number of units in the set.
+func (t *unitSet) len() int { return len(t.units) }
+
+// add adds the unit u, lower-cased as f says, if it is not in the set,
+// and returns its index in units. A unit already in the set is looked
+// up without a copy of its lower-cased form.
+func (t *unitSet) add(u string, f fold) int {
+	switch f {
+	case foldASCII:
+		// u is ASCII letters and digits (eachUnit): setting bit 0x20
+		// lower-cases the letters and keeps the digits.
+		b := t.lower[:0]
+		for i := 0; i < len(u); i++ {
+			b = append(b, u[i]|0x20)
+		}
+		t.lower = b
+		i, slot := t.findBytes(b)
+		if i >= 0 {
+			return i
+		}
+		return t.insert(t.intern(b), slot)
+	case foldUnicode:
+		u = strings.ToLower(u)
+	}
+	i, slot := t.find(u)
+	if i >= 0 {
+		return i
+	}
+	return t.insert(u, slot)
+}
+
+// find returns the index of u in units, or −1 and the free slot where it
+// goes.
+func (t *unitSet) find(u string) (int, int) {
+	mask := len(t.slots) - 1
+	j := int(maphash.String(t.seed, u)) & mask
+	for {
+		k := t.slots[j]
+		if k == 0 {
+			return -1, j
+		}
+		if t.units[k-1] == u {
+			return int(k - 1), j
+		}
+		j = (j + 1) & mask
+	}
+}
+
+// findBytes is find of string(b), without the conversion (maphash.Bytes
+// and maphash.String agree).
+func (t *unitSet) findBytes(b []byte) (int, int) {
+	mask := len(t.slots) - 1
+	j := int(maphash.Bytes(t.seed, b)) & mask
+	for {
+		k := t.slots[j]
+		if k == 0 {
+			return -1, j
+		}
+		if t.units[k-1] == string(b) {
+			return int(k - 1), j
+		}
+		j = (j + 1) & mask
+	}
+}
+
+// intern returns a string of the bytes of b, in the arena.
+func (t *unitSet) intern(b []byte) string {
+	if t.arena.Cap()-t.arena.Len() < len(b) {
+		t.arena = strings.Builder{} // its strings keep the full one
+		t.arena.Grow(max(arenaSize, len(b)))
+	}
+	start := t.arena.Len()
+	t.arena.Write(b)
+	return t.arena.String()[start:]
+}
+
+// insert adds u, which is not in the set, at the free slot, and returns
+// its index. The table doubles when half full.
+func (t *unitSet) insert(u string, slot int) int {
+	t.units = append(t.units, u)
+	t.flags = append(t.flags, 0)
+	n := len(t.units)
+	t.slots[slot] = int32(n)
+	if 2*n > len(t.slots) {
+		t.grow()
+	}
+	return n - 1
+}
+
+// grow doubles the table and puts the units in it again.
+func (t *unitSet) grow() {
+	size := 2 * len(t.slots)
+	if cap(t.slots) < size {
+		t.slots = make([]int32, size)
+	}
+	t.slots = t.slots[:size]
+	clear(t.slots)
+	mask := size - 1
+	for i, u := range t.units {
+		j := int(maphash.String(t.seed, u)) & mask
+		for t.slots[j] != 0 {
+			j = (j + 1) & mask
+		}
+		t.slots[j] = int32(i + 1)
+	}
+}
