@@ -1,31 +1,32 @@
 package andd
 
 import (
+	"hash/maphash"
 	"strings"
 	"unicode/utf8"
 )
 
-// wordSet is a set of words held as their 64-bit FNV-1a hashes in an
-// open-addressing table that a scratch reuses from message to message:
-// no string is kept or allocated, and emptying it clears a small array.
-// The hash is fixed, so every host computes the same features; two
-// words of one message sharing a hash is a 2^-64 event.
+// wordSet is a set of words in an open-addressing table that a scratch
+// reuses from message to message: the words' bytes in one buffer, no
+// string allocated, and emptying it clears a small array. The hash is
+// seeded (hash/maphash), so a crafted message cannot make its words
+// collide and probing quadratic; membership compares the bytes, so it
+// does not depend on the seed.
 type wordSet struct {
-	slots []uint64 // hash|1 of each word; 0 marks a free slot
+	seed  maphash.Seed
+	slots []wordSlot // hash 0 marks a free slot
+	buf   []byte     // the words, one after the other
 	n     int
 }
 
-// maxPooledWordSlots bounds the table a scratch keeps: one message of
-// many links would leave it large.
-const maxPooledWordSlots = 8192
-
-func wordHash(w string) uint64 {
-	h := uint64(fnvOffset)
-	for i := 0; i < len(w); i++ {
-		h = (h ^ uint64(w[i])) * fnvPrime
-	}
-	return h | 1
+type wordSlot struct {
+	hash     uint64
+	off, len uint32 // the word in buf
 }
+
+// maxPooledWordBytes bounds the buffers a scratch keeps: one message of
+// many links would leave them large.
+const maxPooledWordBytes = 1 << 16
 
 // len returns the number of words in the set.
 func (s *wordSet) len() int {
@@ -35,95 +36,104 @@ func (s *wordSet) len() int {
 	return s.n
 }
 
+func (s *wordSet) hash(w []byte) uint64 { return maphash.Bytes(s.seed, w) | 1 }
+
 // has reports whether w is in the set.
 func (s *wordSet) has(w string) bool {
 	if s.len() == 0 {
 		return false
 	}
-	h := wordHash(w)
+	h := maphash.String(s.seed, w) | 1
 	mask := uint64(len(s.slots) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
-		switch s.slots[j] {
-		case h:
-			return true
-		case 0:
+		e := s.slots[j]
+		if e.hash == 0 {
 			return false
+		}
+		if e.hash == h && string(s.buf[e.off:e.off+e.len]) == w {
+			return true
 		}
 	}
 }
 
-// insert adds the word of hash h (h&1 == 1).
-func (s *wordSet) insert(h uint64) {
+// insert adds the word buf[off:], keeping it in buf when it is new.
+func (s *wordSet) insert(off int) {
+	w := s.buf[off:]
+	if len(w) < 3 {
+		s.buf = s.buf[:off]
+		return
+	}
 	if 2*(s.n+1) > len(s.slots) {
 		s.grow()
 	}
+	h := s.hash(w)
 	mask := uint64(len(s.slots) - 1)
 	j := h & mask
-	for s.slots[j] != 0 {
-		if s.slots[j] == h {
+	for ; s.slots[j].hash != 0; j = (j + 1) & mask {
+		if e := s.slots[j]; e.hash == h && string(s.buf[e.off:e.off+e.len]) == string(w) {
+			s.buf = s.buf[:off] // already in
 			return
 		}
-		j = (j + 1) & mask
 	}
-	s.slots[j] = h
+	s.slots[j] = wordSlot{hash: h, off: uint32(off), len: uint32(len(w))}
 	s.n++
 }
 
 func (s *wordSet) grow() {
 	old := s.slots
-	s.slots = make([]uint64, max(64, 2*len(old)))
-	s.n = 0
-	for _, h := range old {
-		if h != 0 {
-			s.insert(h)
+	s.slots = make([]wordSlot, max(64, 2*len(old)))
+	mask := uint64(len(s.slots) - 1)
+	for _, e := range old {
+		if e.hash != 0 {
+			j := e.hash & mask
+			for s.slots[j].hash != 0 {
+				j = (j + 1) & mask
+			}
+			s.slots[j] = e
 		}
 	}
 }
 
-// reset empties the set, keeping a table that is not too large.
+// reset empties the set, keeping buffers that are not too large.
 func (s *wordSet) reset() {
-	if len(s.slots) > maxPooledWordSlots {
-		*s = wordSet{}
+	if cap(s.buf) > maxPooledWordBytes || len(s.slots) > maxPooledWordBytes/16 {
+		*s = wordSet{seed: s.seed}
 		return
 	}
 	if s.n > 0 {
 		clear(s.slots)
-		s.n = 0
 	}
+	s.buf, s.n = s.buf[:0], 0
 }
 
 // addWords adds the lower-cased alphanumeric words of s of 3 bytes or
 // more: eachAlnumWord's words of strings.ToLower(s). ASCII, most URLs,
-// is lower-cased and hashed in one pass, without a copy.
+// is lower-cased in one pass, without a copy of s.
 func (s *wordSet) addWords(str string) {
+	if s.seed == (maphash.Seed{}) {
+		s.seed = maphash.MakeSeed()
+	}
 	for i := 0; i < len(str); i++ {
 		if str[i] >= utf8.RuneSelf {
 			eachAlnumWord(strings.ToLower(str), func(w string) {
-				if len(w) >= 3 {
-					s.insert(wordHash(w))
-				}
+				off := len(s.buf)
+				s.buf = append(s.buf, w...)
+				s.insert(off)
 			})
 			return
 		}
 	}
-	h, n := uint64(fnvOffset), 0
-	for i := 0; i <= len(str); i++ {
-		var c byte
-		if i < len(str) {
-			c = str[i]
-		}
-		switch {
+	off := len(s.buf)
+	for i := 0; i < len(str); i++ {
+		switch c := str[i]; {
 		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			s.buf = append(s.buf, c)
 		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
+			s.buf = append(s.buf, c+'a'-'A')
 		default:
-			if n >= 3 {
-				s.insert(h | 1)
-			}
-			h, n = fnvOffset, 0
-			continue
+			s.insert(off)
+			off = len(s.buf)
 		}
-		h = (h ^ uint64(c)) * fnvPrime
-		n++
 	}
+	s.insert(off)
 }
