@@ -12,9 +12,10 @@ import (
 // keyTable is the in-memory index of signature keys: a multiset of
 // (fingerprint of a key, campaign id) pairs in open-addressing hash
 // tables, 12 bytes a slot, with no Go allocation per key. It answers
-// "which campaigns may own this key?"; the caller verifies a candidate
-// against the campaign's key list (keyindex.go), so a fingerprint
-// collision never makes a false hit.
+// "which campaigns may own this key?"; Lookup verifies a candidate that
+// one exact key alone found against the campaign's key list (query.go),
+// and the engine checks the others against their sketches, so a
+// fingerprint collision never makes a false hit.
 //
 // A key's 64-bit hash is keyed by a secret of the store (keyHash), so
 // that nobody can choose keys that collide or crowd one region of the
