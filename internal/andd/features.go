@@ -1,6 +1,7 @@
 package andd
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unicode"
@@ -347,6 +348,8 @@ type scratch struct {
 	hash   uint64
 	hashOK bool
 	hashes []uint64
+	// seed is the hash seed of extract's term index.
+	seed maphash.Seed
 	// inURL and hostSeen are the sets of urlWords.
 	inURL    wordSet
 	hostSeen []string
@@ -358,7 +361,11 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, 
 	}
 	n := len(toks)
 	// Open-addressing index of the terms seen so far: slots hold
-	// 1 + the index into stats, probed linearly from an FNV-1a hash.
+	// 1 + the index into stats, probed linearly from a seeded hash (a
+	// crafted text cannot make its terms collide).
+	if sc.seed == (maphash.Seed{}) {
+		sc.seed = maphash.MakeSeed()
+	}
 	size := 16
 	for size < 2*n {
 		size *= 2
@@ -386,7 +393,7 @@ func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, 
 			}
 			term = sb.String()
 		}
-		h := indexHash(term)
+		h := maphash.String(sc.seed, term)
 		slot := h & mask
 		var idx int
 		for {
@@ -601,26 +608,6 @@ func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL *wordSet, len
 		}
 		fn(s.term, nil, z+dz)
 	}
-}
-
-// indexHash is a fast string hash for the term index (not part of any
-// wire format): 8 bytes per multiply.
-func indexHash(s string) uint64 {
-	const m = 0x9fb21c651e98df25
-	h := uint64(len(s)) * golden
-	for len(s) >= 8 {
-		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		h = (h ^ w) * m
-		h ^= h >> 32
-		s = s[8:]
-	}
-	var w uint64
-	for i := 0; i < len(s); i++ {
-		w |= uint64(s[i]) << (8 * i)
-	}
-	h = (h ^ w) * m
-	return h ^ h>>29
 }
 
 func firstWord(term string) string {

@@ -121,3 +121,24 @@ func prefix8(s string) uint64 {
 	}
 	return w
 }
+
+// indexHash is a fast string hash for the vocabulary's table (not part
+// of any wire format): 8 bytes per multiply. The table is fixed when the
+// vocabulary is built, so no message's text can lengthen its probes.
+func indexHash(s string) uint64 {
+	const m = 0x9fb21c651e98df25
+	h := uint64(len(s)) * golden
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = (h ^ w) * m
+		h ^= h >> 32
+		s = s[8:]
+	}
+	var w uint64
+	for i := 0; i < len(s); i++ {
+		w |= uint64(s[i]) << (8 * i)
+	}
+	h = (h ^ w) * m
+	return h ^ h>>29
+}
