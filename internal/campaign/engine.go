@@ -51,7 +51,7 @@ type core struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cache     *recordCache       // nil when disabled
-	lists     *listTable         // accepted messages by mailing list (graymail.go)
+	lists     listCounter        // accepted messages by mailing list (graymail.go)
 	pipe      *pipeline.Pipeline // parse, analyze and sign in one pass
 	// The store's optional capabilities, asserted once (nil: it has
 	// not that one).
@@ -72,6 +72,11 @@ func (e *core) capabilities() {
 	e.batch, _ = e.st.(store.BatchReporter)
 	e.events, _ = e.st.(store.EventStore)
 	e.sketched, _ = e.st.(store.SketchLookup)
+	if ls, ok := e.st.(store.ListStore); ok {
+		e.lists = storeLists{ls}
+	} else {
+		e.lists = newListTable()
+	}
 	hist, _ := e.st.(store.ReporterHistory)
 	e.trust = newTrustBook(hist, &e.policy, e.now)
 }
@@ -123,7 +128,6 @@ func New(st store.Store, lex *imatchbag.Lexicon, model *andd.Model, opts Options
 		th:     opts.Policy.Thresholds(),
 		log:    log,
 		now:    opts.Clock,
-		lists:  newListTable(),
 	}
 	e.capabilities()
 	if opts.CacheTTL > 0 {

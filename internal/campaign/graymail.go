@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"github.com/nddmilter/nddmilter/internal/store"
 	"slices"
 	"strings"
 	"sync"
@@ -124,12 +125,27 @@ func listDomain(id string) string {
 	return SenderDomain(id)
 }
 
+// listCounter counts the accepted messages that matched no campaign by
+// the mailing list they came through: the store's list table
+// (store.ListStore, kept across restarts), or a listTable in memory for a
+// store without one.
+type listCounter interface {
+	record(list string)
+	count(list string) int64
+}
+
+// storeLists is the store's list table as a listCounter.
+type storeLists struct{ st store.ListStore }
+
+func (s storeLists) record(list string)      { s.st.RecordListHam(list) }
+func (s storeLists) count(list string) int64 { return s.st.ListHamMessages(list) }
+
 // maxLists bounds the lists counted by a listTable.
 const maxLists = 4096
 
 // listTable counts the accepted messages that matched no campaign by the
 // mailing list they came through, in memory (this process's own count; a
-// restart starts it again). When full, a new list takes the place of the
+// restart starts it again): for a store that keeps no list table. When full, a new list takes the place of the
 // least counted one, so that lists named once cannot keep out a list
 // that delivers every day. It is safe for concurrent use.
 type listTable struct {

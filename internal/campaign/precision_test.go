@@ -2,11 +2,13 @@ package campaign
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/lab/spamgen"
@@ -455,5 +457,40 @@ func TestGraymailAuthenticated(t *testing.T) {
 				t.Errorf("graymail %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A list's accepted messages are counted in the store: a restart does not
+// forget that the list is graymail.
+func TestGraymailListOutlivesRestart(t *testing.T) {
+	const list = "announce.example.org"
+	dir := t.TempDir()
+	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	lex, mod := resources(t)
+	open := func() *fixture {
+		t.Helper()
+		st, err := store.Open(dir, store.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		eng, err := New(st, lex, mod, Options{Clock: clock.Now}, nil)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return &fixture{eng: eng, st: st, clock: clock, ctx: context.Background()}
+	}
+	f := open()
+	f.knowList(t, list, 10)
+	if err := f.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = open()
+	defer f.st.Close()
+	m, err := f.sign(listPost("Offer", campaignTexts[1].body, list, "new.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := f.eng.Checker.graymailOf(m); g == nil || g.List != list || g.ListHam != 10 {
+		t.Errorf("after a restart: graymail %+v, want list %s with 10 accepted messages", g, list)
 	}
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// domains of accepted messages are counted. Default
 	// DefaultMaxHamSenders.
 	MaxHamSenders int
+	// MaxHamLists bounds the list table (senders.go): how many mailing
+	// lists of accepted messages are counted. Default DefaultMaxHamLists.
+	MaxHamLists int
 	// MaxCampaignSenders bounds the sender domains a campaign keeps.
 	// Default DefaultMaxCampaignSenders.
 	MaxCampaignSenders int
@@ -131,6 +134,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSketches <= 0 {
 		o.MaxSketches = DefaultMaxSketches
+	}
+	if o.MaxHamLists <= 0 {
+		o.MaxHamLists = DefaultMaxHamLists
 	}
 	if o.MaxHamSenders <= 0 {
 		o.MaxHamSenders = DefaultMaxHamSenders
@@ -201,6 +207,7 @@ type Badger struct {
 	hits   map[CampaignID]*pendingHit
 	checks map[uint32]*HourTotal // RecordCheck's, by hour
 	ham    *hamTable             // sender domains of accepted messages (senders.go)
+	lists  *hamTable             // mailing lists of accepted messages (senders.go)
 	// senders are the campaigns' sender domains counted since the last
 	// flush (RecordSender), under hitMu.
 	senders map[CampaignID]map[string]int64
@@ -327,6 +334,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		hits:    make(map[CampaignID]*pendingHit),
 		checks:  make(map[uint32]*HourTotal),
 		ham:     newHamTable(opts.MaxHamSenders),
+		lists:   newHamTable(opts.MaxHamLists),
 		senders: make(map[CampaignID]map[string]int64),
 		closed:  make(chan struct{}),
 		disk:    disk,
@@ -335,6 +343,9 @@ func Open(dir string, opts Options) (*Badger, error) {
 	b.deltaKeys.nonce = uint64(time.Now().UnixNano())
 	if err := b.loadHamTable(); err != nil {
 		b.log.Warn("store: ham senders not loaded; counting them afresh", "err", err)
+	}
+	if err := b.loadCounts(pfxHamList, b.lists, validListID); err != nil {
+		b.log.Warn("store: ham lists not loaded; counting them afresh", "err", err)
 	}
 	if err := b.openKeyIndex(); err != nil {
 		db.Close()

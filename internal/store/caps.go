@@ -36,6 +36,17 @@ type SketchLookup interface {
 	LookupSketched(ctx context.Context, keys [][]byte, exact int) ([]Hit, error)
 }
 
+// ListStore counts the accepted messages of each mailing list
+// (Badger.RecordListHam), a graymail sign that outlives a restart.
+type ListStore interface {
+	// RecordListHam counts an accepted message that matched no campaign
+	// under its list identifier.
+	RecordListHam(list string)
+	// ListHamMessages is the guaranteed lower bound of the accepted
+	// messages counted under list (0 when it is not in the table).
+	ListHamMessages(list string) int64
+}
+
 // EventStore applies the events of a fleet's stream (fleet.go): the
 // writes of an event go through the EventWriter it returns, which records
 // the event as applied in the same transactions.
@@ -52,6 +63,7 @@ var (
 	_ ReporterHistory = (*Badger)(nil)
 	_ EventStore      = (*Badger)(nil)
 	_ SketchLookup    = (*Badger)(nil)
+	_ ListStore       = (*Badger)(nil)
 	_ Store           = (*EventWriter)(nil)
 	_ BatchReporter   = (*EventWriter)(nil)
 )

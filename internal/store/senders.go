@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -25,11 +26,13 @@ const (
 	pfxCampSenders = 's' // 's' + id → the campaign's sender domains (encodeSenders)
 	pfxSenderCamp  = 'S' // 'S' + domain + 0 + id → empty: campaigns with the domain among their senders
 	pfxHamSender   = 'A' // 'A' + domain → uvarints count, overestimate: one domain of the ham table
+	pfxHamList     = 'l' // 'l' + list id → uvarints count, overestimate: one mailing list of the list table
 )
 
 // Defaults of the sender bounds.
 const (
 	DefaultMaxHamSenders      = 10000
+	DefaultMaxHamLists        = 4096
 	DefaultMaxCampaignSenders = 8
 	// MaxSenderDomain bounds a domain's length (DNS names are at most 253
 	// bytes); longer ones are not counted.
@@ -109,6 +112,39 @@ func (b *Badger) RecordSender(id CampaignID, sender string) {
 		return
 	}
 	m[sender]++
+}
+
+// RecordListHam counts an accepted message that matched no campaign under
+// its mailing list (a List-Id, lower-cased) in the list table: kept like
+// the ham table, bounded by Options.MaxHamLists, across restarts.
+func (b *Badger) RecordListHam(list string) {
+	if b.opts.ReadOnly || !validListID(list) {
+		return
+	}
+	b.lists.add(list, 1, 0)
+}
+
+// ListHamMessages returns the guaranteed count of list in the list table.
+func (b *Badger) ListHamMessages(list string) int64 {
+	return b.lists.lower(list)
+}
+
+// MaxListID bounds a list identifier's length; longer ones are not
+// counted.
+const MaxListID = 255
+
+// validListID says whether id can be a key of the list table: 1 to
+// MaxListID bytes of printable ASCII or UTF-8, no space or angle bracket.
+func validListID(id string) bool {
+	if id == "" || len(id) > MaxListID || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r == 0x7f || r == '<' || r == '>' {
+			return false
+		}
+	}
+	return true
 }
 
 // RecordHam counts an accepted message of sender in the ham table.
@@ -207,8 +243,10 @@ func senderCampKey(domain string, id CampaignID) []byte {
 	return binary.BigEndian.AppendUint64(senderCampPrefix(domain), uint64(id))
 }
 
-func hamSenderKey(domain string) []byte {
-	return append([]byte{pfxHamSender}, domain...)
+// countKey is the key of name in the table of counts under prefix pfx
+// (pfxHamSender, pfxHamList).
+func countKey(pfx byte, name string) []byte {
+	return append([]byte{pfx}, name...)
 }
 
 // encodeSenders encodes a campaign's senders: count, then domain and
@@ -479,19 +517,25 @@ func (t *hamTable) markDirty(ds map[string][]byte) {
 
 // loadHamTable reads the ham table written by earlier runs.
 func (b *Badger) loadHamTable() error {
+	return b.loadCounts(pfxHamSender, b.ham, validDomain)
+}
+
+// loadCounts reads into t the table of counts stored under prefix pfx,
+// leaving out the names valid refuses.
+func (b *Badger) loadCounts(pfx byte, t *hamTable, valid func(string) bool) error {
 	return b.view(func(txn *badger.Txn) error {
-		_, err := scanPrefix(txn, []byte{pfxHamSender}, true, 0, func(s, v []byte) error {
+		_, err := scanPrefix(txn, []byte{pfx}, true, 0, func(s, v []byte) error {
 			c, k := binary.Uvarint(v)
 			if k <= 0 {
 				return nil // malformed: forgotten
 			}
 			o, k2 := binary.Uvarint(v[k:])
-			if k2 <= 0 || o > c || !validDomain(string(s)) {
+			if k2 <= 0 || o > c || !valid(string(s)) {
 				return nil
 			}
 			// Marked dirty: the first flush rewrites the table (and
-			// removes what a smaller MaxHamSenders evicted).
-			b.ham.add(string(s), int64(min(c, 1<<62)), int64(o))
+			// removes what a smaller bound evicted).
+			t.add(string(s), int64(min(c, 1<<62)), int64(o))
 			return nil
 		})
 		return err
@@ -501,20 +545,32 @@ func (b *Badger) loadHamTable() error {
 // flushHamTable writes the ham table's changes, a bounded transaction at a
 // time.
 func (b *Badger) flushHamTable(ctx context.Context) error {
-	dirty := b.ham.takeDirty()
+	if err := b.flushCounts(ctx, pfxHamSender, b.ham); err != nil {
+		return fmt.Errorf("flush ham senders: %w", err)
+	}
+	if err := b.flushCounts(ctx, pfxHamList, b.lists); err != nil {
+		return fmt.Errorf("flush ham lists: %w", err)
+	}
+	return nil
+}
+
+// flushCounts writes the changes of t, stored under prefix pfx.
+func (b *Badger) flushCounts(ctx context.Context, pfx byte, t *hamTable) error {
+	dirty := t.takeDirty()
 	if len(dirty) == 0 {
 		return nil
 	}
-	doms := slices.Sorted(maps.Keys(dirty))
-	_, err := b.updateEach(ctx, len(doms), 2, func(w *wtx, i int) error {
-		if v := dirty[doms[i]]; v != nil {
-			return w.set(hamSenderKey(doms[i]), v)
+	names := slices.Sorted(maps.Keys(dirty))
+	_, err := b.updateEach(ctx, len(names), 2, func(w *wtx, i int) error {
+		k := countKey(pfx, names[i])
+		if v := dirty[names[i]]; v != nil {
+			return w.set(k, v)
 		}
-		return w.del(hamSenderKey(doms[i]))
+		return w.del(k)
 	})
 	if err != nil {
-		b.ham.markDirty(dirty) // written again at the next flush
-		return fmt.Errorf("flush ham senders: %w", err)
+		t.markDirty(dirty) // written again at the next flush
+		return err
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -163,7 +164,7 @@ func TestSendersMalformed(t *testing.T) {
 	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for k, v := range map[string][]byte{"ok.example": {7, 0}, "bad.example": {0xff}, "over.example": {1, 5}, "bad\x01": {1, 0}} {
-			if err := txn.Set(hamSenderKey(k), v); err != nil {
+			if err := txn.Set(countKey(pfxHamSender, k), v); err != nil {
 				return err
 			}
 		}
@@ -179,5 +180,43 @@ func TestSendersMalformed(t *testing.T) {
 	}
 	if _, err := s.CampaignSenders(ctx, 99); err == nil {
 		t.Error("a malformed sender list: no error")
+	}
+}
+
+// The list table counts accepted messages by mailing list, refuses
+// identifiers that cannot be one, is bounded, and outlives a restart;
+// a malformed stored entry is forgotten.
+func TestHamListsPersist(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1, MaxHamLists: 2})
+	for range 12 {
+		s.RecordListHam("users.lists.example.org")
+	}
+	for _, bad := range []string{"", "a b", "<x>", "x\x00y", strings.Repeat("l", MaxListID+1), "\xff\xfe"} {
+		s.RecordListHam(bad)
+		if got := s.ListHamMessages(bad); got != 0 {
+			t.Errorf("list %q counted %d times", bad, got)
+		}
+	}
+	s.RecordListHam("news@example.com")
+	s.RecordListHam("other.example.net") // the bound: replaces the smaller
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(countKey(pfxHamList, "broken.example.org"), []byte{0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1, MaxHamLists: 2})
+	if got := s.ListHamMessages("users.lists.example.org"); got != 12 {
+		t.Errorf("after a restart: %d messages, want 12", got)
+	}
+	if got := s.ListHamMessages("news@example.com"); got != 0 {
+		t.Errorf("an evicted list: %d messages, want 0 (a lower bound)", got)
+	}
+	if got := s.ListHamMessages("broken.example.org"); got != 0 {
+		t.Errorf("a malformed entry: %d messages", got)
 	}
 }
