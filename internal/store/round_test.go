@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // stopAfter is a context whose Err turns context.Canceled after n calls:
@@ -42,11 +43,17 @@ func roundEvent() []ReportInput {
 }
 
 func roundStore(t *testing.T, dir string) *Badger {
-	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	s := openTest(t, dir, roundOptions)
 	mustReport(t, s, spam("r", t0, "small"))
 	bigCampaign(t, s, "big", 24000)
 	return s
 }
+
+// roundOptions are the options of the stores of these tests: no
+// background flush while an event applies, whose writes could conflict
+// with a round's transaction and retry it, one more call of stopAfter's
+// Err than the reference run made.
+var roundOptions = Options{NoSyncWrites: true, Expiry: -1, HitFlushInterval: time.Hour}
 
 // applyRounds applies ins as event seq from progress p the way
 // internal/fleet does (without matching, which is the engine's): rounds
@@ -113,7 +120,7 @@ func TestReportRoundResumes(t *testing.T) {
 			t.Fatalf("stop %d: %v", stop, err)
 		}
 		s.Close() // killed: the rounds' memory is lost
-		s = openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+		s = openTest(t, dir, roundOptions)
 		p, err := s.AppliedProgress(ctx)
 		if err != nil {
 			t.Fatal(err)
