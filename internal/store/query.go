@@ -20,12 +20,12 @@ func (b *Badger) Lookup(ctx context.Context, keys [][]byte) ([]Hit, error) {
 	return b.LookupSketched(ctx, keys, len(keys))
 }
 
-// LookupSketched is Lookup, except that a campaign that keys from index
-// exact on found is not verified (SketchLookup): the caller checks it
-// against its sketches. A false candidate is a collision of keyed
-// fingerprints of about 60 bits, which nobody can make without the
-// store's secret; reading the key list for every band key's campaign
-// would cost a read per message for nothing.
+// LookupSketched is Lookup for keys whose keys[exact:] are band keys of
+// sketches (SketchLookup): a campaign only they found is returned without
+// reading its key list, and the caller checks it against its sketches. A
+// false candidate is a collision of keyed fingerprints of about 60 bits,
+// which nobody can make without the store's secret; reading the key list
+// of every band key's campaign would cost a read per message for nothing.
 func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) ([]Hit, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("lookup: %w", ErrClosed)
@@ -38,12 +38,10 @@ func (b *Badger) LookupSketched(ctx context.Context, keys [][]byte, exact int) (
 	var (
 		buf   [16]cand
 		cands = buf[:0]
-	)
-	var (
-		hbuf [64]uint64
-		hs   = hbuf[:0]
-		ibuf [64]int32
-		idx  = ibuf[:0] // the index in keys of each of hs
+		hbuf  [64]uint64
+		hs    = hbuf[:0]
+		ibuf  [64]int32
+		idx   = ibuf[:0] // the index in keys of each of hs
 	)
 	for i, k := range keys {
 		if len(k) == 0 || len(k) > MaxKeyLen {
