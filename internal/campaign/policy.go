@@ -160,6 +160,15 @@ type Policy struct {
 	// calibrated model reads its copies' match with the weights fitted
 	// against reported spam only (MatchModel.Confirmed). Default 5.
 	ConfirmedReporters int `yaml:"confirmed_reporters" json:"confirmed_reporters"`
+	// ConfirmedSimilarity: a copy of a confirmed campaign whose spam
+	// reporters' records also weigh at least ConfirmedReporters, matched
+	// with an estimated similarity (the verified ANDD or q-gram estimate)
+	// of at least ConfirmedSimilarity, is at least quarantined when p
+	// alone would only tag it (not with MatchModel "confidences"). No
+	// legitimate message of the corpus comes near it against reported
+	// spam (`nddlab eval calibration` prints the highest estimate they
+	// reach). Default 0.8; above 1 turns it off.
+	ConfirmedSimilarity float64 `yaml:"confirmed_similarity" json:"confirmed_similarity"`
 
 	// RevokeHamReporters and RevokeRatio: a not-spam report revokes a
 	// campaign (it is never acted on again) when its distinct not-spam
@@ -238,6 +247,7 @@ func (p Policy) WithDefaults() Policy {
 		p.GraymailHamMessages = 10
 	}
 	def(&p.GraymailSimilarity, 0.7)
+	def(&p.ConfirmedSimilarity, 0.8)
 	if p.AuthservIDs == nil {
 		p.AuthservIDs = []string{}
 	} else {
@@ -290,6 +300,7 @@ func (p Policy) Validate() error {
 	nonneg("prior_odds", p.PriorOdds)
 	nonneg("revoke_ratio", p.RevokeRatio)
 	nonneg("trust_prior", p.TrustPrior)
+	nonneg("confirmed_similarity", p.ConfirmedSimilarity)
 	lr := func(name string, v float64) {
 		if !(v >= 1) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("policy.%s must be a finite number ≥ 1, got %v", name, v))
@@ -571,6 +582,11 @@ type Decision struct {
 	// p asked for more than tag: one account never raises a campaign above
 	// tag.
 	SingleReporter bool `json:"single_reporter,omitempty"`
+	// ConfirmedClose is set when the campaign is confirmed and the copy's
+	// estimated similarity (given) reached policy.confirmed_similarity,
+	// raising tag to quarantine.
+	ConfirmedClose float64 `json:"confirmed_close,omitempty"`
+	confirmedSimilarity float64
 	// SpamWeight is the sum of the spam reporters' weights when their
 	// records make it differ from their number (reporter trust, trust.go).
 	SpamWeight float64 `json:"spam_weight,omitempty"`
@@ -674,6 +690,12 @@ func (p *Policy) decide(c *store.Campaign, ev []Evidence, in MatchInputs, gray *
 		d.SingleReporter = true
 		best = p.bestBelow(action.Quarantine, d.P)
 	}
+	if best == action.Tag && confirmed && p.MatchModel != MatchConfidences && w.sum(c.SpamReporters) >= float64(p.ConfirmedReporters) {
+		if sim := max(d.ANDD, d.QGram); sim >= p.ConfirmedSimilarity {
+			d.ConfirmedClose, d.confirmedSimilarity = sim, p.ConfirmedSimilarity
+			best = action.Quarantine
+		}
+	}
 	if gray != nil {
 		if lim := p.graymailLimit(c.SpamReporters, in); best > lim {
 			d.Graymail, d.GraymailLimit, d.graymailReporters, d.graymailInputs = gray, &lim, p.GraymailReporters, in
@@ -711,6 +733,9 @@ func (d *Decision) Explain() string {
 	if d.SingleReporter {
 		why += "; one spam reporter never raises a campaign above tag"
 	}
+	if d.ConfirmedClose > 0 && d.Action == action.Quarantine {
+		why += fmt.Sprintf("; a copy of a confirmed campaign at estimated similarity %.3f ≥ %.2f (policy.confirmed_similarity) is at least quarantined", d.ConfirmedClose, d.confirmedSimilarity)
+	}
 	if d.Graymail != nil {
 		if *d.GraymailLimit == action.Accept {
 			why += fmt.Sprintf("; graymail (%s) reported by fewer than %d accounts stays at accept unless a near-copy, and %s is not one", d.Graymail, d.graymailReporters, d.graymailInputs)
@@ -745,6 +770,9 @@ func (d *Decision) Explain() string {
 			d.P, d.Threshold, d.CostFP, basis)
 	case d.Action == action.Accept:
 		return fmt.Sprintf("accept: p=%.4f%s; p = %s", d.P, why, basis)
+	case d.ConfirmedClose > 0 && d.Action == action.Quarantine:
+		// p chose tag; the confirmed-copy rule raised it.
+		return fmt.Sprintf("quarantine: p=%.4f%s; p = %s", d.P, why, basis)
 	default:
 		return fmt.Sprintf("%s: p=%.4f > %.4f (cost_fp.%s=%g)%s; p = %s",
 			d.Action, d.P, d.Threshold, d.Action, d.CostFP, why, basis)

@@ -54,6 +54,9 @@ func TestDecide(t *testing.T) {
 	anddAt := func(sim float64) []Evidence {
 		return []Evidence{{Family: FamilyANDD, Similarity: sim}}
 	}
+	qgramAt := func(sim float64) []Evidence {
+		return []Evidence{{Family: FamilyQGram, Similarity: sim, Threshold: 0.55}}
+	}
 	camp := func(spam, ham, msgs int64) *store.Campaign {
 		return &store.Campaign{ID: 7, SpamReports: spam, SpamReporters: spam, HamReporters: ham, HamReports: ham, Messages: msgs}
 	}
@@ -92,6 +95,14 @@ func TestDecide(t *testing.T) {
 		{name: "ANDD alone, unconfirmed campaign, tag", c: camp(4, 0, 100), ev: anddAt(1), want: action.Tag, ruleHas: "ANDD 1.000 ≥ 0.800"},
 		{name: "ANDD alone, dissent, tag", c: camp(20, 1, 100), ev: anddAt(1), want: action.Tag},
 		{name: "ANDD alone, confirmed campaign, quarantine", c: camp(20, 0, 100), ev: anddAt(1), want: action.Quarantine, ruleHas: "confirmed campaign"},
+		// A confirmed campaign's close copies reach quarantine even where
+		// p alone only tags them (policy.confirmed_similarity).
+		{name: "confirmed, close q-gram copy, quarantine", c: camp(5, 0, 10), ev: qgramAt(0.82), want: action.Quarantine, ruleHas: "0.820 ≥ 0.80 (policy.confirmed_similarity)"},
+		{name: "confirmed, q-gram copy below the bar, tag", c: camp(5, 0, 10), ev: qgramAt(0.78), want: action.Tag},
+		{name: "four reporters, close copy, tag", c: camp(4, 0, 10), ev: qgramAt(0.9), want: action.Tag},
+		{name: "confirmed with dissent, close copy, tag", c: camp(8, 1, 10), ev: qgramAt(0.9), want: action.Tag},
+		{name: "confirmed, rule off, tag", policy: Policy{ConfirmedSimilarity: 1.5}, c: camp(5, 0, 10), ev: qgramAt(0.9), want: action.Tag},
+		{name: "confirmed, close copy, max action tag", policy: Policy{MaxAction: "tag"}, c: camp(5, 0, 10), ev: qgramAt(0.9), want: action.Tag, ruleHas: "capped by max_action=tag"},
 		{name: "ANDD and one bag reject", c: camp(20, 0, 100), ev: append(allBags()[:1], anddAt(0.95)...), want: action.Reject, ruleHas: "1 I-Match bag, ANDD 0.950"},
 		{name: "ANDD below threshold is no evidence", c: camp(20, 0, 100), ev: anddAt(0.5), want: action.Accept, maxMatch: 0},
 		{name: "min reporters guard", policy: Policy{PriorOdds: 1000}, c: camp(2, 0, 0), ev: allBags(), want: action.Quarantine, ruleHas: "reject needs 3 spam reporters, has 2"},
@@ -194,6 +205,8 @@ func TestPolicyValidate(t *testing.T) {
 		{"authserv id with a result", Policy{AuthservIDs: []string{"mx; dkim=pass"}}, false},
 		{"trust max below one", Policy{TrustMax: 0.5}, false},
 		{"trust off", Policy{TrustHistory: -1}, true},
+		{"negative confirmed similarity", Policy{ConfirmedSimilarity: -0.1}, false},
+		{"confirmed similarity off", Policy{ConfirmedSimilarity: 2}, true},
 	}
 	for _, tt := range tests {
 		if err := tt.p.Validate(); (err == nil) != tt.ok {
@@ -282,5 +295,29 @@ func TestShortEvidenceActions(t *testing.T) {
 	d := p.Decide(&store.Campaign{ID: 1, SpamReporters: 1}, append(short, lead...), 0.59)
 	if s := d.evidenceSummary(); s != "short-message keys (media, all, lead)" || !slices.Equal(d.Short, []string{"media", "all", "lead"}) {
 		t.Errorf("summary %q, short %v", s, d.Short)
+	}
+}
+
+// The confirmed-copy rule reads the reporters' records: five reporters
+// whose records weigh less than five (their campaigns were allowed or
+// revoked since) do not raise a close copy to quarantine.
+func TestConfirmedCloseNeedsTrustedReporters(t *testing.T) {
+	p := DefaultPolicy()
+	c := &store.Campaign{ID: 3, SpamReporters: 5, SpamReports: 5, Messages: 10}
+	ev := []Evidence{{Family: FamilyQGram, Similarity: 0.9, Threshold: 0.55}}
+	tests := []struct {
+		name string
+		w    reporterWeights
+		want action.Action
+	}{
+		{"no records", nil, action.Quarantine},
+		{"records agree", reporterWeights{1.5, 1.5, 1.2, 1, 1}, action.Quarantine},
+		{"records contradict", reporterWeights{1, 1, 1, 0.5, 0.4}, action.Tag},
+	}
+	for _, tt := range tests {
+		d := p.decide(c, ev, inputsOf(ev), nil, tt.w, 0.8, p.Thresholds())
+		if d.Action != tt.want {
+			t.Errorf("%s: action %v, want %v (%s)", tt.name, d.Action, tt.want, d.Explain())
+		}
 	}
 }

@@ -509,6 +509,12 @@ type CalibrationResult struct {
 	// Confirmed is the joint model of confirmed campaigns, fitted and
 	// measured on the pairs against reported spam only.
 	Confirmed *CalModel `json:"confirmed,omitempty"`
+	// HamAgainstSpam is the highest estimated similarity (verified ANDD
+	// or q-grams) a legitimate message reached against a campaign of
+	// reported spam, over every seed's pairs, and HamAgainstSpamPairs the
+	// number of such pairs: the margin policy.confirmed_similarity keeps.
+	HamAgainstSpam      float64 `json:"ham_against_spam"`
+	HamAgainstSpamPairs int     `json:"ham_against_spam_pairs"`
 	// Joint is the joint model fitted, as a model file's contents.
 	Joint   *campaign.MatchModel `json:"joint,omitempty"`
 	Elapsed string               `json:"elapsed"`
@@ -564,6 +570,12 @@ func RunCalibration(ctx context.Context, c *Corpus, o CalibrationOptions) (*Cali
 			}
 		}
 	}
+	for _, p := range res.Pairs {
+		if p.Source == "ham" && p.Against == "spam" {
+			res.HamAgainstSpamPairs++
+			res.HamAgainstSpam = max(res.HamAgainstSpam, estimated(p.Inputs))
+		}
+	}
 	for _, f := range FamilyFeatures {
 		w, err := FitLogistic(fit, f.Features, o.L2)
 		if err != nil {
@@ -608,6 +620,16 @@ func RunCalibration(ctx context.Context, c *Corpus, o CalibrationOptions) (*Cali
 	return res, nil
 }
 
+// estimated is the estimated similarity of a pair as the confirmed-copy
+// rule reads it: the larger of the verified ANDD and the q-gram estimate.
+func estimated(in campaign.MatchInputs) float64 {
+	s := max(in.QGram, 0)
+	if in.ANDDVerified {
+		s = max(s, in.ANDD)
+	}
+	return s
+}
+
 // WriteMarkdown prints the calibration tables.
 func (r *CalibrationResult) WriteMarkdown(w io.Writer) { r.writeMarkdown(w, true) }
 
@@ -629,6 +651,10 @@ func (r *CalibrationResult) writeMarkdown(w io.Writer, detail bool) {
 		fmt.Fprintf(w, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", m.Name, m.LogLoss, m.Brier, m.ECE, m.TagRecall, m.TagFalse)
 	}
 	fmt.Fprintln(w)
+	if r.HamAgainstSpamPairs > 0 {
+		fmt.Fprintf(w, "Legitimate messages against reported spam (%d pairs, every seed): the highest estimated similarity (verified ANDD or q-grams) is %.3f; a confirmed campaign's copies from %.2f on are at least quarantined (`policy.confirmed_similarity`).\n\n",
+			r.HamAgainstSpamPairs, r.HamAgainstSpam, campaign.DefaultPolicy().ConfirmedSimilarity)
+	}
 	if r.Shipped != nil && detail {
 		fmt.Fprintf(w, "Reliability of the shipped model on the held-out pairs:\n\n")
 		fmt.Fprintln(w, "| p | pairs | mean p | share positive |")
