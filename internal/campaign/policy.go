@@ -585,7 +585,7 @@ type Decision struct {
 	// ConfirmedClose is set when the campaign is confirmed and the copy's
 	// estimated similarity (given) reached policy.confirmed_similarity,
 	// raising tag to quarantine.
-	ConfirmedClose float64 `json:"confirmed_close,omitempty"`
+	ConfirmedClose      float64 `json:"confirmed_close,omitempty"`
 	confirmedSimilarity float64
 	// SpamWeight is the sum of the spam reporters' weights when their
 	// records make it differ from their number (reporter trust, trust.go).
