@@ -142,7 +142,10 @@ type Policy struct {
 	// (nearCopy: q-gram similarity, or the ANDD estimate when it has no
 	// q-gram sketch, at least GraymailSimilarity with an I-Match signature
 	// in common, GraymailSimilarity + 0.1 without), and is then at most
-	// tagged. Defaults 5, 10 and 0.7.
+	// tagged. Defaults 5, 3 and 0.7: a newsletter or a correspondent this
+	// server accepted a few messages from is a sign, as a campaign's own
+	// copies accepted before its first report are too, so the near-copy
+	// test is what still tags a reported campaign's close copies.
 	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
 	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
 	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`
@@ -244,7 +247,7 @@ func (p Policy) WithDefaults() Policy {
 		p.ConfirmedReporters = 5
 	}
 	if p.GraymailHamMessages == 0 {
-		p.GraymailHamMessages = 10
+		p.GraymailHamMessages = 3
 	}
 	def(&p.GraymailSimilarity, 0.7)
 	def(&p.ConfirmedSimilarity, 0.8)

@@ -256,10 +256,19 @@ func TestGraymailSigns(t *testing.T) {
 func TestGraymailGuardEngine(t *testing.T) {
 	const list = "announce.example.org"
 	reported := listPost(campaignTexts[0].subject, campaignTexts[0].body, list, "poster.example")
-	setup := func(t *testing.T, known bool, reporters int) *fixture {
+	setup := func(t *testing.T, known bool, reporters, senderMsgs int) *fixture {
 		f := newFixture(t, Options{})
 		if known {
 			f.knowList(t, list, 12)
+		}
+		// A correspondent: senderMsgs accepted messages from the
+		// look-alike's sender domain, outside any list.
+		for i := range senderMsgs {
+			text := fmt.Sprintf("Dear colleague, about the draft of chapter %d: the figures of section %d need the data of run %d before the review of week %d.", i, i+3, 40+i, i%5+1)
+			raw := bytes.Replace(spamgen.NewMessage(fmt.Sprintf("Draft %d", i), text, false), []byte("sender@campaign.example"), []byte("author@other.example"), 1)
+			if v := f.check(t, raw); v.Action != action.Accept {
+				t.Fatalf("message %d of the correspondent: %v (%s)", i, v.Action, v.Rule)
+			}
 		}
 		for i := range reporters {
 			f.report(t, reported, store.KindSpam, fmt.Sprintf("member%d@example.org", i))
@@ -269,7 +278,7 @@ func TestGraymailGuardEngine(t *testing.T) {
 	// A look-alike: the campaign's text with a fifth of its words changed,
 	// which matches it without being a near-copy (no I-Match signature in
 	// common, q-gram similarity below the graymail bar).
-	plain := setup(t, false, 1)
+	plain := setup(t, false, 1, 0)
 	var lookAlike []byte
 	for seed := uint64(1); seed <= 40 && lookAlike == nil; seed++ {
 		raw, err := spamgen.Mutate(baseMessage(0), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Insert, spamgen.Delete}, Strength: 0.2, Seed: seed})
@@ -286,21 +295,24 @@ func TestGraymailGuardEngine(t *testing.T) {
 		t.Fatal("no look-alike among 40 seeds")
 	}
 	tests := []struct {
-		name      string
-		known     bool
-		reporters int
-		raw       []byte
-		want      action.Action
-		wantGray  bool
+		name       string
+		known      bool
+		senderMsgs int
+		reporters  int
+		raw        []byte
+		want       action.Action
+		wantGray   bool
 	}{
 		{name: "unknown list, look-alike", reporters: 1, raw: lookAlike, want: action.Tag},
 		{name: "known list, look-alike", known: true, reporters: 1, raw: lookAlike, want: action.Accept, wantGray: true},
 		{name: "known list, the post itself", known: true, reporters: 1, raw: reported, want: action.Tag},
 		{name: "known list, five reporters", known: true, reporters: 5, raw: lookAlike, want: action.Quarantine},
+		{name: "sender with two accepted messages, look-alike", senderMsgs: 2, reporters: 1, raw: lookAlike, want: action.Tag},
+		{name: "sender with three accepted messages, look-alike", senderMsgs: 3, reporters: 1, raw: lookAlike, want: action.Accept, wantGray: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := setup(t, tt.known, tt.reporters)
+			f := setup(t, tt.known, tt.reporters, tt.senderMsgs)
 			v := f.check(t, tt.raw)
 			if v.Campaign == 0 {
 				t.Fatalf("no campaign matched: %s", v.Rule)
