@@ -122,6 +122,11 @@ func (e *Checker) decide(ctx context.Context, m *pipeline.Message, record bool, 
 				}
 			}
 			e.lists.record(m.ListID)
+			if m.ListPost != "" && m.ListPost != m.ListID {
+				// Counted under its posting address too: a reply sent
+				// straight to the list's members names it (graymailOf).
+				e.lists.record(m.ListPost)
+			}
 		}
 		return v, nil
 	}

@@ -17,10 +17,11 @@ import (
 // posts, notifications. Such mail carries signs of legitimate bulk mail
 // that this server has seen before: it came through a mailing list
 // (List-Id, List-Post, …) that delivered at least
-// Policy.GraymailHamMessages accepted messages here, or its sender domain
-// did (the ham-senders table, senders.go). A header alone is no sign: a
-// spammer writes List-Id and List-Unsubscribe headers as easily as any
-// other. A checked copy with such signs of a campaign that fewer than
+// Policy.GraymailHamMessages accepted messages here, or was sent to such
+// a list's posting address (a reply to the list and its members), or its
+// sender domain delivered them (the ham-senders table, senders.go). A
+// header alone is no sign: a spammer writes List-Id and List-Unsubscribe
+// headers as easily as any other. A checked copy with such signs of a campaign that fewer than
 // Policy.GraymailReporters accounts reported stays at accept (the
 // reporters' own copies are theirs: their Junk folders), unless it is a
 // near-copy of the reported text (nearCopy), and it is then never more
@@ -35,6 +36,9 @@ type Graymail struct {
 	// messages (ListHam of them, counted by this process).
 	List    string `json:"list,omitempty"`
 	ListHam int64  `json:"list_ham,omitempty"`
+	// Addressed is set when List is the posting address of a list the
+	// message was sent to (in To or Cc) rather than came through.
+	Addressed bool `json:"addressed,omitempty"`
 	// Bulk is set for a List-Unsubscribe or Precedence bulk/list/junk
 	// header.
 	Bulk bool `json:"bulk,omitempty"`
@@ -52,7 +56,10 @@ type Graymail struct {
 // sender example.org (120 accepted messages)".
 func (g *Graymail) String() string {
 	var parts []string
-	if g.List != "" {
+	switch {
+	case g.List != "" && g.Addressed:
+		parts = append(parts, fmt.Sprintf("sent to list %s (%d accepted messages)", g.List, g.ListHam))
+	case g.List != "":
 		parts = append(parts, fmt.Sprintf("list %s (%d accepted messages)", g.List, g.ListHam))
 	}
 	if g.Bulk {
@@ -74,6 +81,19 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 		if n := e.lists.count(m.ListID); n >= e.policy.GraymailHamMessages {
 			if a, ok := e.policy.vouched(m.AuthPasses, listDomain(m.ListID)); ok {
 				g.List, g.ListHam, g.Authenticated = m.ListID, n, a
+			}
+		}
+	}
+	if g.List == "" && m.ListID == "" {
+		// A reply sent straight to a list's members as well as to the
+		// list: no list headers, a known list's posting address in To or
+		// Cc.
+		for _, r := range m.Recipients {
+			if n := e.lists.count(r); n >= e.policy.GraymailHamMessages {
+				if a, ok := e.policy.vouched(m.AuthPasses, listDomain(r)); ok {
+					g.List, g.ListHam, g.Authenticated, g.Addressed = r, n, a, true
+					break
+				}
 			}
 		}
 	}

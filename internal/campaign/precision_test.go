@@ -185,7 +185,7 @@ func listPost(subject, text, list, domain string) []byte {
 // viaList gives raw the headers of list and a sender of domain.
 func viaList(raw []byte, list, domain string) []byte {
 	raw = bytes.Replace(raw, []byte("sender@campaign.example"), []byte("member@"+domain), 1)
-	hdr := fmt.Sprintf("List-Id: Announcements <%s>\r\nList-Unsubscribe: <mailto:leave@%s>\r\nPrecedence: list\r\n", list, list)
+	hdr := fmt.Sprintf("List-Id: Announcements <%s>\r\nList-Post: <mailto:post@%s>\r\nList-Unsubscribe: <mailto:leave@%s>\r\nPrecedence: list\r\n", list, list, list)
 	return append([]byte(hdr), raw...)
 }
 
@@ -229,6 +229,26 @@ func TestGraymailSigns(t *testing.T) {
 			g := sign(listPost("Offer", text, tt.list, tt.domain))
 			got := ""
 			if g != nil {
+				got = g.String()
+			}
+			if got != tt.want {
+				t.Errorf("graymail %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// A reply sent straight to the list's members and to the list: no
+	// list headers, the list's posting address in Cc.
+	addressed := func(cc string) []byte {
+		raw := bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
+		return append([]byte("Cc: "+cc+"\r\n"), raw...)
+	}
+	for _, tt := range []struct{ name, cc, want string }{
+		{"sent to a known list", "Ann <ann@example.net>, post@announce.example.org", "sent to list post@announce.example.org (10 accepted messages)"},
+		{"sent to an unknown list", "post@announce.example.net", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if g := sign(addressed(tt.cc)); g != nil {
 				got = g.String()
 			}
 			if got != tt.want {

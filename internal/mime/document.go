@@ -91,6 +91,13 @@ const (
 	MaxAuthResultLen = 2048
 )
 
+// Bounds of Document.Recipients: the addresses read, and the length of a
+// To or Cc field read (a longer one is skipped).
+const (
+	MaxRecipients     = 16
+	MaxRecipientField = 4096
+)
+
 // Document is the normalized content of one message.
 //
 // Subject and Text are NFKC-normalized, stripped of zero-width characters
@@ -122,6 +129,15 @@ type Document struct {
 	// X-Mailing-List) address; "" when none. It does not enter any
 	// signature.
 	ListID string
+	// ListPost is the list's posting address: the address of List-Post
+	// (Mailing-List, X-Mailing-List), lower case; "" when none. A reply
+	// sent straight to a list's members names it in To or Cc. It does not
+	// enter any signature.
+	ListPost string
+	// Recipients are the addresses of the To and Cc fields, lower case,
+	// at most MaxRecipients of them: a graymail sign when one is a list's
+	// posting address. They do not enter any signature.
+	Recipients []string
 	// AuthResults are the values of the message's Authentication-Results
 	// header fields (RFC 8601), topmost first, at most MaxAuthResults of
 	// at most MaxAuthResultLen bytes each: who vouches for them is the

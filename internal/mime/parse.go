@@ -151,6 +151,8 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	lf := listFields{h: &h}
 	doc.List = listName(&lf)
 	doc.ListID = listID(&lf)
+	doc.ListPost = listPost(&lf)
+	doc.Recipients = recipients(&h)
 	doc.Bulk = isBulk(&h)
 	doc.AuthResults = h.all("Authentication-Results", MaxAuthResults, MaxAuthResultLen)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
@@ -684,6 +686,58 @@ func listID(h *listFields) string {
 		return ""
 	}
 	return id
+}
+
+// listPost is the posting address of a message's mailing list (see
+// Document.ListPost).
+func listPost(h *listFields) string {
+	for k := listIDField + 1; k < len(listFieldNames); k++ {
+		if v, ok := h.get(k); ok {
+			if a := normalAddress(addressOf(strings.ReplaceAll(v, "mailto:", " "))); a != "" {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
+// recipients returns the addresses of the To and Cc fields (see
+// Document.Recipients), each once.
+func recipients(h *header) []string {
+	var out []string
+	for _, name := range [...]string{"To", "Cc"} {
+		for _, v := range h.all(name, MaxRecipients, MaxRecipientField) {
+			// Lenient: a comma inside a quoted display name splits it,
+			// and the part without an address is skipped.
+			for part := range strings.SplitSeq(v, ",") {
+				a := normalAddress(addressOf(part))
+				if a == "" || slices.Contains(out, a) {
+					continue
+				}
+				out = append(out, a)
+				if len(out) == MaxRecipients {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+// normalAddress returns addr in lower case when it looks like an address
+// (local@domain, at most 255 bytes, no spaces, controls or brackets), ""
+// otherwise.
+func normalAddress(addr string) string {
+	at := strings.IndexByte(addr, '@')
+	if at <= 0 || at == len(addr)-1 || len(addr) > 255 {
+		return ""
+	}
+	for i := 0; i < len(addr); i++ {
+		if c := addr[i]; c <= ' ' || c == 0x7f || c == '<' || c == '>' {
+			return ""
+		}
+	}
+	return strings.ToLower(addr)
 }
 
 // listFields reads the fields that name a mailing list for listName and

@@ -299,6 +299,40 @@ func TestParseRecoversFromPanic(t *testing.T) {
 	}
 }
 
+func TestListPostAndRecipients(t *testing.T) {
+	many := make([]string, 30)
+	for i := range many {
+		many[i] = fmt.Sprintf("u%d@example.org", i)
+	}
+	tests := []struct {
+		name, headers string
+		post          string
+		rcpts         []string
+	}{
+		{name: "list post", headers: "List-Id: <users.lists.example.org>\r\nList-Post: <mailto:Users@Lists.Example.org>\r\nTo: users@lists.example.org\r\n",
+			post: "users@lists.example.org", rcpts: []string{"users@lists.example.org"}},
+		{name: "reply to the list and its members", headers: "To: \"Mason, Justin\" <jm@example.net>, Ann <ann@example.com>\r\nCc: talk@lists.example.org,\r\n tmda@example.org\r\n",
+			rcpts: []string{"jm@example.net", "ann@example.com", "talk@lists.example.org", "tmda@example.org"}},
+		{name: "repeated and malformed", headers: "To: a@example.org, a@example.org, undisclosed-recipients:;, @example.org, b@\r\nCc: <x y@example.org>\r\n",
+			rcpts: []string{"a@example.org"}},
+		{name: "mailing-list field", headers: "Mailing-List: list zz@yahoogroups.com; contact zz-owner@yahoogroups.com\r\n", post: "zz@yahoogroups.com"},
+		{name: "bounded", headers: "To: " + strings.Join(many, ", ") + "\r\n", rcpts: many[:MaxRecipients]},
+		{name: "overlong field skipped", headers: "To: " + strings.Repeat("x", MaxRecipientField) + "@example.org\r\nCc: c@example.org\r\n", rcpts: []string{"c@example.org"}},
+		{name: "none", headers: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Parse([]byte("From: a@example.net\r\n"+tt.headers+"Subject: s\r\n\r\nbody\r\n"), Options{})
+			if d.ListPost != tt.post {
+				t.Errorf("ListPost = %q, want %q", d.ListPost, tt.post)
+			}
+			if !slices.Equal(d.Recipients, tt.rcpts) {
+				t.Errorf("Recipients = %q, want %q", d.Recipients, tt.rcpts)
+			}
+		})
+	}
+}
+
 func TestListName(t *testing.T) {
 	tests := []struct{ headers, want string }{
 		{"List-Id: Users of X <users.lists.example.org>\r\n", "users"},

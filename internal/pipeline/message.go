@@ -36,6 +36,12 @@ type Message struct {
 	// ListID is the list's whole identifier (mime.Document.ListID), what
 	// the graymail signs count accepted messages under.
 	ListID string
+	// ListPost is the list's posting address and Recipients the To and
+	// Cc addresses (mime.Document.ListPost, Recipients): a reply sent
+	// straight to a known list's members is graymail too. Not part of the
+	// evidence format.
+	ListPost   string
+	Recipients []string
 	// AuthPasses are the passing DKIM and DMARC results of the message's
 	// Authentication-Results fields (authpass.go), a graymail sign when
 	// the server's own MTA added them; not part of the evidence format.
@@ -278,7 +284,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, List: doc.List, ListID: doc.ListID, Bulk: doc.Bulk, AuthPasses: authPasses(doc.AuthResults), Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, List: doc.List, ListID: doc.ListID, ListPost: doc.ListPost, Recipients: doc.Recipients, Bulk: doc.Bulk, AuthPasses: authPasses(doc.AuthResults), Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 		sorted: terms.Sorted,
 	}
