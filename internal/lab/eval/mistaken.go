@@ -45,6 +45,11 @@ type MistakenOptions struct {
 	// sender domains of legitimate bulk mail are then known
 	// (graymail.go).
 	ColdSenders bool
+	// InOrder checks the legitimate mail nobody reported one message at a
+	// time, in a random order, as delivered mail (Check): each accepted
+	// message counts for its list and sender domain before the next one,
+	// as on a server. By default the checks are a dry run (Evaluate).
+	InOrder bool
 	// Accuracy carries the engine options, lexicon, model, workers, temp
 	// dir and logger (only those fields are used).
 	Accuracy AccuracyOptions
@@ -110,10 +115,12 @@ type MistakenResult struct {
 	Share    float64 `json:"share"`
 	NearCopy float64 `json:"near_copy"`
 	// ColdSenders: the ham-senders table was left empty.
-	ColdSenders bool          `json:"cold_senders,omitempty"`
-	Ham         int           `json:"ham"`
-	Rows        []MistakenRow `json:"rows"`
-	Elapsed     string        `json:"elapsed"`
+	ColdSenders bool `json:"cold_senders,omitempty"`
+	// InOrder: the checks were delivered mail, one at a time.
+	InOrder bool          `json:"in_order,omitempty"`
+	Ham     int           `json:"ham"`
+	Rows    []MistakenRow `json:"rows"`
+	Elapsed string        `json:"elapsed"`
 }
 
 // RunMistaken measures what reports of legitimate mail do to the rest of
@@ -153,7 +160,7 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 	if len(hams) == 0 {
 		return nil, fmt.Errorf("corpus %s: no legitimate mail", c.Dir)
 	}
-	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, ColdSenders: opts.ColdSenders, Ham: len(hams)}
+	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, ColdSenders: opts.ColdSenders, InOrder: opts.InOrder, Ham: len(hams)}
 	for _, nr := range opts.Reporters {
 		for _, allowed := range opts.Allowed {
 			row, err := mistakenRow(ctx, c, hams, nr, allowed, opts, ao)
@@ -285,21 +292,16 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed fl
 		}
 	}
 	verdicts := make([]campaign.Verdict, len(checked))
-	var mu sync.Mutex
-	var firstErr error
-	parallel(len(checked), ao.Workers, func(k int) {
-		v, err := eng.Checker.Evaluate(ctx, c.Docs[checked[k]].Raw)
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = fmt.Errorf("check %s: %w", c.Docs[checked[k]].Path, err)
+	if opts.InOrder {
+		for _, k := range rng.Perm(len(checked)) {
+			v, err := eng.Checker.Check(ctx, c.Docs[checked[k]].Raw)
+			if err != nil {
+				return fmt.Errorf("check %s: %w", c.Docs[checked[k]].Path, err)
 			}
-			mu.Unlock()
+			verdicts[k] = v
 		}
-		verdicts[k] = v
-	})
-	if firstErr != nil {
-		return firstErr
+	} else if err := evaluateAll(ctx, eng.Checker, c, checked, verdicts, ao.Workers); err != nil {
+		return err
 	}
 	for k, i := range checked {
 		v := &verdicts[k]
@@ -322,6 +324,25 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed fl
 		list[c.Docs[i].Path] = &MistakenFlag{Path: c.Docs[i].Path, Seeds: 1, Cosine: best[k], Action: v.Action.String(), P: v.Score, Rule: v.Rule}
 	}
 	return nil
+}
+
+// evaluateAll fills verdicts with the dry-run verdicts of the messages
+// checked, in parallel.
+func evaluateAll(ctx context.Context, ch *campaign.Checker, c *Corpus, checked []int, verdicts []campaign.Verdict, workers int) error {
+	var mu sync.Mutex
+	var firstErr error
+	parallel(len(checked), workers, func(k int) {
+		v, err := ch.Evaluate(ctx, c.Docs[checked[k]].Raw)
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("check %s: %w", c.Docs[checked[k]].Path, err)
+			}
+			mu.Unlock()
+		}
+		verdicts[k] = v
+	})
+	return firstErr
 }
 
 // bestCosines returns, for each message of checked, its best cosine over
@@ -357,8 +378,12 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 	if r.ColdSenders {
 		warm = ""
 	}
-	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages into a fresh store, an administrator allows the given share of each one's campaigns (lowering its weight: reporter trust), and the legitimate mail nobody reported is checked (a dry run). A near-copy has a best cosine over unique terms of at least %.2f with a reported message. Means over %d seeds:\n\n",
-		warm, 100*r.Share, r.Ham, r.NearCopy, r.Seeds)
+	how := "a dry run"
+	if r.InOrder {
+		how = "one at a time in a random order, each accepted message counted as delivered mail"
+	}
+	fmt.Fprintf(w, "Per seed, %seach mistaken reporter reports its own random %.0f%% of the %d legitimate messages into a fresh store, an administrator allows the given share of each one's campaigns (lowering its weight: reporter trust), and the legitimate mail nobody reported is checked (%s). A near-copy has a best cosine over unique terms of at least %.2f with a reported message. Means over %d seeds:\n\n",
+		warm, 100*r.Share, r.Ham, how, r.NearCopy, r.Seeds)
 	fmt.Fprintln(w, "| mistaken reporters | campaigns allowed | reported | checked | not near-copies | flagged (tag / quarantine / reject) | near-copies | flagged (tag / quarantine / reject) |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	acts := func(m map[string]float64) string {
