@@ -254,6 +254,8 @@ type Server struct {
 	slots    atomic.Int64
 	// overLog limits the overload warnings to one per second.
 	overLog atomic.Int64
+	// checks runs the sessions' checks on reused goroutines.
+	checks *runner
 }
 
 // maxPooledBuffer is the largest message buffer kept for reuse: the
@@ -284,7 +286,7 @@ func New(c Checker, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{conns: map[*conn]struct{}{}}
+	s := &Server{conns: map[*conn]struct{}{}, checks: newRunner()}
 	s.state.Store(st)
 	return s, nil
 }
@@ -363,7 +365,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.checks.close(); close(done) }()
 	select {
 	case <-done:
 		return nil

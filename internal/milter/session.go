@@ -605,7 +605,7 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 	// session goes on with a fresh buffer.
 	buf, reserved := s.buf(), s.reserved
 	s.raw, s.reserved = nil, 0 // the next message takes another one (see buf)
-	go func() {
+	s.srv.checks.run(func() {
 		defer s.srv.release(reserved)
 		defer s.srv.putBuffer(buf)
 		defer func() {
@@ -624,7 +624,7 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 		}
 		v, err := st.checker.CheckWith(ctx, buf.Bytes(), co)
 		ch <- result{v: v, err: err}
-	}()
+	})
 	select {
 	case r := <-ch:
 		switch {
