@@ -693,7 +693,7 @@ func listID(h *listFields) string {
 func listPost(h *listFields) string {
 	for k := listIDField + 1; k < len(listFieldNames); k++ {
 		if v, ok := h.get(k); ok {
-			if a := normalAddress(addressOf(strings.ReplaceAll(v, "mailto:", " "))); a != "" {
+			if a := normalAddress(strings.TrimPrefix(addressOf(v), "mailto:")); a != "" {
 				return a
 			}
 		}
@@ -705,19 +705,25 @@ func listPost(h *listFields) string {
 // Document.Recipients), each once.
 func recipients(h *header) []string {
 	var out []string
-	for _, name := range [...]string{"To", "Cc"} {
-		for _, v := range h.all(name, MaxRecipients, MaxRecipientField) {
-			// Lenient: a comma inside a quoted display name splits it,
-			// and the part without an address is skipped.
-			for part := range strings.SplitSeq(v, ",") {
-				a := normalAddress(addressOf(part))
-				if a == "" || slices.Contains(out, a) {
-					continue
-				}
-				out = append(out, a)
-				if len(out) == MaxRecipients {
-					return out
-				}
+	for i := range h.fields {
+		f := &h.fields[i]
+		if !(len(f.name) == 2 && (equalFoldASCII(f.name, "To") || equalFoldASCII(f.name, "Cc"))) || len(f.value) > MaxRecipientField {
+			continue
+		}
+		// Lenient: a comma inside a quoted display name splits it, and
+		// the part without an address is skipped. A folded value's line
+		// breaks are white space to addressOf.
+		for part := range strings.SplitSeq(string(f.value), ",") {
+			a := normalAddress(addressOf(strings.TrimSpace(part)))
+			if a == "" || slices.Contains(out, a) {
+				continue
+			}
+			if out == nil {
+				out = make([]string, 0, 4)
+			}
+			out = append(out, a)
+			if len(out) == MaxRecipients {
+				return out
 			}
 		}
 	}
