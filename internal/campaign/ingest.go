@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/nddmilter/nddmilter/internal/andd"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
@@ -119,14 +119,13 @@ func (e *Ingester) ReportBatch(ctx context.Context, reqs []ReportRequest) ([]Rep
 // write signs, prepares and applies reqs to t (ReportBatch's local path,
 // and ApplyReports').
 func (e *Ingester) write(ctx context.Context, t target, reqs []ReportRequest) ([]ReportOutcome, error) {
-	var pool errgroup.Group
-	pool.SetLimit(runtime.GOMAXPROCS(0))
+	workers := pool.New().WithMaxGoroutines(runtime.GOMAXPROCS(0))
 	jobs := make([]*job, len(reqs))
 	for i, r := range reqs {
-		jobs[i] = e.signAsync(ctx, &pool, r)
+		jobs[i] = e.signAsync(ctx, workers, r)
 	}
-	outs, err := e.apply(ctx, &pool, jobs, t)
-	_ = pool.Wait() // every task is done; errors are per report
+	outs, err := e.apply(ctx, workers, jobs, t)
+	workers.Wait() // every task is done; errors are per report
 	return outs, err
 }
 
@@ -148,22 +147,22 @@ type job struct {
 	err   error
 }
 
-// signAsync starts signing a report on the pool (which bounds how many
-// tasks run at once: Go waits for a free slot).
-func (e *Ingester) signAsync(ctx context.Context, pool *errgroup.Group, r ReportRequest) *job {
+// signAsync starts signing a report on workers (a pool of reused
+// goroutines that bounds how many tasks run at once: Go waits for a free
+// one, and the task has started when it returns).
+func (e *Ingester) signAsync(ctx context.Context, workers *pool.Pool, r ReportRequest) *job {
 	j := &job{req: r, ready: make(chan struct{})}
-	pool.Go(func() error {
+	workers.Go(func() {
 		defer close(j.ready)
 		if r.Kind != store.KindSpam && r.Kind != store.KindHam {
 			j.err = fmt.Errorf("unknown kind %d", r.Kind)
-			return nil
+			return
 		}
 		if r.Evidence != nil {
 			j.msg, j.err = pipeline.UnmarshalEvidence(r.Evidence)
 		} else {
 			j.msg, j.err = e.pipe.SignReport(ctx, r.Raw)
 		}
-		return nil
 	})
 	return j
 }
@@ -177,24 +176,22 @@ func (e *Ingester) signAsync(ctx context.Context, pool *errgroup.Group, r Report
 func (e *Ingester) Evidence(ctx context.Context, reqs []ReportRequest) ([][]byte, error) {
 	out := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
-	var pool errgroup.Group
-	pool.SetLimit(runtime.GOMAXPROCS(0))
+	workers := pool.New().WithMaxGoroutines(runtime.GOMAXPROCS(0))
 	opts := pipeline.EvidenceOptions{Terms: e.opts.ANDDExactCosine > 0}
 	for i, r := range reqs {
 		if r.Evidence != nil {
 			out[i] = r.Evidence
 			continue
 		}
-		pool.Go(func() error {
+		workers.Go(func() {
 			m, err := e.pipe.SignReport(ctx, r.Raw)
 			if err == nil {
 				out[i], err = m.MarshalEvidence(opts)
 			}
 			errs[i] = err
-			return nil
 		})
 	}
-	_ = pool.Wait()
+	workers.Wait()
 	for i, err := range errs {
 		if err != nil {
 			return out[:i], &BatchError{Index: i, Err: fmt.Errorf("evidence: %w", err)}
@@ -221,24 +218,23 @@ type preparedReport struct {
 // cannot be prepared or stored: outs are the outcomes of
 // jobs[:len(outs)], applied, and the error, a *BatchError, names
 // jobs[len(outs)], not applied, nor are those after it.
-func (e *Ingester) apply(ctx context.Context, pool *errgroup.Group, jobs []*job, t target) ([]ReportOutcome, error) {
+func (e *Ingester) apply(ctx context.Context, workers *pool.Pool, jobs []*job, t target) ([]ReportOutcome, error) {
 	preps := make([]*preparedReport, len(jobs))
 	errs := make([]error, len(jobs))
 	var prepared sync.WaitGroup
 	for i, j := range jobs {
 		prepared.Add(1)
-		pool.Go(func() error {
+		workers.Go(func() {
 			defer prepared.Done()
 			<-j.ready // signing started before: it does not wait for a slot
 			if j.err != nil {
 				errs[i] = j.err
-				return nil
+				return
 			}
 			preps[i], errs[i] = e.prepare(ctx, j.msg, j.req.Kind, j.req.Reporter, t.time(e.now))
 			if preps[i] != nil {
 				preps[i].in.ReporterHashed = j.req.ReporterHashed
 			}
-			return nil
 		})
 	}
 	prepared.Wait()
@@ -678,7 +674,8 @@ type ReportStream struct {
 	opts     StreamOptions
 	onResult func(StreamResult)
 
-	pool errgroup.Group // signs ahead, and prepares each batch
+	workers *pool.Pool // signs ahead, and prepares each batch
+	waited  bool       // workers.Wait was called (Close)
 
 	batch   []*job        // being filled by Add
 	batches chan []*job   // full batches, to the applier
@@ -712,7 +709,7 @@ func (e *Ingester) NewReportStream(ctx context.Context, opts StreamOptions, onRe
 		batches:  make(chan []*job, opts.Ahead),
 		done:     make(chan struct{}),
 	}
-	s.pool.SetLimit(opts.Workers)
+	s.workers = pool.New().WithMaxGoroutines(opts.Workers)
 	go s.applier()
 	return s
 }
@@ -731,7 +728,7 @@ func (s *ReportStream) Add(req ReportRequest) error {
 	default:
 	}
 	req = s.e.normalizeReports([]ReportRequest{req})[0]
-	s.batch = append(s.batch, s.e.signAsync(s.ctx, &s.pool, req))
+	s.batch = append(s.batch, s.e.signAsync(s.ctx, s.workers, req))
 	s.seq++
 	if len(s.batch) < s.opts.Batch {
 		return nil
@@ -765,7 +762,10 @@ func (s *ReportStream) Close() error {
 		close(s.batches)
 	}
 	<-s.done
-	_ = s.pool.Wait()
+	if !s.waited {
+		s.waited = true
+		s.workers.Wait()
+	}
 	return errors.Join(s.errs...)
 }
 
@@ -798,7 +798,7 @@ func (s *ReportStream) applier() {
 				}
 				outs, err = w.w.Report(s.ctx, reqs)
 			} else {
-				outs, err = s.e.apply(s.ctx, &s.pool, b, s.e.local)
+				outs, err = s.e.apply(s.ctx, s.workers, b, s.e.local)
 			}
 			for _, o := range outs {
 				s.onResult(StreamResult{Seq: seq, Outcome: o})

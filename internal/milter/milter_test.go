@@ -322,6 +322,29 @@ func TestActions(t *testing.T) {
 	}
 }
 
+// The checks run on reused goroutines; a hung check past its deadline
+// holds none that the next messages need, and a check that panicked
+// leaves the next ones checked.
+func TestHungCheckHoldsNoOther(t *testing.T) {
+	h := start(t, &scriptChecker{}, Options{CheckTimeout: 200 * time.Millisecond})
+	s := h.session()
+	for i, tt := range []struct {
+		m       msg
+		verdict string
+	}{
+		{simple("hang"), "unchecked; error=timeout"},
+		{simple("hang"), "unchecked; error=timeout"},
+		{simple("panic"), "unchecked; error=panic"},
+		{simple("tag"), "tag; score=0.700; rule=reports>=1"},
+		{simple("hello"), "accept; score=0.010"},
+	} {
+		mods, act := send(t, s, tt.m)
+		if got := headersOf(mods)["X-NDD-Verdict"]; act.Code != gomilter.ActAccept || got != tt.verdict {
+			t.Errorf("message %d: action %c, verdict %q, want %q", i, act.Code, got, tt.verdict)
+		}
+	}
+}
+
 func TestForgedHeadersDeleted(t *testing.T) {
 	c := &scriptChecker{}
 	h := start(t, c, Options{})

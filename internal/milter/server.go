@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sourcegraph/conc/pool"
+
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/campaign"
 	"github.com/nddmilter/nddmilter/internal/metrics"
@@ -254,8 +256,13 @@ type Server struct {
 	slots    atomic.Int64
 	// overLog limits the overload warnings to one per second.
 	overLog atomic.Int64
-	// checks runs the sessions' checks on reused goroutines.
-	checks *runner
+	// checks runs the sessions' checks apart from them (so that a session
+	// can give up on one at its deadline) on reused goroutines: a new
+	// goroutine for every message grew a fresh stack each time. A check
+	// never waits for one (the pool has no limit), so a check stuck past
+	// its deadline holds only its own. The zero value is ready.
+	checks     pool.Pool
+	checksDone sync.Once // the pool's Wait, once
 }
 
 // maxPooledBuffer is the largest message buffer kept for reuse: the
@@ -286,7 +293,7 @@ func New(c Checker, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{conns: map[*conn]struct{}{}, checks: newRunner()}
+	s := &Server{conns: map[*conn]struct{}{}}
 	s.state.Store(st)
 	return s, nil
 }
@@ -365,7 +372,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); s.checks.close(); close(done) }()
+	go func() {
+		s.wg.Wait()
+		// No session is left to start a check: the idle goroutines
+		// exit, and one still running a check when it returns.
+		s.checksDone.Do(func() { go s.checks.Wait() })
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil

@@ -605,7 +605,7 @@ func (s *session) check(st *state, limit action.Action, capBy string) (v campaig
 	// session goes on with a fresh buffer.
 	buf, reserved := s.buf(), s.reserved
 	s.raw, s.reserved = nil, 0 // the next message takes another one (see buf)
-	s.srv.checks.run(func() {
+	s.srv.checks.Go(func() {
 		defer s.srv.release(reserved)
 		defer s.srv.putBuffer(buf)
 		defer func() {
