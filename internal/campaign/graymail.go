@@ -21,12 +21,12 @@ import (
 // a list's posting address (a reply to the list and its members), or its
 // sender domain delivered them (the ham-senders table, senders.go). A
 // header alone is no sign: a spammer writes List-Id and List-Unsubscribe
-// headers as easily as any other. A checked copy with such signs of a campaign that fewer than
-// Policy.GraymailReporters accounts reported stays at accept (the
-// reporters' own copies are theirs: their Junk folders), unless it is a
-// near-copy of the reported text (nearCopy), and it is then never more
-// than tagged. A campaign that many accounts reported is decided as any
-// other.
+// headers as easily as any other. A checked copy with such signs of a
+// campaign that fewer than Policy.GraymailReporters accounts reported
+// stays at accept (the reporters' own copies are theirs: their Junk
+// folders), unless it is a near-copy of the reported text (nearCopy),
+// and it is then never more than tagged. A campaign that many accounts
+// reported is decided as any other.
 
 // Graymail lists the signs of legitimate bulk mail a checked message
 // carries.
