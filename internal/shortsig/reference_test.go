@@ -236,26 +236,10 @@ func TestSignMatchesReference(t *testing.T) {
 	}
 }
 
-// refIsURLStart is isURLStart without its first-character shortcut.
-func refIsURLStart(s string, i int) bool {
-	if i > 0 {
-		r, _ := utf8.DecodeLastRuneInString(s[:i])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return false
-		}
-	}
-	rest := s[i:]
-	for _, p := range []string{"http://", "https://", "www."} {
-		if len(rest) >= len(p) && strings.EqualFold(rest[:len(p)], p) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestURLStartMatchesReference: isURLStart equals refIsURLStart on the
-// prefixes in every case, cut short, and with characters that fold to
-// ASCII letters (K, ſ) or look like them, at every offset.
+// TestURLStartMatchesReference: isURLStart equals urlStartsAt (the test
+// without its shortcut) on the prefixes in every case, cut short, and
+// with characters that fold to ASCII letters (K, ſ) or look like them,
+// at every offset.
 func TestURLStartMatchesReference(t *testing.T) {
 	pieces := []string{"h", "H", "t", "T", "p", "P", "s", "S", "w", "W", ":", "/", ".", " ", "x", "ſ", "K", "ｔ", "\xff", "é"}
 	r := rand.New(rand.NewPCG(31, 32))
@@ -266,14 +250,14 @@ func TestURLStartMatchesReference(t *testing.T) {
 		}
 		s := b.String()
 		for i := range len(s) {
-			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+			if got, want := isURLStart(s, i), urlStartsAt(s, i); got != want {
 				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
 			}
 		}
 	}
 	for _, s := range []string{"http://a", "HTTPS://a", "WwW.a", " www.x", "xhttp://a", "hTtP:/", "www"} {
 		for i := range len(s) {
-			if got, want := isURLStart(s, i), refIsURLStart(s, i); got != want {
+			if got, want := isURLStart(s, i), urlStartsAt(s, i); got != want {
 				t.Fatalf("isURLStart(%q, %d) = %v, want %v", s, i, got, want)
 			}
 		}

@@ -139,6 +139,11 @@ func isURLStart(s string, i int) bool {
 	if len(s)-i < 4 || s[i+1]|0x20 != 't' && s[i+1]|0x20 != 'w' {
 		return false
 	}
+	return urlStartsAt(s, i)
+}
+
+// urlStartsAt is isURLStart without its shortcut on the second character.
+func urlStartsAt(s string, i int) bool {
 	if i > 0 {
 		r, _ := utf8.DecodeLastRuneInString(s[:i])
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {

@@ -76,7 +76,7 @@ func (t *unitSet) add(u string, f fold) int {
 			b = append(b, u[i]|0x20)
 		}
 		t.lower = b
-		i, slot := t.findBytes(b)
+		i, slot := find(t, b)
 		if i >= 0 {
 			return i
 		}
@@ -84,7 +84,7 @@ func (t *unitSet) add(u string, f fold) int {
 	case foldUnicode:
 		u = strings.ToLower(u)
 	}
-	i, slot := t.find(u)
+	i, slot := find(t, u)
 	if i >= 0 {
 		return i
 	}
@@ -92,33 +92,25 @@ func (t *unitSet) add(u string, f fold) int {
 }
 
 // find returns the index of u in units, or −1 and the free slot where it
-// goes.
-func (t *unitSet) find(u string) (int, int) {
-	mask := len(t.slots) - 1
-	j := int(maphash.String(t.seed, u)) & mask
-	for {
-		k := t.slots[j]
-		if k == 0 {
-			return -1, j
-		}
-		if t.units[k-1] == u {
-			return int(k - 1), j
-		}
-		j = (j + 1) & mask
+// goes. It takes the unit as a string or as bytes (a lower-cased copy
+// not yet interned): maphash.String and maphash.Bytes agree, and the
+// comparison converts without copying.
+func find[T string | []byte](t *unitSet, u T) (int, int) {
+	var h uint64
+	switch v := any(u).(type) {
+	case string:
+		h = maphash.String(t.seed, v)
+	case []byte:
+		h = maphash.Bytes(t.seed, v)
 	}
-}
-
-// findBytes is find of string(b), without the conversion (maphash.Bytes
-// and maphash.String agree).
-func (t *unitSet) findBytes(b []byte) (int, int) {
 	mask := len(t.slots) - 1
-	j := int(maphash.Bytes(t.seed, b)) & mask
+	j := int(h) & mask
 	for {
 		k := t.slots[j]
 		if k == 0 {
 			return -1, j
 		}
-		if t.units[k-1] == string(b) {
+		if t.units[k-1] == string(u) {
 			return int(k - 1), j
 		}
 		j = (j + 1) & mask

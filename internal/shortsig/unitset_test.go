@@ -48,3 +48,18 @@ func TestUnitSet(t *testing.T) {
 		}
 	}
 }
+
+// Looking up a unit already in the set allocates nothing, whether it is
+// found as bytes (an ASCII unit lower-cased in place) or as a string.
+func TestUnitSetLookupAllocates(t *testing.T) {
+	var set unitSet
+	set.reset()
+	set.add("hello", foldNone)
+	set.add("wörld", foldNone)
+	if n := testing.AllocsPerRun(100, func() {
+		set.add("HeLLo", foldASCII)
+		set.add("wörld", foldNone)
+	}); n != 0 {
+		t.Errorf("%v allocations per lookup of known units, want 0", n)
+	}
+}
