@@ -452,6 +452,7 @@ func TestGraymailAuthenticated(t *testing.T) {
 	tests := []struct {
 		name, ar string // ar: an Authentication-Results value, "" for none
 		list     bool   // a post of the known list, else a message of shop.example
+		cc       bool   // a reply with the known list's address in Cc
 		want     string // Graymail.String(), "" for none
 	}{
 		{name: "list, no result", list: true},
@@ -460,6 +461,12 @@ func TestGraymailAuthenticated(t *testing.T) {
 		{name: "list, result of another host", list: true, ar: "relay.spammer.example; dkim=pass header.d=example.org"},
 		{name: "list, dkim of another domain", list: true, ar: "mx.example.net; dkim=pass header.d=spammer.example"},
 		{name: "list, dkim failed", list: true, ar: "mx.example.net; dkim=fail header.d=example.org"},
+		// A spammer writes a known list's address in Cc as easily as a
+		// List-Id: with authserv_ids, only the list's domain vouches.
+		{name: "sent to the list, no result", cc: true},
+		{name: "sent to the list, dkim of the sender's domain", cc: true, ar: "mx.example.net; dkim=pass header.d=reply.example"},
+		{name: "sent to the list, dkim of the list's domain", cc: true, ar: "mx.example.net; dkim=pass header.d=example.org",
+			want: "sent to list post@announce.example.org (10 accepted messages), authenticated: dkim example.org by mx.example.net"},
 		{name: "sender, no result"},
 		{name: "sender, dmarc pass", ar: "mx.example.net; dmarc=pass header.from=shop.example",
 			want: "sender shop.example (10 accepted messages), authenticated: dmarc shop.example by mx.example.net"},
@@ -469,9 +476,13 @@ func TestGraymailAuthenticated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var raw []byte
-			if tt.list {
+			switch {
+			case tt.list:
 				raw = listPost("Offer", text, "announce.example.org", "new.example")
-			} else {
+			case tt.cc:
+				raw = bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
+				raw = append([]byte("Cc: post@announce.example.org\r\n"), raw...)
+			default:
 				raw = bytes.Replace(baseMessage(2), []byte("sender@campaign.example"), []byte("news@shop.example"), 1)
 			}
 			if tt.ar != "" {
