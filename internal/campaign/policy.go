@@ -303,7 +303,9 @@ func (p Policy) Validate() error {
 	nonneg("prior_odds", p.PriorOdds)
 	nonneg("revoke_ratio", p.RevokeRatio)
 	nonneg("trust_prior", p.TrustPrior)
-	nonneg("confirmed_similarity", p.ConfirmedSimilarity)
+	if v := p.ConfirmedSimilarity; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		errs = append(errs, fmt.Errorf("policy.confirmed_similarity must be a similarity in (0, 1] (0 or unset: 0.8), or above 1 to turn the rule off, got %v", v))
+	}
 	lr := func(name string, v float64) {
 		if !(v >= 1) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("policy.%s must be a finite number ≥ 1, got %v", name, v))
