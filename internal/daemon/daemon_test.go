@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,16 +18,15 @@ import (
 	gomilter "github.com/emersion/go-milter"
 
 	"github.com/nddmilter/nddmilter/internal/config"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	// Below the ephemeral range: a port-0 pick could be handed, before the
+	// daemon binds it, to the local end of another node's outgoing route
+	// dial, and that node's route listener would never start.
+	return testutil.FreeAddrs(t, 1)[0]
 }
 
 func httpGet(t *testing.T, url string) (int, string) {
