@@ -278,7 +278,7 @@ and zap: with --markdown it prints docs/RESULTS.md).`,
 	fm := &evalFlags{}
 	var mistakenReporters []int
 	var mistakenShare float64
-	var coldSenders, inOrder bool
+	var coldSenders, firstDay, inOrder bool
 	mis := &cobra.Command{
 		Use:   "mistaken",
 		Short: "Legitimate mail reported as junk by mistaken users: the other legitimate mail flagged, near-copies of a reported message or not",
@@ -288,7 +288,7 @@ and zap: with --markdown it prints docs/RESULTS.md).`,
 			if err != nil {
 				return err
 			}
-			r, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fm.seeds, Share: mistakenShare, Reporters: mistakenReporters, ColdSenders: coldSenders, InOrder: inOrder, Accuracy: fm.accuracyOptions()})
+			r, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fm.seeds, Share: mistakenShare, Reporters: mistakenReporters, ColdSenders: coldSenders, FirstDay: firstDay, InOrder: inOrder, Accuracy: fm.accuracyOptions()})
 			if err != nil {
 				return fmt.Errorf("eval mistaken: %w", err)
 			}
@@ -300,6 +300,7 @@ and zap: with --markdown it prints docs/RESULTS.md).`,
 	mis.Flags().IntSliceVar(&mistakenReporters, "reporters", []int{1, 3}, "numbers of mistaken reporters measured")
 	mis.Flags().Float64Var(&mistakenShare, "share", 0.1, "share of the legitimate mail each mistaken reporter reports")
 	mis.Flags().BoolVar(&coldSenders, "cold-senders", false, "deliver no legitimate mail first: the tables of senders and lists of accepted mail start empty")
+	mis.Flags().BoolVar(&firstDay, "first-day", false, "measure every row a second time as --cold-senders (what eval all shows)")
 	mis.Flags().BoolVar(&inOrder, "in-order", false, "check the legitimate mail nobody reported one message at a time, each accepted one counted as delivered mail (default: a dry run)")
 
 	fc := &evalFlags{}
@@ -433,7 +434,7 @@ unread copies only). The clock is simulated; the corpus is not needed.`,
 			if err != nil {
 				return fmt.Errorf("eval reporters: %w", err)
 			}
-			mis, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fl.seeds, Accuracy: fl.accuracyOptions()})
+			mis, err := eval.RunMistaken(cmd.Context(), c, eval.MistakenOptions{Seeds: fl.seeds, FirstDay: true, Accuracy: fl.accuracyOptions()})
 			if err != nil {
 				return fmt.Errorf("eval mistaken: %w", err)
 			}

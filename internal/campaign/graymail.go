@@ -14,33 +14,49 @@ import (
 // Graymail (docs/POLICY.md, "Graymail").
 //
 // Users report mail they once subscribed to: newsletters, mailing-list
-// posts, notifications. Such mail carries signs of legitimate bulk mail
-// that this server has seen before: it came through a mailing list
-// (List-Id, List-Post, …) that delivered at least
-// Policy.GraymailHamMessages accepted messages here, or was sent to such
-// a list's posting address (a reply to the list and its members), or its
-// sender domain delivered them (the ham-senders table, senders.go). A
-// header alone is no sign: a spammer writes List-Id and List-Unsubscribe
-// headers as easily as any other. A checked copy with such signs of a
-// campaign that fewer than Policy.GraymailReporters accounts reported
-// stays at accept (the reporters' own copies are theirs: their Junk
-// folders), unless it is a near-copy of the reported text (nearCopy),
-// and it is then never more than tagged. A campaign that many accounts
-// reported is decided as any other.
+// posts, notifications, and the replies of a discussion. Such mail
+// carries signs of legitimate bulk mail or of a conversation: it answers
+// another message (In-Reply-To, References) or says it is a list's mail
+// (Precedence: list); it came through a mailing list (List-Id,
+// List-Post, …) that delivered at least Policy.GraymailHamMessages
+// accepted messages here, or was sent to such a list's posting address
+// (a reply to the list and its members), or its sender domain delivered
+// them (the ham-senders table, senders.go). A checked copy with such
+// signs of a campaign that fewer than Policy.GraymailReporters accounts
+// reported stays at accept (the reporters' own copies are theirs: their
+// Junk folders), unless it is a near-copy of the reported text
+// (nearCopy), and it is then never more than tagged. A campaign that
+// many accounts reported is decided as any other.
+//
+// A spammer writes headers as easily as any other: a list's headers are
+// a sign only once the list delivered accepted mail here (spam that
+// carries a real list's List-Id is common, and would be held back with
+// it). The reply and Precedence: list headers are signs from the first
+// message, since spam rarely carries them, unless
+// Policy.GraymailHistoryOnly; with Policy.AuthservIDs only for a sender
+// domain that authenticated. What a forged one gains a spammer is
+// bounded: the close copies of a campaign are still tagged, and
+// GraymailReporters reporters lift the guard.
 
 // Graymail lists the signs of legitimate bulk mail a checked message
 // carries.
 type Graymail struct {
 	// List is the mailing list the message came through (its whole
-	// identifier, mime's ListID) when it delivered at least Policy.GraymailHamMessages accepted
-	// messages (ListHam of them, counted by this process).
+	// identifier, mime's ListID) when it delivered at least
+	// Policy.GraymailHamMessages accepted messages (ListHam of them,
+	// counted in the store).
 	List    string `json:"list,omitempty"`
 	ListHam int64  `json:"list_ham,omitempty"`
 	// Addressed is set when List is the posting address of a list the
 	// message was sent to (in To or Cc) rather than came through.
 	Addressed bool `json:"addressed,omitempty"`
+	// Reply is set when the message answers another (an In-Reply-To or
+	// References field), ListMail when it says it is a list's mail
+	// (Precedence: list); both only without Policy.GraymailHistoryOnly.
+	Reply    bool `json:"reply,omitempty"`
+	ListMail bool `json:"list_mail,omitempty"`
 	// Bulk is set for a List-Unsubscribe or Precedence bulk/list/junk
-	// header.
+	// header (no sign on its own: much spam carries one).
 	Bulk bool `json:"bulk,omitempty"`
 	// Sender is the message's sender domain when it sent at least
 	// Policy.GraymailHamMessages accepted messages (SenderHam of them).
@@ -52,8 +68,9 @@ type Graymail struct {
 	Authenticated string `json:"authenticated,omitempty"`
 }
 
-// String names the signs: "list spamassassin-talk, bulk-mail header,
-// sender example.org (120 accepted messages)".
+// String names the signs: "list spamassassin-talk (12 accepted
+// messages), bulk-mail header, sender example.org (120 accepted
+// messages)".
 func (g *Graymail) String() string {
 	var parts []string
 	switch {
@@ -61,6 +78,12 @@ func (g *Graymail) String() string {
 		parts = append(parts, fmt.Sprintf("sent to list %s (%d accepted messages)", g.List, g.ListHam))
 	case g.List != "":
 		parts = append(parts, fmt.Sprintf("list %s (%d accepted messages)", g.List, g.ListHam))
+	}
+	if g.Reply {
+		parts = append(parts, "a reply (In-Reply-To or References)")
+	}
+	if g.ListMail {
+		parts = append(parts, "Precedence: list")
 	}
 	if g.Bulk {
 		parts = append(parts, "bulk-mail header")
@@ -109,7 +132,17 @@ func (e *core) graymailOf(m *pipeline.Message) *Graymail {
 			}
 		}
 	}
-	if g.List == "" && g.Sender == "" {
+	if !e.policy.GraymailHistoryOnly && (m.Reply || m.Precedence == "list") {
+		// Headers of a conversation or of a list's mail, vouched for
+		// by the sender's domain.
+		if a, ok := e.policy.vouched(m.AuthPasses, SenderDomain(m.From)); ok {
+			g.Reply, g.ListMail = m.Reply, m.Precedence == "list"
+			if g.Authenticated == "" {
+				g.Authenticated = a
+			}
+		}
+	}
+	if g.List == "" && g.Sender == "" && !g.Reply && !g.ListMail {
 		return nil
 	}
 	g.Bulk = m.Bulk

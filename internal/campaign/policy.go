@@ -135,20 +135,23 @@ type Policy struct {
 	MaxAction string `yaml:"max_action" json:"max_action"`
 
 	// GraymailReporters: a checked message with signs of legitimate bulk
-	// mail seen before (a mailing list or a sender domain that delivered
-	// at least GraymailHamMessages accepted messages: graymail.go) that
+	// mail or of a conversation (graymail.go: it answers another message
+	// or says it is a list's mail, or came through a mailing list, was
+	// sent to a list's posting address or from a sender domain that
+	// delivered at least GraymailHamMessages accepted messages) that
 	// matches a campaign with fewer than GraymailReporters distinct spam
 	// reporters is accepted unless it is a near-copy of the reported text
 	// (nearCopy: q-gram similarity, or the ANDD estimate when it has no
-	// q-gram sketch, at least GraymailSimilarity with an I-Match signature
-	// in common, GraymailSimilarity + 0.1 without), and is then at most
-	// tagged. Defaults 5, 3 and 0.7: a newsletter or a correspondent this
-	// server accepted a few messages from is a sign, as a campaign's own
-	// copies accepted before its first report are too, so the near-copy
-	// test is what still tags a reported campaign's close copies.
+	// q-gram sketch, at least GraymailSimilarity with an I-Match
+	// signature in common, GraymailSimilarity + 0.1 without), and is then
+	// at most tagged. Defaults 5, 3 and 0.7. GraymailHistoryOnly drops
+	// the signs of headers alone (In-Reply-To, References, Precedence:
+	// list; default false: they are signs, so that a first day's
+	// mistaken reports do not tag a thread's other posts).
 	GraymailReporters   int     `yaml:"graymail_reporters" json:"graymail_reporters"`
 	GraymailHamMessages int64   `yaml:"graymail_ham_messages" json:"graymail_ham_messages"`
 	GraymailSimilarity  float64 `yaml:"graymail_similarity" json:"graymail_similarity"`
+	GraymailHistoryOnly bool    `yaml:"graymail_history_only" json:"graymail_history_only"`
 	// AuthservIDs are the authserv-ids of this server's own MTA, whose
 	// Authentication-Results fields the graymail signs trust (the MTA
 	// must remove fields with those ids that arrive from outside). When

@@ -201,58 +201,61 @@ func (f *fixture) knowList(t testing.TB, list string, n int) {
 	}
 }
 
-// Graymail signs are lists and sender domains that delivered accepted
-// mail here; a header alone is none.
+// Graymail signs are replies and a list's own mail (Precedence: list),
+// unless GraymailHistoryOnly, and lists, lists' posting addresses and
+// sender domains that delivered accepted mail here; a list's header alone
+// is none.
 func TestGraymailSigns(t *testing.T) {
 	f := newFixture(t, Options{})
+	strict := newFixture(t, Options{Policy: Policy{GraymailHistoryOnly: true}})
 	text := campaignTexts[1].body
-	sign := func(raw []byte) *Graymail {
+	sign := func(f *fixture, raw []byte) string {
 		m, err := f.sign(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f.eng.Checker.graymailOf(m)
+		if g := f.eng.Checker.graymailOf(m); g != nil {
+			return g.String()
+		}
+		return ""
 	}
-	if g := sign(listPost("Offer", text, "announce.example.org", "new.example")); g != nil {
-		t.Errorf("unknown list: graymail %v", g)
+	reply := func(hdr string) []byte {
+		raw := bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
+		return append([]byte(hdr), raw...)
 	}
-	f.knowList(t, "announce.example.org", 10)
+	for _, ff := range []*fixture{f, strict} {
+		ff.knowList(t, "announce.example.org", 10)
+	}
 	tests := []struct {
-		name, list, domain string
-		want               string // Graymail.String(), "" for none
+		name        string
+		raw         []byte
+		want        string // Graymail.String(), "" for none
+		wantHistory string // the same with GraymailHistoryOnly
 	}{
-		{name: "known list", list: "announce.example.org", domain: "new.example", want: "list announce.example.org (10 accepted messages), bulk-mail header"},
-		{name: "forged list id", list: "announce.example.net", domain: "new.example", want: ""},
+		{name: "known list", raw: listPost("Offer", text, "announce.example.org", "new.example"),
+			want:        "list announce.example.org (10 accepted messages), Precedence: list, bulk-mail header",
+			wantHistory: "list announce.example.org (10 accepted messages), bulk-mail header"},
+		{name: "forged list id", raw: bytes.Replace(listPost("Offer", text, "announce.example.net", "new.example"), []byte("Precedence: list\r\n"), nil, 1)},
+		{name: "a reply", raw: reply("In-Reply-To: <1@reply.example>\r\n"), want: "a reply (In-Reply-To or References)"},
+		{name: "a list's mail", raw: reply("Precedence: list\r\n"), want: "Precedence: list, bulk-mail header"},
+		{name: "a reply on a list never seen", raw: reply("References: <1@reply.example>\r\nList-Id: <x.example.net>\r\nPrecedence: list\r\n"),
+			want: "a reply (In-Reply-To or References), Precedence: list, bulk-mail header"},
+		{name: "a reply naming no message", raw: reply("In-Reply-To: your mail\r\n")},
+		{name: "bulk header alone", raw: reply("List-Unsubscribe: <mailto:leave@reply.example>\r\nPrecedence: bulk\r\n")},
+		// A reply sent straight to the list's members and to the list: no
+		// list headers, the list's posting address in Cc.
+		{name: "sent to a known list", raw: reply("Cc: Ann <ann@example.net>, post@announce.example.org\r\n"),
+			want:        "sent to list post@announce.example.org (10 accepted messages)",
+			wantHistory: "sent to list post@announce.example.org (10 accepted messages)"},
+		{name: "sent to an unknown list", raw: reply("Cc: post@announce.example.net\r\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := sign(listPost("Offer", text, tt.list, tt.domain))
-			got := ""
-			if g != nil {
-				got = g.String()
-			}
-			if got != tt.want {
+			if got := sign(f, tt.raw); got != tt.want {
 				t.Errorf("graymail %q, want %q", got, tt.want)
 			}
-		})
-	}
-	// A reply sent straight to the list's members and to the list: no
-	// list headers, the list's posting address in Cc.
-	addressed := func(cc string) []byte {
-		raw := bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
-		return append([]byte("Cc: "+cc+"\r\n"), raw...)
-	}
-	for _, tt := range []struct{ name, cc, want string }{
-		{"sent to a known list", "Ann <ann@example.net>, post@announce.example.org", "sent to list post@announce.example.org (10 accepted messages)"},
-		{"sent to an unknown list", "post@announce.example.net", ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := ""
-			if g := sign(addressed(tt.cc)); g != nil {
-				got = g.String()
-			}
-			if got != tt.want {
-				t.Errorf("graymail %q, want %q", got, tt.want)
+			if got := sign(strict, tt.raw); got != tt.wantHistory {
+				t.Errorf("graymail_history_only: graymail %q, want %q", got, tt.wantHistory)
 			}
 		})
 	}
@@ -263,7 +266,11 @@ func TestGraymailSigns(t *testing.T) {
 			f.check(t, bytes.Replace(raw, []byte("sender@campaign.example"), []byte("billing@shop.example"), 1))
 		}
 		raw := bytes.Replace(baseMessage(2), []byte("sender@campaign.example"), []byte("news@shop.example"), 1)
-		if g = sign(raw); g == nil || g.Sender != "shop.example" || g.SenderHam < 10 {
+		m, err := f.sign(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g = f.eng.Checker.graymailOf(m); g == nil || g.Sender != "shop.example" || g.SenderHam < 10 {
 			t.Errorf("graymail %+v, want sender shop.example", g)
 		}
 	})
@@ -276,8 +283,8 @@ func TestGraymailSigns(t *testing.T) {
 func TestGraymailGuardEngine(t *testing.T) {
 	const list = "announce.example.org"
 	reported := listPost(campaignTexts[0].subject, campaignTexts[0].body, list, "poster.example")
-	setup := func(t *testing.T, known bool, reporters, senderMsgs int) *fixture {
-		f := newFixture(t, Options{})
+	setup := func(t *testing.T, known bool, reporters, senderMsgs int, historyOnly bool) *fixture {
+		f := newFixture(t, Options{Policy: Policy{GraymailHistoryOnly: historyOnly}})
 		if known {
 			f.knowList(t, list, 12)
 		}
@@ -298,7 +305,7 @@ func TestGraymailGuardEngine(t *testing.T) {
 	// A look-alike: the campaign's text with a fifth of its words changed,
 	// which matches it without being a near-copy (no I-Match signature in
 	// common, q-gram similarity below the graymail bar).
-	plain := setup(t, false, 1, 0)
+	plain := setup(t, false, 1, 0, true)
 	var lookAlike []byte
 	for seed := uint64(1); seed <= 40 && lookAlike == nil; seed++ {
 		raw, err := spamgen.Mutate(baseMessage(0), spamgen.Options{Kinds: []spamgen.Kind{spamgen.Insert, spamgen.Delete}, Strength: 0.2, Seed: seed})
@@ -314,25 +321,38 @@ func TestGraymailGuardEngine(t *testing.T) {
 	if lookAlike == nil {
 		t.Fatal("no look-alike among 40 seeds")
 	}
+	// The same look-alike as a reply (In-Reply-To), outside any list.
+	var reply []byte
+	for _, line := range bytes.SplitAfter(append([]byte("In-Reply-To: <thread@other.example>\r\n"), lookAlike...), []byte("\r\n")) {
+		if !bytes.HasPrefix(line, []byte("List-")) && !bytes.HasPrefix(line, []byte("Precedence:")) {
+			// No list header: a reply of a correspondent.
+			reply = append(reply, line...)
+		}
+	}
 	tests := []struct {
-		name       string
-		known      bool
-		senderMsgs int
-		reporters  int
-		raw        []byte
-		want       action.Action
-		wantGray   bool
+		name        string
+		known       bool
+		senderMsgs  int
+		reporters   int
+		historyOnly bool // policy.graymail_history_only
+		raw         []byte
+		want        action.Action
+		wantGray    bool
 	}{
-		{name: "unknown list, look-alike", reporters: 1, raw: lookAlike, want: action.Tag},
-		{name: "known list, look-alike", known: true, reporters: 1, raw: lookAlike, want: action.Accept, wantGray: true},
-		{name: "known list, the post itself", known: true, reporters: 1, raw: reported, want: action.Tag},
+		{name: "list never seen, look-alike", reporters: 1, historyOnly: true, raw: lookAlike, want: action.Tag},
+		{name: "list never seen, its own mail, look-alike", reporters: 1, raw: lookAlike, want: action.Accept, wantGray: true},
+		{name: "reply, look-alike", reporters: 1, raw: reply, want: action.Accept, wantGray: true},
+		{name: "reply, look-alike, history only", reporters: 1, historyOnly: true, raw: reply, want: action.Tag},
+		{name: "list never seen, its own mail, the post itself", reporters: 1, raw: reported, want: action.Tag},
+		{name: "known list, look-alike", known: true, reporters: 1, historyOnly: true, raw: lookAlike, want: action.Accept, wantGray: true},
+		{name: "known list, the post itself", known: true, reporters: 1, historyOnly: true, raw: reported, want: action.Tag},
 		{name: "known list, five reporters", known: true, reporters: 5, raw: lookAlike, want: action.Quarantine},
-		{name: "sender with two accepted messages, look-alike", senderMsgs: 2, reporters: 1, raw: lookAlike, want: action.Tag},
-		{name: "sender with three accepted messages, look-alike", senderMsgs: 3, reporters: 1, raw: lookAlike, want: action.Accept, wantGray: true},
+		{name: "sender with two accepted messages, look-alike", senderMsgs: 2, reporters: 1, historyOnly: true, raw: lookAlike, want: action.Tag},
+		{name: "sender with three accepted messages, look-alike", senderMsgs: 3, reporters: 1, historyOnly: true, raw: lookAlike, want: action.Accept, wantGray: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := setup(t, tt.known, tt.reporters, tt.senderMsgs)
+			f := setup(t, tt.known, tt.reporters, tt.senderMsgs, tt.historyOnly)
 			v := f.check(t, tt.raw)
 			if v.Campaign == 0 {
 				t.Fatalf("no campaign matched: %s", v.Rule)
@@ -453,6 +473,7 @@ func TestGraymailAuthenticated(t *testing.T) {
 		name, ar string // ar: an Authentication-Results value, "" for none
 		list     bool   // a post of the known list, else a message of shop.example
 		cc       bool   // a reply with the known list's address in Cc
+		reply    bool   // a reply (In-Reply-To) from reply.example
 		want     string // Graymail.String(), "" for none
 	}{
 		{name: "list, no result", list: true},
@@ -467,6 +488,11 @@ func TestGraymailAuthenticated(t *testing.T) {
 		{name: "sent to the list, dkim of the sender's domain", cc: true, ar: "mx.example.net; dkim=pass header.d=reply.example"},
 		{name: "sent to the list, dkim of the list's domain", cc: true, ar: "mx.example.net; dkim=pass header.d=example.org",
 			want: "sent to list post@announce.example.org (10 accepted messages), authenticated: dkim example.org by mx.example.net"},
+		// A reply header vouches for nothing: the sender's domain must.
+		{name: "reply, no result", reply: true},
+		{name: "reply, dkim of another domain", reply: true, ar: "mx.example.net; dkim=pass header.d=example.org"},
+		{name: "reply, dkim of the sender's domain", reply: true, ar: "mx.example.net; dkim=pass header.d=reply.example",
+			want: "a reply (In-Reply-To or References), authenticated: dkim reply.example by mx.example.net"},
 		{name: "sender, no result"},
 		{name: "sender, dmarc pass", ar: "mx.example.net; dmarc=pass header.from=shop.example",
 			want: "sender shop.example (10 accepted messages), authenticated: dmarc shop.example by mx.example.net"},
@@ -482,6 +508,9 @@ func TestGraymailAuthenticated(t *testing.T) {
 			case tt.cc:
 				raw = bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
 				raw = append([]byte("Cc: post@announce.example.org\r\n"), raw...)
+			case tt.reply:
+				raw = bytes.Replace(spamgen.NewMessage("Re: Offer", text, false), []byte("sender@campaign.example"), []byte("member@reply.example"), 1)
+				raw = append([]byte("In-Reply-To: <1@reply.example>\r\n"), raw...)
 			default:
 				raw = bytes.Replace(baseMessage(2), []byte("sender@campaign.example"), []byte("news@shop.example"), 1)
 			}

@@ -122,7 +122,8 @@ type Document struct {
 	// List names the mailing list the message came through, lower case:
 	// the first label of List-Id (RFC 2919), else the local part of the
 	// address in List-Post, Mailing-List or X-Mailing-List; "" when the
-	// message has none of them. It does not enter any signature.
+	// message has none of them. The footer detection and the short keys
+	// read it.
 	List string
 	// ListID is the mailing list's whole identifier: the List-Id's
 	// <list.example.org>, else the List-Post (Mailing-List,
@@ -147,6 +148,13 @@ type Document struct {
 	// List-Unsubscribe header, or Precedence bulk, list or junk. It does
 	// not enter any signature.
 	Bulk bool
+	// Precedence is the Precedence field's value, lower case ("bulk",
+	// "list", "junk"; "" when none). It does not enter any signature.
+	Precedence string
+	// Reply is set when the message answers another: an In-Reply-To or
+	// References field names a message identifier. It does not enter any
+	// signature.
+	Reply bool
 	// Parts are the parts not read as text (images, attachments), in
 	// order, at most 64 of them; see Part.
 	Parts []Part

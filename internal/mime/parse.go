@@ -153,7 +153,9 @@ func parse(ctx context.Context, raw []byte, opts Options) (doc *Document, err er
 	doc.ListID = listID(&lf)
 	doc.ListPost = listPost(&lf)
 	doc.Recipients = recipients(&h)
+	doc.Precedence = precedence(&h)
 	doc.Bulk = isBulk(&h)
+	doc.Reply = isReply(&h)
 	doc.AuthResults = h.all("Authentication-Results", MaxAuthResults, MaxAuthResultLen)
 	p.safely("the body", func() { p.entity(&h, body, 0, "text/plain") })
 	p.safely("the subject", func() {
@@ -774,12 +776,48 @@ func isBulk(h *header) bool {
 	if h.has("List-Unsubscribe") {
 		return true
 	}
-	v, _ := h.get("Precedence")
-	switch strings.ToLower(strings.TrimSpace(v)) {
+	switch precedence(h) {
 	case "bulk", "list", "junk":
 		return true
 	}
 	return false
+}
+
+// precedence is the Precedence field's value, lower case ("" if none).
+func precedence(h *header) string {
+	v, _ := h.get("Precedence")
+	return strings.ToLower(strings.TrimSpace(v))
+}
+
+// isReply reports an In-Reply-To or References field that names a
+// message identifier (see Document.Reply).
+func isReply(h *header) bool {
+	for _, name := range [...]string{"In-Reply-To", "References"} {
+		if v, ok := h.get(name); ok && hasMessageID(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMessageID reports whether v holds an RFC 5322 msg-id, "<left@right>",
+// with both sides non-empty.
+func hasMessageID(v string) bool {
+	for {
+		i := strings.IndexByte(v, '<')
+		if i < 0 {
+			return false
+		}
+		v = v[i+1:]
+		j := strings.IndexByte(v, '>')
+		if j < 0 {
+			return false
+		}
+		if at := strings.IndexByte(v[:j], '@'); at > 0 && at < j-1 {
+			return true
+		}
+		v = v[j+1:]
+	}
 }
 
 func messageID(v string) string {

@@ -333,6 +333,50 @@ func TestListPostAndRecipients(t *testing.T) {
 	}
 }
 
+func TestPrecedence(t *testing.T) {
+	tests := []struct {
+		headers, want string
+		bulk          bool
+	}{
+		{"Precedence: list\r\n", "list", true},
+		{"Precedence:  LIST \r\n", "list", true},
+		{"Precedence: bulk\r\n", "bulk", true},
+		{"Precedence: first-class\r\n", "first-class", false},
+		{"List-Unsubscribe: <mailto:leave@example.org>\r\n", "", true},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		d := Parse([]byte("From: a@example.net\r\n"+tt.headers+"Subject: s\r\n\r\nbody\r\n"), Options{})
+		if d.Precedence != tt.want || d.Bulk != tt.bulk {
+			t.Errorf("%q: Precedence %q, Bulk %v, want %q, %v", tt.headers, d.Precedence, d.Bulk, tt.want, tt.bulk)
+		}
+	}
+}
+
+func TestReply(t *testing.T) {
+	tests := []struct {
+		name, headers string
+		want          bool
+	}{
+		{"in-reply-to", "In-Reply-To: <1234@mail.example.org>\r\n", true},
+		{"references, folded", "References: <a@example.org>\r\n <b@example.org>\r\n", true},
+		{"in-reply-to with a comment", "In-Reply-To: Ann's message of Mon <x.y@example.org>\r\n", true},
+		{"no identifier", "In-Reply-To: your message of Monday\r\n", false},
+		{"empty sides", "References: <@example.org> <x@> <>\r\n", false},
+		{"unclosed", "In-Reply-To: <x@example.org\r\n", false},
+		{"empty field", "In-Reply-To:\r\n", false},
+		{"none", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Parse([]byte("From: a@example.net\r\n"+tt.headers+"Subject: s\r\n\r\nbody\r\n"), Options{})
+			if d.Reply != tt.want {
+				t.Errorf("Reply = %v, want %v", d.Reply, tt.want)
+			}
+		})
+	}
+}
+
 func TestListName(t *testing.T) {
 	tests := []struct{ headers, want string }{
 		{"List-Id: Users of X <users.lists.example.org>\r\n", "users"},

@@ -42,6 +42,11 @@ type Message struct {
 	// evidence format.
 	ListPost   string
 	Recipients []string
+	// Reply says the message answers another and Precedence is its
+	// Precedence field (mime.Document.Reply, Precedence): graymail signs.
+	// Not part of the evidence format.
+	Reply      bool
+	Precedence string
 	// AuthPasses are the passing DKIM and DMARC results of the message's
 	// Authentication-Results fields (authpass.go), a graymail sign when
 	// the server's own MTA added them; not part of the evidence format.
@@ -284,7 +289,7 @@ func (p *Pipeline) sign(ctx context.Context, doc *mime.Document, arf bool) (*Mes
 		return nil, err
 	}
 	m := &Message{
-		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, List: doc.List, ListID: doc.ListID, ListPost: doc.ListPost, Recipients: doc.Recipients, Bulk: doc.Bulk, AuthPasses: authPasses(doc.AuthResults), Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
+		ARF: arf, Subject: doc.Subject, From: doc.From, MessageID: doc.MessageID, List: doc.List, ListID: doc.ListID, ListPost: doc.ListPost, Recipients: doc.Recipients, Bulk: doc.Bulk, Reply: doc.Reply, Precedence: doc.Precedence, AuthPasses: authPasses(doc.AuthResults), Excerpt: excerpt(doc.Text), Warnings: doc.Warnings,
 		Unique: len(terms.Sorted), FooterAt: messageFooter(doc), p: p, doc: doc,
 		sorted: terms.Sorted,
 	}

@@ -45,6 +45,9 @@ type MistakenOptions struct {
 	// sender domains of legitimate bulk mail are then known
 	// (graymail.go).
 	ColdSenders bool
+	// FirstDay measures every row a second time with ColdSenders: a
+	// server's first day, whose tables of accepted mail are empty.
+	FirstDay bool
 	// InOrder checks the legitimate mail nobody reported one message at a
 	// time, in a random order, as delivered mail (Check): each accepted
 	// message counts for its list and sender domain before the next one,
@@ -59,6 +62,9 @@ type MistakenOptions struct {
 // averaged over seeds.
 type MistakenRow struct {
 	Reporters int `json:"reporters"`
+	// Cold is set for a row measured without legitimate mail delivered
+	// first (ColdSenders, or the FirstDay rows).
+	Cold bool `json:"cold,omitempty"`
 	// Allowed is the share of each mistaken reporter's campaigns allowed
 	// by an administrator before the checks; AllowedCampaigns their
 	// number (mean per seed).
@@ -161,13 +167,19 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 		return nil, fmt.Errorf("corpus %s: no legitimate mail", c.Dir)
 	}
 	res := &MistakenResult{Corpus: c.Dir, Seeds: opts.Seeds, Share: opts.Share, NearCopy: opts.NearCopy, ColdSenders: opts.ColdSenders, InOrder: opts.InOrder, Ham: len(hams)}
-	for _, nr := range opts.Reporters {
-		for _, allowed := range opts.Allowed {
-			row, err := mistakenRow(ctx, c, hams, nr, allowed, opts, ao)
-			if err != nil {
-				return nil, err
+	colds := []bool{opts.ColdSenders}
+	if opts.FirstDay && !opts.ColdSenders {
+		colds = append(colds, true)
+	}
+	for _, cold := range colds {
+		for _, nr := range opts.Reporters {
+			for _, allowed := range opts.Allowed {
+				row, err := mistakenRow(ctx, c, hams, nr, allowed, cold, opts, ao)
+				if err != nil {
+					return nil, err
+				}
+				res.Rows = append(res.Rows, row)
 			}
-			res.Rows = append(res.Rows, row)
 		}
 	}
 	res.Elapsed = time.Since(start).Round(time.Second).String()
@@ -175,13 +187,14 @@ func RunMistaken(ctx context.Context, c *Corpus, opts MistakenOptions) (*Mistake
 }
 
 // mistakenRow measures nr mistaken reporters with a share allowed of
-// their campaigns allowed, over every seed.
-func mistakenRow(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, opts MistakenOptions, ao AccuracyOptions) (MistakenRow, error) {
-	row := MistakenRow{Reporters: nr, Allowed: allowed, NearActions: map[string]float64{}, FarActions: map[string]float64{}}
+// their campaigns allowed, over every seed, without legitimate mail
+// delivered first when cold.
+func mistakenRow(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, cold bool, opts MistakenOptions, ao AccuracyOptions) (MistakenRow, error) {
+	row := MistakenRow{Reporters: nr, Cold: cold, NearActions: map[string]float64{}, FarActions: map[string]float64{}, Allowed: allowed}
 	far, near := map[string]*MistakenFlag{}, map[string]*MistakenFlag{}
 	for s := 1; s <= opts.Seeds; s++ {
-		ao.Log.Info("mistaken reports", "reporters", nr, "allowed", allowed, "seed", s)
-		if err := mistakenSeed(ctx, c, hams, nr, allowed, uint64(s), opts, ao, &row, far, near); err != nil {
+		ao.Log.Info("mistaken reports", "reporters", nr, "allowed", allowed, "cold", cold, "seed", s)
+		if err := mistakenSeed(ctx, c, hams, nr, allowed, cold, uint64(s), opts, ao, &row, far, near); err != nil {
 			return MistakenRow{}, err
 		}
 	}
@@ -213,7 +226,7 @@ func sortedFlags(m map[string]*MistakenFlag) []MistakenFlag {
 
 // mistakenSeed runs one seed with nr mistaken reporters and adds its
 // counts (sums over seeds) to row.
-func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, seed uint64, opts MistakenOptions, ao AccuracyOptions,
+func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed float64, cold bool, seed uint64, opts MistakenOptions, ao AccuracyOptions,
 	row *MistakenRow, far, near map[string]*MistakenFlag) error {
 	rng := rand.New(rand.NewPCG(seed, 0x6d697374616b656e+uint64(nr)))
 	k := max(1, int(math.Round(opts.Share*float64(len(hams)))))
@@ -261,7 +274,7 @@ func mistakenSeed(ctx context.Context, c *Corpus, hams []int, nr int, allowed fl
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	if !opts.ColdSenders {
+	if !cold {
 		for _, i := range hams {
 			if _, err := eng.Checker.Check(ctx, c.Docs[i].Raw); err != nil {
 				return fmt.Errorf("check %s: %w", c.Docs[i].Path, err)
@@ -390,10 +403,18 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 		return fmt.Sprintf("%g / %g / %g", m[action.Tag.String()], m[action.Quarantine.String()], m[action.Reject.String()])
 	}
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "| %d | %g%% (%g) | %g | %g | %g | %g (%s) | %g | %g (%s) |\n", row.Reporters, 100*row.Allowed, row.AllowedCampaigns, row.Reported, row.Checked,
+		first := ""
+		if row.Cold && !r.ColdSenders {
+			first = ", first day"
+		}
+		fmt.Fprintf(w, "| %d%s | %g%% (%g) | %g | %g | %g | %g (%s) | %g | %g (%s) |\n", row.Reporters, first, 100*row.Allowed, row.AllowedCampaigns, row.Reported, row.Checked,
 			row.Far, row.Flagged(false), acts(row.FarActions), row.Near, row.Flagged(true), acts(row.NearActions))
 	}
 	fmt.Fprintln(w)
+	if !r.ColdSenders && len(r.Rows) > 0 && r.Rows[len(r.Rows)-1].Cold {
+		fmt.Fprintln(w, "First day: the same with no legitimate mail delivered before the reports, so that no list or sender is known from accepted mail (graymail signs of headers only).")
+		fmt.Fprintln(w)
+	}
 	for _, row := range r.Rows {
 		for _, l := range []struct {
 			what string
@@ -402,9 +423,13 @@ func (r *MistakenResult) WriteMarkdown(w io.Writer) {
 			if len(l.fs) == 0 {
 				continue
 			}
-			fmt.Fprintf(w, "With %d mistaken reporter(s), %g%% allowed, %s:\n\n", row.Reporters, 100*row.Allowed, l.what)
+			first := ""
+			if row.Cold && !r.ColdSenders {
+				first = " on the first day"
+			}
+			fmt.Fprintf(w, "With %d mistaken reporter(s)%s, %g%% allowed, %s:\n\n", row.Reporters, first, 100*row.Allowed, l.what)
 			for i, f := range l.fs {
-				if i == 10 {
+				if i == 1 {
 					fmt.Fprintf(w, "- and %d more (--json lists them all)\n", len(l.fs)-i)
 					break
 				}

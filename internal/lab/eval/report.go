@@ -77,7 +77,7 @@ func (r *AccuracyResult) writeMarkdown(w io.Writer, detail bool) {
 	for _, row := range r.Rows {
 		if len(row.FalsePositives) > 0 {
 			fmt.Fprintf(w, "\nHam flagged by %q: %d messages, e.g.", row.Name, len(row.FalsePositives))
-			for i, p := range row.FalsePositives[:min(3, len(row.FalsePositives))] {
+			for i, p := range row.FalsePositives[:min(1, len(row.FalsePositives))] {
 				if i > 0 {
 					fmt.Fprint(w, ",")
 				}

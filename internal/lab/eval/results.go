@@ -304,18 +304,23 @@ func (r *Results) writeGoals(w io.Writer) {
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
 	}
 	if m := r.Mistaken; m != nil {
-		// One line per number of reporters, its rows by share allowed.
+		// One line per number of reporters and protocol, its rows by
+		// share allowed.
 		for i := 0; i < len(m.Rows); {
-			n := m.Rows[i].Reporters
+			n, cold := m.Rows[i].Reporters, m.Rows[i].Cold
 			var far, near []string
-			for ; i < len(m.Rows) && m.Rows[i].Reporters == n; i++ {
+			for ; i < len(m.Rows) && m.Rows[i].Reporters == n && m.Rows[i].Cold == cold; i++ {
 				row := &m.Rows[i]
 				above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
 				far = append(far, fmt.Sprintf("%s (%g) with %g%% of their campaigns allowed", mark(row.Flagged(false) == 0), row.Flagged(false), 100*row.Allowed))
 				near = append(near, fmt.Sprintf("%s (%g)", mark(above == 0), above))
 			}
-			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each: not-near-copies flagged 0: %s; near-copies at most tagged: %s quarantined or rejected.\n",
-				n, 100*m.Share, strings.Join(far, ", "), strings.Join(near, ", "))
+			first := ""
+			if cold && !m.ColdSenders {
+				first = ", on a first day"
+			}
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each%s: not-near-copies flagged 0: %s; near-copies at most tagged: %s quarantined or rejected.\n",
+				n, 100*m.Share, first, strings.Join(far, ", "), strings.Join(near, ", "))
 		}
 	}
 	if cf := r.Confirmed; cf != nil {
