@@ -285,8 +285,17 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 	}
 	r := s.model.LSH.BandBits
 	nb := (r + 7) / 8
-	keys := make([][]byte, len(s.bandPos))
-	buf := make([]byte, len(s.bandPos)*(3+nb))
+	var keys [][]byte
+	var buf []byte
+	if kl := 3 + nb; len(s.bandPos) <= blockBands && kl <= blockKeyLen {
+		// The keys and their bytes in one allocation.
+		b := new(bandKeyBlock)
+		n := len(s.bandPos)
+		keys, buf = b.keys[:n:n], b.buf[:n*kl]
+	} else {
+		keys = make([][]byte, len(s.bandPos))
+		buf = make([]byte, len(s.bandPos)*kl)
+	}
 	for i, pos := range s.bandPos {
 		k := buf[i*(3+nb) : (i+1)*(3+nb) : (i+1)*(3+nb)]
 		k[0] = SketchVersion
@@ -301,6 +310,18 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 	}
 	return keys
 }
+
+// bandKeyBlock holds the band keys of a sketch of the usual layouts (the
+// default 32 bands of 12 bits) and their bytes, allocated together.
+type bandKeyBlock struct {
+	keys [blockBands][]byte
+	buf  [blockBands * blockKeyLen]byte
+}
+
+const (
+	blockBands  = 32
+	blockKeyLen = 8
+)
 
 // Threshold is the estimated cosine above which two sketches are considered
 // near-duplicates by the model.

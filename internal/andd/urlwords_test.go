@@ -99,3 +99,41 @@ func TestURLWordsMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// registeredHostReference is registeredHost written with strings.Split.
+func registeredHostReference(host string) string {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return ""
+	}
+	labels := strings.Split(host, ".")
+	n := 2
+	if len(labels) >= 3 && len(labels[len(labels)-2]) <= 3 && len(labels[len(labels)-1]) == 2 {
+		n = 3
+	}
+	if len(labels) < n {
+		return host
+	}
+	return strings.Join(labels[len(labels)-n:], ".")
+}
+
+// TestRegisteredHostMatchesReference compares registeredHost with its
+// plain form on random hosts of short and long labels, empty labels and
+// trailing dots.
+func TestRegisteredHostMatchesReference(t *testing.T) {
+	pieces := []string{".", ".", "a", "co", "uk", "com", "mail", "example", "xn--p1ai", "中文", ""}
+	r := rand.New(rand.NewPCG(33, 34))
+	for i := range 20000 {
+		var b strings.Builder
+		for range r.IntN(9) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if i%100 == 0 {
+			b.WriteString(strings.Repeat("a.", 127))
+		}
+		h := b.String()
+		if got, want := registeredHost(h), registeredHostReference(h); got != want {
+			t.Fatalf("registeredHost(%q) = %q, want %q", h, got, want)
+		}
+	}
+}

@@ -2,7 +2,7 @@ package andd
 
 import (
 	"hash/maphash"
-	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -107,21 +107,11 @@ func (s *wordSet) reset() {
 }
 
 // addWords adds the lower-cased alphanumeric words of s of 3 bytes or
-// more: eachAlnumWord's words of strings.ToLower(s). ASCII, most URLs,
-// is lower-cased in one pass, without a copy of s.
+// more: eachAlnumWord's words of strings.ToLower(s), written into the
+// buffer as they are read, without a lower-cased copy of s.
 func (s *wordSet) addWords(str string) {
 	if s.seed == (maphash.Seed{}) {
 		s.seed = maphash.MakeSeed()
-	}
-	for i := 0; i < len(str); i++ {
-		if str[i] >= utf8.RuneSelf {
-			eachAlnumWord(strings.ToLower(str), func(w string) {
-				off := len(s.buf)
-				s.buf = append(s.buf, w...)
-				s.insert(off)
-			})
-			return
-		}
 	}
 	off := len(s.buf)
 	for i := 0; i < len(str); i++ {
@@ -130,10 +120,46 @@ func (s *wordSet) addWords(str string) {
 			s.buf = append(s.buf, c)
 		case 'A' <= c && c <= 'Z':
 			s.buf = append(s.buf, c+'a'-'A')
+		case c >= utf8.RuneSelf:
+			s.addWordsUnicode(str[i:], off)
+			return
 		default:
 			s.insert(off)
 			off = len(s.buf)
 		}
+	}
+	s.insert(off)
+}
+
+// addWordsUnicode is addWords from the first non-ASCII byte of a string
+// on, the current word starting at buf[off:]. strings.ToLower maps each
+// rune with unicode.ToLower (an invalid byte becomes U+FFFD, which is no
+// letter, as the invalid byte is not): a word is a run of runes whose
+// lower-case is a letter or a digit.
+func (s *wordSet) addWordsUnicode(str string, off int) {
+	for i := 0; i < len(str); {
+		c := str[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+				s.buf = append(s.buf, c)
+			case 'A' <= c && c <= 'Z':
+				s.buf = append(s.buf, c+'a'-'A')
+			default:
+				s.insert(off)
+				off = len(s.buf)
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(str[i:])
+		i += size
+		if l := unicode.ToLower(r); r != utf8.RuneError && (unicode.IsLetter(l) || unicode.IsDigit(l)) {
+			s.buf = utf8.AppendRune(s.buf, l)
+			continue
+		}
+		s.insert(off)
+		off = len(s.buf)
 	}
 	s.insert(off)
 }
