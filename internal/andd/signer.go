@@ -301,10 +301,14 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 		k[0] = SketchVersion
 		k[1] = 'A'
 		k[2] = byte(i)
+		// Bit j of the band is bit j of v (r ≤ 64), without a branch on
+		// the sketch's bits.
+		var v uint64
 		for j, p := range pos {
-			if sk.Bits[p/64]>>(p%64)&1 != 0 {
-				k[3+j/8] |= 1 << (j % 8)
-			}
+			v |= (sk.Bits[p/64] >> (p % 64) & 1) << (j & 63)
+		}
+		for b := range k[3:] {
+			k[3+b] = byte(v >> (8 * (b & 7)))
 		}
 		keys[i] = k
 	}

@@ -17,6 +17,9 @@ type wordSet struct {
 	slots []wordSlot // hash 0 marks a free slot
 	buf   []byte     // the words, one after the other
 	n     int
+	// used lists the slots taken, so that reset clears only them when
+	// they are few (a message with many links leaves the table large).
+	used []uint32
 }
 
 type wordSlot struct {
@@ -40,7 +43,7 @@ func (s *wordSet) hash(w []byte) uint64 { return maphash.Bytes(s.seed, w) | 1 }
 
 // has reports whether w is in the set.
 func (s *wordSet) has(w string) bool {
-	if s.len() == 0 {
+	if s.len() == 0 || len(w) < 3 { // insert keeps no shorter word
 		return false
 	}
 	h := maphash.String(s.seed, w) | 1
@@ -76,12 +79,14 @@ func (s *wordSet) insert(off int) {
 		}
 	}
 	s.slots[j] = wordSlot{hash: h, off: uint32(off), len: uint32(len(w))}
+	s.used = append(s.used, uint32(j))
 	s.n++
 }
 
 func (s *wordSet) grow() {
 	old := s.slots
 	s.slots = make([]wordSlot, max(64, 2*len(old)))
+	s.used = s.used[:0]
 	mask := uint64(len(s.slots) - 1)
 	for _, e := range old {
 		if e.hash != 0 {
@@ -90,6 +95,7 @@ func (s *wordSet) grow() {
 				j = (j + 1) & mask
 			}
 			s.slots[j] = e
+			s.used = append(s.used, uint32(j))
 		}
 	}
 }
@@ -100,10 +106,14 @@ func (s *wordSet) reset() {
 		*s = wordSet{seed: s.seed}
 		return
 	}
-	if s.n > 0 {
+	if 4*s.n < len(s.slots) {
+		for _, j := range s.used {
+			s.slots[j] = wordSlot{}
+		}
+	} else {
 		clear(s.slots)
 	}
-	s.buf, s.n = s.buf[:0], 0
+	s.buf, s.n, s.used = s.buf[:0], 0, s.used[:0]
 }
 
 // addWords adds the lower-cased alphanumeric words of s of 3 bytes or
