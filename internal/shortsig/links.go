@@ -10,19 +10,26 @@ import (
 
 // links returns the sorted distinct normalized links of urls (registrable
 // domain and path), the sorted distinct registrable domains, and whether
-// some link is outside the common domains.
-func (s *Signer) links(urls []string) (links, domains []string, usable bool) {
+// some link is outside the common domains. The slices are sc's, and the
+// links' strings in the arena of sc's unit set: valid until sc is reused.
+func (s *Signer) links(sc *scratch, urls []string) (links, domains []string, usable bool) {
+	links, domains = sc.links[:0], sc.domains[:0]
 	for _, raw := range urls {
 		dom, path, ok := normalizeURL(raw)
 		if !ok {
 			continue
 		}
-		links = append(links, dom+path)
+		link := dom
+		if path != "" {
+			link = sc.set.arena.concat(dom, path)
+		}
+		links = append(links, link)
 		domains = append(domains, dom)
 		if !s.common[dom] {
 			usable = true
 		}
 	}
+	sc.links, sc.domains = links, domains
 	return sortedSet(links), sortedSet(domains), usable
 }
 
