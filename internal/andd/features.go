@@ -175,14 +175,11 @@ func termRunes(t string) int {
 		return 20
 	}
 	if len(t) <= 20 {
-		ascii := true
+		var or byte // without a branch per byte
 		for i := 0; i < len(t); i++ {
-			if t[i] >= utf8.RuneSelf {
-				ascii = false
-				break
-			}
+			or |= t[i]
 		}
-		if ascii {
+		if or < utf8.RuneSelf {
 			return len(t)
 		}
 	}
@@ -557,7 +554,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL *
 	}
 	phi[fSubject] = b2f(s.subject)
 	phi[fInURL] = 0
-	if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
+	if !s.host && inURL.hasFirstWord(s.term) {
 		phi[fInURL] = 1
 	}
 	phi[fHost] = b2f(s.host)
@@ -601,7 +598,7 @@ func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL *wordSet, len
 		if s.subject {
 			z += lam[fSubject]
 		}
-		if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
+		if !s.host && inURL.hasFirstWord(s.term) {
 			z += lam[fInURL]
 		}
 		if s.host {

@@ -296,6 +296,11 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 		keys = make([][]byte, len(s.bandPos))
 		buf = make([]byte, len(s.bandPos)*kl)
 	}
+	// The sketch's words in an array of a power-of-two length, indexed
+	// without a bounds check (Bits ≤ 512 in the usual layouts).
+	var words [8]uint64
+	small := len(sk.Bits) <= len(words)
+	copy(words[:], sk.Bits)
 	for i, pos := range s.bandPos {
 		k := buf[i*(3+nb) : (i+1)*(3+nb) : (i+1)*(3+nb)]
 		k[0] = SketchVersion
@@ -304,15 +309,30 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 		// Bit j of the band is bit j of v (r ≤ 64), without a branch on
 		// the sketch's bits.
 		var v uint64
-		for j, p := range pos {
-			v |= (sk.Bits[p/64] >> (p % 64) & 1) << (j & 63)
+		if small {
+			v = bandBits(&words, pos)
+		} else {
+			for j, p := range pos {
+				v |= (sk.Bits[p/64] >> (p % 64) & 1) << (j & 63)
+			}
 		}
-		for b := range k[3:] {
-			k[3+b] = byte(v >> (8 * (b & 7)))
+		bits := k[3:]
+		for b := range bits {
+			bits[b] = byte(v >> (8 * (b & 7)))
 		}
 		keys[i] = k
 	}
 	return keys
+}
+
+// bandBits packs the bits of a sketch (its words w) at positions pos:
+// bit j of the result is bit pos[j].
+func bandBits(w *[8]uint64, pos []uint16) uint64 {
+	var v uint64
+	for j, p := range pos {
+		v |= (w[p/64%8] >> (p % 64) & 1) << (j & 63)
+	}
+	return v
 }
 
 // bandKeyBlock holds the band keys of a sketch of the usual layouts (the

@@ -137,3 +137,30 @@ func TestRegisteredHostMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestHasFirstWord: hasFirstWord(t) equals has(firstWord(t)) for terms
+// that are, or start with, words of the set, and for others.
+func TestHasFirstWord(t *testing.T) {
+	pieces := []string{"abc", "abd", "com", "example", "xy", "Ünï", "中文", " ", "ab", "c", "42", "http", "\xff"}
+	r := rand.New(rand.NewPCG(35, 36))
+	part := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	var s wordSet
+	for i := range 500 {
+		for range r.IntN(8) {
+			s.addWords(part(1 + r.IntN(4)))
+		}
+		for range 50 {
+			term := part(r.IntN(5))
+			if got, want := s.hasFirstWord(term), s.has(firstWord(term)); got != want {
+				t.Fatalf("set %d: hasFirstWord(%q) = %v, has(firstWord) %v", i, term, got, want)
+			}
+		}
+		s.reset()
+	}
+}

@@ -20,6 +20,19 @@ type wordSet struct {
 	// used lists the slots taken, so that reset clears only them when
 	// they are few (a message with many links leaves the table large).
 	used []uint32
+	// prefix has bit prefixBit(w) set for every word w of the set: most
+	// terms of a message are not URL words, and hasFirstWord rules them
+	// out with one load, without finding the first word or hashing it.
+	prefix [prefixWords]uint64
+}
+
+// prefixWords is the size of wordSet.prefix in 64-bit words.
+const prefixWords = 16
+
+// prefixBit is the bit of wordSet.prefix of the words that start with
+// the bytes a, b, c.
+func prefixBit(a, b, c byte) uint32 {
+	return (uint32(a) | uint32(b)<<8 | uint32(c)<<16) * 0x9e3779b1 >> (32 - 10)
 }
 
 type wordSlot struct {
@@ -59,6 +72,20 @@ func (s *wordSet) has(w string) bool {
 	}
 }
 
+// hasFirstWord reports whether the first word of term (up to its first
+// space: a k-gram's) is in the set: has(firstWord(term)).
+func (s *wordSet) hasFirstWord(term string) bool {
+	// A word of the set has 3 bytes or more, which its first word
+	// shares with term.
+	if s.len() == 0 || len(term) < 3 {
+		return false
+	}
+	if b := prefixBit(term[0], term[1], term[2]); s.prefix[b/64&(prefixWords-1)]>>(b%64)&1 == 0 {
+		return false
+	}
+	return s.has(firstWord(term))
+}
+
 // insert adds the word buf[off:], keeping it in buf when it is new.
 func (s *wordSet) insert(off int) {
 	w := s.buf[off:]
@@ -80,6 +107,8 @@ func (s *wordSet) insert(off int) {
 	}
 	s.slots[j] = wordSlot{hash: h, off: uint32(off), len: uint32(len(w))}
 	s.used = append(s.used, uint32(j))
+	b := prefixBit(w[0], w[1], w[2])
+	s.prefix[b/64&(prefixWords-1)] |= 1 << (b % 64)
 	s.n++
 }
 
@@ -114,6 +143,7 @@ func (s *wordSet) reset() {
 		clear(s.slots)
 	}
 	s.buf, s.n, s.used = s.buf[:0], 0, s.used[:0]
+	s.prefix = [prefixWords]uint64{}
 }
 
 // addWords adds the lower-cased alphanumeric words of s of 3 bytes or
