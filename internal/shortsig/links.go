@@ -10,8 +10,8 @@ import (
 
 // links returns the sorted distinct normalized links of urls (registrable
 // domain and path), the sorted distinct registrable domains, and whether
-// some link is outside the common domains. The slices are sc's, and the
-// links' strings in the arena of sc's unit set: valid until sc is reused.
+// some link is outside the common domains. The slices are sc's (valid
+// until sc is reused), the joined links' strings in its unit set's arena.
 func (s *Signer) links(sc *scratch, urls []string) (links, domains []string, usable bool) {
 	links, domains = sc.links[:0], sc.domains[:0]
 	for _, raw := range urls {

@@ -303,13 +303,13 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 			if read {
 				// The whole text was read, so rest's units are those
 				// met from restAt on (a unit never spans a line break).
+				// text is sorted: its units in rest are too.
 				bu = sc.rest[:0]
-				for i, f := range set.flags {
-					if f&inRest != 0 {
-						bu = append(bu, set.units[i])
+				for _, u := range text {
+					if i, _ := find(set, u); set.flags[i]&inRest != 0 {
+						bu = append(bu, u)
 					}
 				}
-				slices.Sort(bu)
 				sc.rest = bu
 			} else {
 				bu = sortedSet(firstUnits(rest, o.MaxUnits))

@@ -33,12 +33,13 @@ type unitSet struct {
 	flags []uint8
 	slots []int32 // a power of two; index+1 of a unit, 0 free
 	lower []byte  // a unit being lower-cased
-	// arena holds the lower-cased units of a message.
+	// arena holds the lower-cased units (and the links) of the messages
+	// signed with the set.
 	arena arena
 }
 
 // arenaSize is the room an arena is made with.
-const arenaSize = 512
+const arenaSize = 4096
 
 // minSlots is the size of an empty set's table: a short message's units
 // fit without a growth.
@@ -50,7 +51,6 @@ func (t *unitSet) reset() {
 		t.seed = maphash.MakeSeed()
 	}
 	clear(t.units) // no message's strings kept alive
-	t.arena.reset()
 	t.units, t.flags = t.units[:0], t.flags[:0]
 	if cap(t.slots) < minSlots {
 		t.slots = make([]int32, minSlots)
@@ -121,8 +121,11 @@ func (t *unitSet) intern(b []byte) string {
 	return t.arena.bytes(b)
 }
 
-// arena makes the strings of one message, one allocation for many: a
-// Builder never changes the bytes of a string it returned.
+// arena makes strings, one allocation for many, from message to
+// message: a Builder only appends, and never changes the bytes of a
+// string it returned, so that the strings of a message stay valid while
+// the next message's are made (nothing keeps them after signing, but
+// they would not change if something did).
 type arena struct {
 	b strings.Builder
 }
@@ -151,10 +154,6 @@ func (a *arena) room(n int) {
 		a.b.Grow(max(arenaSize, n))
 	}
 }
-
-// reset forgets the arena's strings (they stay valid): the next one
-// starts a new arena.
-func (a *arena) reset() { a.b = strings.Builder{} }
 
 // insert adds u, which is not in the set, at the free slot, and returns
 // its index. The table doubles when half full.
