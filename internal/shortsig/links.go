@@ -55,10 +55,26 @@ func normalizeURL(raw string) (domain, path string, ok bool) {
 		return "", "", false
 	}
 	domain = host
-	if net.ParseIP(host) == nil {
+	if !mayBeIP(host) || net.ParseIP(host) == nil {
 		if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
 			domain = d
 		}
 	}
 	return domain, strings.TrimRight(u.Path, "/"), true
+}
+
+// mayBeIP reports whether host may be an IP address: it has a colon
+// (IPv6) or only digits and dots (IPv4). Most hosts are not, and are not
+// given to net.ParseIP, which allocates its error.
+func mayBeIP(host string) bool {
+	ipv4 := true
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case c == ':':
+			return true
+		case c != '.' && (c < '0' || c > '9'):
+			ipv4 = false
+		}
+	}
+	return ipv4
 }
