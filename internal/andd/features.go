@@ -175,14 +175,11 @@ func termRunes(t string) int {
 		return 20
 	}
 	if len(t) <= 20 {
-		ascii := true
+		var or byte // without a branch per byte
 		for i := 0; i < len(t); i++ {
-			if t[i] >= utf8.RuneSelf {
-				ascii = false
-				break
-			}
+			or |= t[i]
 		}
-		if ascii {
+		if or < utf8.RuneSelf {
 			return len(t)
 		}
 	}
@@ -249,8 +246,9 @@ func (e *extractor) idfDF(df int) (float64, bool) {
 }
 
 // urlWords returns the lower-cased alphanumeric words of the document's
-// URLs and hosts, and the host pseudo-terms. The set is sc's, valid until
-// sc.clearURLWords.
+// URLs and hosts, and the host pseudo-terms. The set and the slice are
+// sc's, valid until sc.clearURLWords; the terms' strings are not (a
+// Vector keeps them).
 func (sc *scratch) urlWords(doc *mime.Document) (words *wordSet, hosts []string) {
 	if doc == nil || (len(doc.URLs) == 0 && len(doc.Hosts) == 0) {
 		return nil, nil
@@ -262,13 +260,30 @@ func (sc *scratch) urlWords(doc *mime.Document) (words *wordSet, hosts []string)
 		}
 		words.addWords(u)
 	}
+	// The host terms are written one after the other into hostBuf, each
+	// ending at hostEnd[i], and made strings with one allocation.
+	buf := sc.hostBuf[:0]
 	for _, h := range doc.Hosts {
 		words.addWords(h)
 		if rh := registeredHost(strings.ToLower(h)); rh != "" && !slices.Contains(sc.hostSeen, rh) {
 			sc.hostSeen = append(sc.hostSeen, rh)
-			hosts = append(hosts, hostPrefix+rh)
+			buf = append(buf, hostPrefix...)
+			buf = append(buf, rh...)
+			sc.hostEnd = append(sc.hostEnd, len(buf))
 		}
 	}
+	sc.hostBuf = buf
+	if len(sc.hostEnd) == 0 {
+		return words, nil
+	}
+	all := string(buf)
+	hosts = sc.hosts[:0]
+	start := 0
+	for _, end := range sc.hostEnd {
+		hosts = append(hosts, all[start:end])
+		start = end
+	}
+	sc.hosts = hosts
 	return words, hosts
 }
 
@@ -278,6 +293,11 @@ func (sc *scratch) clearURLWords() {
 	sc.inURL.reset()
 	clear(sc.hostSeen)
 	sc.hostSeen = sc.hostSeen[:0]
+	clear(sc.hosts)
+	sc.hosts, sc.hostEnd = sc.hosts[:0], sc.hostEnd[:0]
+	if cap(sc.hostBuf) > maxPooledWordBytes {
+		sc.hostBuf = nil
+	}
 }
 
 // eachAlnumWord calls fn with each maximal run of letters and digits of
@@ -317,15 +337,21 @@ func registeredHost(host string) string {
 	if host == "" || len(host) > 253 {
 		return ""
 	}
-	labels := strings.Split(host, ".")
-	n := 2
-	if len(labels) >= 3 && len(labels[len(labels)-2]) <= 3 && len(labels[len(labels)-1]) == 2 {
-		n = 3
+	// The last three labels: host[d2+1:] is the last, host[d3+1:d2] the
+	// second-level one (d = -1 when there are fewer dots).
+	d2 := strings.LastIndexByte(host, '.')
+	if d2 < 0 {
+		return host // one label
 	}
-	if len(labels) < n {
-		return host
+	d3 := strings.LastIndexByte(host[:d2], '.')
+	if d3 < 0 {
+		return host // two labels
 	}
-	return strings.Join(labels[len(labels)-n:], ".")
+	if d2-d3-1 <= 3 && len(host)-d2-1 == 2 {
+		// Three labels kept: the whole host when it has only three.
+		return host[strings.LastIndexByte(host[:d3], '.')+1:]
+	}
+	return host[d3+1:]
 }
 
 // extract calls fn once per distinct term of the document, in order of
@@ -350,9 +376,13 @@ type scratch struct {
 	hashes []uint64
 	// seed is the hash seed of extract's term index.
 	seed maphash.Seed
-	// inURL and hostSeen are the sets of urlWords.
+	// inURL and hostSeen are the sets of urlWords; hosts, hostBuf and
+	// hostEnd its host terms.
 	inURL    wordSet
 	hostSeen []string
+	hosts    []string
+	hostBuf  []byte
+	hostEnd  []int
 }
 
 func (e *extractor) extract(doc *mime.Document, toks []mime.Token, sc *scratch, fn func(term string, phi *[numFeatures]float64, z float64)) {
@@ -524,7 +554,7 @@ func (e *extractor) termFeatures(s *termStat, phi *[numFeatures]float64, inURL *
 	}
 	phi[fSubject] = b2f(s.subject)
 	phi[fInURL] = 0
-	if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
+	if !s.host && inURL.hasFirstWord(s.term) {
 		phi[fInURL] = 1
 	}
 	phi[fHost] = b2f(s.host)
@@ -568,7 +598,7 @@ func (e *extractor) featuresZ(sc *scratch, stats []termStat, inURL *wordSet, len
 		if s.subject {
 			z += lam[fSubject]
 		}
-		if inURL.len() > 0 && !s.host && inURL.has(firstWord(s.term)) {
+		if !s.host && inURL.hasFirstWord(s.term) {
 			z += lam[fInURL]
 		}
 		if s.host {

@@ -285,22 +285,67 @@ func (s *Signer) BandKeys(sk Sketch) [][]byte {
 	}
 	r := s.model.LSH.BandBits
 	nb := (r + 7) / 8
-	keys := make([][]byte, len(s.bandPos))
-	buf := make([]byte, len(s.bandPos)*(3+nb))
+	var keys [][]byte
+	var buf []byte
+	if kl := 3 + nb; len(s.bandPos) <= blockBands && kl <= blockKeyLen {
+		// The keys and their bytes in one allocation.
+		b := new(bandKeyBlock)
+		n := len(s.bandPos)
+		keys, buf = b.keys[:n:n], b.buf[:n*kl]
+	} else {
+		keys = make([][]byte, len(s.bandPos))
+		buf = make([]byte, len(s.bandPos)*kl)
+	}
+	// The sketch's words in an array of a power-of-two length, indexed
+	// without a bounds check (Bits ≤ 512 in the usual layouts).
+	var words [8]uint64
+	small := len(sk.Bits) <= len(words)
+	copy(words[:], sk.Bits)
 	for i, pos := range s.bandPos {
 		k := buf[i*(3+nb) : (i+1)*(3+nb) : (i+1)*(3+nb)]
 		k[0] = SketchVersion
 		k[1] = 'A'
 		k[2] = byte(i)
-		for j, p := range pos {
-			if sk.Bits[p/64]>>(p%64)&1 != 0 {
-				k[3+j/8] |= 1 << (j % 8)
+		// Bit j of the band is bit j of v (r ≤ 64), without a branch on
+		// the sketch's bits.
+		var v uint64
+		if small {
+			v = bandBits(&words, pos)
+		} else {
+			for j, p := range pos {
+				v |= (sk.Bits[p/64] >> (p % 64) & 1) << (j & 63)
 			}
+		}
+		bits := k[3:]
+		for b := range bits {
+			bits[b] = byte(v >> (8 * (b & 7)))
 		}
 		keys[i] = k
 	}
 	return keys
 }
+
+// bandBits packs the bits of a sketch (its words w) at positions pos:
+// bit j of the result is bit pos[j].
+func bandBits(w *[8]uint64, pos []uint16) uint64 {
+	var v uint64
+	for j, p := range pos {
+		v |= (w[p/64%8] >> (p % 64) & 1) << (j & 63)
+	}
+	return v
+}
+
+// bandKeyBlock holds the band keys of a sketch of the usual layouts (the
+// default 32 bands of 12 bits) and their bytes, allocated together.
+type bandKeyBlock struct {
+	keys [blockBands][]byte
+	buf  [blockBands * blockKeyLen]byte
+}
+
+const (
+	blockBands  = 32
+	blockKeyLen = 8
+)
 
 // Threshold is the estimated cosine above which two sketches are considered
 // near-duplicates by the model.

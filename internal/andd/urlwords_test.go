@@ -99,3 +99,68 @@ func TestURLWordsMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// registeredHostReference is registeredHost written with strings.Split.
+func registeredHostReference(host string) string {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return ""
+	}
+	labels := strings.Split(host, ".")
+	n := 2
+	if len(labels) >= 3 && len(labels[len(labels)-2]) <= 3 && len(labels[len(labels)-1]) == 2 {
+		n = 3
+	}
+	if len(labels) < n {
+		return host
+	}
+	return strings.Join(labels[len(labels)-n:], ".")
+}
+
+// TestRegisteredHostMatchesReference compares registeredHost with its
+// plain form on random hosts of short and long labels, empty labels and
+// trailing dots.
+func TestRegisteredHostMatchesReference(t *testing.T) {
+	pieces := []string{".", ".", "a", "co", "uk", "com", "mail", "example", "xn--p1ai", "中文", ""}
+	r := rand.New(rand.NewPCG(33, 34))
+	for i := range 20000 {
+		var b strings.Builder
+		for range r.IntN(9) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if i%100 == 0 {
+			b.WriteString(strings.Repeat("a.", 127))
+		}
+		h := b.String()
+		if got, want := registeredHost(h), registeredHostReference(h); got != want {
+			t.Fatalf("registeredHost(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
+// TestHasFirstWord: hasFirstWord(t) equals has(firstWord(t)) for terms
+// that are, or start with, words of the set, and for others.
+func TestHasFirstWord(t *testing.T) {
+	pieces := []string{"abc", "abd", "com", "example", "xy", "Ünï", "中文", " ", "ab", "c", "42", "http", "\xff"}
+	r := rand.New(rand.NewPCG(35, 36))
+	part := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	var s wordSet
+	for i := range 500 {
+		for range r.IntN(8) {
+			s.addWords(part(1 + r.IntN(4)))
+		}
+		for range 50 {
+			term := part(r.IntN(5))
+			if got, want := s.hasFirstWord(term), s.has(firstWord(term)); got != want {
+				t.Fatalf("set %d: hasFirstWord(%q) = %v, has(firstWord) %v", i, term, got, want)
+			}
+		}
+		s.reset()
+	}
+}

@@ -386,8 +386,12 @@ func BandKeys(s *Sketch) [][]byte {
 		return nil
 	}
 	d := densify(s)
-	keys := make([][]byte, Bands)
-	buf := make([]byte, Bands*KeyLen)
+	// The keys and their bytes in one allocation.
+	blk := new(struct {
+		keys [Bands][]byte
+		buf  [Bands * KeyLen]byte
+	})
+	keys, buf := blk.keys[:], blk.buf[:]
 	for b := range Bands {
 		// FNV-1a over the version, family and band bytes, then each
 		// bin's 4 bytes, little-endian.

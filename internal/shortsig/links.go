@@ -10,19 +10,26 @@ import (
 
 // links returns the sorted distinct normalized links of urls (registrable
 // domain and path), the sorted distinct registrable domains, and whether
-// some link is outside the common domains.
-func (s *Signer) links(urls []string) (links, domains []string, usable bool) {
+// some link is outside the common domains. The slices are sc's (valid
+// until sc is reused), the joined links' strings in its unit set's arena.
+func (s *Signer) links(sc *scratch, urls []string) (links, domains []string, usable bool) {
+	links, domains = sc.links[:0], sc.domains[:0]
 	for _, raw := range urls {
 		dom, path, ok := normalizeURL(raw)
 		if !ok {
 			continue
 		}
-		links = append(links, dom+path)
+		link := dom
+		if path != "" {
+			link = sc.set.arena.concat(dom, path)
+		}
+		links = append(links, link)
 		domains = append(domains, dom)
 		if !s.common[dom] {
 			usable = true
 		}
 	}
+	sc.links, sc.domains = links, domains
 	return sortedSet(links), sortedSet(domains), usable
 }
 
@@ -48,10 +55,26 @@ func normalizeURL(raw string) (domain, path string, ok bool) {
 		return "", "", false
 	}
 	domain = host
-	if net.ParseIP(host) == nil {
+	if !mayBeIP(host) || net.ParseIP(host) == nil {
 		if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
 			domain = d
 		}
 	}
 	return domain, strings.TrimRight(u.Path, "/"), true
+}
+
+// mayBeIP reports whether host may be an IP address: it has a colon
+// (IPv6) or only digits and dots (IPv4). Most hosts are not, and are not
+// given to net.ParseIP, which allocates its error.
+func mayBeIP(host string) bool {
+	ipv4 := true
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case c == ':':
+			return true
+		case c != '.' && (c < '0' || c > '9'):
+			ipv4 = false
+		}
+	}
+	return ipv4
 }

@@ -51,7 +51,7 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 	if r.Short {
 		// Media and links matter to short messages only.
 		media := s.media(doc.Parts)
-		links, domains, linksUsable := s.links(doc.URLs)
+		links, domains, linksUsable := s.links(new(scratch), doc.URLs)
 		r.Media, r.Links = len(media), len(links)
 		text := make([]string, 0, len(seen))
 		for u := range seen {

@@ -282,7 +282,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	if r.Short {
 		// Media and links matter to short messages only.
 		media := s.media(doc.Parts)
-		links, domains, linksUsable := s.links(doc.URLs)
+		links, domains, linksUsable := s.links(sc, doc.URLs)
 		r.Media, r.Links = len(media), len(links)
 		text := append(sc.text[:0], set.units...)
 		slices.Sort(text)
@@ -303,13 +303,13 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 			if read {
 				// The whole text was read, so rest's units are those
 				// met from restAt on (a unit never spans a line break).
+				// text is sorted: its units in rest are too.
 				bu = sc.rest[:0]
-				for i, f := range set.flags {
-					if f&inRest != 0 {
-						bu = append(bu, set.units[i])
+				for _, u := range text {
+					if i, _ := find(set, u); set.flags[i]&inRest != 0 {
+						bu = append(bu, u)
 					}
 				}
-				slices.Sort(bu)
 				sc.rest = bu
 			} else {
 				bu = sortedSet(firstUnits(rest, o.MaxUnits))
@@ -404,14 +404,21 @@ func (kb *keyBuilder) key(keys [][]byte, kind Kind, comps ...[]string) [][]byte 
 	return append(keys, kb.sums[start:len(kb.sums):len(kb.sums)])
 }
 
-// result returns copies of keys, made by key, in one array: the first n
-// are the index keys, the others the lookup keys (nil when none).
+// result returns copies of keys, made by key, in one allocation: the
+// first n are the index keys, the others the lookup keys (nil when none).
 func (kb *keyBuilder) result(keys [][]byte, n int) (index, lookup [][]byte) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out := make([][]byte, len(keys))
-	mem := make([]byte, len(keys)*KeyLen)
+	var out [][]byte
+	var mem []byte
+	if len(keys) <= blockKeys {
+		b := new(keyBlock)
+		out, mem = b.keys[:len(keys):len(keys)], b.mem[:len(keys)*KeyLen]
+	} else {
+		out = make([][]byte, len(keys))
+		mem = make([]byte, len(keys)*KeyLen)
+	}
 	for i, k := range keys {
 		out[i] = mem[i*KeyLen : (i+1)*KeyLen : (i+1)*KeyLen]
 		copy(out[i], k)
@@ -424,6 +431,17 @@ func (kb *keyBuilder) result(keys [][]byte, n int) (index, lookup [][]byte) {
 		index = nil
 	}
 	return index, lookup
+}
+
+// blockKeys is the most keys a message makes with the default three
+// lead levels: all, media, links, body and three lead keys.
+const blockKeys = 7
+
+// keyBlock holds the keys of a message and their bytes, allocated
+// together.
+type keyBlock struct {
+	keys [blockKeys][]byte
+	mem  [blockKeys * KeyLen]byte
 }
 
 // key is keyBuilder.key of one key with a fresh builder.
@@ -471,6 +489,7 @@ type scratch struct {
 	set              unitSet
 	lead             []string
 	text, rest, subj []string // sorted units of the components
+	links, domains   []string
 	keys             [][]byte
 	kb               keyBuilder
 }
@@ -488,7 +507,7 @@ func (s *Signer) getScratch() *scratch {
 
 // putScratch returns sc to the pool without the message's strings.
 func (s *Signer) putScratch(sc *scratch) {
-	if cap(sc.set.units) > maxPooledUnits {
+	if cap(sc.set.units) > maxPooledUnits || cap(sc.links) > maxPooledUnits {
 		return
 	}
 	clear(sc.set.units)
@@ -496,6 +515,8 @@ func (s *Signer) putScratch(sc *scratch) {
 	clear(sc.text)
 	clear(sc.rest)
 	clear(sc.subj)
+	clear(sc.links)
+	clear(sc.domains)
 	s.pool.Put(sc)
 }
 

@@ -2,6 +2,8 @@ package shortsig
 
 import (
 	"encoding/base64"
+	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 
@@ -218,5 +220,32 @@ func TestMaxUnits(t *testing.T) {
 	more := s.SignUnsigned(&mime.Document{Text: text + "其他內容"})
 	if shared(r, more) != kinds(r) {
 		t.Errorf("keys changed past MaxUnits: %q of %q", shared(r, more), kinds(r))
+	}
+}
+
+// TestMayBeIP: every host net.ParseIP accepts is one mayBeIP lets
+// through.
+func TestMayBeIP(t *testing.T) {
+	for _, h := range []string{"1.2.3.4", "::1", "fe80::1", "::ffff:1.2.3.4", "2001:db8::8a2e:370:7334", "010.1.1.1",
+		"1.2.3", "example.com", "1.2.3.4.example", "a:b", "", "1..2", "fe80::1%eth0"} {
+		if net.ParseIP(h) != nil && !mayBeIP(h) {
+			t.Errorf("mayBeIP(%q) = false, but it is an IP address", h)
+		}
+	}
+	for _, h := range []string{"example.com", "www.1.2.3.4.nip.io", "1-2-3-4.example"} {
+		if mayBeIP(h) {
+			t.Errorf("mayBeIP(%q) = true", h)
+		}
+	}
+	const alphabet = "0123456789.:abcfx%[]"
+	r := rand.New(rand.NewPCG(45, 46))
+	for range 50000 {
+		b := make([]byte, r.IntN(20))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if h := string(b); net.ParseIP(h) != nil && !mayBeIP(h) {
+			t.Fatalf("mayBeIP(%q) = false, but it is an IP address", h)
+		}
 	}
 }

@@ -33,13 +33,13 @@ type unitSet struct {
 	flags []uint8
 	slots []int32 // a power of two; index+1 of a unit, 0 free
 	lower []byte  // a unit being lower-cased
-	// arena holds the lower-cased units of a message, one allocation for
-	// many: a Builder never changes the bytes of a string it returned.
-	arena strings.Builder
+	// arena holds the lower-cased units (and the links) of the messages
+	// signed with the set.
+	arena arena
 }
 
 // arenaSize is the room an arena is made with.
-const arenaSize = 512
+const arenaSize = 4096
 
 // minSlots is the size of an empty set's table: a short message's units
 // fit without a growth.
@@ -51,7 +51,6 @@ func (t *unitSet) reset() {
 		t.seed = maphash.MakeSeed()
 	}
 	clear(t.units) // no message's strings kept alive
-	t.arena = strings.Builder{}
 	t.units, t.flags = t.units[:0], t.flags[:0]
 	if cap(t.slots) < minSlots {
 		t.slots = make([]int32, minSlots)
@@ -119,13 +118,41 @@ func find[T string | []byte](t *unitSet, u T) (int, int) {
 
 // intern returns a string of the bytes of b, in the arena.
 func (t *unitSet) intern(b []byte) string {
-	if t.arena.Cap()-t.arena.Len() < len(b) {
-		t.arena = strings.Builder{} // its strings keep the full one
-		t.arena.Grow(max(arenaSize, len(b)))
+	return t.arena.bytes(b)
+}
+
+// arena makes strings, one allocation for many, from message to
+// message: a Builder only appends, and never changes the bytes of a
+// string it returned, so that the strings of a message stay valid while
+// the next message's are made (nothing keeps them after signing, but
+// they would not change if something did).
+type arena struct {
+	b strings.Builder
+}
+
+// concat returns the string a+b, in the arena.
+func (a *arena) concat(x, y string) string {
+	a.room(len(x) + len(y))
+	start := a.b.Len()
+	a.b.WriteString(x)
+	a.b.WriteString(y)
+	return a.b.String()[start:]
+}
+
+// bytes returns a string of the bytes of b, in the arena.
+func (a *arena) bytes(b []byte) string {
+	a.room(len(b))
+	start := a.b.Len()
+	a.b.Write(b)
+	return a.b.String()[start:]
+}
+
+// room makes room for n bytes.
+func (a *arena) room(n int) {
+	if a.b.Cap()-a.b.Len() < n {
+		a.b = strings.Builder{} // its strings keep the full one
+		a.b.Grow(max(arenaSize, n))
 	}
-	start := t.arena.Len()
-	t.arena.Write(b)
-	return t.arena.String()[start:]
 }
 
 // insert adds u, which is not in the set, at the free slot, and returns
