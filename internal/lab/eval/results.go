@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,7 +232,7 @@ func (r *Results) WriteMarkdown(w io.Writer, docsDir string) error {
 		section("Every spam reported", "", func() { rp.WriteMarkdown(w) }, "", "", "")
 	}
 	if m := r.Mistaken; m != nil {
-		section("Mistaken reports", "Users report mail they once subscribed to. This protocol measures what such reports do to everybody else's legitimate mail: not-near-copies of a reported message must never be flagged, near-copies at most tagged.", func() { m.WriteMarkdown(w) }, "", "", "")
+		section("Mistaken reports", "What mistaken reports of legitimate mail do to everybody else's: not-near-copies of a reported message must never be flagged, near-copies at most tagged.", func() { m.WriteMarkdown(w) }, "", "", "")
 	}
 	if cf := r.Confirmed; cf != nil {
 		section("Copies of confirmed campaigns", "", func() { cf.WriteMarkdown(w) }, "", "", "")
@@ -304,23 +305,42 @@ func (r *Results) writeGoals(w io.Writer) {
 		fmt.Fprintf(w, "- False positives with the adversarial store: %d of %d ham.\n", a.HamFlagged, a.HamChecked)
 	}
 	if m := r.Mistaken; m != nil {
-		// One line per number of reporters and protocol, its rows by
-		// share allowed.
-		for i := 0; i < len(m.Rows); {
-			n, cold := m.Rows[i].Reporters, m.Rows[i].Cold
-			var far, near []string
-			for ; i < len(m.Rows) && m.Rows[i].Reporters == n && m.Rows[i].Cold == cold; i++ {
-				row := &m.Rows[i]
-				above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
-				far = append(far, fmt.Sprintf("%s (%g) with %g%% of their campaigns allowed", mark(row.Flagged(false) == 0), row.Flagged(false), 100*row.Allowed))
-				near = append(near, fmt.Sprintf("%s (%g)", mark(above == 0), above))
+		// One line per number of reporters: its rows by share allowed,
+		// then the same on a first day.
+		var ns []int
+		for _, row := range m.Rows {
+			if !slices.Contains(ns, row.Reporters) {
+				ns = append(ns, row.Reporters)
 			}
-			first := ""
-			if cold && !m.ColdSenders {
-				first = ", on a first day"
+		}
+		for _, n := range ns {
+			var allowed []string
+			var parts []string
+			for _, cold := range []bool{false, true} {
+				var far, near []string
+				for j := range m.Rows {
+					row := &m.Rows[j]
+					if row.Reporters != n || row.Cold != cold {
+						continue
+					}
+					if !cold || m.ColdSenders {
+						allowed = append(allowed, fmt.Sprintf("%g%%", 100*row.Allowed))
+					}
+					above := row.NearActions[action.Quarantine.String()] + row.NearActions[action.Reject.String()]
+					far = append(far, fmt.Sprintf("%s (%g)", mark(row.Flagged(false) == 0), row.Flagged(false)))
+					near = append(near, fmt.Sprintf("%s (%g)", mark(above == 0), above))
+				}
+				if len(far) == 0 {
+					continue
+				}
+				first := ""
+				if cold && !m.ColdSenders {
+					first = "; on a first day, "
+				}
+				parts = append(parts, fmt.Sprintf("%snot-near-copies flagged 0: %s; near-copies at most tagged: %s", first, strings.Join(far, " / "), strings.Join(near, " / ")))
 			}
-			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each%s: not-near-copies flagged 0: %s; near-copies at most tagged: %s quarantined or rejected.\n",
-				n, 100*m.Share, first, strings.Join(far, ", "), strings.Join(near, ", "))
+			fmt.Fprintf(w, "- %d mistaken reporter(s) of %.0f%% of the legitimate mail each, %s of their campaigns allowed: %s.\n",
+				n, 100*m.Share, strings.Join(allowed, " / "), strings.Join(parts, ""))
 		}
 	}
 	if cf := r.Confirmed; cf != nil {
