@@ -80,10 +80,10 @@ func (g *Graymail) String() string {
 		parts = append(parts, fmt.Sprintf("list %s (%d accepted messages)", g.List, g.ListHam))
 	}
 	if g.Reply {
-		parts = append(parts, "a reply (In-Reply-To or References)")
+		parts = append(parts, "In-Reply-To or References header")
 	}
 	if g.ListMail {
-		parts = append(parts, "Precedence: list")
+		parts = append(parts, "Precedence: list header")
 	}
 	if g.Bulk {
 		parts = append(parts, "bulk-mail header")

@@ -233,13 +233,13 @@ func TestGraymailSigns(t *testing.T) {
 		wantHistory string // the same with GraymailHistoryOnly
 	}{
 		{name: "known list", raw: listPost("Offer", text, "announce.example.org", "new.example"),
-			want:        "list announce.example.org (10 accepted messages), Precedence: list, bulk-mail header",
+			want:        "list announce.example.org (10 accepted messages), Precedence: list header, bulk-mail header",
 			wantHistory: "list announce.example.org (10 accepted messages), bulk-mail header"},
 		{name: "forged list id", raw: bytes.Replace(listPost("Offer", text, "announce.example.net", "new.example"), []byte("Precedence: list\r\n"), nil, 1)},
-		{name: "a reply", raw: reply("In-Reply-To: <1@reply.example>\r\n"), want: "a reply (In-Reply-To or References)"},
-		{name: "a list's mail", raw: reply("Precedence: list\r\n"), want: "Precedence: list, bulk-mail header"},
+		{name: "a reply", raw: reply("In-Reply-To: <1@reply.example>\r\n"), want: "In-Reply-To or References header"},
+		{name: "a list's mail", raw: reply("Precedence: list\r\n"), want: "Precedence: list header, bulk-mail header"},
 		{name: "a reply on a list never seen", raw: reply("References: <1@reply.example>\r\nList-Id: <x.example.net>\r\nPrecedence: list\r\n"),
-			want: "a reply (In-Reply-To or References), Precedence: list, bulk-mail header"},
+			want: "In-Reply-To or References header, Precedence: list header, bulk-mail header"},
 		{name: "a reply naming no message", raw: reply("In-Reply-To: your mail\r\n")},
 		{name: "bulk header alone", raw: reply("List-Unsubscribe: <mailto:leave@reply.example>\r\nPrecedence: bulk\r\n")},
 		// A reply sent straight to the list's members and to the list: no
@@ -492,7 +492,7 @@ func TestGraymailAuthenticated(t *testing.T) {
 		{name: "reply, no result", reply: true},
 		{name: "reply, dkim of another domain", reply: true, ar: "mx.example.net; dkim=pass header.d=example.org"},
 		{name: "reply, dkim of the sender's domain", reply: true, ar: "mx.example.net; dkim=pass header.d=reply.example",
-			want: "a reply (In-Reply-To or References), authenticated: dkim reply.example by mx.example.net"},
+			want: "In-Reply-To or References header, authenticated: dkim reply.example by mx.example.net"},
 		{name: "sender, no result"},
 		{name: "sender, dmarc pass", ar: "mx.example.net; dmarc=pass header.from=shop.example",
 			want: "sender shop.example (10 accepted messages), authenticated: dmarc shop.example by mx.example.net"},

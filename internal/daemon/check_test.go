@@ -48,8 +48,9 @@ func TestCheckConfigAsServe(t *testing.T) {
 			if storeDir == "" {
 				storeDir = filepath.Join(dir, fmt.Sprint("store", i))
 			}
-			cfgPath := write(fmt.Sprintf("c%d.yaml", i), "milter:\n  listen: inet:"+freeAddr(t)+"\n"+tt.milter+
-				"http:\n  listen: "+freeAddr(t)+"\n"+tt.http+"store:\n  dir: "+storeDir+"\n"+tt.other)
+			a := freeAddrs(t, 2)
+			cfgPath := write(fmt.Sprintf("c%d.yaml", i), "milter:\n  listen: inet:"+a[0]+"\n"+tt.milter+
+				"http:\n  listen: "+a[1]+"\n"+tt.http+"store:\n  dir: "+storeDir+"\n"+tt.other)
 			cfg, loadErr := LoadConfig(cfgPath, "")
 			var checkErr error
 			if loadErr == nil {

@@ -21,12 +21,21 @@ import (
 	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
+// freeAddr is one free loopback address; freeAddrs n distinct ones. A test
+// that needs several takes them in one freeAddrs call: each pick is
+// released for its server to bind, so separate calls can return the same
+// port twice (two nodes then fight over one route port).
 func freeAddr(t *testing.T) string {
+	t.Helper()
+	return freeAddrs(t, 1)[0]
+}
+
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	// Below the ephemeral range: a port-0 pick could be handed, before the
 	// daemon binds it, to the local end of another node's outgoing route
 	// dial, and that node's route listener would never start.
-	return testutil.FreeAddrs(t, 1)[0]
+	return testutil.FreeAddrs(t, n)
 }
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -45,7 +54,8 @@ func httpGet(t *testing.T, url string) (int, string) {
 // configuration), clean stop when the context ends.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
-	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
+	a := freeAddrs(t, 2)
+	milterAddr, httpAddr := a[0], a[1]
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	readPassword := "first-read-password-0123"
 	writeCfg := func(milterExtra string) {

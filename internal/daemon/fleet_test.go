@@ -34,7 +34,8 @@ func TestRunFleetEmbedded(t *testing.T) {
 		t.Skip("starts a JetStream server")
 	}
 	dir := t.TempDir()
-	milterAddr, httpAddr, natsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	a := freeAddrs(t, 3)
+	milterAddr, httpAddr, natsAddr := a[0], a[1], a[2]
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	seedFile, pub := testSeed(t, dir, "mx1")
 	cfg := fmt.Sprintf(`milter:
@@ -250,6 +251,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		logs                                           testutil.LockedBuffer
 	}
 	hosts := make([]*host, 4)
+	addrs := freeAddrs(t, 12) // the first three hosts'
 	var nodes, routes []string
 	for i := range hosts {
 		seed, pub, err := natsd.NewUserKey()
@@ -258,7 +260,7 @@ func TestFleetReplaceHost(t *testing.T) {
 		}
 		h := &host{name: fmt.Sprintf("mx%d", i+1)}
 		if i < 3 { // mx4's addresses are picked when it starts (below)
-			h.milter, h.http, h.nats, h.route = freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+			h.milter, h.http, h.nats, h.route = addrs[4*i], addrs[4*i+1], addrs[4*i+2], addrs[4*i+3]
 		}
 		h.seedFile, h.cfg = filepath.Join(dir, h.name+".nk"), filepath.Join(dir, h.name+".yaml")
 		if err := os.WriteFile(h.seedFile, seed, 0o600); err != nil {
@@ -399,7 +401,8 @@ fleet:
 	// mx3 is retired, mx4 takes its place, mx3 is removed.
 	stop(hosts[2])
 	mx4 := hosts[3]
-	mx4.milter, mx4.http, mx4.nats, mx4.route = freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	a4 := freeAddrs(t, 4)
+	mx4.milter, mx4.http, mx4.nats, mx4.route = a4[0], a4[1], a4[2], a4[3]
 	writeConfig(mx4)
 	start(mx4)
 	ready(hosts[3])

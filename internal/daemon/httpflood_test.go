@@ -42,7 +42,8 @@ func TestHTTPFloodKeepsMilter(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < flood+200 {
 		t.Skipf("open-files limit %d is below the flood's %d (%v)", rl.Cur, flood+200, err)
 	}
-	milterAddr, httpAddr := freeAddr(t), freeAddr(t)
+	a := freeAddrs(t, 2)
+	milterAddr, httpAddr := a[0], a[1]
 	var logw testutil.LockedBuffer
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHTTPFloodDaemonProcess$")
 	cmd.Env = append(os.Environ(), "NDD_FLOOD_DAEMON="+t.TempDir()+","+milterAddr+","+httpAddr)

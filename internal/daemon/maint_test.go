@@ -25,9 +25,10 @@ func startDaemon(t *testing.T, o Options) string {
 		o.StoreDir = filepath.Join(t.TempDir(), "store")
 	}
 	storeDir := o.StoreDir
-	o.MilterListen = "inet:" + freeAddr(t)
+	a := freeAddrs(t, 2)
+	o.MilterListen = "inet:" + a[0]
 	if o.HTTPListen == "" {
-		o.HTTPListen = freeAddr(t)
+		o.HTTPListen = a[1]
 	}
 	if o.LogOutput == nil {
 		o.LogOutput = io.Discard
@@ -101,12 +102,13 @@ func TestSIGTERMAfterStoreRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeDir := filepath.Join(dir, "store")
-	httpAddr := freeAddr(t)
+	a := freeAddrs(t, 2)
+	httpAddr := a[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{ConfigPath: cfgPath, StoreDir: storeDir, MilterListen: "inet:" + freeAddr(t),
+		done <- Run(ctx, Options{ConfigPath: cfgPath, StoreDir: storeDir, MilterListen: "inet:" + a[1],
 			HTTPListen: httpAddr, LogOutput: io.Discard})
 	}()
 	base := "http://" + httpAddr

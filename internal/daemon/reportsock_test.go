@@ -187,9 +187,10 @@ func TestSpoolIngestsOnlyAdmittedOwners(t *testing.T) {
 		write(filepath.Join(newDir, "3000000000000000000.4.allowed"), "dave@example.org", legit, allowedUID)
 		refused++
 	}
-	httpAddr := freeAddr(t)
+	a := freeAddrs(t, 2)
+	httpAddr := a[0]
 	cfg := fmt.Sprintf("milter:\n  listen: inet:%s\nhttp:\n  listen: %s\n  token: s3cret-0123456789\napi:\n  socket: %s\n  allow_users: [\"%d\"]\n  spool_dir: %s\n  spool_interval: 1s\nstore:\n  dir: %s\nlog:\n  format: json\n",
-		freeAddr(t), httpAddr, sock, allowedUID, spoolDir, storeDir)
+		a[1], httpAddr, sock, allowedUID, spoolDir, storeDir)
 	cfgPath := filepath.Join(dir, "nddmilter.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

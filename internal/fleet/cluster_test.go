@@ -22,11 +22,6 @@ type testCluster struct {
 	srvs []*server.Server
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	return testutil.FreePorts(t, 1)[0]
-}
-
 // startCluster starts n clustered JetStream servers (n == 1: a single
 // server) with their state in t's temporary directories.
 //
@@ -52,10 +47,8 @@ func startCluster(t testing.TB, n int) *testCluster {
 }
 
 func (c *testCluster) startAll(dir string, n int) error {
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = freePort(c.t)
-	}
+	// In one call: separate picks could return the same port twice.
+	ports := testutil.FreePorts(c.t, n)
 	for i := range n {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("s%d", i),
