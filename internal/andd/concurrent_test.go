@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // TestConcurrentResultsStable signs documents with links (host terms,
@@ -68,25 +68,5 @@ func TestConcurrentResultsStable(t *testing.T) {
 		t.Fatal("no host term weighted: the test does not test them")
 	}
 	s := newSigner()
-	const workers, rounds = 4, 3
-	got := make([][]result, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range rounds * len(docs) {
-				got[w] = append(got[w], sign(s, docs[(k*(w+1))%len(docs)]))
-			}
-		}()
-	}
-	wg.Wait()
-	for w := range workers {
-		for k, res := range got[w] {
-			i := (k * (w + 1)) % len(docs)
-			if g := str(res); g != want[i] {
-				t.Fatalf("worker %d, document %d:\n%s\nwant\n%s", w, i, g, want[i])
-			}
-		}
-	}
+	testutil.SameWhenConcurrent(t, want, 4, 3, func(i int) result { return sign(s, docs[i]) }, str)
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nddmilter/nddmilter/internal/mime"
+	"github.com/nddmilter/nddmilter/internal/testutil"
 )
 
 // resultString is r in a form that does not share memory with r.
@@ -47,25 +47,5 @@ func TestConcurrentResultsStable(t *testing.T) {
 		want[i] = resultString(New(Options{}).Sign(d))
 	}
 	s := New(Options{})
-	const workers, rounds = 4, 5
-	got := make([][]Result, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range rounds * len(docs) {
-				got[w] = append(got[w], s.Sign(docs[(k*(w+1))%len(docs)]))
-			}
-		}()
-	}
-	wg.Wait()
-	for w := range workers {
-		for k, res := range got[w] {
-			i := (k * (w + 1)) % len(docs)
-			if g := resultString(res); g != want[i] {
-				t.Fatalf("worker %d, document %d: %s, want %s", w, i, g, want[i])
-			}
-		}
-	}
+	testutil.SameWhenConcurrent(t, want, 4, 5, func(i int) Result { return s.Sign(docs[i]) }, resultString)
 }

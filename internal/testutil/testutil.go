@@ -74,3 +74,31 @@ func FreePorts(t testing.TB, n int) []int {
 	}
 	return ports
 }
+
+// SameWhenConcurrent calls sign for the inputs 0..len(want)-1 from
+// workers goroutines, rounds times each input per goroutine, and fails
+// when the string of a result (str), taken after every call returned,
+// differs from want: a result must share no pooled memory that a later
+// call overwrites. Run it under -race too.
+func SameWhenConcurrent[R any](t testing.TB, want []string, workers, rounds int, sign func(i int) R, str func(R) string) {
+	t.Helper()
+	n := len(want)
+	got := make([][]R, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for k := range rounds * n {
+				got[w] = append(got[w], sign((k*(w+1))%n))
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		for k, res := range got[w] {
+			i := (k * (w + 1)) % n
+			if g := str(res); g != want[i] {
+				t.Fatalf("worker %d, input %d:\n%s\nwant\n%s", w, i, g, want[i])
+			}
+		}
+	}
+}
