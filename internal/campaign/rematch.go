@@ -10,8 +10,8 @@ import (
 
 // The two entry points of zero-hour purge (internal/zap): the milter
 // keeps the evidence of what it lets through (CheckEvidence), and when a
-// campaign escalates the evidence kept is matched again against the
-// campaigns as they are now (MatchEvidence).
+// campaign escalates the evidence kept, with the message's signs, is
+// matched again against the campaigns as they are now (MatchEvidence).
 
 // CheckEvidence is CheckWith that also returns the signed message, for
 // the milter's delivery ledger: the same path (signing, lookup, policy,
@@ -29,12 +29,20 @@ func (e *Checker) CheckEvidence(ctx context.Context, raw []byte, o CheckOptions)
 }
 
 // MatchEvidence decides on a message's evidence (pipeline.MarshalEvidence)
-// as a check of the message would now, against the campaigns as they
-// are now, and counts nothing: it only reads.
-func (e *Checker) MatchEvidence(ctx context.Context, ev []byte) (Verdict, error) {
+// and its signs (pipeline.MarshalSigns: its graymail signs, which the
+// evidence does not hold; nil for none) as a check of the message would
+// now, against the campaigns as they are now, and counts nothing: it
+// only reads.
+func (e *Checker) MatchEvidence(ctx context.Context, ev, signs []byte) (Verdict, error) {
 	m, err := pipeline.UnmarshalEvidence(ev)
 	if err != nil {
 		return Verdict{Action: action.Accept, Failed: "evidence"}, fmt.Errorf("match evidence: %w", err)
 	}
+	s, err := pipeline.UnmarshalSigns(signs)
+	if err != nil {
+		// Matched as a message without signs: what the evidence says.
+		e.log.Warn("match evidence: signs ignored", "err", err)
+	}
+	m.SetSigns(s)
 	return e.decide(ctx, m, false, CheckOptions{})
 }

@@ -48,8 +48,8 @@ func (c currentEngine) ExactCopy(cp *store.Campaign) campaign.Decision {
 	return c.d.eng.Load().Reader.ExactCopy(cp)
 }
 
-func (c currentEngine) MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error) {
-	return c.d.eng.Load().Checker.MatchEvidence(ctx, ev)
+func (c currentEngine) MatchEvidence(ctx context.Context, ev, signs []byte) (campaign.Verdict, error) {
+	return c.d.eng.Load().Checker.MatchEvidence(ctx, ev, signs)
 }
 
 // newMover is the backend the configuration names.

@@ -21,9 +21,11 @@ type Delivery struct {
 	Rcpts []string
 	// RcptCount counts every recipient (Rcpts may be fewer).
 	RcptCount int
-	// Evidence is the message's evidence (pipeline.MarshalEvidence); the
-	// ledger owns it after Record.
+	// Evidence is the message's evidence (pipeline.MarshalEvidence) and
+	// Signs its graymail signs (pipeline.MarshalSigns; nil for none),
+	// which a purge's match reads too; the ledger owns both after Record.
 	Evidence []byte
+	Signs    []byte
 }
 
 // Entry is one recorded delivery.
@@ -90,7 +92,9 @@ func CheckMessageID(id string) string {
 	return ""
 }
 
-const entryVersion = 1
+// entryVersion is the format written; version 1 entries (no signs)
+// are still read.
+const entryVersion = 2
 
 // errEntry is wrapped by decodeEntry's errors.
 var errEntry = errors.New("ledger: undecodable entry")
@@ -118,7 +122,8 @@ func (e *Entry) encode(dst []byte, maxRcpts int) []byte {
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(e.Evidence)))
-	return append(dst, e.Evidence...)
+	dst = append(dst, e.Evidence...)
+	return appendBytes(dst, string(e.Signs))
 }
 
 func clip(s string, n int) string {
@@ -136,7 +141,7 @@ func appendBytes(dst []byte, s string) []byte {
 // decodeEntry decodes a value; the entry's Evidence refers to b.
 func decodeEntry(k Key, b []byte) (Entry, error) {
 	e := Entry{Key: k}
-	if len(b) < 2 || b[0] != entryVersion {
+	if len(b) < 2 || b[0] != 1 && b[0] != entryVersion {
 		return e, fmt.Errorf("%w: version", errEntry)
 	}
 	d := reader{b: b[2:]}
@@ -154,6 +159,9 @@ func decodeEntry(k Key, b []byte) (Entry, error) {
 		e.Rcpts = append(e.Rcpts, d.str())
 	}
 	e.Evidence = d.bytes()
+	if b[0] >= 2 {
+		e.Signs = d.bytes()
+	}
 	if d.bad || len(d.b) != 0 {
 		return e, fmt.Errorf("%w: %s", errEntry, k)
 	}

@@ -24,7 +24,7 @@ type Options struct {
 	MaxBytes int64
 	// MaxRcpts bounds the recipients kept per entry. Default 100.
 	MaxRcpts int
-	// MaxEvidence bounds an entry's evidence; a larger one is not
+	// MaxEvidence bounds an entry's evidence and signs; larger ones are not
 	// recorded (counted as dropped). Default 64 KiB.
 	MaxEvidence int
 	// QueueLen bounds the deliveries waiting to be written; beyond it
@@ -191,7 +191,7 @@ func (l *Ledger) count() error {
 // or whose evidence is larger than Options.MaxEvidence or empty, is
 // dropped and counted.
 func (l *Ledger) Record(d Delivery) {
-	if l.closed.Load() || len(d.Evidence) == 0 || len(d.Evidence) > l.opts.MaxEvidence {
+	if l.closed.Load() || len(d.Evidence) == 0 || len(d.Evidence)+len(d.Signs) > l.opts.MaxEvidence {
 		l.dropped.Add(1)
 		return
 	}
@@ -203,7 +203,7 @@ func (l *Ledger) Record(d Delivery) {
 		e.MessageID = clip(e.MessageID, MaxMessageID)
 	}
 	p := pending{key: makeKey(d.Time, l.seq.Add(1)), id: e.MessageID}
-	size := 64 + len(d.QueueID) + len(d.MessageID) + len(d.Evidence)
+	size := 64 + len(d.QueueID) + len(d.MessageID) + len(d.Evidence) + len(d.Signs)
 	for _, r := range d.Rcpts[:min(len(d.Rcpts), l.opts.MaxRcpts)] {
 		size += len(r) + 2
 	}

@@ -239,3 +239,22 @@ func BenchmarkRecord(b *testing.B) {
 			Rcpts: rcpts, RcptCount: 2, Evidence: ev})
 	}
 }
+
+// An entry keeps its message's signs; an entry of version 1, written
+// before signs were kept, is read with none.
+func TestEntrySigns(t *testing.T) {
+	d := delivery(1, time.Unix(5, 0))
+	d.Signs = []byte(`{"reply":true}`)
+	b := (&Entry{Delivery: d}).encode(nil, 10)
+	got, err := decodeEntry(Key{}, b)
+	if err != nil || string(got.Signs) != `{"reply":true}` || string(got.Evidence) != string(d.Evidence) {
+		t.Fatalf("decoded %q, %q, %v", got.Signs, got.Evidence, err)
+	}
+	d.Signs = nil
+	v1 := (&Entry{Delivery: d}).encode(nil, 10)
+	v1[0], v1 = 1, v1[:len(v1)-1] // no signs' length
+	got, err = decodeEntry(Key{}, v1)
+	if err != nil || len(got.Signs) != 0 || string(got.Evidence) != string(d.Evidence) {
+		t.Errorf("version 1: %q, %q, %v", got.Signs, got.Evidence, err)
+	}
+}

@@ -38,11 +38,11 @@ func (s *session) ledgerRcpt(st *state, r []byte) {
 // kept is the evidence of a checked message the ledger will keep if the
 // message is let through.
 type kept struct {
-	evidence  []byte
-	messageID string
+	evidence, signs []byte
+	messageID       string
 }
 
-// keep makes the evidence of m for the ledger when the message will be
+// keep makes the evidence and signs of m for the ledger when the message will be
 // let through (its action, capped at limit, is at most tag) and can
 // match a campaign (it has a signature). The copy leaves out the
 // excerpt and the warnings, which no match reads (m is the checker's
@@ -56,7 +56,13 @@ func keep(m *pipeline.Message, v campaign.Verdict, limit action.Action) (kept, b
 	if err != nil {
 		return kept{}, false
 	}
-	return kept{evidence: ev, messageID: m.MessageID}, true
+	// The graymail signs, which the evidence does not hold: a purge
+	// matches the message as its check would.
+	signs, err := pipeline.MarshalSigns(m.Signs())
+	if err != nil {
+		signs = nil
+	}
+	return kept{evidence: ev, signs: signs, messageID: m.MessageID}, true
 }
 
 // record hands a message let through to the ledger.
@@ -67,5 +73,5 @@ func (s *session) record(st *state, k kept) {
 	rcpts := make([]string, len(s.ledgerRcpts))
 	copy(rcpts, s.ledgerRcpts)
 	st.opts.Ledger.Record(ledger.Delivery{Time: time.Now(), QueueID: s.queueID, MessageID: k.messageID,
-		Rcpts: rcpts, RcptCount: s.rcpts, Evidence: k.evidence})
+		Rcpts: rcpts, RcptCount: s.rcpts, Evidence: k.evidence, Signs: k.signs})
 }

@@ -63,6 +63,7 @@ func TestLedgerRecordsWhatPasses(t *testing.T) {
 
 	m := hamMsg("ham-1@example.org")
 	m.rcpts = []string{"<alice@example.org>", "bob@example.org"}
+	m.headers = append(m.headers, [2]string{"In-Reply-To", "<thread@example.org>"})
 	if _, act := send(t, s, m); act.Code != gomilter.ActAccept {
 		t.Fatalf("ham: %c", act.Code)
 	}
@@ -82,6 +83,10 @@ func TestLedgerRecordsWhatPasses(t *testing.T) {
 		strings.Join(d.Rcpts, ",") != "alice@example.org,bob@example.org" || len(d.Evidence) == 0 || d.Time.IsZero() {
 		t.Errorf("ham recorded as %+v", d)
 	}
+	// Its graymail signs, which a purge's match reads with the evidence.
+	if sg, err := pipeline.UnmarshalSigns(got[0].Signs); err != nil || !sg.Reply {
+		t.Errorf("ham's signs %q: %+v, %v", got[0].Signs, sg, err)
+	}
 	if got[2].MessageID != "" {
 		t.Errorf("no Message-ID recorded as %q", got[2].MessageID)
 	}
@@ -98,11 +103,11 @@ func TestLedgerRecordsWhatPasses(t *testing.T) {
 		}
 		id = out.Campaign
 	}
-	v, err := eng.Checker.MatchEvidence(context.Background(), ev)
+	v, err := eng.Checker.MatchEvidence(context.Background(), ev, nil)
 	if err != nil || v.Campaign != id || v.Action < action.Quarantine {
 		t.Fatalf("the kept evidence after escalation: %+v, %v", v, err)
 	}
-	if v, _ := eng.Checker.MatchEvidence(context.Background(), got[0].Evidence); v.Campaign != 0 {
+	if v, _ := eng.Checker.MatchEvidence(context.Background(), got[0].Evidence, got[0].Signs); v.Campaign != 0 {
 		t.Errorf("the ham's evidence matches campaign %d", v.Campaign)
 	}
 

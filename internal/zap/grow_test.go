@@ -39,8 +39,8 @@ func (g *growing) Get(ctx context.Context, id store.CampaignID) (*store.Campaign
 	return c, err
 }
 
-func (g *growing) MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error) {
-	v, err := g.engCampaigns.MatchEvidence(ctx, ev)
+func (g *growing) MatchEvidence(ctx context.Context, ev, signs []byte) (campaign.Verdict, error) {
+	v, err := g.engCampaigns.MatchEvidence(ctx, ev, signs)
 	if g.weak.Load() {
 		v.Action = min(v.Action, action.Tag)
 	}

@@ -216,7 +216,7 @@ func (p *Purger) rematch(ctx context.Context, from ledger.Key) error {
 	var hits []hit
 	err := p.l.Scan(ctx, from, func(e ledger.Entry) (bool, error) {
 		last = e.Key
-		v, err := p.c.MatchEvidence(ctx, e.Evidence)
+		v, err := p.c.MatchEvidence(ctx, e.Evidence, e.Signs)
 		if err != nil {
 			p.log.Warn("zap: entry not matched", "entry", e.Key.String(), "err", err)
 			return true, nil
@@ -329,7 +329,7 @@ func (p *Purger) ambiguous(ctx context.Context, e ledger.Entry) (map[string]bool
 		if err != nil || o.MessageID != e.MessageID {
 			continue // evicted meanwhile, or another id with the same hash
 		}
-		v, err := p.c.MatchEvidence(ctx, o.Evidence)
+		v, err := p.c.MatchEvidence(ctx, o.Evidence, o.Signs)
 		if err == nil && v.Action >= p.o.Trigger {
 			continue // also taken back: no ambiguity
 		}

@@ -41,7 +41,7 @@ type Campaigns interface {
 	List(ctx context.Context, q store.Query) ([]store.Campaign, error)
 	Get(ctx context.Context, id store.CampaignID) (*store.Campaign, error)
 	ExactCopy(c *store.Campaign) campaign.Decision
-	MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error)
+	MatchEvidence(ctx context.Context, ev, signs []byte) (campaign.Verdict, error)
 }
 
 // Modes of Options.Mode.

@@ -320,6 +320,6 @@ func (c engCampaigns) ExactCopy(cp *store.Campaign) campaign.Decision {
 	return c.e.Reader.ExactCopy(cp)
 }
 
-func (c engCampaigns) MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error) {
-	return c.e.Checker.MatchEvidence(ctx, ev)
+func (c engCampaigns) MatchEvidence(ctx context.Context, ev, signs []byte) (campaign.Verdict, error) {
+	return c.e.Checker.MatchEvidence(ctx, ev, signs)
 }

@@ -465,8 +465,8 @@ func (c zapCampaigns) ExactCopy(cp *store.Campaign) campaign.Decision {
 	return c.e.Reader.ExactCopy(cp)
 }
 
-func (c zapCampaigns) MatchEvidence(ctx context.Context, ev []byte) (campaign.Verdict, error) {
-	return c.e.Checker.MatchEvidence(ctx, ev)
+func (c zapCampaigns) MatchEvidence(ctx context.Context, ev, signs []byte) (campaign.Verdict, error) {
+	return c.e.Checker.MatchEvidence(ctx, ev, signs)
 }
 
 // WriteMarkdown prints the scenario's table.
