@@ -46,6 +46,16 @@ skip_unless_root "the package test needs root (dpkg -i, the package's user)"
 command -v dpkg >/dev/null || { echo "SKIP: no dpkg here"; echo "0 passed, 0 failed"; exit 0; }
 install_commands curl
 
+# The package's daemon listens on the default ports: another process there
+# would answer for it, and the installed daemon could not bind.
+for port in 8898 8899; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "FAIL: 127.0.0.1:$port is already in use (the packaged daemon's default): stop what listens there ($(ss -ltnpH "sport = :$port" 2>/dev/null | head -1))"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+done
+
 T=$(mktemp -d /tmp/ndd-pkg.XXXXXX)
 chmod 755 "$T"
 NDD_PID=
@@ -310,7 +320,7 @@ cat "$T/remove.log" >>"$T/dpkg.log"
 if [ -z "$(installed_pids)" ] && ! pgrep -u nddmilter >/dev/null 2>&1 && grep -q 'nddmilter: stopped' "$T/remove.log"; then
 	pass "(f) dpkg -r stopped the daemon: $(grep -m1 'nddmilter: stopped' "$T/remove.log")"
 else
-	fail "(f) after dpkg -r: processes $(installed_pids) $(pgrep -u nddmilter -a); dpkg said: $(tail -3 "$T/remove.log")"
+	fail "(f) after dpkg -r: processes $(installed_pids) $(pgrep -u nddmilter -a); dpkg said: $(tail -3 "$T/remove.log"); the daemon's log: $(tail -5 /var/log/nddmilter.log 2>/dev/null)"
 fi
 
 # (g) purge: nothing left running or installed.
