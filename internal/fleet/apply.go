@@ -209,7 +209,7 @@ func (n *Node) consume() error {
 	if err != nil {
 		return fmt.Errorf("fleet: consumer: %w", err)
 	}
-	it, err := cons.Messages()
+	it, err := cons.Messages(jetstream.PullHeartbeat(consumerHeartbeat))
 	if err != nil {
 		return fmt.Errorf("fleet: consumer: %w", err)
 	}
@@ -264,6 +264,14 @@ func (n *Node) consume() error {
 		n.clearErr() // applying again: an earlier error is over
 	}
 }
+
+// consumerHeartbeat is how often the server serving the consumer says it
+// is alive while no event comes. The client recreates the consumer after
+// two missed heartbeats: when that server is cut off from this one (a
+// partition; the consumer is placed on any server holding the stream),
+// the node follows the stream again within seconds instead of the
+// client's default 10.
+const consumerHeartbeat = time.Second
 
 // readAhead bounds the events received and verified ahead of the one
 // being applied: enough to keep the applier busy between two deliveries,
