@@ -174,10 +174,12 @@ func NewSummary(c *store.Campaign) Summary {
 type Watched struct {
 	Summary
 	HamSenders []HamSender `json:"ham_senders,omitempty"`
-	// Graymail: its copies from those senders are graymail, accepted
-	// unless near-copies (campaign.Watched.Graymail).
-	Graymail bool     `json:"graymail,omitempty"`
-	Reasons  []string `json:"reasons"`
+	// GraymailCopies are this node's copies held back as graymail, and
+	// Graymail says such copies are accepted unless near-copies
+	// (campaign.Watched).
+	GraymailCopies int64    `json:"graymail_copies,omitempty"`
+	Graymail       bool     `json:"graymail,omitempty"`
+	Reasons        []string `json:"reasons"`
 }
 
 // HamSender is a sender domain of a campaign's copies that also sends
@@ -190,7 +192,7 @@ type HamSender struct {
 
 // NewWatched converts a campaign of the false-positive watch.
 func NewWatched(w *campaign.Watched) Watched {
-	out := Watched{Summary: NewSummary(&w.Campaign), Graymail: w.Graymail, Reasons: w.Reasons()}
+	out := Watched{Summary: NewSummary(&w.Campaign), GraymailCopies: w.GraymailCopies, Graymail: w.Graymail, Reasons: w.Reasons()}
 	for _, s := range w.HamSenders {
 		out.HamSenders = append(out.HamSenders, HamSender{Domain: s.Domain, Copies: s.Copies, Ham: s.Ham})
 	}

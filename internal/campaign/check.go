@@ -130,11 +130,15 @@ func (e *Checker) decide(ctx context.Context, m *pipeline.Message, record bool, 
 		}
 		return v, nil
 	}
-	// The sender domains of a campaign's copies (this node's own, in
-	// memory until the hit flush): the false-positive watch.
+	// The sender domains of a campaign's copies, and those held back as
+	// graymail (this node's own, in memory until the hit flush): the
+	// false-positive watch.
 	if e.senders != nil {
 		if d := SenderDomain(m.From); d != "" {
 			e.senders.RecordSender(v.Campaign, d)
+		}
+		if v.Decision != nil && v.Decision.Graymail != nil {
+			e.senders.RecordGraymail(v.Campaign)
 		}
 	}
 	if b := e.hits.Load(); b != nil {

@@ -363,6 +363,29 @@ func TestGraymailGuardEngine(t *testing.T) {
 			if (v.Decision.Graymail != nil) != tt.wantGray {
 				t.Errorf("graymail named %v, want %v (rule %q)", v.Decision.Graymail != nil, tt.wantGray, v.Rule)
 			}
+			// The false-positive watch lists a campaign whose copy was
+			// held back, whatever the sign, and labels it graymail.
+			if _, err := f.st.StateHash(f.ctx); err != nil { // flushes the buffered counts
+				t.Fatal(err)
+			}
+			w, err := f.eng.Reader.FalsePositiveWatch(f.ctx, WatchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed *Watched
+			for i := range w {
+				if w[i].ID == v.Campaign {
+					listed = &w[i]
+				}
+			}
+			switch {
+			case !tt.wantGray && listed != nil && listed.GraymailCopies != 0:
+				t.Errorf("watch: %d copies held back as graymail, want none", listed.GraymailCopies)
+			case tt.wantGray && (listed == nil || listed.GraymailCopies != 1 || !listed.Graymail):
+				t.Errorf("watch: campaign %d not listed with 1 copy held back as graymail: %+v", v.Campaign, listed)
+			case tt.wantGray && !strings.Contains(strings.Join(listed.Reasons(), "; "), "1 copies held back as graymail"):
+				t.Errorf("watch reasons: %q", listed.Reasons())
+			}
 		})
 	}
 }

@@ -98,12 +98,17 @@ type Watched struct {
 	// HamSenders are the campaign's sender domains that also send ham
 	// (WatchOptions), most ham first.
 	HamSenders []HamSender
-	// Graymail is set when copies from those senders are graymail
-	// (graymail.go): the campaign has fewer than Policy.GraymailReporters
-	// spam reporters and a sender sent at least Policy.GraymailHamMessages
-	// accepted messages, so such copies are accepted unless they are
-	// near-copies of the reported text (with Policy.AuthservIDs, only
-	// those authenticated for the sender's domain).
+	// GraymailCopies are this node's copies of the campaign that their
+	// graymail signs held back (graymail.go: replies, a list's mail,
+	// lists and senders with accepted mail): accepted, or tagged at most.
+	GraymailCopies int64
+	// Graymail is set when the campaign has fewer than
+	// Policy.GraymailReporters spam reporters and its copies are
+	// graymail: some were held back (GraymailCopies), or a sender sent at
+	// least Policy.GraymailHamMessages accepted messages, so such copies
+	// are accepted unless they are near-copies of the reported text
+	// (with Policy.AuthservIDs, only those authenticated for the
+	// sender's domain).
 	Graymail bool
 	// graymailReporters and authenticated are the policy's, for Reasons.
 	graymailReporters int
@@ -119,13 +124,20 @@ func (w *Watched) Reasons() []string {
 	for _, s := range w.HamSenders {
 		rs = append(rs, fmt.Sprintf("%d copies from %s, which sent %d accepted messages", s.Copies, s.Domain, s.Ham))
 	}
+	if w.GraymailCopies > 0 {
+		rs = append(rs, fmt.Sprintf("%d copies held back as graymail (replies, a list's mail, or lists and senders with accepted mail)", w.GraymailCopies))
+	}
 	if w.Graymail {
 		auth := ""
 		if w.authenticated {
 			auth = " and authenticated"
 		}
-		rs = append(rs, fmt.Sprintf("graymail: with fewer than %d spam reporters, its copies from those senders%s are accepted unless near-copies of the reported text",
-			w.graymailReporters, auth))
+		from := "its copies from those senders"
+		if len(w.HamSenders) == 0 {
+			from = "its graymail copies"
+		}
+		rs = append(rs, fmt.Sprintf("graymail: with fewer than %d spam reporters, %s%s are accepted unless near-copies of the reported text",
+			w.graymailReporters, from, auth))
 	}
 	return rs
 }
@@ -133,9 +145,11 @@ func (w *Watched) Reasons() []string {
 // FalsePositiveWatch returns the campaigns an administrator should look
 // at for legitimate mail caught by mistake: first those whose copies came
 // from senders that also send ham (WatchOptions; most ham first), then
-// those that received not-spam reports (most distinct not-spam reporters
-// first), each with its reasons. The sender statistics are this node's
-// (store.SenderStore); a store without them gives the second list only.
+// those with copies held back as graymail (most first), then those that
+// received not-spam reports (most distinct not-spam reporters first),
+// each with its reasons. The sender and graymail statistics are this
+// node's (store.SenderStore); a store without them gives the last list
+// only.
 func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) (out []Watched, err error) {
 	o = o.withDefaults()
 	limit := o.Limit
@@ -146,9 +160,14 @@ func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) (out []
 	if err != nil {
 		return nil, err
 	}
+	held, err := r.graymailCampaigns(ctx, flagged, o)
+	if err != nil {
+		return nil, err
+	}
+	flagged = append(flagged, held...)
 	defer func() {
 		for i := range out {
-			r.markGraymail(&out[i])
+			r.markGraymail(ctx, &out[i])
 		}
 	}()
 	offset := max(o.Offset, 0)
@@ -174,11 +193,59 @@ func (r *Reader) FalsePositiveWatch(ctx context.Context, o WatchOptions) (out []
 	return out, nil
 }
 
-// markGraymail sets w.Graymail (see Watched).
-func (r *Reader) markGraymail(w *Watched) {
+// maxWatchGraymail bounds the campaigns held back as graymail that the
+// watch lists.
+const maxWatchGraymail = 1000
+
+// graymailCampaigns lists the campaigns without not-spam reports, not in
+// listed, with copies held back as graymail, most first.
+func (r *Reader) graymailCampaigns(ctx context.Context, listed []Watched, o WatchOptions) ([]Watched, error) {
+	if r.senders == nil {
+		return nil, nil
+	}
+	hs, err := r.senders.GraymailCampaigns(ctx, maxWatchGraymail)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[store.CampaignID]bool, len(listed))
+	for _, w := range listed {
+		seen[w.ID] = true
+	}
+	var out []Watched
+	for _, h := range hs {
+		if seen[h.ID] {
+			continue
+		}
+		c, err := r.st.Record(ctx, h.ID)
+		if err != nil || c.HamReports > 0 {
+			continue // deleted meanwhile, or in the not-spam list
+		}
+		w := Watched{Campaign: *c, GraymailCopies: h.Copies}
+		if w.HamSenders, err = r.campaignHamSenders(ctx, w.ID, o); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// markGraymail reads w.GraymailCopies when not read yet and sets
+// w.Graymail (see Watched).
+func (r *Reader) markGraymail(ctx context.Context, w *Watched) {
 	p := &r.policy
 	w.graymailReporters, w.authenticated = p.GraymailReporters, len(p.AuthservIDs) > 0
+	if w.GraymailCopies == 0 && r.senders != nil {
+		n, err := r.senders.CampaignGraymail(ctx, w.ID)
+		if err != nil {
+			r.log.Warn("false-positive watch: graymail copies", "campaign", w.ID, "err", err)
+		}
+		w.GraymailCopies = n
+	}
 	if w.State != store.StateActive || w.SpamReporters >= int64(p.GraymailReporters) {
+		return
+	}
+	if w.GraymailCopies > 0 {
+		w.Graymail = true
 		return
 	}
 	for _, s := range w.HamSenders {

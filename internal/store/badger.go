@@ -211,6 +211,9 @@ type Badger struct {
 	// senders are the campaigns' sender domains counted since the last
 	// flush (RecordSender), under hitMu.
 	senders map[CampaignID]map[string]int64
+	// grayHeld are the campaigns' copies held back as graymail counted
+	// since the last flush (senders.go).
+	grayHeld map[CampaignID]int64
 
 	// deltaKeys names the counter deltas (counts.go); foldMu serializes
 	// their folding, hourlyMu the hourly re-ranking and pruning.
@@ -327,18 +330,19 @@ func Open(dir string, opts Options) (*Badger, error) {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
 	b := &Badger{
-		dir:     dir,
-		db:      db,
-		opts:    opts,
-		log:     opts.Logger,
-		hits:    make(map[CampaignID]*pendingHit),
-		checks:  make(map[uint32]*HourTotal),
-		ham:     newHamTable(opts.MaxHamSenders),
-		lists:   newHamTable(opts.MaxHamLists),
-		senders: make(map[CampaignID]map[string]int64),
-		closed:  make(chan struct{}),
-		disk:    disk,
-		roErr:   roErr,
+		dir:      dir,
+		db:       db,
+		opts:     opts,
+		log:      opts.Logger,
+		hits:     make(map[CampaignID]*pendingHit),
+		checks:   make(map[uint32]*HourTotal),
+		ham:      newHamTable(opts.MaxHamSenders),
+		lists:    newHamTable(opts.MaxHamLists),
+		senders:  make(map[CampaignID]map[string]int64),
+		grayHeld: make(map[CampaignID]int64),
+		closed:   make(chan struct{}),
+		disk:     disk,
+		roErr:    roErr,
 	}
 	b.deltaKeys.nonce = uint64(time.Now().UnixNano())
 	if err := b.loadHamTable(); err != nil {

@@ -27,6 +27,7 @@ const (
 	pfxSenderCamp  = 'S' // 'S' + domain + 0 + id → empty: campaigns with the domain among their senders
 	pfxHamSender   = 'A' // 'A' + domain → uvarints count, overestimate: one domain of the ham table
 	pfxHamList     = 'l' // 'l' + list id → uvarints count, overestimate: one mailing list of the list table
+	pfxGrayCamp    = 'y' // 'y' + id → empty: campaigns whose senders record counts copies held back as graymail
 )
 
 // Defaults of the sender bounds.
@@ -68,6 +69,22 @@ type SenderStore interface {
 	// SenderCampaigns returns up to limit campaigns that have domain
 	// among their senders.
 	SenderCampaigns(ctx context.Context, domain string, limit int) ([]CampaignID, error)
+	// RecordGraymail counts a copy of campaign id whose graymail signs
+	// held its action back (accepted, or tagged at most).
+	RecordGraymail(id CampaignID)
+	// GraymailCampaigns returns up to limit campaigns with copies held
+	// back as graymail, most copies first.
+	GraymailCampaigns(ctx context.Context, limit int) ([]HeldCampaign, error)
+	// CampaignGraymail returns the copies of campaign id held back as
+	// graymail; copies still buffered are not included.
+	CampaignGraymail(ctx context.Context, id CampaignID) (int64, error)
+}
+
+// HeldCampaign is a campaign with the copies of it that graymail signs
+// held back.
+type HeldCampaign struct {
+	ID     CampaignID
+	Copies int64
 }
 
 var _ SenderStore = (*Badger)(nil)
@@ -114,6 +131,20 @@ func (b *Badger) RecordSender(id CampaignID, sender string) {
 	m[sender]++
 }
 
+// RecordGraymail buffers a copy of campaign id held back as graymail; the
+// hit flush writes it with the campaign's senders (flushSenders).
+func (b *Badger) RecordGraymail(id CampaignID) {
+	if b.opts.ReadOnly {
+		return
+	}
+	b.hitMu.Lock()
+	defer b.hitMu.Unlock()
+	if _, ok := b.grayHeld[id]; !ok && len(b.grayHeld) >= maxPendingSenders {
+		return
+	}
+	b.grayHeld[id]++
+}
+
 // RecordListHam counts an accepted message that matched no campaign under
 // its mailing list (a List-Id, lower-cased) in the list table: kept like
 // the ham table, bounded by Options.MaxHamLists, across restarts.
@@ -155,19 +186,26 @@ func (b *Badger) RecordHam(sender string) {
 	b.ham.add(sender, 1, 0)
 }
 
-// flushSenders writes the buffered campaign senders, a bounded
-// transaction at a time; senders of campaigns deleted meanwhile are
-// dropped.
+// flushSenders writes the buffered campaign senders and graymail holds,
+// a bounded transaction at a time; those of campaigns deleted meanwhile
+// are dropped.
 func (b *Badger) flushSenders(ctx context.Context) error {
 	b.hitMu.Lock()
-	pending := b.senders
-	if len(pending) == 0 {
+	pending, held := b.senders, b.grayHeld
+	if len(pending) == 0 && len(held) == 0 {
 		b.hitMu.Unlock()
 		return nil
 	}
 	b.senders = make(map[CampaignID]map[string]int64)
+	b.grayHeld = make(map[CampaignID]int64)
 	b.hitMu.Unlock()
-	ids := slices.Sorted(maps.Keys(pending))
+	ids := slices.Collect(maps.Keys(pending))
+	for id := range held {
+		if _, ok := pending[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
 	_, err := b.updateEach(ctx, len(ids), 4*b.opts.MaxCampaignSenders+8, func(w *wtx, i int) error {
 		id := ids[i]
 		if _, err := w.txn.Get(campaignKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
@@ -175,7 +213,7 @@ func (b *Badger) flushSenders(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		return w.addSenders(id, pending[id], b.opts.MaxCampaignSenders)
+		return w.addSenders(id, pending[id], held[id], b.opts.MaxCampaignSenders)
 	})
 	if err != nil {
 		return fmt.Errorf("flush the senders of %d campaigns: %w", len(ids), err)
@@ -200,13 +238,66 @@ func (b *Badger) CampaignSenders(ctx context.Context, id CampaignID) ([]SenderCo
 	var ss []SenderCount
 	err := b.view(func(txn *badger.Txn) error {
 		var err error
-		ss, err = readSenders(txn, id)
+		ss, _, err = readSenders(txn, id)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("senders of campaign %d: %w", id, err)
 	}
 	return ss, nil
+}
+
+// CampaignGraymail returns the copies of campaign id held back as
+// graymail; copies still buffered are not included.
+func (b *Badger) CampaignGraymail(ctx context.Context, id CampaignID) (int64, error) {
+	var held int64
+	err := b.view(func(txn *badger.Txn) error {
+		var err error
+		_, held, err = readSenders(txn, id)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("graymail copies of campaign %d: %w", id, err)
+	}
+	return held, nil
+}
+
+// maxGrayScan bounds the campaigns GraymailCampaigns reads.
+const maxGrayScan = 4096
+
+// GraymailCampaigns returns up to limit campaigns with copies held back
+// as graymail, most copies first (ties by id), among the first
+// maxGrayScan such campaigns in id order.
+func (b *Badger) GraymailCampaigns(ctx context.Context, limit int) ([]HeldCampaign, error) {
+	var out []HeldCampaign
+	err := b.view(func(txn *badger.Txn) error {
+		_, err := scanPrefix(txn, []byte{pfxGrayCamp}, false, maxGrayScan, func(s, _ []byte) error {
+			if len(s) != 8 {
+				return nil
+			}
+			id := CampaignID(binary.BigEndian.Uint64(s))
+			_, held, err := readSenders(txn, id)
+			if err != nil || held <= 0 {
+				return nil // a malformed record hides its campaign, not the list
+			}
+			out = append(out, HeldCampaign{ID: id, Copies: held})
+			return ctx.Err()
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("campaigns held back as graymail: %w", err)
+	}
+	slices.SortFunc(out, func(a, b HeldCampaign) int {
+		if c := cmp.Compare(b.Copies, a.Copies); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // SenderCampaigns returns up to limit campaigns with domain among their
@@ -250,57 +341,74 @@ func countKey(pfx byte, name string) []byte {
 }
 
 // encodeSenders encodes a campaign's senders: count, then domain and
-// messages of each.
-func encodeSenders(ss []SenderCount) []byte {
+// messages of each, then the copies held back as graymail when there are
+// any (a record without them reads as before, and builds that predate
+// them ignore the trailing count).
+func encodeSenders(ss []SenderCount, held int64) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(ss)))
 	for _, s := range ss {
 		b = binary.AppendUvarint(b, uint64(len(s.Domain)))
 		b = append(b, s.Domain...)
 		b = binary.AppendUvarint(b, uint64(max(s.Messages, 0)))
 	}
+	if held > 0 {
+		b = binary.AppendUvarint(b, uint64(held))
+	}
 	return b
 }
 
 var errBadSenders = errors.New("malformed sender list")
 
-func decodeSenders(b []byte) ([]SenderCount, error) {
+// decodeSenders decodes encodeSenders: the senders and the copies held
+// back as graymail.
+func decodeSenders(b []byte) ([]SenderCount, int64, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
-		return nil, errBadSenders
+		return nil, 0, errBadSenders
 	}
 	b = b[k:]
 	ss := make([]SenderCount, 0, n)
 	for range n {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, errBadSenders
+			return nil, 0, errBadSenders
 		}
 		d := string(b[k : k+int(l)])
 		b = b[k+int(l):]
 		m, k2 := binary.Uvarint(b)
 		if k2 <= 0 {
-			return nil, errBadSenders
+			return nil, 0, errBadSenders
 		}
 		b = b[k2:]
 		ss = append(ss, SenderCount{Domain: d, Messages: int64(min(m, 1<<62))})
 	}
-	return ss, nil
+	var held uint64
+	if len(b) > 0 {
+		var k int
+		if held, k = binary.Uvarint(b); k != len(b) {
+			return nil, 0, errBadSenders
+		}
+	}
+	return ss, int64(min(held, 1<<62)), nil
 }
 
-func readSenders(txn *badger.Txn, id CampaignID) ([]SenderCount, error) {
+// readSenders reads campaign id's senders and its copies held back as
+// graymail.
+func readSenders(txn *badger.Txn, id CampaignID) ([]SenderCount, int64, error) {
 	item, err := txn.Get(idKey(pfxCampSenders, id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var ss []SenderCount
+	var held int64
 	err = item.Value(func(v []byte) error {
-		ss, err = decodeSenders(v)
+		ss, held, err = decodeSenders(v)
 		return err
 	})
-	return ss, err
+	return ss, held, err
 }
 
 func sortSenders(ss []SenderCount) {
@@ -315,12 +423,18 @@ func sortSenders(ss []SenderCount) {
 // addSenders adds copies by domain to campaign id's senders, keeping at
 // most max: a domain new to a full list replaces the one with the fewest
 // copies and inherits its count (Space-Saving), so that a steady sender
-// is never crowded out by a stream of one-off domains. The reverse index
-// (pfxSenderCamp) follows.
-func (w *wtx) addSenders(id CampaignID, adds map[string]int64, max int) error {
-	ss, err := readSenders(w.txn, id)
+// is never crowded out by a stream of one-off domains. It adds held to
+// the copies held back as graymail. The reverse indexes (pfxSenderCamp,
+// pfxGrayCamp) follow.
+func (w *wtx) addSenders(id CampaignID, adds map[string]int64, held int64, max int) error {
+	ss, was, err := readSenders(w.txn, id)
 	if err != nil {
 		return fmt.Errorf("senders of campaign %d: %w", id, err)
+	}
+	if held > 0 && was == 0 {
+		if err := w.set(idKey(pfxGrayCamp, id), nil); err != nil {
+			return err
+		}
 	}
 	doms := make([]string, 0, len(adds))
 	for d := range adds {
@@ -354,12 +468,12 @@ func (w *wtx) addSenders(id CampaignID, adds map[string]int64, max int) error {
 		}
 	}
 	sortSenders(ss)
-	return w.set(idKey(pfxCampSenders, id), encodeSenders(ss))
+	return w.set(idKey(pfxCampSenders, id), encodeSenders(ss, was+held))
 }
 
-// dropSenders deletes campaign id's senders and their reverse index.
+// dropSenders deletes campaign id's senders and their reverse indexes.
 func (w *wtx) dropSenders(id CampaignID) error {
-	ss, err := readSenders(w.txn, id)
+	ss, held, err := readSenders(w.txn, id)
 	if err != nil && !errors.Is(err, errBadSenders) {
 		return err
 	}
@@ -368,24 +482,29 @@ func (w *wtx) dropSenders(id CampaignID) error {
 			return err
 		}
 	}
-	if ss == nil && err == nil {
+	if held > 0 || err != nil {
+		if err := w.del(idKey(pfxGrayCamp, id)); err != nil {
+			return err
+		}
+	}
+	if ss == nil && held == 0 && err == nil {
 		return nil
 	}
 	return w.del(idKey(pfxCampSenders, id))
 }
 
-// mergeSenders adds src's senders to dst's (src's are dropped with its
-// record).
+// mergeSenders adds src's senders and graymail holds to dst's (src's are
+// dropped with its record).
 func (w *wtx) mergeSenders(dst, src CampaignID, max int) error {
-	ss, err := readSenders(w.txn, src)
-	if err != nil || len(ss) == 0 {
+	ss, held, err := readSenders(w.txn, src)
+	if err != nil || (len(ss) == 0 && held == 0) {
 		return nil // nothing usable to move; dropSenders cleans up
 	}
 	adds := make(map[string]int64, len(ss))
 	for _, s := range ss {
 		adds[s.Domain] += s.Messages
 	}
-	return w.addSenders(dst, adds, max)
+	return w.addSenders(dst, adds, held, max)
 }
 
 // hamTable is the bounded table of the domains that send ham: at most max

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -148,17 +149,101 @@ func TestCampaignSenders(t *testing.T) {
 	verifyClean(t, s)
 }
 
+// Copies held back as graymail are counted per campaign, listed most
+// first, carried by a merge and dropped with their campaign, before or
+// after the flush.
+func TestGraymailHolds(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	a := mustReport(t, s, spam("r1", t0, "ka")).Campaign
+	b := mustReport(t, s, spam("r2", t0, "kb")).Campaign
+	c := mustReport(t, s, spam("r3", t0, "kc")).Campaign
+	for range 3 {
+		s.RecordGraymail(a)
+	}
+	s.RecordGraymail(b)
+	s.RecordSender(b, "mail.example")
+	if got, _ := s.GraymailCampaigns(ctx, 10); len(got) != 0 {
+		t.Errorf("before the flush: %v", got)
+	}
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	s.RecordGraymail(b)
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	want := []HeldCampaign{{a, 3}, {b, 2}}
+	if got, err := s.GraymailCampaigns(ctx, 10); err != nil || !slices.Equal(got, want) {
+		t.Errorf("GraymailCampaigns: %v %v, want %v", got, err, want)
+	}
+	if got, _ := s.GraymailCampaigns(ctx, 1); !slices.Equal(got, want[:1]) {
+		t.Errorf("GraymailCampaigns limited to 1: %v", got)
+	}
+	for id, n := range map[CampaignID]int64{a: 3, b: 2, c: 0} {
+		if got, err := s.CampaignGraymail(ctx, id); err != nil || got != n {
+			t.Errorf("CampaignGraymail(%d) = %d %v, want %d", id, got, err, n)
+		}
+	}
+	if got, _ := s.CampaignSenders(ctx, b); !slices.Equal(got, []SenderCount{{"mail.example", 1}}) {
+		t.Errorf("senders beside the holds: %v", got)
+	}
+	// Restarted: read from the store.
+	s.Close()
+	s = openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
+	// A merge of a into b adds a's holds to b's.
+	res := mustReport(t, s, spam("r4", t0, "ka", "kb"))
+	if len(res.Merged) != 1 {
+		t.Fatalf("merge: %+v", res)
+	}
+	into := res.Campaign
+	if got, _ := s.GraymailCampaigns(ctx, 10); !slices.Equal(got, []HeldCampaign{{into, 5}}) {
+		t.Errorf("after the merge: %v", got)
+	}
+	// Holds of a campaign deleted before the flush are dropped; a deleted
+	// campaign leaves none.
+	s.RecordGraymail(c)
+	if err := s.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, into); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GraymailCampaigns(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("after the deletes: %v %v", got, err)
+	}
+	n := 0
+	if err := s.view(func(txn *badger.Txn) error {
+		var err error
+		n, err = scanPrefix(txn, []byte{pfxGrayCamp}, false, 0, func(_, _ []byte) error { return nil })
+		return err
+	}); err != nil || n != 0 {
+		t.Errorf("%d graymail index entries left: %v", n, err)
+	}
+	verifyClean(t, s)
+}
+
 // Malformed sender values never panic: a list is an error, a ham entry
 // is forgotten.
 func TestSendersMalformed(t *testing.T) {
-	for _, b := range [][]byte{nil, {0xff}, {5}, {1, 200, 'a'}, {1, 1, 'a'}, {1, 1, 'a', 0xff}} {
-		if _, err := decodeSenders(b); err == nil && len(b) > 1 {
+	// The last two: a trailing graymail count that is not one uvarint.
+	for _, b := range [][]byte{nil, {0xff}, {5}, {1, 200, 'a'}, {1, 1, 'a'}, {1, 1, 'a', 0xff}, {0, 0xff}, {0, 1, 2}} {
+		if _, _, err := decodeSenders(b); err == nil && len(b) > 1 {
 			t.Errorf("decodeSenders(%x): no error", b)
 		}
 	}
 	ss := []SenderCount{{"a.example", 3}, {"b.example", 1}}
-	if got, err := decodeSenders(encodeSenders(ss)); err != nil || !slices.Equal(got, ss) {
-		t.Errorf("round trip: %v %v", got, err)
+	for _, held := range []int64{0, 1, 300} {
+		if got, h, err := decodeSenders(encodeSenders(ss, held)); err != nil || !slices.Equal(got, ss) || h != held {
+			t.Errorf("round trip with %d held: %v %d %v", held, got, h, err)
+		}
+	}
+	// A record without holds is the one written before they were counted.
+	if got := encodeSenders(ss, 0); !bytes.Equal(got, []byte("\x02\x09a.example\x03\x09b.example\x01")) {
+		t.Errorf("encodeSenders without holds: %q", got)
 	}
 	dir := t.TempDir()
 	s := openTest(t, dir, Options{NoSyncWrites: true, Expiry: -1})
