@@ -376,6 +376,7 @@ func TestNowSeriesAndPaging(t *testing.T) {
 	if _, err := c.Report(ctx, spamCopy(t, 2), store.KindHam, "h"); err != nil {
 		t.Fatal(err)
 	}
+	st.RecordGraymail(o.Campaign) // a copy its graymail signs held back
 	if err := st.FlushHits(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,8 @@ func TestNowSeriesAndPaging(t *testing.T) {
 	var ws []Watched
 	status, _, raw = do(t, "GET", srv.URL+"/v1/watch?limit=5", testToken, nil)
 	if err := json.Unmarshal(raw, &ws); status != http.StatusOK || err != nil || len(ws) != 1 || ws[0].ID != o.Campaign ||
-		len(ws[0].Reasons) != 1 || !strings.Contains(ws[0].Reasons[0], "not-spam report") {
+		len(ws[0].Reasons) != 3 || !strings.Contains(ws[0].Reasons[0], "not-spam report") ||
+		ws[0].GraymailCopies != 1 || !ws[0].Graymail || !strings.Contains(ws[0].Reasons[1], "1 copy held back as graymail") {
 		t.Errorf("watch: %d %s", status, raw)
 	}
 	if status, _, raw := do(t, "GET", srv.URL+"/v1/watch?offset=-1", testToken, nil); status != http.StatusBadRequest {

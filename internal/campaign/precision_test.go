@@ -383,7 +383,7 @@ func TestGraymailGuardEngine(t *testing.T) {
 				t.Errorf("watch: %d copies held back as graymail, want none", listed.GraymailCopies)
 			case tt.wantGray && (listed == nil || listed.GraymailCopies != 1 || !listed.Graymail):
 				t.Errorf("watch: campaign %d not listed with 1 copy held back as graymail: %+v", v.Campaign, listed)
-			case tt.wantGray && !strings.Contains(strings.Join(listed.Reasons(), "; "), "1 copies held back as graymail"):
+			case tt.wantGray && !strings.Contains(strings.Join(listed.Reasons(), "; "), "1 copy held back as graymail"):
 				t.Errorf("watch reasons: %q", listed.Reasons())
 			}
 		})

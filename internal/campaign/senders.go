@@ -125,7 +125,11 @@ func (w *Watched) Reasons() []string {
 		rs = append(rs, fmt.Sprintf("%d copies from %s, which sent %d accepted messages", s.Copies, s.Domain, s.Ham))
 	}
 	if w.GraymailCopies > 0 {
-		rs = append(rs, fmt.Sprintf("%d copies held back as graymail (replies, a list's mail, or lists and senders with accepted mail)", w.GraymailCopies))
+		copies := "copies"
+		if w.GraymailCopies == 1 {
+			copies = "copy"
+		}
+		rs = append(rs, fmt.Sprintf("%d %s held back as graymail (replies, a list's mail, or lists and senders with accepted mail)", w.GraymailCopies, copies))
 	}
 	if w.Graymail {
 		auth := ""
