@@ -31,6 +31,7 @@ type goldenEntry struct {
 
 type goldenFile struct {
 	Version int `json:"version"`
+	Rules   int `json:"rules,omitempty"`
 	// Documents pins signing alone (fixed documents); Messages pins
 	// mime.Parse and Sign on the samples of testdata and of
 	// internal/mime/testdata.
@@ -53,6 +54,8 @@ var goldenDocs = []struct {
 	{"links", mime.Document{URLs: []string{"http://www.pills.example.com/buy?x=1", "https://t.example.net/o.gif"}}},
 	{"common-links", mime.Document{URLs: []string{"https://www.google.com/", "https://www.w3.org/TR/html4/"}}},
 	{"short-text", mime.Document{Subject: "meeting", Text: "Hi Bob,\nsee you at the meeting tomorrow"}},
+	{"signed-short-text", mime.Document{Subject: "meeting", Text: "Hi Bob,\nsee you at the meeting tomorrow\n-- \nAnn Smith, Example Ltd\nwww.example.com"}},
+	{"signed-note", mime.Document{Subject: "hi", Text: "You around?\nC\n-- \nAnn Smith, Example Ltd, the example widget company\nwww.example.com"}},
 	{"cjk", mime.Document{Subject: "發票", Text: "王先生您好：\n我們提供各類發票代開服務，稅點低，保真可查驗。"}},
 	{"lead", mime.Document{Subject: "Best prices", Text: strings.Repeat("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty ", 2) +
 		"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma tau upsilon omega"}},
@@ -96,7 +99,7 @@ func TestGolden(t *testing.T) {
 		}
 	}
 	s := New(Options{})
-	got := goldenFile{Version: Version}
+	got := goldenFile{Version: Version, Rules: Rules}
 	for _, g := range goldenDocs {
 		got.Documents = append(got.Documents, goldenOf(s, g.name, &g.doc))
 	}
@@ -143,8 +146,8 @@ func TestGolden(t *testing.T) {
 	if err := json.Unmarshal(want, &w); err != nil {
 		t.Fatal(err)
 	}
-	if w.Version != got.Version {
-		t.Fatalf("golden file is for version %d, this build has %d: regenerate it deliberately with -update", w.Version, got.Version)
+	if w.Version != got.Version || w.Rules != got.Rules {
+		t.Fatalf("golden file is for version %d, rules %d, this build has %d, %d: regenerate it deliberately with -update", w.Version, w.Rules, got.Version, got.Rules)
 	}
 	compare := func(kind string, want, got []goldenEntry) {
 		wm := map[string]goldenEntry{}
@@ -166,5 +169,5 @@ func TestGolden(t *testing.T) {
 	}
 	compare("document", w.Documents, got.Documents)
 	compare("message", w.Messages, got.Messages)
-	t.Error("keys differ from testdata/golden.json: a change of keys must be deliberate (bump Version, then -update)")
+	t.Error("keys differ from testdata/golden.json: a change of keys must be deliberate (bump Version, or Rules when every key made is hashed as before, then -update)")
 }

@@ -70,7 +70,8 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 			r.Keys = append(r.Keys, key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
-			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
+			note := sortedSet(refFirstUnits(rest[:signatureAt(rest)], o.MaxUnits))
+			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits && len(note) >= o.MinTextUnits {
 				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
 			}
 		}

@@ -61,6 +61,12 @@ import (
 // hashed, or how, increments it.
 const Version = 1
 
+// Rules is the version of the rules that decide which keys a message
+// gets. A change that makes fewer or other keys, each hashed as before,
+// increments Rules and not Version, so that the keys stores hold stay
+// valid. Rules 2: no body key from a rest that is a signature block.
+const Rules = 2
+
 // Family is the family byte of short-message keys (byte 1 of a key).
 const Family = 'S'
 
@@ -87,7 +93,10 @@ const (
 	// KindBody hashes the media, the links' registrable domains and the
 	// text units of the body without its first non-empty line (a greeting
 	// changed from copy to copy). Made when the body has two non-empty
-	// lines or more and the rest is usable text.
+	// lines or more and the rest is usable text, also without its
+	// signature block (from a "-- " line on): every note of one person
+	// ends with the same signature, and a one-line note's rest is that
+	// signature alone.
 	KindBody Kind = 'b'
 	// KindLead hashes the subject's units and the first n distinct units
 	// of the body, in order, n one of Options.LeadLevels: copies with text
@@ -248,7 +257,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	// MaxTextUnits), only until the lead is complete, so that a long text
 	// costs little. Their flags say which are in the text, in the lead,
 	// and in the body without its first line (rest, from restAt).
-	const inText, inLead, inRest = 1, 2, 4
+	const inText, inLead, inRest, inNote = 1, 2, 4, 8
 	leadMax := o.LeadLevels[len(o.LeadLevels)-1]
 	set := &sc.set
 	set.reset()
@@ -259,6 +268,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	nsubj := set.len()
 	rest, hasRest := afterFirstLine(doc.Text)
 	restAt := len(doc.Text) - len(rest)
+	sigAt := restAt + signatureAt(rest) // the rest above it is the note (inNote)
 	lead := sc.lead[:0]
 	read := eachUnit(doc.Text, func(u string, at int, fl fold) bool {
 		i := set.add(u, fl)
@@ -270,6 +280,9 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		}
 		if at >= restAt {
 			g |= inRest
+			if at < sigAt {
+				g |= inNote
+			}
 		}
 		set.flags[i] = g
 		n := set.len()
@@ -300,21 +313,27 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 		}
 		if hasRest {
 			var bu []string
+			note := 0 // the rest's distinct units above its signature
 			if read {
 				// The whole text was read, so rest's units are those
 				// met from restAt on (a unit never spans a line break).
 				// text is sorted: its units in rest are too.
 				bu = sc.rest[:0]
 				for _, u := range text {
-					if i, _ := find(set, u); set.flags[i]&inRest != 0 {
+					i, _ := find(set, u)
+					if f := set.flags[i]; f&inRest != 0 {
 						bu = append(bu, u)
+						if f&inNote != 0 {
+							note++
+						}
 					}
 				}
 				sc.rest = bu
 			} else {
 				bu = sortedSet(firstUnits(rest, o.MaxUnits))
+				note = len(sortedSet(firstUnits(doc.Text[restAt:sigAt], o.MaxUnits)))
 			}
-			if len(bu) >= o.MinTextUnits {
+			if len(bu) >= o.MinTextUnits && note >= o.MinTextUnits {
 				keys = kb.key(keys, KindBody, media, domains, bu)
 			}
 		}
@@ -522,6 +541,26 @@ func (s *Signer) putScratch(sc *scratch) {
 
 // afterFirstLine returns text after its first non-empty line, and false
 // when text has fewer than two non-empty lines.
+// signatureAt returns the offset in text of its signature block, from
+// its last line that is "--" (RFC 3676's "-- ", whose trailing space
+// mail often loses) on; len(text) when it has none.
+func signatureAt(text string) int {
+	at := len(text)
+	for i := 0; i < len(text); {
+		end := strings.IndexByte(text[i:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += i
+		}
+		if strings.TrimRight(text[i:end], " \t\r") == "--" {
+			at = i
+		}
+		i = end + 1
+	}
+	return at
+}
+
 func afterFirstLine(text string) (string, bool) {
 	rest := text
 	for rest != "" {

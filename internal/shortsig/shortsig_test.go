@@ -16,6 +16,8 @@ const cjkOffer = "您好！本公司長期代開各類增值稅發票，稅點�
 // may share (nothing, a tracking pixel, a spacer, a small attachment, a
 // link to a common host, a greeting, a logo in a long message) makes none.
 func TestGuards(t *testing.T) {
+	const signature = "\n-- \n\"I don't take no stocks in mathematics, anyway\" --Huckleberry Finn\nhttp://www.example.org/~cdale"
+
 	img := attachment{typ: "image/png", name: "offer.png", data: pngImage(t, 200, 100, 1)}
 	long := randomWords(3000, 9)
 	cases := []struct {
@@ -41,6 +43,9 @@ func TestGuards(t *testing.T) {
 		{"short text, too few units", testMessage{subject: "ok", text: "thanks, see you"}, ""},
 		{"short text", testMessage{subject: "meeting", text: "see you at the meeting tomorrow"}, "all"},
 		{"short text over two lines", testMessage{subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow"}, "all,body"},
+		{"one-line note and a signature", testMessage{subject: "EFnet", text: "You around?\nC" + signature}, "all"},
+		{"one-line note and a signature after \"--\"", testMessage{subject: "EFnet", text: "You around?\nC" + strings.Replace(signature, "-- ", "--", 1)}, "all"},
+		{"short note and a signature", testMessage{subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow" + signature}, "all,body,lead"},
 		{"short CJK text", testMessage{subject: "合作", text: cjkOffer}, "all,lead"},
 		{"long message with a logo", testMessage{subject: "news", text: long, parts: []attachment{{typ: "image/png", name: "logo.png", data: img.data, inline: true}}}, "lead"},
 		{"long mailing-list message", testMessage{subject: "news", text: long, list: "users.lists.example.org"}, ""},
@@ -64,6 +69,8 @@ func TestGuards(t *testing.T) {
 // greeting, or padded with random text, share a key with the reported
 // message; different messages of the same shape share none.
 func TestCopies(t *testing.T) {
+	const signature = "\n-- \nCDale, techmonkeys.net\n\"I don't take no stocks in mathematics, anyway\" --Huckleberry Finn"
+
 	img := pngImage(t, 300, 200, 7)
 	pdf := randomBytes(6000, 7)
 	offer := "我們提供各類發票代開服務，稅點低，保真可查驗。\n聯繫電話一三八零零一三八零零零，微信同號。"
@@ -106,6 +113,14 @@ func TestCopies(t *testing.T) {
 			testMessage{html: `<a href="http://pills.example.com/buy?u=1">x</a>`},
 			testMessage{html: `<a href="https://www.pills.example.com/buy/?u=2#top">x</a>`},
 			"all,links"},
+		{"two one-line notes of one person, one signature",
+			testMessage{subject: "EFnet #fork", text: "Someone has taken it. Mostly newtel users. I think we can take the.\nC" + signature},
+			testMessage{subject: "calling wayne", text: "You around?\nC" + signature},
+			""},
+		{"a note's copy with another greeting, signed",
+			testMessage{to: "u1@example.org", subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow" + signature},
+			testMessage{to: "u2@example.org", subject: "our meeting", text: "Dear Ann,\nsee you at the meeting tomorrow" + signature},
+			"body"},
 		{"copy padded with 16 KB of random words",
 			testMessage{subject: "Best prices", text: base},
 			testMessage{subject: "Best prices", text: base + "\n\n" + randomWords(16<<10, 5)},
@@ -118,6 +133,27 @@ func TestCopies(t *testing.T) {
 				t.Errorf("shared keys %q, want %q (original %q, copy %q)", got, c.want, kinds(a), kinds(b))
 			}
 		})
+	}
+}
+
+func TestSignatureAt(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"no signature", 12},
+		{"note\n-- \nsig", 5},
+		{"note\n--\nsig", 5},
+		{"note\n-- \r\nsig", 5},
+		{"note\n-- \nold sig\n-- \nnew sig", 17},
+		{"note\n--\n", 5},
+		{"a -- b\n---\n> --\n--x", 19},
+	}
+	for _, c := range cases {
+		if got := signatureAt(c.in); got != c.want {
+			t.Errorf("signatureAt(%q) = %d, want %d", c.in, got, c.want)
+		}
 	}
 }
 
