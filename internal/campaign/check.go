@@ -8,6 +8,7 @@ import (
 
 	"github.com/nddmilter/nddmilter/internal/action"
 	"github.com/nddmilter/nddmilter/internal/pipeline"
+	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -164,6 +165,7 @@ func (e *Checker) verdict(ctx context.Context, m *pipeline.Message, o CheckOptio
 		return v, fmt.Errorf("check: %w", err)
 	}
 	v.FooterOnly = res.footerOnly
+	res.matched, v.SignedNoteOnly = dropSignedNote(m, res.matched)
 	if len(res.matched) == 0 {
 		return v, nil
 	}
@@ -203,4 +205,39 @@ func (e *Checker) CacheStats() CacheStats {
 		return CacheStats{}
 	}
 	return CacheStats{Hits: e.cache.hits.Load(), Misses: e.cache.misses.Load()}
+}
+
+// signedNoteReporters is how many spam reporters a campaign needs before
+// a signed note's body key alone matches it (pipeline.Message.SignedNote).
+const signedNoteReporters = 2
+
+// dropSignedNote takes out of matched the campaigns that m, a signed
+// note, matches through its body key alone while they have fewer than
+// signedNoteReporters spam reporters: such a key is mostly the author's
+// signature, which all of the author's notes share, so one account's
+// report of one note must not flag the others. It returns the campaigns
+// kept and those taken out.
+func dropSignedNote(m *pipeline.Message, matched []*candidate) (kept []*candidate, dropped []SignedNoteOnly) {
+	if !m.SignedNote {
+		return matched, nil
+	}
+	kept = matched[:0]
+	for _, c := range matched {
+		if n := c.rec.rec.SpamReporters; n < signedNoteReporters && bodyKeyOnly(c.evidence) {
+			dropped = append(dropped, SignedNoteOnly{Campaign: c.rec.rec.ID, SpamReporters: n, Needed: signedNoteReporters})
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, dropped
+}
+
+// bodyKeyOnly reports whether ev is short-message body keys only.
+func bodyKeyOnly(ev []Evidence) bool {
+	for _, e := range ev {
+		if e.Family != FamilyShort || e.Kind != shortsig.KindBody.String() {
+			return false
+		}
+	}
+	return len(ev) > 0
 }

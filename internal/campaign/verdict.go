@@ -35,6 +35,9 @@ type Verdict struct {
 	// FooterOnly lists the campaigns matched through the message's
 	// mailing-list footer only: their evidence was not counted.
 	FooterOnly []FooterOnly `json:"footer_only,omitempty"`
+	// SignedNoteOnly lists the campaigns matched through a signed note's
+	// body key only, with too few spam reporters for that: not counted.
+	SignedNoteOnly []SignedNoteOnly `json:"signed_note_only,omitempty"`
 	// OtherCampaigns are the other campaigns the message matched (the
 	// verdict is the one with the highest probability).
 	OtherCampaigns []store.CampaignID `json:"other_campaigns,omitempty"`
@@ -80,8 +83,8 @@ func (v *Verdict) Explain() string {
 		return "accept: " + v.Failed + " failed"
 	case v.Skip != nil:
 		return "accept: no signature, " + v.Skip.String()
-	case v.Decision == nil && len(v.FooterOnly) > 0:
-		return "accept: " + footerOnlySummary(v.FooterOnly)
+	case v.Decision == nil && len(v.FooterOnly)+len(v.SignedNoteOnly) > 0:
+		return "accept: " + ignoredSummary(v.FooterOnly, v.SignedNoteOnly)
 	case v.Decision == nil:
 		return "accept: no campaign matched"
 	}
@@ -96,8 +99,8 @@ func (v *Verdict) Explain() string {
 	if len(v.OtherCampaigns) > 0 {
 		fmt.Fprintf(&b, "; %d campaigns matched", len(v.OtherCampaigns)+1)
 	}
-	if len(v.FooterOnly) > 0 {
-		b.WriteString("; ignored: " + footerOnlySummary(v.FooterOnly))
+	if len(v.FooterOnly)+len(v.SignedNoteOnly) > 0 {
+		b.WriteString("; ignored: " + ignoredSummary(v.FooterOnly, v.SignedNoteOnly))
 	}
 	if v.Cap != nil {
 		fmt.Fprintf(&b, "; %s capped to %s by %s", v.Cap.From, v.Cap.To, v.Cap.By)
@@ -215,13 +218,32 @@ func (f FooterOnly) String() string {
 		f.Campaign, f.Full, without, f.Threshold)
 }
 
-// footerOnlySummary explains the footer-only matches of a message.
-func footerOnlySummary(fs []FooterOnly) string {
-	parts := make([]string, len(fs))
-	for i, f := range fs {
-		parts[i] = f.String()
+// ignoredSummary names the campaigns a verdict did not count, and why.
+func ignoredSummary(fs []FooterOnly, ss []SignedNoteOnly) string {
+	parts := make([]string, 0, len(fs)+len(ss))
+	for _, f := range fs {
+		parts = append(parts, f.String())
+	}
+	for _, s := range ss {
+		parts = append(parts, s.String())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// SignedNoteOnly is a campaign a signed note matched through its body key
+// only: the text after its first line is mostly its signature, which all
+// of its author's notes share. It counts once the campaign has Needed
+// spam reporters.
+type SignedNoteOnly struct {
+	Campaign      store.CampaignID `json:"campaign"`
+	SpamReporters int64            `json:"spam_reporters"`
+	Needed        int              `json:"needed"`
+}
+
+// String says it in words.
+func (s SignedNoteOnly) String() string {
+	return fmt.Sprintf("campaign %d matched through the body key of a signed note only (its text after the first line is mostly the signature its author's notes share): that needs %d spam reporters, it has %d",
+		s.Campaign, s.Needed, s.SpamReporters)
 }
 
 // ReportOutcome tells what a report did.

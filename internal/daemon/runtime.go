@@ -21,8 +21,6 @@ import (
 	"github.com/nddmilter/nddmilter/internal/imatchbag"
 	"github.com/nddmilter/nddmilter/internal/metrics"
 	"github.com/nddmilter/nddmilter/internal/mime"
-	"github.com/nddmilter/nddmilter/internal/qgram"
-	"github.com/nddmilter/nddmilter/internal/shortsig"
 	"github.com/nddmilter/nddmilter/internal/store"
 )
 
@@ -166,8 +164,8 @@ func buildEngine(cfg *config.Config, st store.Store, log *slog.Logger) (*campaig
 // Versions names the running build and what its signatures depend on.
 type Versions struct {
 	buildinfo.Info
-	// SignatureVersion lists the signature wire formats and the short-key
-	// rules, e.g. "imatch=1,andd=1,short=1,short_rules=2,qgram=1".
+	// SignatureVersion lists the signature wire formats, e.g.
+	// "imatch=1,andd=1".
 	SignatureVersion string `json:"signature_version"`
 	// Lexicon is the lexicon's id (8 hex digits); Model the ANDD model's
 	// (the first 8 hex digits of the SHA-256 of its JSON), or "off".
@@ -178,11 +176,10 @@ type Versions struct {
 // NewVersions describes this build with lex and model (nil: ANDD off).
 func NewVersions(lex *imatchbag.Lexicon, model *andd.Model) Versions {
 	v := Versions{
-		Info: buildinfo.Get(),
-		SignatureVersion: fmt.Sprintf("imatch=%d,andd=%d,short=%d,short_rules=%d,qgram=%d",
-			imatchbag.SignatureVersion, andd.SketchVersion, shortsig.Version, shortsig.Rules, qgram.SketchVersion),
-		Lexicon: fmt.Sprintf("%08x", lex.ID()),
-		Model:   "off",
+		Info:             buildinfo.Get(),
+		SignatureVersion: fmt.Sprintf("imatch=%d,andd=%d", imatchbag.SignatureVersion, andd.SketchVersion),
+		Lexicon:          fmt.Sprintf("%08x", lex.ID()),
+		Model:            "off",
 	}
 	if model != nil {
 		h := sha256.New()

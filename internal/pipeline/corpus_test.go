@@ -127,6 +127,6 @@ func TestCorpusEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := strings.TrimSpace(string(want)); got != w {
-		t.Errorf("evidence of %d corpus messages: digest %s, want %s: a change of signatures must be deliberate (bump the family's version, or its rules when every key made is hashed as before, then -update)", len(msgs), got, w)
+		t.Errorf("evidence of %d corpus messages: digest %s, want %s: a change of signatures must be deliberate (bump the family's version, then -update)", len(msgs), got, w)
 	}
 }

@@ -80,6 +80,11 @@ type Message struct {
 	// Both are computed on the text without the mailing-list footer.
 	ShortKeys   [][]byte
 	ShortLookup [][]byte
+	// SignedNote is set when the body key among ShortKeys comes from a
+	// rest that is mostly a signature (shortsig.Result.SignedNote): weak
+	// evidence, since one person's notes share it. Not part of the
+	// evidence; a ledger entry keeps it among its Signs.
+	SignedNote bool
 	// QSketch is the q-gram sketch of the subject and text without the
 	// mailing-list footer (qgram; empty: see HasQSketch), QSketchBytes
 	// its encoding and QKeys its band keys.
@@ -391,7 +396,7 @@ func (p *Pipeline) signShort(m *Message, doc *mime.Document) {
 	} else {
 		r = p.short.Sign(doc)
 	}
-	m.ShortKeys, m.ShortLookup = r.Keys, r.Lookup
+	m.ShortKeys, m.ShortLookup, m.SignedNote = r.Keys, r.Lookup, r.SignedNote
 	if m.Skip == NoSkip || len(m.ShortKeys) == 0 {
 		return
 	}

@@ -10,7 +10,8 @@ import (
 
 // Signs are what a check reads of a message besides its evidence: the
 // graymail signs of its header (its mailing list, recipients, reply and
-// Precedence fields, passing authentication results). They are not part
+// Precedence fields, passing authentication results) and whether its
+// body key is a signed note's (Message.SignedNote). They are not part
 // of the evidence format, which a fleet's nodes exchange: a replicated
 // report needs none. The delivery ledger keeps them beside a message's
 // evidence, so that a purge decides on the message as its check would
@@ -22,6 +23,7 @@ type Signs struct {
 	Reply      bool       `json:"reply,omitempty"`
 	Precedence string     `json:"precedence,omitempty"`
 	AuthPasses []AuthPass `json:"auth_passes,omitempty"`
+	SignedNote bool       `json:"signed_note,omitempty"`
 }
 
 // maxSigns bounds encoded Signs: at most mime.MaxRecipients addresses and
@@ -34,18 +36,18 @@ var ErrSigns = errors.New("pipeline: undecodable signs")
 // Signs returns m's signs.
 func (m *Message) Signs() Signs {
 	return Signs{ListID: m.ListID, ListPost: m.ListPost, Recipients: m.Recipients, Reply: m.Reply,
-		Precedence: m.Precedence, AuthPasses: m.AuthPasses}
+		Precedence: m.Precedence, AuthPasses: m.AuthPasses, SignedNote: m.SignedNote}
 }
 
 // SetSigns sets m's signs (a message made from evidence has none).
 func (m *Message) SetSigns(s Signs) {
 	m.ListID, m.ListPost, m.Recipients, m.Reply = s.ListID, s.ListPost, s.Recipients, s.Reply
-	m.Precedence, m.AuthPasses = s.Precedence, s.AuthPasses
+	m.Precedence, m.AuthPasses, m.SignedNote = s.Precedence, s.AuthPasses, s.SignedNote
 }
 
 // MarshalSigns encodes s (JSON; nil when s is empty).
 func MarshalSigns(s Signs) ([]byte, error) {
-	if s.ListID == "" && s.ListPost == "" && len(s.Recipients) == 0 && !s.Reply && s.Precedence == "" && len(s.AuthPasses) == 0 {
+	if s.ListID == "" && s.ListPost == "" && len(s.Recipients) == 0 && !s.Reply && s.Precedence == "" && len(s.AuthPasses) == 0 && !s.SignedNote {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)

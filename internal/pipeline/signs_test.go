@@ -44,6 +44,20 @@ func TestSigns(t *testing.T) {
 	if b, err := MarshalSigns(Signs{}); b != nil || err != nil {
 		t.Errorf("no signs: %q, %v", b, err)
 	}
+	// A signed note (a one-line note, then its signature) keeps the flag.
+	note, err := p.Sign(context.Background(), []byte("From: c@example.net\r\nSubject: EFnet\r\n\r\nYou around?\r\nC\r\n-- \r\n"+
+		"\"I don't take no stocks in mathematics, anyway\" --Huckleberry Finn\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !note.SignedNote {
+		t.Fatal("a signed note: SignedNote not set")
+	}
+	if b, err := MarshalSigns(note.Signs()); err != nil || string(b) != `{"signed_note":true}` {
+		t.Errorf("a signed note's signs: %s %v", b, err)
+	} else if s, err := UnmarshalSigns(b); err != nil || !s.SignedNote {
+		t.Errorf("a signed note's signs read back: %+v %v", s, err)
+	}
 	if s, err := UnmarshalSigns(nil); err != nil || s.Reply || s.ListID != "" {
 		t.Errorf("nil: %+v, %v", s, err)
 	}

@@ -70,9 +70,9 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 			r.Keys = append(r.Keys, key(KindLinks, links))
 		}
 		if rest, ok := afterFirstLine(doc.Text); ok {
-			note := sortedSet(refFirstUnits(rest[:signatureAt(rest)], o.MaxUnits))
-			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits && len(note) >= o.MinTextUnits {
+			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
 				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
+				r.SignedNote = len(sortedSet(refFirstUnits(rest[:signatureAt(rest)], o.MaxUnits))) < o.MinTextUnits
 			}
 		}
 	}

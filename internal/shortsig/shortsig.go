@@ -61,12 +61,6 @@ import (
 // hashed, or how, increments it.
 const Version = 1
 
-// Rules is the version of the rules that decide which keys a message
-// gets. A change that makes fewer or other keys, each hashed as before,
-// increments Rules and not Version, so that the keys stores hold stay
-// valid. Rules 2: no body key from a rest that is a signature block.
-const Rules = 2
-
 // Family is the family byte of short-message keys (byte 1 of a key).
 const Family = 'S'
 
@@ -93,10 +87,7 @@ const (
 	// KindBody hashes the media, the links' registrable domains and the
 	// text units of the body without its first non-empty line (a greeting
 	// changed from copy to copy). Made when the body has two non-empty
-	// lines or more and the rest is usable text, also without its
-	// signature block (from a "-- " line on): every note of one person
-	// ends with the same signature, and a one-line note's rest is that
-	// signature alone.
+	// lines or more and the rest is usable text (see Result.SignedNote).
 	KindBody Kind = 'b'
 	// KindLead hashes the subject's units and the first n distinct units
 	// of the body, in order, n one of Options.LeadLevels: copies with text
@@ -226,6 +217,12 @@ type Result struct {
 	// message signed by Sign, counted only until it is known to be long
 	// and its lead is complete).
 	Media, Links, Units int
+	// SignedNote is set when the body key was made from a rest that is
+	// mostly a signature block: fewer than Options.MinTextUnits distinct
+	// units above its last "--" line. Every note of one person ends with
+	// the same signature, so such a body key is weak evidence. It is not
+	// part of the keys.
+	SignedNote bool
 }
 
 // Sign computes the keys of doc. A nil doc has none.
@@ -333,8 +330,9 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 				bu = sortedSet(firstUnits(rest, o.MaxUnits))
 				note = len(sortedSet(firstUnits(doc.Text[restAt:sigAt], o.MaxUnits)))
 			}
-			if len(bu) >= o.MinTextUnits && note >= o.MinTextUnits {
+			if len(bu) >= o.MinTextUnits {
 				keys = kb.key(keys, KindBody, media, domains, bu)
+				r.SignedNote = note < o.MinTextUnits
 			}
 		}
 	}

@@ -43,8 +43,8 @@ func TestGuards(t *testing.T) {
 		{"short text, too few units", testMessage{subject: "ok", text: "thanks, see you"}, ""},
 		{"short text", testMessage{subject: "meeting", text: "see you at the meeting tomorrow"}, "all"},
 		{"short text over two lines", testMessage{subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow"}, "all,body"},
-		{"one-line note and a signature", testMessage{subject: "EFnet", text: "You around?\nC" + signature}, "all"},
-		{"one-line note and a signature after \"--\"", testMessage{subject: "EFnet", text: "You around?\nC" + strings.Replace(signature, "-- ", "--", 1)}, "all"},
+		{"one-line note and a signature", testMessage{subject: "EFnet", text: "You around?\nC" + signature}, "all,body"},
+		{"one-line note and a signature after \"--\"", testMessage{subject: "EFnet", text: "You around?\nC" + strings.Replace(signature, "-- ", "--", 1)}, "all,body"},
 		{"short note and a signature", testMessage{subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow" + signature}, "all,body,lead"},
 		{"short CJK text", testMessage{subject: "合作", text: cjkOffer}, "all,lead"},
 		{"long message with a logo", testMessage{subject: "news", text: long, parts: []attachment{{typ: "image/png", name: "logo.png", data: img.data, inline: true}}}, "lead"},
@@ -55,6 +55,9 @@ func TestGuards(t *testing.T) {
 			r := signRaw(c.msg.raw())
 			if got := kinds(r); got != c.want {
 				t.Errorf("keys %q, want %q (media %d, links %d, units %d)", got, c.want, r.Media, r.Links, r.Units)
+			}
+			if want := strings.HasPrefix(c.name, "one-line note"); r.SignedNote != want {
+				t.Errorf("SignedNote %v, want %v", r.SignedNote, want)
 			}
 			for _, k := range r.Keys {
 				if !IsKey(k) || len(k) != KeyLen {
@@ -113,10 +116,10 @@ func TestCopies(t *testing.T) {
 			testMessage{html: `<a href="http://pills.example.com/buy?u=1">x</a>`},
 			testMessage{html: `<a href="https://www.pills.example.com/buy/?u=2#top">x</a>`},
 			"all,links"},
-		{"two one-line notes of one person, one signature",
+		{"two one-line notes of one person, one signature (SignedNote: weak)",
 			testMessage{subject: "EFnet #fork", text: "Someone has taken it. Mostly newtel users. I think we can take the.\nC" + signature},
 			testMessage{subject: "calling wayne", text: "You around?\nC" + signature},
-			""},
+			"body"},
 		{"a note's copy with another greeting, signed",
 			testMessage{to: "u1@example.org", subject: "meeting", text: "Hi Bob,\nsee you at the meeting tomorrow" + signature},
 			testMessage{to: "u2@example.org", subject: "our meeting", text: "Dear Ann,\nsee you at the meeting tomorrow" + signature},
