@@ -76,8 +76,10 @@ type Options struct {
 	ApplyTimeout time.Duration
 	// StallAfter is how long the node waits for the next event while the
 	// stream holds events it has not applied before it recreates its
-	// consumer (watchLoop). Default 15s: longer than the client's own
-	// recovery from missed heartbeats.
+	// consumer (watchLoop). Default 5s: longer than the client's own
+	// recovery from missed heartbeats (two of consumerHeartbeat), which
+	// is not enough when the consumer's server is cut off and the
+	// client's recreation waits on it.
 	StallAfter time.Duration
 	// Logger receives the node's messages. Default slog.Default().
 	Logger *slog.Logger
@@ -160,7 +162,7 @@ func (o Options) withDefaults() Options {
 		o.ApplyTimeout = 5 * time.Second
 	}
 	if o.StallAfter <= 0 {
-		o.StallAfter = 15 * time.Second
+		o.StallAfter = 5 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

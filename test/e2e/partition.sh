@@ -240,8 +240,9 @@ for _ in $(seq 30); do
 	sleep 1
 done
 # Replicated: host 1 applies it within moments, or, when its stream
-# consumer was served by host 2, once the client saw two heartbeats
-# (1 s each) missed and recreated it on a server still in the quorum.
+# consumer was served by host 2, once it is recreated on a server still
+# in the quorum: by the client after two missed heartbeats (1 s each),
+# else by the node after two stall checks (5 s each).
 c=0
 since=$SECONDS
 for _ in $(seq 120); do
