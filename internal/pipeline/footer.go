@@ -86,10 +86,10 @@ func footerStart(text string) int {
 
 // isSeparator reports whether line is a signature delimiter or a rule.
 func isSeparator(line string) bool {
-	line = strings.TrimRight(line, " \t\r")
-	if line == "--" {
+	if mime.IsSignatureDelimiter(line) {
 		return true
 	}
+	line = strings.TrimRight(line, " \t\r")
 	line = strings.TrimLeft(line, " \t")
 	if line == "" {
 		return false
@@ -133,7 +133,7 @@ func messageFooter(doc *mime.Document) int {
 		return at
 	}
 	first, _, _ := strings.Cut(foot, "\n")
-	if strings.TrimRight(first, " \t\r") == "--" && len(foot) < at {
+	if mime.IsSignatureDelimiter(first) && len(foot) < at {
 		return at
 	}
 	return -1

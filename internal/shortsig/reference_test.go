@@ -72,7 +72,7 @@ func (s *Signer) signReference(doc *mime.Document, unsigned bool) Result {
 		if rest, ok := afterFirstLine(doc.Text); ok {
 			if bu := sortedSet(refFirstUnits(rest, o.MaxUnits)); len(bu) >= o.MinTextUnits {
 				r.Keys = append(r.Keys, key(KindBody, media, domains, bu))
-				r.SignedNote = len(sortedSet(refFirstUnits(rest[:signatureAt(rest)], o.MaxUnits))) < o.MinTextUnits
+				r.SignedNote = len(sortedSet(refFirstUnits(rest[:mime.SignatureAt(rest)], o.MaxUnits))) < o.MinTextUnits
 			}
 		}
 	}

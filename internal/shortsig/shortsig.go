@@ -265,7 +265,7 @@ func (s *Signer) sign(doc *mime.Document, unsigned bool) Result {
 	nsubj := set.len()
 	rest, hasRest := afterFirstLine(doc.Text)
 	restAt := len(doc.Text) - len(rest)
-	sigAt := restAt + signatureAt(rest) // the rest above it is the note (inNote)
+	sigAt := restAt + mime.SignatureAt(rest) // the rest above it is the note (inNote)
 	lead := sc.lead[:0]
 	read := eachUnit(doc.Text, func(u string, at int, fl fold) bool {
 		i := set.add(u, fl)
@@ -539,26 +539,6 @@ func (s *Signer) putScratch(sc *scratch) {
 
 // afterFirstLine returns text after its first non-empty line, and false
 // when text has fewer than two non-empty lines.
-// signatureAt returns the offset in text of its signature block, from
-// its last line that is "--" (RFC 3676's "-- ", whose trailing space
-// mail often loses) on; len(text) when it has none.
-func signatureAt(text string) int {
-	at := len(text)
-	for i := 0; i < len(text); {
-		end := strings.IndexByte(text[i:], '\n')
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += i
-		}
-		if strings.TrimRight(text[i:end], " \t\r") == "--" {
-			at = i
-		}
-		i = end + 1
-	}
-	return at
-}
-
 func afterFirstLine(text string) (string, bool) {
 	rest := text
 	for rest != "" {

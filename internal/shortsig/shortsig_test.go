@@ -139,27 +139,6 @@ func TestCopies(t *testing.T) {
 	}
 }
 
-func TestSignatureAt(t *testing.T) {
-	cases := []struct {
-		in   string
-		want int
-	}{
-		{"", 0},
-		{"no signature", 12},
-		{"note\n-- \nsig", 5},
-		{"note\n--\nsig", 5},
-		{"note\n-- \r\nsig", 5},
-		{"note\n-- \nold sig\n-- \nnew sig", 17},
-		{"note\n--\n", 5},
-		{"a -- b\n---\n> --\n--x", 19},
-	}
-	for _, c := range cases {
-		if got := signatureAt(c.in); got != c.want {
-			t.Errorf("signatureAt(%q) = %d, want %d", c.in, got, c.want)
-		}
-	}
-}
-
 func TestUnits(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"Hello, World!", "hello world"},

@@ -266,24 +266,32 @@ func (b *Badger) CampaignGraymail(ctx context.Context, id CampaignID) (int64, er
 const maxGrayScan = 4096
 
 // GraymailCampaigns returns up to limit campaigns with copies held back
-// as graymail, most copies first (ties by id), among the first
-// maxGrayScan such campaigns in id order.
+// as graymail, most copies first (ties by id), among the maxGrayScan
+// newest such campaigns (ids are allocated in order).
 func (b *Badger) GraymailCampaigns(ctx context.Context, limit int) ([]HeldCampaign, error) {
 	var out []HeldCampaign
 	err := b.view(func(txn *badger.Txn) error {
-		_, err := scanPrefix(txn, []byte{pfxGrayCamp}, false, maxGrayScan, func(s, _ []byte) error {
-			if len(s) != 8 {
-				return nil
+		pfx := []byte{pfxGrayCamp}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, Reverse: true})
+		defer it.Close()
+		n := 0
+		for it.Seek(append(pfx, 0xff)); it.ValidForPrefix(pfx) && n < maxGrayScan; it.Next() {
+			n++
+			k := it.Item().Key()
+			if len(k) != 1+8 {
+				continue
 			}
-			id := CampaignID(binary.BigEndian.Uint64(s))
+			id := CampaignID(binary.BigEndian.Uint64(k[1:]))
 			_, held, err := readSenders(txn, id)
 			if err != nil || held <= 0 {
-				return nil // a malformed record hides its campaign, not the list
+				continue // a malformed record hides its campaign, not the list
 			}
 			out = append(out, HeldCampaign{ID: id, Copies: held})
-			return ctx.Err()
-		})
-		return err
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaigns held back as graymail: %w", err)
