@@ -267,10 +267,11 @@ func (n *Node) consume() error {
 
 // consumerHeartbeat is how often the server serving the consumer says it
 // is alive while no event comes. The client recreates the consumer after
-// two missed heartbeats: when that server is cut off from this one (a
-// partition; the consumer is placed on any server holding the stream),
-// the node follows the stream again within seconds instead of the
-// client's default 10.
+// two missed heartbeats (its default waits 10 s): when that server is
+// cut off from this one (a partition; the consumer is placed on any
+// server holding the stream), the node follows the stream again within
+// seconds. A recreation that waits on the cut-off server itself is
+// watchLoop's to end (Options.StallAfter).
 const consumerHeartbeat = time.Second
 
 // readAhead bounds the events received and verified ahead of the one
