@@ -175,11 +175,12 @@ func TestBrowser(t *testing.T) {
 		subject, from   string
 		extra           string
 		reporters, hits int
+		replyHits       int // of the hits, those that answer a thread: graymail
 		hamReporters    int
 		id              uint64
 	}
 	camps := []*camp{
-		{seed: 1, subject: "Your parcel is waiting: confirm the delivery fee", from: "DHL Express <noreply@parcel-track.example>", reporters: 4, hits: 9},
+		{seed: 1, subject: "Your parcel is waiting: confirm the delivery fee", from: "DHL Express <noreply@parcel-track.example>", reporters: 4, hits: 9, replyHits: 1},
 		{seed: 2, subject: "Luxury watches at 90% off, today only", from: "Watch Outlet <deals@watch-outlet.example>", reporters: 3, hits: 5},
 		{seed: 3, subject: "Invoice #88231 overdue", from: "Accounts <billing@invoices.example>", reporters: 2, hits: 2},
 		{seed: 4, subject: "Team newsletter: November", from: "Newsletter <news@example.org>", reporters: 1, hits: 1, hamReporters: 2},
@@ -197,7 +198,11 @@ func TestBrowser(t *testing.T) {
 			c.id = out.Campaign
 		}
 		for h := range c.hits {
-			if code := api(t, base, http.MethodPost, "/v1/check?record=1", dashboard.CampaignMessage(t, c.seed, 100+h, c.subject, c.from, c.extra), nil); code != http.StatusOK {
+			raw := dashboard.CampaignMessage(t, c.seed, 100+h, c.subject, c.from, c.extra)
+			if h < c.replyHits {
+				raw = append([]byte("In-Reply-To: <thread@example.net>\r\n"), raw...)
+			}
+			if code := api(t, base, http.MethodPost, "/v1/check?record=1", raw, nil); code != http.StatusOK {
 				t.Fatalf("check: %d", code)
 			}
 		}
@@ -387,9 +392,13 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// False-positive watch: the campaign whose sender also sends ham,
-	// then the campaign with not-spam reports, each with why.
+	// the one with a copy held back as graymail (a reply), then the
+	// campaign with not-spam reports, each with why.
 	ham, invoices := camps[3], camps[2]
 	run("watch", chromedp.Navigate(base+"/ui/watch"), chromedp.WaitVisible(chromedp.CSS("#watch")))
+	if got := text(fmt.Sprintf("#c%d td:nth-child(3)", top.id)); !strings.Contains(got, "1 copy held back as graymail") {
+		t.Errorf("watch: campaign %d: why %q", top.id, got)
+	}
 	if got := text(fmt.Sprintf("#c%d td:nth-child(3)", invoices.id)); !strings.Contains(got, fmt.Sprintf("%d copies from invoices.example, which sent 25 accepted messages", invoices.hits)) {
 		t.Errorf("watch: campaign %d: why %q", invoices.id, got)
 	}
