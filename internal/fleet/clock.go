@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,69 @@ import (
 // (both stop deciding expiry, which is the safe side). A change of the
 // bucket's leader between two statuses adds the difference of the two
 // servers' clocks, which NTP keeps far below the bound.
+//
+// A status stored late (its put waited for a new stream leader, or was
+// retried) reads as a clock behind by the wait. Each node's skew is
+// therefore the median of its last skewSamples statuses: one or two late
+// statuses do not move it, and a clock that really changed is seen after
+// three statuses.
+
+// skewSamples is how many of a node's last statuses its skew is the
+// median of.
+const skewSamples = 5
+
+// skewWindows holds each node's last skews, by status key.
+type skewWindows struct {
+	mu sync.Mutex
+	m  map[string]*skewWindow
+}
+
+// skewWindow is one node's last skews, oldest first, and the revision of
+// the status of the newest.
+type skewWindow struct {
+	rev   uint64
+	skews []time.Duration
+}
+
+// add records the skew of key's status of revision rev (once per
+// revision) and returns the median of key's last skewSamples skews.
+func (w *skewWindows) add(key string, rev uint64, skew time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = make(map[string]*skewWindow)
+	}
+	sw := w.m[key]
+	if sw == nil {
+		sw = &skewWindow{}
+		w.m[key] = sw
+	}
+	if rev != sw.rev || len(sw.skews) == 0 {
+		if rev < sw.rev {
+			sw.skews = sw.skews[:0] // the bucket was recreated
+		}
+		sw.rev = rev
+		if len(sw.skews) == skewSamples {
+			sw.skews = append(sw.skews[:0], sw.skews[1:]...)
+		}
+		sw.skews = append(sw.skews, skew)
+	}
+	sorted := slices.Clone(sw.skews)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
+}
+
+// keep forgets the windows of the keys not in keys (nodes forgotten or
+// expired), so that the map holds only the nodes read last.
+func (w *skewWindows) keep(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.m {
+		if !slices.Contains(keys, k) {
+			delete(w.m, k)
+		}
+	}
+}
 
 // ErrClockOffset is returned by Expire while this node's clock is
 // further from the fleet's median clock than Options.MaxClockOffset, or
@@ -62,6 +126,12 @@ func setClockOffsets(out []Status, skews []time.Duration) {
 // Options.MaxClockOffset.
 func (n *Node) eventTime() time.Time {
 	return n.fleetTime(n.opts.Clock().Add(time.Duration(n.testSkew.Load()))).UTC()
+}
+
+// statusTime is the time a status carries: this host's clock (shifted by
+// testSkew in tests).
+func (n *Node) statusTime() time.Time {
+	return time.Now().Add(time.Duration(n.testSkew.Load())).UTC()
 }
 
 // fleetTime is t, a time of this host's clock, by the others' clocks:

@@ -229,6 +229,7 @@ type Node struct {
 	clockOffset   atomic.Int64
 	clockMeasured atomic.Bool
 	serverSkew    atomic.Int64 // this host's clock minus the status bucket's server's
+	skews         skewWindows  // each node's recent skews (clock.go)
 	// instance tells this process's statuses from those of another
 	// process configured with the same node name; putRev is the revision
 	// of its last status put and clashSeen when (UnixNano) a status of

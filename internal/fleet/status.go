@@ -177,7 +177,7 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	s := Status{
 		Node: n.opts.Node, Version: n.opts.Version, Events: eventVersion, Ready: n.ready, Applied: n.applied, Published: n.published,
 		Queued: n.queued, SnapshotSeq: n.snapSeq, ConsumerRestarts: n.restarts,
-		Error: n.lastErr, Time: time.Now().Add(time.Duration(n.testSkew.Load())).UTC(),
+		Error: n.lastErr, Time: n.statusTime(),
 	}
 	if n.halted != nil {
 		h := *n.halted
@@ -276,6 +276,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		out[0].PeersUnread = err.Error()
 		return out, err
 	}
+	n.skews.keep(keys)
 	var errs []error
 	var unread []Status // rows of the nodes whose status was not read
 	// out[i]'s clock minus the bucket's server's, and when NATS stored
@@ -303,7 +304,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 			// This node's last status, only for the skew of its clock,
 			// unless another process put it.
 			if n.noteOwnKey(e.Revision(), s.Instance) {
-				selfSkew, selfStored = s.Time.Sub(e.Created()), true
+				selfSkew, selfStored = n.skews.add(k, e.Revision(), s.Time.Sub(e.Created())), true
 			}
 			continue
 		}
@@ -313,7 +314,7 @@ func (n *Node) fleet(ctx context.Context, withHash bool) ([]Status, error) {
 		}
 		s.ClockOffset = 0
 		out = append(out, s)
-		skews = append(skews, s.Time.Sub(e.Created()))
+		skews = append(skews, n.skews.add(k, e.Revision(), s.Time.Sub(e.Created())))
 		created = append(created, e.Created())
 	}
 	// Silent: by the servers' clock when this node's own status tells
@@ -443,6 +444,10 @@ func (n *Node) maintLoop() {
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, n.opts.PublishTimeout)
 		if kv, err := n.js.KeyValue(ctx, n.opts.nodesBucket()); err == nil {
+			// Stamped now, after the stream and store queries above,
+			// which can take seconds while the stream has no leader: the
+			// readers take the time from here to the put for clock skew.
+			s.Time = n.statusTime()
 			if b, err := json.Marshal(s); err == nil {
 				if rev, err := kv.Put(ctx, kvKey(n.opts.Node), b); err == nil {
 					n.putRev.Store(rev)
