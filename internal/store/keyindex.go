@@ -287,6 +287,23 @@ func (w *wtx) lookupIndex(k []byte) (CampaignID, error) {
 	return owner, nil
 }
 
+// reserveIndex sizes the transaction's view of the key index for the
+// keys of ins, at most a transaction's worth: a batch looks up thousands
+// of keys, and a map grown from empty rehashes them at every doubling.
+func (w *wtx) reserveIndex(ins []ReportInput) {
+	if w.idx != nil {
+		return
+	}
+	n := 0
+	for i := range ins {
+		if n += len(ins[i].Keys); n >= batchBudgetEntries {
+			n = batchBudgetEntries
+			break
+		}
+	}
+	w.idx = make(map[string]CampaignID, n)
+}
+
 // isListed tells whether campaign id lists k in the committed key lists:
 // the lists of the campaigns a transaction asks about are read once, in
 // a read transaction of their own (an iterator of the write transaction

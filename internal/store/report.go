@@ -132,6 +132,7 @@ func (b *Badger) ReportBatch(ctx context.Context, ins []ReportInput) ([]ReportRe
 		err := b.updateIndex(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 			part = part[:0]
 			dn = nil
+			w.reserveIndex(ins[len(results):])
 			for j := len(results); j < len(ins); j++ {
 				in := ins[j]
 				if in.Time.IsZero() {
@@ -201,6 +202,7 @@ func (b *Badger) reportRound(ctx context.Context, m *appliedMark, ins []ReportIn
 	var dn *drainNeed
 	err := b.updateIndex(ctx, batchBudgetEntries, batchBudgetBytes, func(w *wtx) error {
 		part, dn = part[:0], nil
+		w.reserveIndex(ins)
 		for j := range ins {
 			in := ins[j]
 			if in.Time.IsZero() {
