@@ -313,16 +313,16 @@ func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bo
 	if len(hits) == 0 {
 		return res, nil
 	}
-	// A message hits few campaigns: a slice searched linearly is cheaper
-	// than a map.
+	// The hits sorted by campaign (stably: a campaign's keys keep their
+	// order) give the candidates in the order they are decided in,
+	// without moving candidates, which are large.
+	slices.SortStableFunc(hits, func(a, b store.Hit) int { return cmp.Compare(a.Campaign, b.Campaign) })
 	cands := make([]candidate, 0, min(len(hits), 8))
 	for _, h := range hits {
-		i := slices.IndexFunc(cands, func(c candidate) bool { return c.id == h.Campaign })
-		if i < 0 {
+		if len(cands) == 0 || cands[len(cands)-1].id != h.Campaign {
 			cands = append(cands, candidate{id: h.Campaign})
-			i = len(cands) - 1
 		}
-		c := &cands[i]
+		c := &cands[len(cands)-1]
 		if bag := imatchBag(m, h.Key); bag >= 0 {
 			c.addEvidence(Evidence{Family: FamilyIMatch, Bag: bag, Similarity: 1}, h.Key)
 		} else if kind, ok := shortsig.KindOf(h.Key); ok {
@@ -333,7 +333,6 @@ func (e *core) match(ctx context.Context, m *pipeline.Message, wantUnverified bo
 			c.bandKeys = append(c.bandKeys, h.Key)
 		}
 	}
-	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.id, b.id) })
 	if wantUnverified {
 		res.unverified = map[string]bool{}
 	}

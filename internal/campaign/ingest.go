@@ -504,8 +504,9 @@ func (e *Ingester) dropUnverifiedInBatch(preps []*preparedReport) {
 		var linked [][]byte // kept band keys of earlier reports
 		nearCopy := true    // p is a near copy of every report it is linked with
 		for _, k := range p.in.Keys[p.nIM:] {
+			js := owners[string(k)]
 			ok := true
-			for _, j := range owners[string(k)] {
+			for _, j := range js {
 				if !joinOK(j) || (len(imLinked) > 0 && !slices.Contains(imLinked, j)) {
 					ok = false
 					break
@@ -513,10 +514,10 @@ func (e *Ingester) dropUnverifiedInBatch(preps []*preparedReport) {
 			}
 			if ok {
 				keep = append(keep, k)
-				if len(owners[string(k)]) > 0 {
+				if len(js) > 0 {
 					linked = append(linked, k)
 				}
-				for _, j := range owners[string(k)] {
+				for _, j := range js {
 					nearCopy = nearCopy && near(j)
 				}
 			}
