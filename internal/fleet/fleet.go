@@ -242,6 +242,9 @@ type Node struct {
 	settings     atomic.Pointer[map[string]string]
 	settingsDiff atomic.Value
 	testSkew     atomic.Int64
+	// testSlowStatus delays Status after it read the time (nanoseconds),
+	// as the stream's queries do while it has no leader (tests).
+	testSlowStatus atomic.Int64
 	// streamOK is whether the last query of the stream (streamState)
 	// answered with a leader, streamAt when it started (UnixNano; 0: none
 	// yet); streamQuery shares a query among concurrent callers.

@@ -1087,6 +1087,39 @@ func TestClockOffset(t *testing.T) {
 	f.requireEqualHashes("expiry decisions")
 }
 
+// TestSlowStatusNoClockOffset: a node whose statuses take long to build
+// (the stream's queries wait while it has no leader) is not taken for a
+// node whose clock is behind: its status is dated when it is put.
+func TestSlowStatusNoClockOffset(t *testing.T) {
+	f := newTestFleet(t)
+	ctx := context.Background()
+	f.members[1].node.testSlowStatus.Store(int64(time.Second))
+	var last time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for slow := 0; slow < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("mx1 published %d slow statuses in 30s", slow)
+		}
+		st, err := f.members[0].node.Peers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			if s.Node != "mx1" || !s.Time.After(last) {
+				continue
+			}
+			if !last.IsZero() {
+				slow++ // a status built after the delay began
+			}
+			last = s.Time
+			if slow > 0 && s.ClockOffset.Abs() > 300*time.Millisecond {
+				t.Fatalf("mx1's clock offset %s: a slow status read as a clock off", s.ClockOffset)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestSettingsWarned: a node that signs with another lexicon is named by
 // every node (SettingsWarning, for /readyz and the log) and in the
 // statuses, until its settings agree again.

@@ -193,6 +193,9 @@ func (n *Node) Status(ctx context.Context, withHash bool) Status {
 	if n.clockMeasured.Load() {
 		s.ClockOffset = time.Duration(n.clockOffset.Load())
 	}
+	if d := n.testSlowStatus.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	s.Settings = n.currentSettings()
 	s.Instance, s.NameClash = n.instance, n.nameClash()
 	s.Connected = n.nc.IsConnected()
