@@ -324,3 +324,37 @@ func FuzzDecodeSenders(f *testing.F) {
 		}
 	})
 }
+
+// GraymailCampaigns reads at most maxGrayScan campaigns, the newest: with
+// one more, the oldest is left out and the newest listed.
+func TestGraymailScanBound(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{NoSyncWrites: true, Expiry: -1})
+	ins := make([]ReportInput, maxGrayScan+1)
+	for i := range ins {
+		ins[i] = spam(fmt.Sprintf("r%d", i), t0, fmt.Sprintf("k%d", i))
+	}
+	res, err := s.ReportBatch(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		s.RecordGraymail(r.Campaign)
+	}
+	if err := s.flushHits(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GraymailCampaigns(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != maxGrayScan {
+		t.Fatalf("%d campaigns listed, want %d", len(got), maxGrayScan)
+	}
+	oldest, newest := res[0].Campaign, res[len(res)-1].Campaign
+	if slices.ContainsFunc(got, func(h HeldCampaign) bool { return h.ID == oldest }) {
+		t.Errorf("the oldest campaign %d listed", oldest)
+	}
+	if !slices.ContainsFunc(got, func(h HeldCampaign) bool { return h.ID == newest }) {
+		t.Errorf("the newest campaign %d not listed", newest)
+	}
+}
