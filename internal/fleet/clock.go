@@ -48,11 +48,15 @@ type skewWindows struct {
 	m  map[string]*skewWindow
 }
 
-// skewWindow is one node's last skews, oldest first, and the revision of
-// the status of the newest.
+// skewWindow is one node's last skews and the revisions of their
+// statuses, in a ring: a status's revision identifies it, whatever order
+// concurrent readers see statuses in (a bucket made again restarts its
+// revisions, which are then new ones too).
 type skewWindow struct {
-	rev   uint64
-	skews []time.Duration
+	revs  [skewSamples]uint64
+	skews [skewSamples]time.Duration
+	n     int // samples held
+	next  int // the slot the next sample takes
 }
 
 // add records the skew of key's status of revision rev (once per
@@ -68,19 +72,14 @@ func (w *skewWindows) add(key string, rev uint64, skew time.Duration) time.Durat
 		sw = &skewWindow{}
 		w.m[key] = sw
 	}
-	if rev != sw.rev || len(sw.skews) == 0 {
-		if rev < sw.rev {
-			sw.skews = sw.skews[:0] // the bucket was recreated
-		}
-		sw.rev = rev
-		if len(sw.skews) == skewSamples {
-			sw.skews = append(sw.skews[:0], sw.skews[1:]...)
-		}
-		sw.skews = append(sw.skews, skew)
+	if !slices.Contains(sw.revs[:sw.n], rev) {
+		sw.revs[sw.next], sw.skews[sw.next] = rev, skew
+		sw.next = (sw.next + 1) % skewSamples
+		sw.n = min(sw.n+1, skewSamples)
 	}
-	sorted := slices.Clone(sw.skews)
-	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
+	sorted := sw.skews
+	slices.Sort(sorted[:sw.n])
+	return sorted[sw.n/2]
 }
 
 // keep forgets the windows of the keys not in keys (nodes forgotten or

@@ -26,7 +26,8 @@ func TestSkewWindow(t *testing.T) {
 		{"a late status read again", []read{{1, 0}, {2, 0}, {3, -2 * s}, {3, -2 * s}, {3, -2 * s}}, 0},
 		{"a clock set back: seen after three", []read{{1, 0}, {2, 0}, {3, -time.Hour}, {4, -time.Hour}, {5, -time.Hour}}, -time.Hour},
 		{"a clock fixed: old skews leave the window", []read{{1, time.Hour}, {2, time.Hour}, {3, time.Hour}, {4, time.Hour}, {5, time.Hour}, {6, 0}, {7, 0}, {8, 0}}, 0},
-		{"bucket recreated", []read{{10, time.Hour}, {11, time.Hour}, {12, time.Hour}, {1, 0}}, 0},
+		{"bucket recreated", []read{{10, time.Hour}, {11, time.Hour}, {12, time.Hour}, {1, 0}, {2, 0}, {3, 0}}, 0},
+		{"an older status read after a newer one", []read{{1, 0}, {3, 0}, {2, 0}, {3, 0}, {4, -2 * s}, {2, 0}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
