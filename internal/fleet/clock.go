@@ -32,15 +32,17 @@ import (
 // bucket's leader between two statuses adds the difference of the two
 // servers' clocks, which NTP keeps far below the bound.
 //
-// A status stored late (its put waited for a new stream leader, or was
-// retried) reads as a clock behind by the wait. Each node's skew is
-// therefore the median of its last skewSamples statuses: one or two late
-// statuses do not move it, and a clock that really changed is seen after
-// three statuses.
+// A status is dated just before its put, and a put can wait (for a new
+// stream leader, a retry): a late status reads as a clock behind by the
+// wait, never as one ahead. Each node's skew is therefore the largest of
+// its last skewSamples statuses' (the least delayed, as NTP keeps the
+// sample of least delay): late statuses do not move it, a clock set
+// ahead (the side that expires campaigns early) is seen at its first
+// status, and one set back once its earlier statuses left the window.
 
 // skewSamples is how many of a node's last statuses its skew is the
-// median of.
-const skewSamples = 5
+// largest of.
+const skewSamples = 3
 
 // skewWindows holds each node's last skews, by status key.
 type skewWindows struct {
@@ -60,7 +62,7 @@ type skewWindow struct {
 }
 
 // add records the skew of key's status of revision rev (once per
-// revision) and returns the median of key's last skewSamples skews.
+// revision) and returns the largest of key's last skewSamples skews.
 func (w *skewWindows) add(key string, rev uint64, skew time.Duration) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -77,9 +79,7 @@ func (w *skewWindows) add(key string, rev uint64, skew time.Duration) time.Durat
 		sw.next = (sw.next + 1) % skewSamples
 		sw.n = min(sw.n+1, skewSamples)
 	}
-	sorted := sw.skews
-	slices.Sort(sorted[:sw.n])
-	return sorted[sw.n/2]
+	return slices.Max(sw.skews[:sw.n])
 }
 
 // keep forgets the windows of the keys not in keys (nodes forgotten or
