@@ -21,9 +21,19 @@ type lexSlot struct {
 // It is read-only after newLexIndex.
 type lexIndex struct {
 	slots []lexSlot
-	long  []string
-	mask  uint64
+	// tags has one byte per slot: 0 for an empty one, else tagOf the
+	// hash of its term. A probe reads tags (a table a sixteenth of the
+	// size of slots, which stays in the processor's cache) and reads a
+	// slot only where a tag agrees: most of a message's words are not in
+	// the lexicon, and need no read of slots at all.
+	tags []uint8
+	long []string
+	mask uint64
 }
+
+// tagOf is a slot's tag for a term of hash h: its top 7 bits, with the
+// high bit set so that no tag is 0.
+func tagOf(h uint64) uint8 { return 0x80 | uint8(h>>57) }
 
 // newLexIndex indexes the terms of lex with the signer's term infos.
 func newLexIndex(lex *Lexicon, primary, secondary map[string]termInfo) *lexIndex {
@@ -39,7 +49,7 @@ func newLexIndex(lex *Lexicon, primary, secondary map[string]termInfo) *lexIndex
 	for size < 2*n {
 		size *= 2
 	}
-	x := &lexIndex{slots: make([]lexSlot, size), mask: uint64(size - 1)}
+	x := &lexIndex{slots: make([]lexSlot, size), tags: make([]uint8, size), mask: uint64(size - 1)}
 	for t, d := range lex.df {
 		x.insert(t).df = d
 	}
@@ -58,12 +68,14 @@ func (x *lexIndex) insert(t string) *lexSlot {
 	if s := x.find(t); s != nil {
 		return s
 	}
-	i := lexHash(t) & x.mask
+	h := lexHash(t)
+	i := h & x.mask
 	for x.slots[i].n != 0 {
 		i = (i + 1) & x.mask
 	}
 	s := &x.slots[i]
 	*s = lexSlot{key: prefix8(t), n: uint32(len(t))}
+	x.tags[i] = tagOf(h)
 	if len(t) > 8 {
 		s.li = int32(len(x.long))
 		x.long = append(x.long, t)
@@ -73,46 +85,61 @@ func (x *lexIndex) insert(t string) *lexSlot {
 
 // find returns the slot of t, or nil when t is not in the lexicon.
 func (x *lexIndex) find(t string) *lexSlot {
-	if k := x.findAt(t, lexHash(t)&x.mask); k != 0 {
+	h := lexHash(t)
+	if k := x.findFrom(t, h&x.mask, tagOf(h)); k != 0 {
 		return &x.slots[k-1]
 	}
 	return nil
 }
 
 // findAll sets at[i] to 1 + the index in slots of terms[i], or 0 when
-// it is not in the lexicon; at is as long as terms. It first reads the
-// first slot of every term, loads that do not depend on each other and
-// that the processor overlaps, then compares: a message's terms are
+// it is not in the lexicon; at is as long as terms. It first finds each
+// term's first slot whose tag agrees (in tags, which stay cached), then
+// reads those slots, loads that do not depend on each other and that the
+// processor overlaps, then compares: the slots of a message's terms are
 // spread over a table larger than the processor's caches, and looking
 // them up one at a time would wait for each load in turn.
 func (x *lexIndex) findAll(terms []string, at []uint64) {
 	for i, t := range terms {
-		j := lexHash(t) & x.mask
-		at[i] = j<<32 | uint64(x.slots[j].n)
-	}
-	for i, t := range terms {
-		if uint32(at[i]) == 0 { // the first slot is empty
-			at[i] = 0
+		h := lexHash(t)
+		j, tag := h&x.mask, tagOf(h)
+		for x.tags[j] != tag && x.tags[j] != 0 {
+			j = (j + 1) & x.mask
+		}
+		if x.tags[j] == 0 || len(t) == 0 {
+			at[i] = 0 // no slot with its tag before an empty one
 			continue
 		}
-		at[i] = x.findAt(t, at[i]>>32)
+		// The slot's length is read here (and kept, unused, in at[i])
+		// so that the loads of every term's slot are issued together.
+		at[i] = 1<<63 | j<<16 | uint64(tag)<<8 | uint64(uint8(x.slots[j].n))
+	}
+	for i, t := range terms {
+		if at[i] == 0 {
+			continue
+		}
+		j, tag := (at[i]&^(1<<63))>>16, uint8(at[i]>>8)
+		at[i] = x.findFrom(t, j, tag)
 	}
 }
 
-// findAt returns 1 + the index of t's slot, probing from slot j, or 0.
-func (x *lexIndex) findAt(t string, j uint64) uint64 {
+// findFrom returns 1 + the index of t's slot, probing from slot j for
+// slots of tag tag, or 0.
+func (x *lexIndex) findFrom(t string, j uint64, tag uint8) uint64 {
 	n := uint32(len(t))
 	if n == 0 {
 		return 0
 	}
 	key := prefix8(t)
 	for {
-		s := &x.slots[j]
-		if s.n == 0 {
+		switch x.tags[j] {
+		case 0:
 			return 0
-		}
-		if s.n == n && s.key == key && (n <= 8 || x.long[s.li] == t) {
-			return j + 1
+		case tag:
+			s := &x.slots[j]
+			if s.n == n && s.key == key && (n <= 8 || x.long[s.li] == t) {
+				return j + 1
+			}
 		}
 		j = (j + 1) & x.mask
 	}
