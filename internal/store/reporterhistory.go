@@ -37,18 +37,16 @@ func (b *Badger) ReporterCampaigns(ctx context.Context, hash uint64, limit int) 
 	var out []ReporterCampaign
 	err := b.view(func(txn *badger.Txn) error {
 		pfx := binary.BigEndian.AppendUint64([]byte{pfxReporterCamp}, hash)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, Reverse: true})
-		defer it.Close()
 		var ids []ReporterCampaign
-		for it.Seek(append(pfx, 0xff)); it.ValidForPrefix(pfx); it.Next() {
-			k := it.Item().Key()
-			if len(k) != 1+8+8+1 {
-				continue // verify reports it
+		err := scanPrefixReverse(txn, pfx, func(s []byte) (bool, error) {
+			if len(s) != 8+1 {
+				return true, nil // verify reports it
 			}
-			ids = append(ids, ReporterCampaign{ID: CampaignID(binary.BigEndian.Uint64(k[9:])), Kind: Kind(k[17])})
-			if limit > 0 && len(ids) >= limit {
-				break
-			}
+			ids = append(ids, ReporterCampaign{ID: CampaignID(binary.BigEndian.Uint64(s)), Kind: Kind(s[8])})
+			return limit <= 0 || len(ids) < limit, nil
+		})
+		if err != nil {
+			return err
 		}
 		for _, rc := range ids {
 			if err := ctx.Err(); err != nil {

@@ -271,27 +271,18 @@ const maxGrayScan = 4096
 func (b *Badger) GraymailCampaigns(ctx context.Context, limit int) ([]HeldCampaign, error) {
 	var out []HeldCampaign
 	err := b.view(func(txn *badger.Txn) error {
-		pfx := []byte{pfxGrayCamp}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, Reverse: true})
-		defer it.Close()
 		n := 0
-		for it.Seek(append(pfx, 0xff)); it.ValidForPrefix(pfx) && n < maxGrayScan; it.Next() {
+		return scanPrefixReverse(txn, []byte{pfxGrayCamp}, func(s []byte) (bool, error) {
 			n++
-			k := it.Item().Key()
-			if len(k) != 1+8 {
-				continue
+			if len(s) != 8 {
+				return n < maxGrayScan, nil
 			}
-			id := CampaignID(binary.BigEndian.Uint64(k[1:]))
-			_, held, err := readSenders(txn, id)
-			if err != nil || held <= 0 {
-				continue // a malformed record hides its campaign, not the list
-			}
-			out = append(out, HeldCampaign{ID: id, Copies: held})
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
+			id := CampaignID(binary.BigEndian.Uint64(s))
+			if _, held, err := readSenders(txn, id); err == nil && held > 0 {
+				out = append(out, HeldCampaign{ID: id, Copies: held})
+			} // else a malformed record hides its campaign, not the list
+			return n < maxGrayScan, ctx.Err()
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaigns held back as graymail: %w", err)

@@ -358,3 +358,35 @@ func TestGraymailScanBound(t *testing.T) {
 		t.Errorf("the newest campaign %d not listed", newest)
 	}
 }
+
+// scanPrefixReverse visits a prefix's keys last first, those whose
+// suffix starts with 0xff bytes too, none of the next prefix, and stops
+// when told.
+func TestScanPrefixReverse(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{NoSyncWrites: true, Expiry: -1})
+	pfx := []byte{0xf0, 1}
+	suffixes := [][]byte{{0}, {1, 2}, {0xff}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 7}}
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		for _, sfx := range suffixes {
+			if err := txn.Set(append(bytes.Clone(pfx), sfx...), nil); err != nil {
+				return err
+			}
+		}
+		return txn.Set([]byte{0xf0, 2}, nil) // the next prefix
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	if err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefixReverse(txn, pfx, func(sfx []byte) (bool, error) {
+			got = append(got, bytes.Clone(sfx))
+			return len(got) < 3, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{suffixes[3], suffixes[2], suffixes[1]}
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("visited %x, want %x", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,6 +237,24 @@ func scanPrefix(txn *badger.Txn, prefix []byte, values bool, limit int, f func(s
 		n++
 	}
 	return n, nil
+}
+
+// scanPrefixReverse calls f with the key suffix (after prefix) of the
+// entries under prefix, last key first, until f returns false or an
+// error; the suffix is only valid during the call. Suffixes longer than
+// 64 bytes that start with 64 bytes of 0xff are not seen (no key of the
+// store is).
+func scanPrefixReverse(txn *badger.Txn, prefix []byte, f func(suffix []byte) (bool, error)) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+	defer it.Close()
+	last := append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 64)...)
+	for it.Seek(last); it.ValidForPrefix(prefix); it.Next() {
+		more, err := f(it.Item().Key()[len(prefix):])
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 type kv struct{ k, v []byte }
